@@ -1,0 +1,255 @@
+//! The Hub: supervisor of connections. It starts each under an actix
+//! `Supervisor`, holds the only strong address of each, tracks their
+//! states, and shuts them down together.
+//!
+//! Start-up never fails because one server fails: a bad server ends up
+//! `failed` in the status table while the others serve.
+
+use std::collections::BTreeMap;
+
+use actix::prelude::*;
+use futures::future::join_all;
+use tokio::sync::oneshot;
+
+use super::connection::{self, Connection, GetStatus, StateChanged};
+use super::registry::{RegisterServer, Registry, UnregisterServer};
+use super::reply::Reply;
+use super::{Event, ServerState, ServerStatus, Subscribe};
+use crate::config::{RuntimeConfig, ServerConfig};
+use crate::error::ManageError;
+
+struct Slot {
+    connection: Addr<Connection>,
+    state: ServerState,
+}
+
+pub struct Hub {
+    registry: Addr<Registry>,
+    servers: BTreeMap<String, Slot>,
+    subscribers: Vec<Recipient<Event>>,
+    /// Answered once every server's state is settled.
+    ready_waiters: Vec<oneshot::Sender<()>>,
+    initial: Vec<ServerConfig>,
+    shut_down: bool,
+}
+
+/// Starts a server (or reports why it cannot be added).
+#[derive(Message)]
+#[rtype(result = "Result<(), ManageError>")]
+pub struct AddServer(pub ServerConfig);
+
+/// Stops a server and removes it and its tools.
+#[derive(Message)]
+#[rtype(result = "Result<(), ManageError>")]
+pub struct RemoveServer(pub String);
+
+/// The status of every server, sorted by name.
+#[derive(Message)]
+#[rtype(result = "Vec<ServerStatus>")]
+pub struct Status;
+
+/// The status of one server.
+#[derive(Message)]
+#[rtype(result = "Option<ServerStatus>")]
+pub struct ServerStatusOf(pub String);
+
+/// Resolves once every server is connected, failed or disabled.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct WaitReady;
+
+/// The registry of this hub.
+#[derive(Message)]
+#[rtype(result = "Addr<Registry>")]
+pub struct GetRegistry;
+
+/// Stops every server (close stdin, wait, SIGTERM, wait, SIGKILL, reap) and
+/// then the hub. Resolves when all are stopped.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Shutdown;
+
+/// Forwards a fault to one connection (tests of panic recovery).
+#[cfg(feature = "fault-injection")]
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct InjectPanic(pub String);
+
+impl Hub {
+    /// Starts a hub with its registry and servers in the current actix System.
+    pub fn start(config: RuntimeConfig) -> Addr<Hub> {
+        if config.subreaper && !crate::transport::stdio::become_subreaper() {
+            tracing::warn!("could not become a child subreaper; orphans of killed servers are left to init");
+        }
+        let registry = Registry::default().start();
+        Hub { registry, servers: BTreeMap::new(), subscribers: Vec::new(), ready_waiters: Vec::new(), initial: config.servers, shut_down: false }
+            .start()
+    }
+
+    fn add(&mut self, config: ServerConfig, ctx: &mut Context<Self>) -> Result<(), ManageError> {
+        if self.shut_down {
+            return Err(ManageError::RuntimeStopped);
+        }
+        config.validate()?;
+        if self.servers.contains_key(&config.name) {
+            return Err(ManageError::DuplicateServer(config.name));
+        }
+        let name = config.name.clone();
+        let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
+        let (registry, hub) = (self.registry.clone(), ctx.address().recipient());
+        let connection = Supervisor::start(move |_| Connection::new(config, registry, hub));
+        self.registry.do_send(RegisterServer { server: name.clone(), connection: connection.downgrade() });
+        self.servers.insert(name, Slot { connection, state });
+        Ok(())
+    }
+
+    fn settled(&self) -> bool {
+        self.servers.values().all(|slot| slot.state.is_settled())
+    }
+
+    fn wake_ready_waiters(&mut self) {
+        if self.settled() {
+            for waiter in self.ready_waiters.drain(..) {
+                let _ = waiter.send(());
+            }
+        }
+    }
+}
+
+impl Actor for Hub {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        for config in std::mem::take(&mut self.initial) {
+            let name = config.name.clone();
+            if let Err(error) = self.add(config, ctx) {
+                tracing::error!(server = %name, "{error}");
+            }
+        }
+    }
+}
+
+impl Handler<AddServer> for Hub {
+    type Result = Result<(), ManageError>;
+
+    fn handle(&mut self, msg: AddServer, ctx: &mut Context<Self>) -> Self::Result {
+        self.add(msg.0, ctx)
+    }
+}
+
+impl Handler<RemoveServer> for Hub {
+    type Result = Reply<Result<(), ManageError>>;
+
+    fn handle(&mut self, msg: RemoveServer, _: &mut Context<Self>) -> Self::Result {
+        let Some(slot) = self.servers.remove(&msg.0) else { return Reply::Ready(Err(ManageError::UnknownServer(msg.0))) };
+        self.registry.do_send(UnregisterServer { server: msg.0 });
+        self.wake_ready_waiters();
+        // Dropping `slot` after the shutdown drops the last strong address:
+        // the supervisor then lets the actor end instead of restarting it.
+        Reply::later(async move {
+            let _ = slot.connection.send(connection::Shutdown).await;
+            Ok(())
+        })
+    }
+}
+
+impl Handler<StateChanged> for Hub {
+    type Result = ();
+
+    fn handle(&mut self, msg: StateChanged, _: &mut Context<Self>) {
+        let Some(slot) = self.servers.get_mut(&msg.server) else { return };
+        slot.state = msg.state.clone();
+        self.subscribers.retain(|s| s.connected());
+        for subscriber in &self.subscribers {
+            subscriber.do_send(Event::ServerState { server: msg.server.clone(), state: msg.state.clone() });
+        }
+        self.wake_ready_waiters();
+    }
+}
+
+impl Handler<Status> for Hub {
+    type Result = Reply<Vec<ServerStatus>>;
+
+    fn handle(&mut self, _: Status, _: &mut Context<Self>) -> Self::Result {
+        let asks: Vec<_> = self.servers.values().map(|slot| slot.connection.send(GetStatus)).collect();
+        Reply::later(async move { join_all(asks).await.into_iter().filter_map(Result::ok).collect() })
+    }
+}
+
+impl Handler<ServerStatusOf> for Hub {
+    type Result = Reply<Option<ServerStatus>>;
+
+    fn handle(&mut self, msg: ServerStatusOf, _: &mut Context<Self>) -> Self::Result {
+        let Some(slot) = self.servers.get(&msg.0) else { return Reply::Ready(None) };
+        let ask = slot.connection.send(GetStatus);
+        Reply::later(async move { ask.await.ok() })
+    }
+}
+
+impl Handler<WaitReady> for Hub {
+    type Result = Reply<()>;
+
+    fn handle(&mut self, _: WaitReady, _: &mut Context<Self>) -> Self::Result {
+        if self.settled() {
+            return Reply::Ready(());
+        }
+        let (tx, rx) = oneshot::channel();
+        self.ready_waiters.push(tx);
+        Reply::later(async move {
+            let _ = rx.await;
+        })
+    }
+}
+
+impl Handler<GetRegistry> for Hub {
+    type Result = MessageResult<GetRegistry>;
+
+    fn handle(&mut self, _: GetRegistry, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.registry.clone())
+    }
+}
+
+impl Handler<Subscribe> for Hub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+        self.subscribers.push(msg.0);
+    }
+}
+
+impl Handler<Shutdown> for Hub {
+    type Result = Reply<()>;
+
+    fn handle(&mut self, _: Shutdown, _: &mut Context<Self>) -> Self::Result {
+        self.shut_down = true;
+        let slots: Vec<Slot> = std::mem::take(&mut self.servers).into_values().collect();
+        for waiter in self.ready_waiters.drain(..) {
+            let _ = waiter.send(());
+        }
+        Reply::later(async move {
+            join_all(slots.iter().map(|slot| slot.connection.send(connection::Shutdown))).await;
+        })
+    }
+}
+
+#[cfg(feature = "fault-injection")]
+impl Handler<InjectPanic> for Hub {
+    type Result = bool;
+
+    fn handle(&mut self, msg: InjectPanic, _: &mut Context<Self>) -> bool {
+        self.servers.get(&msg.0).map(|slot| slot.connection.do_send(connection::InjectPanic)).is_some()
+    }
+}
+
+/// Runs a closure on the runtime's thread (a `Handle` starting an actor there).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Spawn(pub Box<dyn FnOnce() + Send>);
+
+impl Handler<Spawn> for Hub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Spawn, _: &mut Context<Self>) {
+        (msg.0)();
+    }
+}

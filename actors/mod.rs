@@ -1,0 +1,184 @@
+//! The active parts: everything that has a mailbox.
+//!
+//! ```text
+//! System (actix)
+//! └── Hub                      one per runtime; holds the only strong Addr of each Connection
+//!     ├── Connection "fs"      Supervised; owns child + framed stdio
+//!     ├── Connection "git"     Supervised
+//!     └── Registry             catalog of every connected server's tools
+//! Agent ──CallTool──▶ Registry ──route──▶ Connection ──JSON-RPC──▶ server
+//! ```
+//!
+//! Restarts: a Connection whose server went down fails the calls in flight,
+//! asks its [`crate::restart::RestartTracker`] what to do, and stops its
+//! context; actix's `Supervisor` then restarts the actor (its value, with the
+//! queue of waiting calls, is kept) and `started()` schedules the next spawn
+//! with `run_later`. Because the Hub holds the only strong `Addr`, dropping
+//! it ends the actor for good (actix restarts only connected actors).
+//!
+//! Messages (all replies come back as futures; see [`reply::Reply`]):
+//!
+//! | message | to | reply |
+//! | --- | --- | --- |
+//! | [`CallTool`] | Registry (exposed name) or Connection (tool name) | `Result<CallToolResult, CallError>` |
+//! | [`ListTools`] | Registry | `Vec<ToolEntry>` |
+//! | [`ToolsChanged`], [`ServerDown`] | Registry | — |
+//! | [`hub::AddServer`], [`hub::RemoveServer`], [`hub::Shutdown`], [`hub::WaitReady`] | Hub | results |
+//! | [`hub::Status`] | Hub | `Vec<ServerStatus>` |
+//! | [`Subscribe`] | Hub (server states) / Registry (catalog) | — |
+
+pub mod connection;
+pub mod hub;
+pub mod registry;
+pub mod reply;
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use rmcp::model::{CallToolResult, JsonObject, Tool};
+use serde::Serialize;
+
+use crate::error::CallError;
+
+pub use connection::Connection;
+pub use hub::Hub;
+pub use registry::Registry;
+
+/// Calls a tool. Sent to the Registry, `name` is the exposed name
+/// (`mcp__server__tool`); sent to a Connection, it is the server's own name.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<CallToolResult, CallError>")]
+pub struct CallTool {
+    pub name: String,
+    pub arguments: Option<JsonObject>,
+    /// Overrides the server's call time-out.
+    pub timeout: Option<Duration>,
+}
+
+impl CallTool {
+    pub fn new(name: impl Into<String>, arguments: serde_json::Value) -> Self {
+        let arguments = match arguments {
+            serde_json::Value::Object(map) => Some(map),
+            _ => None,
+        };
+        CallTool { name: name.into(), arguments, timeout: None }
+    }
+
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+/// One tool of the catalog.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolEntry {
+    /// The exposed name, unique in the catalog.
+    pub name: String,
+    pub server: String,
+    pub tool: Tool,
+}
+
+/// Lists the catalog (tools of connected servers only), sorted by name.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Vec<ToolEntry>")]
+pub struct ListTools;
+
+/// A connection (re)listed its tools.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct ToolsChanged {
+    pub server: String,
+    pub tools: Vec<Tool>,
+}
+
+/// A connection's server went down; its tools leave the listing but calls
+/// to them still route to the connection, which queues them until it is back.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct ServerDown {
+    pub server: String,
+}
+
+/// Registers a recipient of [`Event`]s.
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct Subscribe(pub Recipient<Event>);
+
+/// What subscribers hear about.
+#[derive(Message, Debug, Clone, PartialEq, Serialize)]
+#[rtype(result = "()")]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    ServerState { server: String, state: ServerState },
+    Catalog { server: String, added: Vec<String>, removed: Vec<String> },
+    /// Two tools map to one exposed name: the first keeps it, the other is left out.
+    NameCollision { name: String, kept: String, rejected: String },
+}
+
+/// A server's state, as in DESIGN.md.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ServerState {
+    Pending,
+    Connected,
+    Restarting {
+        attempt: u32,
+        #[serde(serialize_with = "serialize_millis", rename = "next_in_ms")]
+        next_in: Duration,
+    },
+    Failed {
+        error: String,
+        stderr_tail: Vec<String>,
+    },
+    NeedsAuth,
+    Disabled,
+}
+
+impl ServerState {
+    /// Settled states do not change without an outside cause.
+    pub fn is_settled(&self) -> bool {
+        matches!(self, ServerState::Connected | ServerState::Failed { .. } | ServerState::NeedsAuth | ServerState::Disabled)
+    }
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            ServerState::Pending => "pending",
+            ServerState::Connected => "connected",
+            ServerState::Restarting { .. } => "restarting",
+            ServerState::Failed { .. } => "failed",
+            ServerState::NeedsAuth => "needs_auth",
+            ServerState::Disabled => "disabled",
+        }
+    }
+}
+
+/// A server's status, as reported by its connection.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerStatus {
+    pub name: String,
+    #[serde(flatten)]
+    pub state: ServerState,
+    pub pid: Option<u32>,
+    pub protocol_version: Option<String>,
+    pub server_info: Option<String>,
+    pub tools: usize,
+    pub in_flight: usize,
+    pub queued: usize,
+    pub restarts: u64,
+    #[serde(serialize_with = "serialize_opt_millis", rename = "uptime_ms")]
+    pub uptime: Option<Duration>,
+    pub last_error: Option<String>,
+    pub stderr_tail: Vec<String>,
+}
+
+fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_millis() as u64)
+}
+
+fn serialize_opt_millis<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => serialize_millis(d, s),
+        None => s.serialize_none(),
+    }
+}

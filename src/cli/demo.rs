@@ -1,0 +1,259 @@
+//! `mcpvisor demo`: the runtime's main job, shown on built-in servers.
+//!
+//! Three demo servers run under one hub. Calls go to all three at once;
+//! while slow calls are in flight on `beta`, its process is killed with
+//! SIGKILL. The demo then shows what each caller got, the restart, a call
+//! that succeeds after it, and the final status, and checks each of those
+//! against what the design promises: exit 0 only if all held.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::EXIT_CONNECTION;
+use crate::actors::{Event, ServerState, ServerStatus};
+use crate::config::{RuntimeConfig, ServerConfig};
+use crate::error::CallError;
+use crate::{CallToolResult, Handle, Runtime};
+
+const SERVERS: [&str; 3] = ["alpha", "beta", "gamma"];
+const VICTIM: &str = "beta";
+const SLOW_CALLS: usize = 3;
+
+struct Outcome {
+    label: String,
+    server: &'static str,
+    result: Result<CallToolResult, CallError>,
+    took: Duration,
+}
+
+pub fn run(json_output: bool) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe.to_string_lossy().into_owned(),
+        Err(e) => {
+            eprintln!("mcpvisor demo: cannot find this executable to start the demo servers: {e}");
+            return ExitCode::from(EXIT_CONNECTION);
+        }
+    };
+    let servers = SERVERS.map(|name| ServerConfig::stdio(name, exe.clone(), ["demo-server"]));
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mcpvisor demo: cannot start a tokio runtime: {e}");
+            return ExitCode::from(EXIT_CONNECTION);
+        }
+    };
+    let report = runtime.block_on(async move {
+        let handle = Runtime::start(RuntimeConfig::new(servers))?;
+        let report = demo(&handle).await;
+        handle.shutdown().await;
+        Ok::<_, std::io::Error>(report)
+    });
+    let report = match report {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("mcpvisor demo: {e}");
+            return ExitCode::from(EXIT_CONNECTION);
+        }
+    };
+    if json_output {
+        println!("{}", serde_json::to_string_pretty(&report.json).unwrap_or_default());
+    }
+    if report.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("\nThe demo did NOT behave as designed:");
+        for failure in &report.failures {
+            eprintln!("  - {failure}");
+        }
+        ExitCode::from(EXIT_CONNECTION)
+    }
+}
+
+struct Report {
+    failures: Vec<String>,
+    json: serde_json::Value,
+}
+
+/// Printing is suppressed with `--json` (the JSON report is printed instead).
+struct Out {
+    quiet: bool,
+    bold: bool,
+}
+
+impl Out {
+    fn heading(&self, text: &str) {
+        if !self.quiet {
+            if self.bold {
+                println!("\n\x1b[1m{text}\x1b[0m");
+            } else {
+                println!("\n{text}");
+            }
+        }
+    }
+
+    fn line(&self, text: impl AsRef<str>) {
+        if !self.quiet {
+            println!("{}", text.as_ref());
+        }
+    }
+}
+
+async fn demo(handle: &Handle) -> Report {
+    let out = Out { quiet: std::env::args().any(|a| a == "--json"), bold: std::io::stdout().is_terminal() };
+    let mut failures = Vec::new();
+    let mut events = handle.subscribe();
+    let started = Instant::now();
+    out.heading("1. Starting three demo servers under one hub");
+    if !handle.wait_ready(Duration::from_secs(20)).await {
+        failures.push("the demo servers did not all start within 20 s".to_string());
+    }
+    let tools = handle.list_tools().await;
+    for status in handle.status().await {
+        out.line(format!("   {:<6} {:<10} pid {:<7} {} tools", status.name, status.state.label(), status.pid.unwrap_or(0), status.tools));
+    }
+    out.line(format!("   catalog: {} tools, e.g. {}", tools.len(), tools.iter().take(3).map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")));
+
+    out.heading(format!("2. Calling all three at once; {SLOW_CALLS} slow calls are in flight on `{VICTIM}`").as_str());
+    let mut calls = Vec::new();
+    for server in SERVERS {
+        calls.push(spawn_call(handle, server, "echo", json!({"text": format!("hello from {server}")})));
+        calls.push(spawn_call(handle, server, "add", json!({"a": 2, "b": 40})));
+    }
+    for i in 0..SLOW_CALLS {
+        calls.push(spawn_call(handle, VICTIM, "sleep", json!({"ms": 5_000 + i})));
+    }
+    for server in ["alpha", "gamma"] {
+        calls.push(spawn_call(handle, server, "sleep", json!({"ms": 300})));
+    }
+    let victim = wait_for_in_flight(handle, VICTIM, SLOW_CALLS).await;
+
+    out.heading(format!("3. Killing `{VICTIM}` (pid {}) with SIGKILL while its calls are in flight", victim.as_ref().and_then(|s| s.pid).unwrap_or(0)).as_str());
+    match victim.as_ref().and_then(|s| s.pid) {
+        // SAFETY: kill has no memory-safety preconditions; the pid is the demo server's.
+        Some(pid) => unsafe {
+            libc::kill(pid as i32, libc::SIGKILL);
+        },
+        None => failures.push(format!("`{VICTIM}` never had {SLOW_CALLS} calls in flight")),
+    }
+
+    out.heading("4. What the callers got");
+    let mut outcomes = Vec::new();
+    for call in calls {
+        match call.await {
+            Ok(outcome) => outcomes.push(outcome),
+            Err(e) => failures.push(format!("a caller task failed: {e}")),
+        }
+    }
+    for o in &outcomes {
+        let text = match &o.result {
+            Ok(result) => format!("ok     {}", first_text(result)),
+            Err(e) => format!("error  {}", e.to_string().lines().next().unwrap_or_default()),
+        };
+        out.line(format!("   {:<30} {:>6} ms  {text}", o.label, o.took.as_millis()));
+        check_outcome(o, &mut failures);
+    }
+
+    out.heading(format!("5. `{VICTIM}` is restarted by its supervisor").as_str());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut back = false;
+    while !back {
+        match tokio::time::timeout_at(deadline.into(), events.recv()).await {
+            Ok(Some(Event::ServerState { server, state })) if server == VICTIM => {
+                out.line(format!("   {:>6} ms  {server}: {}", started.elapsed().as_millis(), describe(&state)));
+                back = state == ServerState::Connected;
+            }
+            Ok(Some(_)) => {}
+            _ => break,
+        }
+    }
+    if !back {
+        failures.push(format!("`{VICTIM}` did not come back within 10 s"));
+    }
+    let after = handle.call_tool(&format!("mcp__{VICTIM}__echo"), json!({"text": "back again"}).as_object().cloned()).await;
+    match &after {
+        Ok(result) if first_text(result) == "back again" => out.line(format!("   a new call to {VICTIM}/echo: ok     {}", first_text(result))),
+        other => failures.push(format!("the call after the restart did not succeed: {other:?}")),
+    }
+
+    out.heading("6. Final status");
+    let statuses = handle.status().await;
+    out.line(format!("   {:<6} {:<10} {:>7} {:>6} {:>9} {:>8}", "server", "state", "pid", "tools", "restarts", "uptime"));
+    for s in &statuses {
+        let uptime = s.uptime.map(|u| format!("{:.1}s", u.as_secs_f64())).unwrap_or_else(|| "-".into());
+        out.line(format!("   {:<6} {:<10} {:>7} {:>6} {:>9} {:>8}", s.name, s.state.label(), s.pid.unwrap_or(0), s.tools, s.restarts, uptime));
+    }
+    check_final_status(&statuses, &mut failures);
+    if failures.is_empty() {
+        out.line("\nEverything behaved as designed: calls on healthy servers succeeded, the killed server's calls failed\nwith ServerExited (not resent), it was restarted, and it serves again.");
+    }
+    let json = json!({
+        "ok": failures.is_empty(),
+        "failures": failures,
+        "calls": outcomes.iter().map(|o| json!({
+            "call": o.label,
+            "ms": o.took.as_millis() as u64,
+            "ok": o.result.as_ref().ok(),
+            "error": o.result.as_ref().err().map(|e| e.to_string()),
+        })).collect::<Vec<_>>(),
+        "status": statuses,
+    });
+    Report { failures, json }
+}
+
+fn spawn_call(handle: &Handle, server: &'static str, tool: &str, args: serde_json::Value) -> tokio::task::JoinHandle<Outcome> {
+    let handle = handle.clone();
+    let label = format!("{server}/{tool} {args}");
+    let name = format!("mcp__{server}__{tool}");
+    tokio::spawn(async move {
+        let start = Instant::now();
+        let result = handle.call_tool(&name, args.as_object().cloned()).await;
+        Outcome { label, server, result, took: start.elapsed() }
+    })
+}
+
+/// Waits (boundedly) until `server` has `n` calls on the wire.
+async fn wait_for_in_flight(handle: &Handle, server: &str, n: usize) -> Option<ServerStatus> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        match handle.server_status(server).await {
+            Some(status) if status.in_flight >= n => return Some(status),
+            _ => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+    None
+}
+
+fn check_outcome(o: &Outcome, failures: &mut Vec<String>) {
+    let slow_on_victim = o.server == VICTIM && o.label.contains("/sleep");
+    match (&o.result, slow_on_victim) {
+        (Err(CallError::ServerExited { exit, .. }), true) if exit.signal == Some(libc::SIGKILL) => {}
+        (Ok(r), false) if r.is_error != Some(true) => {}
+        // Quick calls on the victim may finish before the kill: both outcomes are by design.
+        (Err(CallError::ServerExited { .. }), false) if o.server == VICTIM => {}
+        (other, _) => failures.push(format!("{}: unexpected outcome {other:?}", o.label)),
+    }
+}
+
+fn check_final_status(statuses: &[ServerStatus], failures: &mut Vec<String>) {
+    for s in statuses {
+        let expected_restarts = u64::from(s.name == VICTIM);
+        if s.state != ServerState::Connected || s.restarts != expected_restarts {
+            failures.push(format!("`{}` ended {} with {} restarts (expected connected with {expected_restarts})", s.name, s.state.label(), s.restarts));
+        }
+    }
+}
+
+fn describe(state: &ServerState) -> String {
+    match state {
+        ServerState::Restarting { attempt, next_in } => format!("restarting (attempt {attempt}) in {} ms", next_in.as_millis()),
+        ServerState::Failed { error, .. } => format!("failed: {error}"),
+        other => other.label().to_string(),
+    }
+}
+
+fn first_text(result: &CallToolResult) -> String {
+    result.content.iter().find_map(|c| c.as_text().map(|t| t.text.clone())).unwrap_or_default()
+}

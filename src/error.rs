@@ -1,0 +1,107 @@
+//! Typed errors, one enum per boundary.
+//!
+//! Every message names the server and, for calls, the tool, and says what to
+//! do next. Enums are `#[non_exhaustive]` so variants can be added.
+//! A tool result with `isError: true` is a normal result, never an error here.
+
+use std::time::Duration;
+
+use crate::transport::ExitInfo;
+
+/// Why a tool call did not produce a `CallToolResult`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    #[error("no tool named `{name}` is in the catalog; list the tools (`mcpvisor tools`) and check that its server is connected")]
+    UnknownTool { name: String },
+
+    #[error("server `{server}` is disabled; enable it to call `{tool}`")]
+    Disabled { server: String, tool: String },
+
+    #[error("server `{server}` was still restarting (attempt {attempt}) when the call to `{tool}` gave up after {after:?}; check `mcpvisor status` and the server's stderr")]
+    Restarting { server: String, tool: String, attempt: u32, after: Duration },
+
+    #[error("server `{server}` exited ({exit}) while `{tool}` was in flight; the call was not resent because tools may have side effects{}", tail_suffix(.stderr_tail))]
+    ServerExited { server: String, tool: String, exit: ExitInfo, stderr_tail: Vec<String> },
+
+    #[error("`{tool}` on server `{server}` did not answer within {after:?}; it was cancelled. Raise the call's or the server's timeout if the tool is just slow")]
+    Timeout { server: String, tool: String, after: Duration },
+
+    #[error("server `{server}` is overloaded ({in_flight} calls in flight, {queued} queued); `{tool}` was refused at once. Retry later or raise max_in_flight/max_queued")]
+    Overloaded { server: String, tool: String, in_flight: usize, queued: usize },
+
+    #[error("`{tool}` on server `{server}` failed with JSON-RPC error {code}: {message}")]
+    Rpc { server: String, tool: String, code: i64, message: String, data: Option<serde_json::Value> },
+
+    #[error("invalid arguments for `{tool}` on server `{server}`: {message}")]
+    InvalidArguments { server: String, tool: String, message: String },
+
+    #[error("server `{server}` needs authorisation before `{tool}` can be called")]
+    NeedsAuth { server: String, tool: String },
+
+    #[error("server `{server}` has failed and is no longer restarted ({error}); fix it and reconnect it to call `{tool}`")]
+    Failed { server: String, tool: String, error: String },
+
+    #[error("server `{server}` sent a malformed answer to `{tool}`: {message}")]
+    Protocol { server: String, tool: String, message: String },
+
+    #[error("transport to server `{server}` failed during `{tool}`: {message}")]
+    Transport { server: String, tool: String, message: String },
+
+    #[error("the runtime or server `{server}` was shut down before `{tool}` finished")]
+    Stopped { server: String, tool: String },
+}
+
+fn tail_suffix(tail: &[String]) -> String {
+    match tail.len() {
+        0 => String::new(),
+        n => {
+            let shown = &tail[n.saturating_sub(5)..];
+            format!(". Last stderr lines:\n  {}", shown.join("\n  "))
+        }
+    }
+}
+
+/// Why a server could not be started or brought to the point of serving calls.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    #[error("server `{server}`: cannot start `{command}`: {reason} (PATH={path})")]
+    Spawn { server: String, command: String, reason: String, path: String },
+
+    #[error("server `{server}` answered initialize with protocol version {got:?}; mcpvisor speaks {supported}. Upgrade the server or mcpvisor")]
+    UnsupportedVersion { server: String, got: String, supported: String },
+
+    #[error("server `{server}` did not answer initialize within {after:?}; is it an MCP server speaking newline-delimited JSON-RPC on stdout?")]
+    HandshakeTimeout { server: String, after: Duration },
+
+    #[error("server `{server}` refused {method}: JSON-RPC error {code}: {message}")]
+    Rpc { server: String, method: String, code: i64, message: String },
+
+    #[error("server `{server}` sent a malformed answer to {method}: {message}")]
+    Protocol { server: String, method: String, message: String },
+
+    #[error("server `{server}` exited during start-up ({exit}){}", tail_suffix(.stderr_tail))]
+    Exited { server: String, exit: ExitInfo, stderr_tail: Vec<String> },
+}
+
+impl ConnectError {
+    /// Errors a restart cannot cure: restarting would repeat them exactly.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, ConnectError::UnsupportedVersion { .. })
+    }
+}
+
+/// Errors of the management API (adding and removing servers).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManageError {
+    #[error("a server named `{0}` already exists; remove it first or choose another name")]
+    DuplicateServer(String),
+    #[error("no server named `{0}`; `mcpvisor list` shows the configured ones")]
+    UnknownServer(String),
+    #[error("invalid configuration for server `{server}`: {message}")]
+    InvalidConfig { server: String, message: String },
+    #[error("the runtime has shut down")]
+    RuntimeStopped,
+}

@@ -1,0 +1,12 @@
+//! The MCP wire: the JSON-RPC 2.0 envelope, method names and protocol eras.
+//!
+//! Payload types (tools, results, capabilities) come from `rmcp::model`; this
+//! module owns only what travels around them, so that a frame can be routed
+//! by its id before its payload is parsed.
+
+mod jsonrpc;
+pub mod methods;
+mod version;
+
+pub use jsonrpc::{ErrorObject, Message, RequestId, error_codes, notification_frame, request_frame, response_frame};
+pub use version::{LATEST_LEGACY_VERSION, SUPPORTED_LEGACY_VERSIONS, is_supported_legacy_version};
