@@ -33,10 +33,10 @@ use tokio_util::codec::FramedRead;
 use super::registry::Registry;
 use super::reply::Reply;
 use super::{CallTool, ServerDown, ServerState, ServerStatus, ToolsChanged};
-use crate::codec::{Frame, FrameError, JsonRpcCodec, peek_id};
+use crate::codec::{peek_id, Frame, FrameError, JsonRpcCodec};
 use crate::config::ServerConfig;
 use crate::error::{CallError, ConnectError};
-use crate::protocol::{self, ErrorObject, Message as RpcMessage, RequestId, error_codes, methods};
+use crate::protocol::{self, error_codes, methods, ErrorObject, Message as RpcMessage, RequestId};
 use crate::restart::{Decision, Ending, RestartTracker};
 use crate::transport::stdio::{self, LogLines, ProcessGroup};
 use crate::transport::{ExitInfo, ExitWatch};
@@ -57,8 +57,14 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 #[derive(Debug)]
 enum Failure {
     Rpc(ErrorObject),
-    Exited { exit: ExitInfo, stderr_tail: Vec<String> },
-    TooLarge { size: usize, max: usize },
+    Exited {
+        exit: ExitInfo,
+        stderr_tail: Vec<String>,
+    },
+    TooLarge {
+        size: usize,
+        max: usize,
+    },
     Internal(String),
     /// The server has failed for good (restart policy or intensity).
     GaveUp(String),
@@ -321,7 +327,8 @@ impl Connection {
         };
         let version = init.protocol_version.to_string();
         if !protocol::is_supported_legacy_version(&version) {
-            let error = ConnectError::UnsupportedVersion { server, got: version, supported: protocol::SUPPORTED_LEGACY_VERSIONS.join(", ") };
+            let error =
+                ConnectError::UnsupportedVersion { server, got: version, supported: protocol::SUPPORTED_LEGACY_VERSIONS.join(", ") };
             return self.abort_run(error, Ending::Failure);
         }
         tracing::debug!(server = %self.name(), version, "initialized");
@@ -572,7 +579,8 @@ impl Connection {
         let frame = match method {
             methods::PING => protocol::response_frame(&id, Ok(&serde_json::json!({}))),
             _ => {
-                let error = ErrorObject { code: error_codes::METHOD_NOT_FOUND, message: format!("mcpvisor does not handle {method}"), data: None };
+                let error =
+                    ErrorObject { code: error_codes::METHOD_NOT_FOUND, message: format!("mcpvisor does not handle {method}"), data: None };
                 protocol::response_frame::<()>(&id, Err(&error))
             }
         };
@@ -693,8 +701,9 @@ impl Connection {
         self.set_state(ServerState::Failed { error, stderr_tail: self.stderr_tail.iter().cloned().collect() });
     }
 
-    /// Turns a caught panic into error replies and a restart.
-    fn on_panic(&mut self, during: &str, payload: Box<dyn Any + Send>) {
+    /// Turns a caught panic into error replies and a restart; returns the
+    /// explanation given to the callers.
+    fn on_panic(&mut self, during: &str, payload: Box<dyn Any + Send>) -> String {
         let message = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
@@ -706,12 +715,18 @@ impl Connection {
             let _ = pending.reply.send(Err(Failure::Internal(text.clone())));
         }
         self.in_flight = 0;
-        let error = ConnectError::Protocol { server: self.config.name.clone(), method: during.into(), message: text };
+        let error = ConnectError::Protocol { server: self.config.name.clone(), method: during.into(), message: text.clone() };
         self.abort_run(error, Ending::Failure);
+        text
     }
 
     /// Runs a handler body, catching a panic (see [`Connection::on_panic`]).
-    fn guarded<R>(&mut self, during: &str, ctx: &mut Context<Self>, body: impl FnOnce(&mut Self, &mut Context<Self>) -> R) -> Option<R> {
+    fn guarded<R>(
+        &mut self,
+        during: &str,
+        ctx: &mut Context<Self>,
+        body: impl FnOnce(&mut Self, &mut Context<Self>) -> R,
+    ) -> Result<R, String> {
         #[cfg(feature = "fault-injection")]
         let body = {
             let panic_now = std::mem::take(&mut self.panic_next);
@@ -720,13 +735,7 @@ impl Connection {
                 body(act, ctx)
             }
         };
-        match std::panic::catch_unwind(AssertUnwindSafe(|| body(self, ctx))) {
-            Ok(value) => Some(value),
-            Err(payload) => {
-                self.on_panic(during, payload);
-                None
-            }
-        }
+        std::panic::catch_unwind(AssertUnwindSafe(|| body(self, ctx))).map_err(|payload| self.on_panic(during, payload))
     }
 
     fn status(&self) -> ServerStatus {
@@ -784,9 +793,9 @@ impl Handler<CallTool> for Connection {
         let (server, tool) = (self.config.name.clone(), call.name.clone());
         let admitted = self.guarded("a tool call", ctx, |act, ctx| act.admit_call(&call, ctx));
         let (id, answer) = match admitted {
-            Some(Ok(admitted)) => admitted,
-            Some(Err(error)) => return Reply::Ready(Err(error)),
-            None => return Reply::Ready(Err(Failure::Internal("internal error while admitting the call".into()).into_call_error(&server, &tool))),
+            Ok(Ok(admitted)) => admitted,
+            Ok(Err(error)) => return Reply::Ready(Err(error)),
+            Err(panic) => return Reply::Ready(Err(Failure::Internal(panic).into_call_error(&server, &tool))),
         };
         let timeout = call.timeout.unwrap_or(self.config.timeouts.call);
         let mut guard = ForgetOnDrop { connection: Some(ctx.address()), id };
@@ -854,7 +863,7 @@ impl StreamHandler<Result<Frame, std::io::Error>> for Connection {
     fn handle(&mut self, item: Result<Frame, std::io::Error>, ctx: &mut Context<Self>) {
         match item {
             Ok(frame) => {
-                self.guarded("a message from the server", ctx, |act, ctx| act.on_frame(frame, ctx));
+                let _ = self.guarded("a message from the server", ctx, |act, ctx| act.on_frame(frame, ctx));
             }
             Err(e) => tracing::warn!(server = %self.config.name, "reading stdout failed: {e}"),
         }

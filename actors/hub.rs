@@ -82,8 +82,15 @@ impl Hub {
             tracing::warn!("could not become a child subreaper; orphans of killed servers are left to init");
         }
         let registry = Registry::default().start();
-        Hub { registry, servers: BTreeMap::new(), subscribers: Vec::new(), ready_waiters: Vec::new(), initial: config.servers, shut_down: false }
-            .start()
+        Hub {
+            registry,
+            servers: BTreeMap::new(),
+            subscribers: Vec::new(),
+            ready_waiters: Vec::new(),
+            initial: config.servers,
+            shut_down: false,
+        }
+        .start()
     }
 
     fn add(&mut self, config: ServerConfig, ctx: &mut Context<Self>) -> Result<(), ManageError> {

@@ -110,10 +110,21 @@ pub struct Subscribe(pub Recipient<Event>);
 #[rtype(result = "()")]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
-    ServerState { server: String, state: ServerState },
-    Catalog { server: String, added: Vec<String>, removed: Vec<String> },
+    ServerState {
+        server: String,
+        state: ServerState,
+    },
+    Catalog {
+        server: String,
+        added: Vec<String>,
+        removed: Vec<String>,
+    },
     /// Two tools map to one exposed name: the first keeps it, the other is left out.
-    NameCollision { name: String, kept: String, rejected: String },
+    NameCollision {
+        name: String,
+        kept: String,
+        rejected: String,
+    },
 }
 
 /// A server's state, as in DESIGN.md.

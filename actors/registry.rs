@@ -12,8 +12,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use actix::WeakAddr;
 use actix::prelude::*;
+use actix::WeakAddr;
 use rmcp::model::{CallToolResult, Tool};
 
 use super::connection::Connection;

@@ -206,10 +206,17 @@ mod tests {
     #[test]
     fn bad_lines_are_items_and_the_stream_goes_on() {
         let mut codec = JsonRpcCodec::new(64);
-        let input: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n\nnot json\n\xff\xfe\n{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\n";
+        let input: &[u8] =
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n\nnot json\n\xff\xfe\n{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\n";
         assert_eq!(
             decode_all(&mut codec, &[input]),
-            ["ok Some(Number(1)) {}", "bad blank line", "bad line is not JSON-RPC (expected ident at line 1 column 2)", "bad line is not valid UTF-8", "note m"]
+            [
+                "ok Some(Number(1)) {}",
+                "bad blank line",
+                "bad line is not JSON-RPC (expected ident at line 1 column 2)",
+                "bad line is not valid UTF-8",
+                "note m"
+            ]
         );
     }
 

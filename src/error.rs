@@ -69,10 +69,14 @@ pub enum ConnectError {
     #[error("server `{server}`: cannot start `{command}`: {reason} (PATH={path})")]
     Spawn { server: String, command: String, reason: String, path: String },
 
-    #[error("server `{server}` answered initialize with protocol version {got:?}; mcpvisor speaks {supported}. Upgrade the server or mcpvisor")]
+    #[error(
+        "server `{server}` answered initialize with protocol version {got:?}; mcpvisor speaks {supported}. Upgrade the server or mcpvisor"
+    )]
     UnsupportedVersion { server: String, got: String, supported: String },
 
-    #[error("server `{server}` did not answer initialize within {after:?}; is it an MCP server speaking newline-delimited JSON-RPC on stdout?")]
+    #[error(
+        "server `{server}` did not answer initialize within {after:?}; is it an MCP server speaking newline-delimited JSON-RPC on stdout?"
+    )]
     HandshakeTimeout { server: String, after: Duration },
 
     #[error("server `{server}` refused {method}: JSON-RPC error {code}: {message}")]

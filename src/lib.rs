@@ -30,10 +30,10 @@
 
 #[path = "../actors/mod.rs"]
 pub mod actors;
-// TEMP pub mod cli;
+pub mod cli;
 pub mod codec;
 pub mod config;
-// TEMP pub mod demo_server;
+pub mod demo_server;
 pub mod error;
 pub mod handle;
 pub mod naming;

@@ -114,7 +114,11 @@ async fn demo(handle: &Handle) -> Report {
     for status in handle.status().await {
         out.line(format!("   {:<6} {:<10} pid {:<7} {} tools", status.name, status.state.label(), status.pid.unwrap_or(0), status.tools));
     }
-    out.line(format!("   catalog: {} tools, e.g. {}", tools.len(), tools.iter().take(3).map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")));
+    out.line(format!(
+        "   catalog: {} tools, e.g. {}",
+        tools.len(),
+        tools.iter().take(3).map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+    ));
 
     out.heading(format!("2. Calling all three at once; {SLOW_CALLS} slow calls are in flight on `{VICTIM}`").as_str());
     let mut calls = Vec::new();
@@ -130,7 +134,32 @@ async fn demo(handle: &Handle) -> Report {
     }
     let victim = wait_for_in_flight(handle, VICTIM, SLOW_CALLS).await;
 
-    out.heading(format!("3. Killing `{VICTIM}` (pid {}) with SIGKILL while its calls are in flight", victim.as_ref().and_then(|s| s.pid).unwrap_or(0)).as_str());
+    out.heading(
+        format!(
+            "3. Killing `{VICTIM}` (pid {}) with SIGKILL while its calls are in flight",
+            victim.as_ref().and_then(|s| s.pid).unwrap_or(0)
+        )
+        .as_str(),
+    );
+    // Only what happens from the kill on belongs to step 5; events are
+    // timestamped as they arrive, while step 4 waits for the callers.
+    while events.try_recv().is_ok() {}
+    let watcher = tokio::spawn(async move {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut seen = Vec::new();
+        while let Ok(Some(event)) = tokio::time::timeout_at(deadline.into(), events.recv()).await {
+            if let Event::ServerState { server, state } = event {
+                if server == VICTIM {
+                    let back = state == ServerState::Connected;
+                    seen.push((started.elapsed(), state));
+                    if back {
+                        break;
+                    }
+                }
+            }
+        }
+        seen
+    });
     match victim.as_ref().and_then(|s| s.pid) {
         // SAFETY: kill has no memory-safety preconditions; the pid is the demo server's.
         Some(pid) => unsafe {
@@ -157,24 +186,19 @@ async fn demo(handle: &Handle) -> Report {
     }
 
     out.heading(format!("5. `{VICTIM}` is restarted by its supervisor").as_str());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut back = false;
-    while !back {
-        match tokio::time::timeout_at(deadline.into(), events.recv()).await {
-            Ok(Some(Event::ServerState { server, state })) if server == VICTIM => {
-                out.line(format!("   {:>6} ms  {server}: {}", started.elapsed().as_millis(), describe(&state)));
-                back = state == ServerState::Connected;
-            }
-            Ok(Some(_)) => {}
-            _ => break,
-        }
+    let seen = watcher.await.unwrap_or_default();
+    for (at, state) in &seen {
+        out.line(format!("   {:>6} ms  {VICTIM}: {}", at.as_millis(), describe(state)));
     }
+    let back = seen.last().is_some_and(|(_, state)| *state == ServerState::Connected);
     if !back {
         failures.push(format!("`{VICTIM}` did not come back within 10 s"));
     }
     let after = handle.call_tool(&format!("mcp__{VICTIM}__echo"), json!({"text": "back again"}).as_object().cloned()).await;
     match &after {
-        Ok(result) if first_text(result) == "back again" => out.line(format!("   a new call to {VICTIM}/echo: ok     {}", first_text(result))),
+        Ok(result) if first_text(result) == "back again" => {
+            out.line(format!("   a new call to {VICTIM}/echo: ok     {}", first_text(result)))
+        }
         other => failures.push(format!("the call after the restart did not succeed: {other:?}")),
     }
 
@@ -183,7 +207,15 @@ async fn demo(handle: &Handle) -> Report {
     out.line(format!("   {:<6} {:<10} {:>7} {:>6} {:>9} {:>8}", "server", "state", "pid", "tools", "restarts", "uptime"));
     for s in &statuses {
         let uptime = s.uptime.map(|u| format!("{:.1}s", u.as_secs_f64())).unwrap_or_else(|| "-".into());
-        out.line(format!("   {:<6} {:<10} {:>7} {:>6} {:>9} {:>8}", s.name, s.state.label(), s.pid.unwrap_or(0), s.tools, s.restarts, uptime));
+        out.line(format!(
+            "   {:<6} {:<10} {:>7} {:>6} {:>9} {:>8}",
+            s.name,
+            s.state.label(),
+            s.pid.unwrap_or(0),
+            s.tools,
+            s.restarts,
+            uptime
+        ));
     }
     check_final_status(&statuses, &mut failures);
     if failures.is_empty() {
@@ -241,7 +273,12 @@ fn check_final_status(statuses: &[ServerStatus], failures: &mut Vec<String>) {
     for s in statuses {
         let expected_restarts = u64::from(s.name == VICTIM);
         if s.state != ServerState::Connected || s.restarts != expected_restarts {
-            failures.push(format!("`{}` ended {} with {} restarts (expected connected with {expected_restarts})", s.name, s.state.label(), s.restarts));
+            failures.push(format!(
+                "`{}` ended {} with {} restarts (expected connected with {expected_restarts})",
+                s.name,
+                s.state.label(),
+                s.restarts
+            ));
         }
     }
 }

@@ -193,6 +193,10 @@ fn frame<T: Serialize>(message: &T) -> Vec<u8> {
     // Serialising our own plain structs into a Vec cannot fail.
     serde_json::to_writer(&mut out, message).expect("serialising a JSON-RPC frame");
     out.push(b'\n');
+    // Frames may wait in a queue: do not keep the doubling growth's slack.
+    if out.capacity() - out.len() > 4096 {
+        out.shrink_to_fit();
+    }
     out
 }
 

@@ -8,5 +8,5 @@ mod jsonrpc;
 pub mod methods;
 mod version;
 
-pub use jsonrpc::{ErrorObject, Message, RequestId, error_codes, notification_frame, request_frame, response_frame};
-pub use version::{LATEST_LEGACY_VERSION, SUPPORTED_LEGACY_VERSIONS, is_supported_legacy_version};
+pub use jsonrpc::{error_codes, notification_frame, request_frame, response_frame, ErrorObject, Message, RequestId};
+pub use version::{is_supported_legacy_version, LATEST_LEGACY_VERSION, SUPPORTED_LEGACY_VERSIONS};

@@ -184,7 +184,8 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
         },
         path: env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.to_string_lossy().into_owned()).unwrap_or_default(),
     })?;
-    let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) = (child.id(), child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+    let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) = (child.id(), child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
         unreachable!("a just-spawned child with piped stdio has a pid and all three pipes")
     };
     let group = ProcessGroup(pid as i32);
@@ -272,7 +273,11 @@ impl tokio_util::codec::Decoder for LogLines {
 impl LogLines {
     /// The end of a line whose head may already have been emitted as cut.
     fn finish(&mut self, text: String) -> String {
-        if std::mem::take(&mut self.dropped) > 0 { format!("… {}", text.chars().rev().take(200).collect::<Vec<_>>().into_iter().rev().collect::<String>()) } else { text }
+        if std::mem::take(&mut self.dropped) > 0 {
+            format!("… {}", text.chars().rev().take(200).collect::<Vec<_>>().into_iter().rev().collect::<String>())
+        } else {
+            text
+        }
     }
 }
 

@@ -1,0 +1,74 @@
+//! Shared helpers of the integration tests: demo-server configs, result
+//! text, and /proc inspection. Every test talks to real processes.
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+use mcpvisor::config::{RuntimeConfig, ServerConfig};
+use mcpvisor::transport::stdio::{group_members, proc_info, ProcInfo, ProcessGroup};
+use mcpvisor::{CallToolResult, Handle, JsonObject, Runtime, ServerState, ServerStatus};
+
+/// A demo server named `name`, started with extra `flags`.
+pub fn demo(name: &str, flags: &[&str]) -> ServerConfig {
+    let args = std::iter::once("demo-server").chain(flags.iter().copied());
+    ServerConfig::stdio(name, env!("CARGO_BIN_EXE_mcpvisor"), args)
+}
+
+/// Starts a runtime and waits until every server has settled.
+pub async fn start(servers: Vec<ServerConfig>) -> Handle {
+    let handle = Runtime::start(RuntimeConfig::new(servers)).expect("runtime starts");
+    assert!(handle.wait_ready(Duration::from_secs(20)).await, "servers did not settle within 20 s");
+    handle
+}
+
+pub fn args(value: serde_json::Value) -> Option<JsonObject> {
+    value.as_object().cloned()
+}
+
+/// The first text content of a result.
+pub fn text(result: &CallToolResult) -> String {
+    result.content.iter().find_map(|c| c.as_text().map(|t| t.text.clone())).unwrap_or_default()
+}
+
+pub async fn status_of(handle: &Handle, server: &str) -> ServerStatus {
+    handle.server_status(server).await.expect("server exists")
+}
+
+/// Polls the server's status until `done` holds (bounded: 20 s).
+pub async fn wait_status(handle: &Handle, server: &str, done: impl Fn(&ServerStatus) -> bool) -> ServerStatus {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = status_of(handle, server).await;
+        if done(&status) {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "server {server} never reached the expected status; last: {status:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+pub async fn wait_connected_with_restarts(handle: &Handle, server: &str, restarts: u64) -> ServerStatus {
+    wait_status(handle, server, |s| s.state == ServerState::Connected && s.restarts >= restarts).await
+}
+
+/// Every process of the group, and whether each is a zombie.
+pub fn group(pgid: u32) -> Vec<ProcInfo> {
+    group_members(ProcessGroup(pgid as i32))
+}
+
+pub fn alive(pid: u32) -> Option<ProcInfo> {
+    proc_info(pid as i32)
+}
+
+pub fn kill(pid: u32, signal: i32) {
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid as i32, signal);
+    }
+}
+
+/// The process's resident memory in KiB.
+pub fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0)
+}
