@@ -27,7 +27,7 @@ use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinHandle};
 
 /// Start-up faults and knobs of the demo server (the `mcpvisor demo-server` flags).
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct DemoServerOptions {
     /// Exit at once with this code, before reading anything (crash-loop tests).
     #[arg(long, value_name = "CODE")]
@@ -39,8 +39,17 @@ pub struct DemoServerOptions {
     #[arg(long, value_name = "N")]
     pub stop_reading_after: Option<u64>,
     /// Tools per `tools/list` page (pagination is always exercised by default).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = DEFAULT_PAGE_SIZE)]
     pub page_size: usize,
+}
+
+const DEFAULT_PAGE_SIZE: usize = 4;
+
+/// The same server as `mcpvisor demo-server` without flags.
+impl Default for DemoServerOptions {
+    fn default() -> Self {
+        DemoServerOptions { exit_immediately: None, no_initialize: false, stop_reading_after: None, page_size: DEFAULT_PAGE_SIZE }
+    }
 }
 
 /// Runs the server on this process's stdin/stdout until stdin closes; returns the exit code.
@@ -525,7 +534,7 @@ mod tests {
     use super::*;
 
     fn options() -> DemoServerOptions {
-        DemoServerOptions { page_size: 4, ..DemoServerOptions::default() }
+        DemoServerOptions::default()
     }
 
     fn reply(method: &str, params: Value) -> Result<Value, RpcError> {
