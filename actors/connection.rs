@@ -21,6 +21,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 use rmcp::model::{CallToolResult, InitializeResult, ListToolsResult, Tool};
 use serde::Serialize;
@@ -134,6 +135,9 @@ struct Run {
     control_frames: usize,
     started_at: Instant,
     ready: bool,
+    /// The start-up time-out, cancelled once ready: actix polls every
+    /// future of a context on each wake-up, so none may linger.
+    startup_timer: Option<SpawnHandle>,
     stdout_open: bool,
     stderr_open: bool,
     exit: Option<ExitInfo>,
@@ -289,6 +293,7 @@ impl Connection {
             control_frames: 0,
             started_at: Instant::now(),
             ready: false,
+            startup_timer: None,
             stdout_open: true,
             stderr_open: true,
             exit: None,
@@ -298,14 +303,24 @@ impl Connection {
         self.run_error = None;
         ctx.add_stream(FramedRead::new(process.stdout, JsonRpcCodec::new(self.config.limits.max_frame)));
         ctx.add_stream(FramedRead::new(process.stderr, LogLines::default()));
-        ctx.spawn(process.exit.wait().into_actor(self).map(move |exit, act, ctx| act.on_exit(generation, exit, ctx)));
-        ctx.run_later(self.config.timeouts.startup, move |act, _| {
+        // The exit is awaited off the context (see `startup_timer`) and reported as a message.
+        let me = ctx.address().downgrade();
+        actix_rt::spawn(async move {
+            let exit = process.exit.wait().await;
+            if let Some(me) = me.upgrade() {
+                me.do_send(Exited { generation, exit });
+            }
+        });
+        let startup_timer = ctx.run_later(self.config.timeouts.startup, move |act, _| {
             let timed_out = act.current_run(generation).is_some_and(|run| !run.ready);
             if timed_out {
                 let error = ConnectError::HandshakeTimeout { server: act.config.name.clone(), after: act.config.timeouts.startup };
                 act.abort_run(error, Ending::Failure);
             }
         });
+        if let Some(run) = self.run.as_mut() {
+            run.startup_timer = Some(startup_timer);
+        }
         let params = serde_json::json!({
             "protocolVersion": protocol::LATEST_LEGACY_VERSION,
             "capabilities": {},
@@ -387,6 +402,9 @@ impl Connection {
         let relist = std::mem::take(&mut run.relist);
         let first = !run.ready;
         run.ready = true;
+        if let Some(timer) = run.startup_timer.take() {
+            ctx.cancel_future(timer);
+        }
         tracing::info!(server = %self.config.name, tools = tools.len(), "tools listed");
         self.tools = tools.clone();
         self.registry.do_send(ToolsChanged { server: self.config.name.clone(), tools });
@@ -499,21 +517,23 @@ impl Connection {
             ServerState::Failed { error, .. } => return Err(CallError::Failed { server, tool, error: error.clone() }),
             _ => {}
         }
-        let id = self.next_request_id();
+        let send_now = self.queue.is_empty() && self.can_send_call();
+        if !send_now && self.queue.len() >= self.config.limits.max_queued {
+            return Err(CallError::Overloaded { server, tool, in_flight: self.in_flight, queued: self.queue.len() });
+        }
         #[derive(Serialize)]
         struct Params<'a> {
             name: &'a str,
             #[serde(skip_serializing_if = "Option::is_none")]
             arguments: &'a Option<rmcp::model::JsonObject>,
         }
+        let id = self.next_request_id();
         let frame = protocol::request_frame(&id, methods::TOOLS_CALL, &Params { name: &call.name, arguments: &call.arguments });
         let (tx, rx) = oneshot::channel();
-        if self.queue.is_empty() && self.can_send_call() {
+        if send_now {
             self.put_on_wire(id.clone(), frame, tx, true, ctx);
-        } else if self.queue.len() < self.config.limits.max_queued {
-            self.queue.push_back(Queued { id: id.clone(), frame, reply: tx });
         } else {
-            return Err(CallError::Overloaded { server, tool, in_flight: self.in_flight, queued: self.queue.len() });
+            self.queue.push_back(Queued { id: id.clone(), frame, reply: tx });
         }
         Ok((id, rx))
     }
@@ -661,7 +681,11 @@ impl Connection {
         let exit = run.exit.unwrap_or(ExitInfo { code: None, signal: None });
         let stderr_tail = self.stderr_tail();
         for (_, pending) in self.pending.drain() {
-            let _ = pending.reply.send(Err(Failure::Exited { exit, stderr_tail: stderr_tail.clone() }));
+            let failure = match self.stopping {
+                true => Failure::Stopped,
+                false => Failure::Exited { exit, stderr_tail: stderr_tail.clone() },
+            };
+            let _ = pending.reply.send(Err(failure));
         }
         self.in_flight = 0;
         if run.ready {
@@ -786,10 +810,9 @@ impl Supervised for Connection {
     }
 }
 
-impl Handler<CallTool> for Connection {
-    type Result = Reply<Result<CallToolResult, CallError>>;
-
-    fn handle(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Self::Result {
+impl Connection {
+    /// Admits a call and returns its eventual answer (see the module invariants).
+    fn call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
         let (server, tool) = (self.config.name.clone(), call.name.clone());
         let admitted = self.guarded("a tool call", ctx, |act, ctx| act.admit_call(&call, ctx));
         let (id, answer) = match admitted {
@@ -820,6 +843,32 @@ impl Handler<CallTool> for Connection {
                 Err(failure) => Err(failure.into_call_error(&server, &tool)),
             }
         })
+    }
+}
+
+impl Handler<CallTool> for Connection {
+    type Result = Reply<Result<CallToolResult, CallError>>;
+
+    fn handle(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Self::Result {
+        self.call(call, ctx)
+    }
+}
+
+/// A call routed here by the Registry together with its caller's reply
+/// channel, so the answer goes straight back to the caller (no relay task).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Routed {
+    pub call: CallTool,
+    pub reply: Option<OneshotSender<Result<CallToolResult, CallError>>>,
+}
+
+impl Handler<Routed> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, routed: Routed, ctx: &mut Context<Self>) {
+        let reply = self.call(routed.call, ctx);
+        <Reply<_> as MessageResponse<Self, CallTool>>::handle(reply, ctx, routed.reply);
     }
 }
 
@@ -886,6 +935,22 @@ impl StreamHandler<Result<String, std::io::Error>> for Connection {
         run.stderr_open = false;
         let generation = run.generation;
         self.finish_run_if_drained(generation, ctx);
+    }
+}
+
+/// The server process of run `generation` has exited and been reaped.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Exited {
+    generation: u64,
+    exit: ExitInfo,
+}
+
+impl Handler<Exited> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, msg: Exited, ctx: &mut Context<Self>) {
+        self.on_exit(msg.generation, msg.exit, ctx);
     }
 }
 

@@ -12,12 +12,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 use actix::WeakAddr;
 use rmcp::model::{CallToolResult, Tool};
 
-use super::connection::Connection;
-use super::reply::Reply;
+use super::connection::{Connection, Routed};
 use super::{CallTool, Event, ListTools, ServerDown, Subscribe, ToolEntry, ToolsChanged};
 use crate::error::CallError;
 use crate::naming::exposed_name;
@@ -161,20 +161,40 @@ impl Handler<ListTools> for Registry {
     }
 }
 
+/// The Registry's answer to a call: an immediate error, or the call handed
+/// on to its connection with the caller's reply channel.
+pub enum Routing {
+    Refused(CallError),
+    Forward { connection: Addr<Connection>, call: CallTool },
+}
+
+impl MessageResponse<Registry, CallTool> for Routing {
+    fn handle(self, _: &mut Context<Registry>, reply: Option<OneshotSender<Result<CallToolResult, CallError>>>) {
+        match self {
+            Routing::Refused(error) => {
+                if let Some(reply) = reply {
+                    let _ = reply.send(Err(error));
+                }
+            }
+            // If the connection is gone, the dropped reply reaches the caller as a mailbox error.
+            Routing::Forward { connection, call } => connection.do_send(Routed { call, reply }),
+        }
+    }
+}
+
 impl Handler<CallTool> for Registry {
-    type Result = Reply<Result<CallToolResult, CallError>>;
+    type Result = Routing;
 
     fn handle(&mut self, call: CallTool, _: &mut Context<Self>) -> Self::Result {
         let Some(route) = self.routes.get(&call.name) else {
-            return Reply::Ready(Err(CallError::UnknownTool { name: call.name }));
+            return Routing::Refused(CallError::UnknownTool { name: call.name });
         };
         let server = route.server.clone();
         let tool = route.tool.name.to_string();
         let Some(connection) = self.servers.get(&server).and_then(|s| s.connection.upgrade()) else {
-            return Reply::Ready(Err(CallError::Stopped { server, tool }));
+            return Routing::Refused(CallError::Stopped { server, tool });
         };
-        let forwarded = CallTool { name: tool.clone(), ..call };
-        Reply::later(async move { connection.send(forwarded).await.unwrap_or(Err(CallError::Stopped { server, tool })) })
+        Routing::Forward { connection, call: CallTool { name: tool, ..call } }
     }
 }
 

@@ -41,3 +41,24 @@ fn a_hub_runs_inside_an_existing_actix_system() {
         hub.send(Shutdown).await.unwrap();
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_a_server_stops_it_fails_its_calls_as_stopped_and_drops_its_tools() {
+    let handle = start(vec![demo("keep", &[]), demo("gone", &[])]).await;
+    let pid = status_of(&handle, "gone").await.pid.unwrap();
+    let h = handle.clone();
+    let in_flight = tokio::spawn(async move { h.call_tool("mcp__gone__sleep", args(json!({"ms": 30_000}))).await });
+    wait_status(&handle, "gone", |s| s.in_flight == 1).await;
+
+    handle.remove_server("gone").await.unwrap();
+
+    let stopped = in_flight.await.unwrap();
+    assert!(matches!(&stopped, Err(mcpvisor::CallError::Stopped { server, tool }) if server == "gone" && tool == "sleep"), "{stopped:?}");
+    assert!(alive(pid).is_none(), "the removed server's process is reaped");
+    assert!(handle.server_status("gone").await.is_none());
+    let tools = handle.list_tools().await;
+    assert!(tools.iter().all(|t| t.server == "keep") && !tools.is_empty());
+    let unknown = handle.call_tool("mcp__gone__echo", None).await;
+    assert!(matches!(unknown, Err(mcpvisor::CallError::UnknownTool { .. })), "{unknown:?}");
+    assert_eq!(handle.remove_server("gone").await, Err(mcpvisor::ManageError::UnknownServer("gone".into())));
+}

@@ -38,7 +38,12 @@ async fn a_server_that_stops_reading_keeps_memory_bounded() {
         }));
         let status = wait_status(&handle, "deaf", |s| s.in_flight + s.queued >= max_in_flight + max_queued - 1).await;
         assert!(status.in_flight <= max_in_flight && status.queued <= max_queued, "{status:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Sample once every refusal of this wave has been delivered.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while calls.iter().filter(|c| !c.is_finished()).count() > max_in_flight + max_queued {
+            assert!(std::time::Instant::now() < deadline, "refusals were not delivered within 30 s");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         after_wave.push(rss_kib().saturating_sub(before) / 1024);
     }
     // What was refused was refused at once; what was admitted still waits.
