@@ -69,6 +69,7 @@ enum Failure {
     Internal(String),
     /// The server has failed for good (restart policy or intensity).
     GaveUp(String),
+    Disabled,
     Stopped,
 }
 
@@ -88,6 +89,7 @@ impl Failure {
             },
             Failure::Internal(message) => CallError::Transport { server, tool, message },
             Failure::GaveUp(error) => CallError::Failed { server, tool, error },
+            Failure::Disabled => CallError::Disabled { server, tool },
             Failure::Stopped => CallError::Stopped { server, tool },
         }
     }
@@ -184,6 +186,17 @@ pub struct StateChanged {
     pub state: ServerState,
 }
 
+/// Enables or disables the server: a disabled server keeps its process,
+/// its tools leave the catalog and calls to it fail with `Disabled`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SetEnabled(pub bool);
+
+/// Restarts the server now (and revives a failed one).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Reconnect;
+
 /// Makes the next handler panic (tests of panic recovery).
 #[cfg(feature = "fault-injection")]
 #[derive(Message)]
@@ -209,6 +222,11 @@ pub struct Connection {
     run_error: Option<(ConnectError, Ending)>,
     last_error: Option<String>,
     stopping: bool,
+    /// Enabled servers list their tools and take calls; a disabled one keeps
+    /// its process (if it has one) but its tools leave the catalog.
+    enabled: bool,
+    /// A deliberate reconnect is under way: the next exit restarts at once.
+    reconnecting: bool,
     #[cfg(feature = "fault-injection")]
     panic_next: bool,
 }
@@ -216,6 +234,7 @@ pub struct Connection {
 impl Connection {
     pub fn new(config: ServerConfig, registry: Addr<Registry>, hub: Recipient<StateChanged>) -> Self {
         let restarts = RestartTracker::new(config.restart, config.restart_limits);
+        let config_enabled = config.enabled;
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
         Connection {
             config: Arc::new(config),
@@ -235,6 +254,8 @@ impl Connection {
             run_error: None,
             last_error: None,
             stopping: false,
+            enabled: config_enabled,
+            reconnecting: false,
             #[cfg(feature = "fault-injection")]
             panic_next: false,
         }
@@ -244,10 +265,27 @@ impl Connection {
         &self.config.name
     }
 
+    /// The state others see: `Disabled` overrides the lifecycle state.
+    fn reported_state(&self) -> ServerState {
+        if self.enabled {
+            self.state.clone()
+        } else {
+            ServerState::Disabled
+        }
+    }
+
+    /// Changes the lifecycle state and tells the Hub when what it sees
+    /// changes. A connection being stopped tells nobody: it is no longer theirs.
     fn set_state(&mut self, state: ServerState) {
-        if self.state != state {
-            self.state = state.clone();
-            self.hub.do_send(StateChanged { server: self.config.name.clone(), state });
+        let before = self.reported_state();
+        self.state = state;
+        self.report_if_changed(before);
+    }
+
+    fn report_if_changed(&self, before: ServerState) {
+        let after = self.reported_state();
+        if after != before && !self.stopping {
+            self.hub.do_send(StateChanged { server: self.config.name.clone(), state: after });
         }
     }
 
@@ -407,7 +445,9 @@ impl Connection {
         }
         tracing::info!(server = %self.config.name, tools = tools.len(), "tools listed");
         self.tools = tools.clone();
-        self.registry.do_send(ToolsChanged { server: self.config.name.clone(), tools });
+        if self.enabled && !self.stopping {
+            self.registry.do_send(ToolsChanged { server: self.config.name.clone(), tools });
+        }
         if first {
             self.last_error = None;
             self.set_state(ServerState::Connected);
@@ -513,7 +553,7 @@ impl Connection {
         let (server, tool) = (self.config.name.clone(), call.name.clone());
         match &self.state {
             _ if self.stopping => return Err(CallError::Stopped { server, tool }),
-            ServerState::Disabled => return Err(CallError::Disabled { server, tool }),
+            _ if !self.enabled => return Err(CallError::Disabled { server, tool }),
             ServerState::Failed { error, .. } => return Err(CallError::Failed { server, tool, error: error.clone() }),
             _ => {}
         }
@@ -681,18 +721,23 @@ impl Connection {
         let exit = run.exit.unwrap_or(ExitInfo { code: None, signal: None });
         let stderr_tail = self.stderr_tail();
         for (_, pending) in self.pending.drain() {
-            let failure = match self.stopping {
+            let failure = match self.stopping || self.reconnecting {
                 true => Failure::Stopped,
                 false => Failure::Exited { exit, stderr_tail: stderr_tail.clone() },
             };
             let _ = pending.reply.send(Err(failure));
         }
         self.in_flight = 0;
-        if run.ready {
+        if run.ready && !self.stopping {
             self.registry.do_send(ServerDown { server: self.config.name.clone() });
         }
         tracing::warn!(server = %self.config.name, pid = run.pid, "server process ended: {exit}");
         if self.stopping {
+            return;
+        }
+        if std::mem::take(&mut self.reconnecting) {
+            self.set_state(ServerState::Pending);
+            ctx.stop();
             return;
         }
         let (error, ending) = match self.run_error.take() {
@@ -762,11 +807,57 @@ impl Connection {
         std::panic::catch_unwind(AssertUnwindSafe(|| body(self, ctx))).map_err(|payload| self.on_panic(during, payload))
     }
 
+    /// Enables or disables the server (see [`SetEnabled`]).
+    fn set_enabled(&mut self, enabled: bool, ctx: &mut Context<Self>) {
+        if self.enabled == enabled {
+            return;
+        }
+        let before = self.reported_state();
+        self.enabled = enabled;
+        let server = self.config.name.clone();
+        if !enabled {
+            self.registry.do_send(ServerDown { server });
+            for call in self.queue.drain(..) {
+                let _ = call.reply.send(Err(Failure::Disabled));
+            }
+        } else if self.state == ServerState::Disabled {
+            self.state = ServerState::Pending;
+            self.start_process(ctx);
+        } else if self.run.as_ref().is_some_and(|run| run.ready) {
+            self.registry.do_send(ToolsChanged { server, tools: self.tools.clone() });
+        }
+        self.report_if_changed(before);
+    }
+
+    /// Starts the server afresh: a running one is stopped politely first
+    /// (its calls in flight fail with `Stopped`); a failed one gets a new
+    /// restart budget. A deliberate reconnect is not counted as a crash.
+    fn reconnect(&mut self, ctx: &mut Context<Self>) {
+        if self.stopping {
+            return;
+        }
+        self.restarts.forgive();
+        match self.run.as_mut() {
+            Some(run) => {
+                self.reconnecting = true;
+                run.close_stdin = true;
+                run.stdin = None;
+                actix_rt::spawn(stdio::shutdown(run.group, run.exit_watch.clone(), self.config.timeouts.shutdown_grace));
+            }
+            None if self.enabled => {
+                self.last_error = None;
+                self.set_state(ServerState::Pending);
+                self.start_process(ctx);
+            }
+            None => {}
+        }
+    }
+
     fn status(&self) -> ServerStatus {
         let run = self.run.as_ref();
         ServerStatus {
             name: self.config.name.clone(),
-            state: self.state.clone(),
+            state: self.reported_state(),
             pid: run.map(|r| r.pid),
             protocol_version: self.init.as_ref().map(|i| i.protocol_version.to_string()),
             server_info: self.init.as_ref().map(|i| format!("{} {}", i.server_info.name, i.server_info.version)),
@@ -951,6 +1042,22 @@ impl Handler<Exited> for Connection {
 
     fn handle(&mut self, msg: Exited, ctx: &mut Context<Self>) {
         self.on_exit(msg.generation, msg.exit, ctx);
+    }
+}
+
+impl Handler<SetEnabled> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetEnabled, ctx: &mut Context<Self>) {
+        let _ = self.guarded("enabling or disabling", ctx, |act, ctx| act.set_enabled(msg.0, ctx));
+    }
+}
+
+impl Handler<Reconnect> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, _: Reconnect, ctx: &mut Context<Self>) {
+        let _ = self.guarded("a reconnect", ctx, |act, ctx| act.reconnect(ctx));
     }
 }
 

@@ -21,6 +21,8 @@ use crate::error::ManageError;
 struct Slot {
     connection: Addr<Connection>,
     state: ServerState,
+    /// As last set, to tell what `SetServers` changes.
+    config: ServerConfig,
 }
 
 pub struct Hub {
@@ -42,6 +44,38 @@ pub struct AddServer(pub ServerConfig);
 #[derive(Message)]
 #[rtype(result = "Result<(), ManageError>")]
 pub struct RemoveServer(pub String);
+
+/// Enables or disables a server. A disabled server keeps its process; its
+/// tools leave the catalog and calls to it fail with `CallError::Disabled`.
+#[derive(Message)]
+#[rtype(result = "Result<(), ManageError>")]
+pub struct Toggle {
+    pub server: String,
+    pub enabled: bool,
+}
+
+/// Restarts a server now; a failed server is revived with a fresh restart budget.
+#[derive(Message)]
+#[rtype(result = "Result<(), ManageError>")]
+pub struct Reconnect(pub String);
+
+/// Makes the running set equal to this list: new names are added, missing
+/// ones removed, changed ones restarted with their new configuration;
+/// unchanged servers are left running untouched.
+#[derive(Message)]
+#[rtype(result = "SetServersResult")]
+pub struct SetServers(pub Vec<ServerConfig>);
+
+/// What [`SetServers`] did, by server name.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct SetServersResult {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub changed: Vec<String>,
+    /// Servers that could not be added or changed, with the reason; a
+    /// changed server whose new configuration is invalid keeps running as it was.
+    pub errors: Vec<(String, String)>,
+}
 
 /// The status of every server, sorted by name.
 #[derive(Message)]
@@ -103,11 +137,23 @@ impl Hub {
         }
         let name = config.name.clone();
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
-        let (registry, hub) = (self.registry.clone(), ctx.address().recipient());
+        let (registry, hub, kept) = (self.registry.clone(), ctx.address().recipient(), config.clone());
         let connection = Supervisor::start(move |_| Connection::new(config, registry, hub));
         self.registry.do_send(RegisterServer { server: name.clone(), connection: connection.downgrade() });
-        self.servers.insert(name, Slot { connection, state });
+        self.servers.insert(name, Slot { connection, state, config: kept });
         Ok(())
+    }
+
+    /// Takes a server out: unregisters it and returns its slot, whose
+    /// shutdown the caller awaits (dropping the slot ends the actor).
+    fn take_out(&mut self, name: &str) -> Option<Slot> {
+        let slot = self.servers.remove(name)?;
+        self.registry.do_send(UnregisterServer { server: name.to_string() });
+        Some(slot)
+    }
+
+    fn slot(&mut self, name: &str) -> Result<&mut Slot, ManageError> {
+        self.servers.get_mut(name).ok_or_else(|| ManageError::UnknownServer(name.to_string()))
     }
 
     fn settled(&self) -> bool {
@@ -148,14 +194,69 @@ impl Handler<RemoveServer> for Hub {
     type Result = Reply<Result<(), ManageError>>;
 
     fn handle(&mut self, msg: RemoveServer, _: &mut Context<Self>) -> Self::Result {
-        let Some(slot) = self.servers.remove(&msg.0) else { return Reply::Ready(Err(ManageError::UnknownServer(msg.0))) };
-        self.registry.do_send(UnregisterServer { server: msg.0 });
+        let Some(slot) = self.take_out(&msg.0) else { return Reply::Ready(Err(ManageError::UnknownServer(msg.0))) };
         self.wake_ready_waiters();
         // Dropping `slot` after the shutdown drops the last strong address:
         // the supervisor then lets the actor end instead of restarting it.
         Reply::later(async move {
             let _ = slot.connection.send(connection::Shutdown).await;
             Ok(())
+        })
+    }
+}
+
+impl Handler<Toggle> for Hub {
+    type Result = Result<(), ManageError>;
+
+    fn handle(&mut self, msg: Toggle, _: &mut Context<Self>) -> Self::Result {
+        let slot = self.slot(&msg.server)?;
+        slot.config.enabled = msg.enabled;
+        slot.connection.do_send(connection::SetEnabled(msg.enabled));
+        Ok(())
+    }
+}
+
+impl Handler<Reconnect> for Hub {
+    type Result = Result<(), ManageError>;
+
+    fn handle(&mut self, msg: Reconnect, _: &mut Context<Self>) -> Self::Result {
+        self.slot(&msg.0)?.connection.do_send(connection::Reconnect);
+        Ok(())
+    }
+}
+
+impl Handler<SetServers> for Hub {
+    type Result = Reply<SetServersResult>;
+
+    fn handle(&mut self, msg: SetServers, ctx: &mut Context<Self>) -> Self::Result {
+        let mut result = SetServersResult::default();
+        let wanted: BTreeMap<String, ServerConfig> = msg.0.into_iter().map(|c| (c.name.clone(), c)).collect();
+        let gone: Vec<String> = self.servers.keys().filter(|name| !wanted.contains_key(*name)).cloned().collect();
+        let mut stopping: Vec<Slot> = gone.iter().filter_map(|name| self.take_out(name)).collect();
+        result.removed = gone;
+        for (name, config) in wanted {
+            let changed = match self.servers.get(&name) {
+                Some(slot) if slot.config == config => continue,
+                Some(_) => true,
+                None => false,
+            };
+            if let Err(error) = config.validate() {
+                result.errors.push((name, error.to_string()));
+                continue;
+            }
+            if changed {
+                stopping.extend(self.take_out(&name));
+            }
+            match self.add(config, ctx) {
+                Ok(()) if changed => result.changed.push(name),
+                Ok(()) => result.added.push(name),
+                Err(error) => result.errors.push((name, error.to_string())),
+            }
+        }
+        self.wake_ready_waiters();
+        Reply::later(async move {
+            join_all(stopping.iter().map(|slot| slot.connection.send(connection::Shutdown))).await;
+            result
         })
     }
 }

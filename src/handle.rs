@@ -17,7 +17,9 @@ use actix::Addr;
 use rmcp::model::{CallToolResult, JsonObject};
 use tokio::sync::oneshot;
 
-use crate::actors::hub::{self, AddServer, GetRegistry, Hub, RemoveServer, ServerStatusOf, Status, WaitReady};
+use crate::actors::hub::{
+    self, AddServer, GetRegistry, Hub, Reconnect, RemoveServer, ServerStatusOf, SetServers, SetServersResult, Status, Toggle, WaitReady,
+};
 use crate::actors::{CallTool, Event, ListTools, Registry, ServerStatus, ToolEntry};
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::error::{CallError, ManageError};
@@ -119,6 +121,21 @@ impl Handle {
 
     pub async fn remove_server(&self, name: &str) -> Result<(), ManageError> {
         self.inner.hub.send(RemoveServer(name.to_string())).await.unwrap_or(Err(ManageError::RuntimeStopped))
+    }
+
+    /// Enables or disables a server (a disabled server keeps its process; its tools leave the catalog).
+    pub async fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), ManageError> {
+        self.inner.hub.send(Toggle { server: name.to_string(), enabled }).await.unwrap_or(Err(ManageError::RuntimeStopped))
+    }
+
+    /// Restarts a server now; revives a failed one.
+    pub async fn reconnect(&self, name: &str) -> Result<(), ManageError> {
+        self.inner.hub.send(Reconnect(name.to_string())).await.unwrap_or(Err(ManageError::RuntimeStopped))
+    }
+
+    /// Makes the running set equal to `servers`, leaving unchanged ones running.
+    pub async fn set_servers(&self, servers: Vec<ServerConfig>) -> Result<SetServersResult, ManageError> {
+        self.inner.hub.send(SetServers(servers)).await.map_err(|_| ManageError::RuntimeStopped)
     }
 
     /// Delivers server state changes and catalog changes to `events` until it is dropped.

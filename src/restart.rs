@@ -94,6 +94,13 @@ impl RestartTracker {
         self.total
     }
 
+    /// Forgets the recent history (backoff and intensity), as after a
+    /// deliberate reconnect; the total count is kept.
+    pub fn forgive(&mut self) {
+        self.consecutive = 0;
+        self.recent.clear();
+    }
+
     /// Decides about a run that lasted `ran_for` and ended as `ending`.
     pub fn on_down(&mut self, now: Instant, ran_for: Duration, ending: Ending) -> Decision {
         if ran_for >= self.limits.healthy_after {
