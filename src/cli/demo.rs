@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::EXIT_CONNECTION;
+use super::{print_line, EXIT_CONNECTION};
 use crate::actors::{Event, ServerState, ServerStatus};
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::error::CallError;
@@ -47,7 +47,7 @@ pub fn run(json_output: bool) -> ExitCode {
     };
     let report = runtime.block_on(async move {
         let handle = Runtime::start(RuntimeConfig::new(servers))?;
-        let report = demo(&handle).await;
+        let report = demo(&handle, json_output).await;
         handle.shutdown().await;
         Ok::<_, std::io::Error>(report)
     });
@@ -59,7 +59,7 @@ pub fn run(json_output: bool) -> ExitCode {
         }
     };
     if json_output {
-        println!("{}", serde_json::to_string_pretty(&report.json).unwrap_or_default());
+        print_line(serde_json::to_string_pretty(&report.json).unwrap_or_default());
     }
     if report.failures.is_empty() {
         ExitCode::SUCCESS
@@ -87,22 +87,22 @@ impl Out {
     fn heading(&self, text: &str) {
         if !self.quiet {
             if self.bold {
-                println!("\n\x1b[1m{text}\x1b[0m");
+                print_line(format_args!("\n\x1b[1m{text}\x1b[0m"));
             } else {
-                println!("\n{text}");
+                print_line(format_args!("\n{text}"));
             }
         }
     }
 
     fn line(&self, text: impl AsRef<str>) {
         if !self.quiet {
-            println!("{}", text.as_ref());
+            print_line(text.as_ref());
         }
     }
 }
 
-async fn demo(handle: &Handle) -> Report {
-    let out = Out { quiet: std::env::args().any(|a| a == "--json"), bold: std::io::stdout().is_terminal() };
+async fn demo(handle: &Handle, json_output: bool) -> Report {
+    let out = Out { quiet: json_output, bold: std::io::stdout().is_terminal() };
     let mut failures = Vec::new();
     let mut events = handle.subscribe();
     let started = Instant::now();
@@ -179,9 +179,9 @@ async fn demo(handle: &Handle) -> Report {
     for o in &outcomes {
         let text = match &o.result {
             Ok(result) => format!("ok     {}", first_text(result)),
-            Err(e) => format!("error  {}", e.to_string().lines().next().unwrap_or_default()),
+            Err(e) => format!("error  {}", short_error(e)),
         };
-        out.line(format!("   {:<30} {:>6} ms  {text}", o.label, o.took.as_millis()));
+        out.line(format!("   {:<38} {:>5} ms  {text}", o.label, o.took.as_millis()));
         check_outcome(o, &mut failures);
     }
 
@@ -280,6 +280,14 @@ fn check_final_status(statuses: &[ServerStatus], failures: &mut Vec<String>) {
                 s.restarts
             ));
         }
+    }
+}
+
+/// One line for the table; the full text (with the stderr tail) is in `--json`.
+fn short_error(error: &CallError) -> String {
+    match error {
+        CallError::ServerExited { exit, .. } => format!("ServerExited: {exit}; not resent (tools may have side effects)"),
+        other => other.to_string().lines().next().unwrap_or_default().to_string(),
     }
 }
 

@@ -52,6 +52,14 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Writes a line to stdout. A closed stdout (`mcpvisor ... | head`) is not
+/// an error worth a panic: the rest of the output is dropped. (SIGPIPE stays
+/// ignored, as Rust sets it: a server's closed stdin must not kill us.)
+pub fn print_line(text: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
 /// Logs go to stderr; `RUST_LOG` overrides the verbosity flags.
 fn init_logging(cli: &Cli, default: &str) {
     let level = match (cli.quiet, cli.verbose) {
