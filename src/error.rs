@@ -109,3 +109,53 @@ pub enum ManageError {
     #[error("the runtime has shut down")]
     RuntimeStopped,
 }
+
+/// Why configuration could not be read, understood, expanded or written.
+///
+/// Every variant names the file (when there is one), the server and the
+/// field, and its message says what to change.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    #[error("{}: cannot {action}: {reason}", .file.display())]
+    Io { file: std::path::PathBuf, action: &'static str, reason: String },
+
+    #[error("{}: not valid {syntax}: {message}", .file.display())]
+    Syntax { file: std::path::PathBuf, syntax: &'static str, message: String },
+
+    #[error("{}: {}: unknown key `{key}`; the known keys are {}", .file.display(), server_or_top(.server), .known.join(", "))]
+    UnknownKey { file: std::path::PathBuf, server: Option<String>, key: String, known: Vec<&'static str> },
+
+    #[error("{}: server \"{server}\": `{field}` {message}", .file.display())]
+    InvalidField { file: std::path::PathBuf, server: String, field: String, message: String },
+
+    #[error("{}: {source}", .file.display())]
+    Invalid { file: std::path::PathBuf, source: ManageError },
+
+    #[error("server \"{server}\": {field} uses ${{{var}}}, which is not set; set it or write ${{{var}:-default}}")]
+    UnsetVariable { server: String, field: String, var: String },
+
+    #[error(
+        "server \"{server}\": {field} has `{reference}`, which is not a variable reference; write ${{NAME}} or ${{NAME:-default}}, or $${{ for a literal `${{`"
+    )]
+    BadReference { server: String, field: String, reference: String },
+
+    #[error(
+        "{}: server \"{server}\": {field} uses ${{input:{id}}}, which VS Code prompts for and mcpvisor cannot; replace it with ${{ENV_VAR}} and set that variable, or pass the input's value",
+        .file.display()
+    )]
+    PromptedInput { file: std::path::PathBuf, server: String, field: String, id: String },
+
+    #[error("{}: no server named \"{server}\" in this file; `mcpvisor list` shows where each server is defined", .file.display())]
+    UnknownServer { file: std::path::PathBuf, server: String },
+
+    #[error("{}: not a known MCP configuration ({message}); mcpvisor reads .mcp.json, .cursor/mcp.json, .vscode/mcp.json and opencode.json", .file.display())]
+    UnknownFormat { file: std::path::PathBuf, message: String },
+}
+
+fn server_or_top(server: &Option<String>) -> String {
+    match server {
+        Some(name) => format!("server \"{name}\""),
+        None => "top level".into(),
+    }
+}

@@ -10,10 +10,10 @@
 //! | [`protocol`] | the JSON-RPC envelope, MCP method names and versions |
 //! | [`codec`] | newline-delimited JSON-RPC framing with a frame-size limit |
 //! | [`transport`] | child processes over stdio: process groups, environment, shutdown |
-//! | [`config`] | the server configuration model and its defaults |
+//! | [`config`] | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
 //! | [`restart`] | restart policy, backoff and intensity, as plain data |
 //! | [`naming`] | exposed tool names `mcp__{server}__{tool}` |
-//! | [`error`] | typed errors: [`CallError`], [`ConnectError`], [`ManageError`] |
+//! | [`error`] | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
 //! | [`demo_server`] | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
 //! | [`cli`] | the `mcpvisor` command line |
 //!
@@ -42,6 +42,6 @@ pub mod restart;
 pub mod transport;
 
 pub use actors::{CallTool, Event, ServerState, ServerStatus, ToolEntry};
-pub use error::{CallError, ConnectError, ManageError};
+pub use error::{CallError, ConfigError, ConnectError, ManageError};
 pub use handle::{Handle, Runtime};
 pub use rmcp::model::{CallToolResult, JsonObject, Tool};

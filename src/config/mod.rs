@@ -1,8 +1,7 @@
-//! The server configuration model.
+//! Server configuration: the model, and the files it is read from and written to.
 //!
 //! One [`ServerConfig`] per server; defaults are DESIGN.md's numbers.
-//! File formats (TOML, `.mcp.json`, ...) are read into this model by the
-//! configuration loaders; embedders can also build it in code:
+//! Embedders can build it in code:
 //!
 //! ```
 //! use mcpvisor::config::ServerConfig;
@@ -10,6 +9,45 @@
 //!     .with_env("LOG_LEVEL", "info");
 //! assert_eq!(fs.limits.max_in_flight, 64);
 //! ```
+//!
+//! # Files
+//!
+//! - **mcpvisor's own TOML** ([`native`]): one `[servers.NAME]` table per
+//!   server. Read strictly (unknown keys are errors) and edited in place:
+//!   comments and the order of everything else are kept.
+//! - **Editors' JSON** ([`foreign`]), read as they are, never written:
+//!   Claude Desktop and Claude Code (`.mcp.json`), Cursor
+//!   (`.cursor/mcp.json`), VS Code (`.vscode/mcp.json`) and OpenCode
+//!   (`opencode.json`). Comments and trailing commas are accepted.
+//!
+//! # Precedence ([`discover`])
+//!
+//! The user file (`$MCPVISOR_CONFIG`, else
+//! `$XDG_CONFIG_HOME/mcpvisor/servers.toml`, else
+//! `~/.config/mcpvisor/servers.toml`) < editors' files in the project
+//! directory (`.mcp.json` < `.cursor/mcp.json` < `.vscode/mcp.json` <
+//! `opencode.json` < `opencode.jsonc`) < the project's `.mcpvisor.toml`.
+//! A server defined again under the same name is replaced whole. Errors in
+//! mcpvisor's files fail the load; editors' files or servers that cannot be
+//! read are skipped with a reason ([`LoadedConfig::skipped`]).
+//!
+//! # Variables
+//!
+//! `${VAR}` and `${VAR:-default}` (used when `VAR` is unset or empty) work
+//! in `command`, `args`, `cwd`, `env` values, `url`, header values and auth
+//! values; auth values also take `$VAR`. `$${` is a literal `${`. Files keep
+//! the references: they are expanded only when a server starts
+//! ([`ServerConfig::expanded`]), so writing a file back never bakes a
+//! secret in. An unset variable without a default is an error naming the
+//! server and the field.
+//!
+//! # Redaction
+//!
+//! Everything shown or logged goes through [`ServerConfig::redacted`]:
+//! header values, auth secrets, env values whose names contain KEY, TOKEN,
+//! SECRET, PASSWORD, PASS, AUTH or CREDENTIAL, URL passwords and
+//! secret-looking query values become `***`, except values that are just
+//! one `${VAR}` reference.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,6 +56,20 @@ use std::time::Duration;
 use crate::codec::DEFAULT_MAX_FRAME;
 use crate::error::ManageError;
 use crate::restart::{RestartLimits, RestartPolicy};
+
+pub mod discover;
+mod dotenv;
+mod expand;
+mod file;
+mod filter;
+pub mod foreign;
+mod jsonc;
+pub mod native;
+mod redact;
+
+pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
+pub use filter::ToolFilter;
+pub use redact::MASK;
 
 /// Back-pressure bounds of one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,11 +105,90 @@ impl Default for Timeouts {
     }
 }
 
-/// One MCP server run as a child process over stdio.
+/// How the runtime reaches a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
+    #[default]
+    Stdio,
+    /// Streamable HTTP at `url`.
+    Http,
+    /// The older HTTP + server-sent events transport at `url`.
+    Sse,
+}
+
+/// Which generation of the MCP protocol to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Era {
+    /// Let the runtime find out when it connects.
+    #[default]
+    Auto,
+    /// The `initialize` handshake era (protocol versions 2024-11-05 to 2025-11-25).
+    Legacy,
+    /// The protocol generation after it.
+    Modern,
+}
+
+/// Where a server's definition came from; set by [`discover`], never written to a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scope {
+    /// The user's own file (or code): applies in every directory.
+    #[default]
+    User,
+    /// A file of the project directory: `.mcpvisor.toml` or an editor's file.
+    Project,
+}
+
+/// Credentials sent to a remote server. Values may hold `$VAR` / `${VAR}`
+/// references, kept unexpanded until [`ServerConfig::expanded`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Auth {
+    /// `Authorization: Bearer {token}`.
+    Bearer { token: String },
+    /// `Authorization: Basic base64({username}:{password})`.
+    Basic { username: String, password: String },
+    /// `{header}: {value}`.
+    ApiKey { header: String, value: String },
+}
+
+/// The spelling of a keyword in files, shared by the readers and the writer.
+pub(crate) trait Keyword: Copy + PartialEq + 'static {
+    const CHOICES: &'static [(&'static str, Self)];
+
+    fn parse(word: &str) -> Option<Self> {
+        Self::CHOICES.iter().find(|(name, _)| *name == word).map(|(_, value)| *value)
+    }
+
+    fn as_str(self) -> &'static str {
+        Self::CHOICES.iter().find(|(_, value)| *value == self).map_or("", |(name, _)| name)
+    }
+
+    /// `a | b | c`, for error messages.
+    fn choices() -> String {
+        Self::CHOICES.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(" | ")
+    }
+}
+
+impl Keyword for Transport {
+    const CHOICES: &'static [(&'static str, Self)] = &[("stdio", Transport::Stdio), ("http", Transport::Http), ("sse", Transport::Sse)];
+}
+
+impl Keyword for Era {
+    const CHOICES: &'static [(&'static str, Self)] = &[("auto", Era::Auto), ("legacy", Era::Legacy), ("modern", Era::Modern)];
+}
+
+/// One MCP server: a child process over stdio, or a remote server over HTTP/SSE.
+///
+/// Text fields hold what the file says, `${VAR}` references included, so
+/// that writing a configuration back never bakes secrets in; the runtime
+/// starts servers from [`ServerConfig::expanded`], and listings show
+/// [`ServerConfig::redacted`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
     /// Unique name; it prefixes the server's tools (`mcp__{name}__{tool}`).
     pub name: String,
+    pub transport: Transport,
+    /// Program of a stdio server; empty for remote servers.
     pub command: String,
     pub args: Vec<String>,
     pub cwd: Option<PathBuf>,
@@ -65,7 +196,18 @@ pub struct ServerConfig {
     pub env: BTreeMap<String, String>,
     /// Pass this process's whole environment instead of the safe set.
     pub inherit_env: bool,
+    /// Endpoint of an HTTP/SSE server; `None` for stdio servers.
+    pub url: Option<String>,
+    /// Extra HTTP headers of a remote server.
+    pub headers: BTreeMap<String, String>,
+    pub auth: Option<Auth>,
     pub enabled: bool,
+    pub era: Era,
+    /// Roots (directories or URIs) offered to the server.
+    pub roots: Vec<String>,
+    /// Which of the server's tools are exposed.
+    pub tools: ToolFilter,
+    pub scope: Scope,
     pub timeouts: Timeouts,
     pub restart: RestartPolicy,
     pub restart_limits: RestartLimits,
@@ -73,6 +215,7 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// A stdio server with every other field at its default.
     pub fn stdio<I, S>(name: impl Into<String>, command: impl Into<String>, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -80,12 +223,20 @@ impl ServerConfig {
     {
         ServerConfig {
             name: name.into(),
+            transport: Transport::Stdio,
             command: command.into(),
             args: args.into_iter().map(Into::into).collect(),
             cwd: None,
             env: BTreeMap::new(),
             inherit_env: false,
+            url: None,
+            headers: BTreeMap::new(),
+            auth: None,
             enabled: true,
+            era: Era::Auto,
+            roots: Vec::new(),
+            tools: ToolFilter::default(),
+            scope: Scope::User,
             timeouts: Timeouts::default(),
             restart: RestartPolicy::default(),
             restart_limits: RestartLimits::default(),
@@ -93,19 +244,48 @@ impl ServerConfig {
         }
     }
 
+    /// A remote server (`transport` should be `Http` or `Sse`) with every other field at its default.
+    pub fn remote(name: impl Into<String>, transport: Transport, url: impl Into<String>) -> Self {
+        ServerConfig { transport, url: Some(url.into()), ..ServerConfig::stdio(name, "", Vec::<String>::new()) }
+    }
+
     pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.insert(key.into(), value.into());
         self
     }
 
+    pub fn with_header(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.insert(key.into(), value.into());
+        self
+    }
+
     /// Checks what cannot work whatever the server does.
+    ///
+    /// A `url` that starts with a `$` reference cannot be checked before
+    /// expansion; it is checked again on the expanded configuration.
     pub fn validate(&self) -> Result<(), ManageError> {
         let invalid = |message: &str| Err(ManageError::InvalidConfig { server: self.name.clone(), message: message.into() });
         if self.name.is_empty() {
             return invalid("the server name is empty");
         }
-        if self.command.is_empty() {
-            return invalid("`command` is empty");
+        match self.transport {
+            Transport::Stdio => {
+                if self.command.is_empty() {
+                    return invalid("`command` is empty");
+                }
+                if self.url.is_some() || !self.headers.is_empty() || self.auth.is_some() {
+                    return invalid("`url`, `headers` and `auth` are for http/sse servers; remove them or set `transport` to http or sse");
+                }
+            }
+            Transport::Http | Transport::Sse => {
+                let url = self.url.as_deref().unwrap_or("");
+                if !(is_http_url(url) || url.starts_with('$')) {
+                    return invalid("`url` must be an http:// or https:// URL for an http/sse server");
+                }
+                if !self.command.is_empty() {
+                    return invalid("`command` is set on an http/sse server; remove it or set `transport` to stdio");
+                }
+            }
         }
         if self.limits.max_in_flight == 0 {
             return invalid("`max_in_flight` must be at least 1");
@@ -118,6 +298,11 @@ impl ServerConfig {
         }
         Ok(())
     }
+}
+
+fn is_http_url(url: &str) -> bool {
+    let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
+    (lower.starts_with("http://") && url.len() > 7) || (lower.starts_with("https://") && url.len() > 8)
 }
 
 /// Everything a runtime starts with.
@@ -141,5 +326,57 @@ impl Default for RuntimeConfig {
 impl RuntimeConfig {
     pub fn new(servers: impl IntoIterator<Item = ServerConfig>) -> Self {
         RuntimeConfig { servers: servers.into_iter().collect(), ..RuntimeConfig::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invalid(config: &ServerConfig) -> String {
+        config.validate().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn constructors_set_defaults() {
+        let stdio = ServerConfig::stdio("s", "cmd", ["a"]);
+        assert_eq!((stdio.transport, stdio.era, stdio.scope, stdio.url.as_deref()), (Transport::Stdio, Era::Auto, Scope::User, None));
+        assert!(stdio.enabled && stdio.tools.is_empty() && stdio.headers.is_empty() && stdio.auth.is_none());
+        let remote = ServerConfig::remote("r", Transport::Sse, "https://x/sse");
+        assert_eq!((remote.transport, remote.url.as_deref(), remote.command.as_str()), (Transport::Sse, Some("https://x/sse"), ""));
+        assert_eq!(remote.limits, stdio.limits);
+        assert!(stdio.validate().is_ok() && remote.validate().is_ok());
+    }
+
+    #[test]
+    fn validate_checks_the_transport() {
+        assert!(invalid(&ServerConfig::stdio("s", "", Vec::<String>::new())).contains("`command` is empty"));
+        let with_url = ServerConfig { url: Some("https://x".into()), ..ServerConfig::stdio("s", "c", Vec::<String>::new()) };
+        assert!(invalid(&with_url).contains("`url`, `headers` and `auth` are for http/sse servers"));
+        let with_header = ServerConfig::stdio("s", "c", Vec::<String>::new()).with_header("A", "b");
+        assert!(invalid(&with_header).contains("are for http/sse servers"));
+        for url in ["", "example.com/mcp", "ftp://x", "http://", "wss://x"] {
+            let config = ServerConfig::remote("r", Transport::Http, url);
+            assert!(invalid(&config).contains("`url` must be an http:// or https:// URL"), "{url}");
+        }
+        let no_url = ServerConfig { url: None, ..ServerConfig::remote("r", Transport::Http, "") };
+        assert!(invalid(&no_url).contains("`url` must be"));
+        for url in ["http://localhost:3000/mcp", "HTTPS://X", "${BASE}/mcp"] {
+            assert!(ServerConfig::remote("r", Transport::Http, url).validate().is_ok(), "{url}");
+        }
+        let with_command = ServerConfig { command: "c".into(), ..ServerConfig::remote("r", Transport::Http, "https://x") };
+        assert!(invalid(&with_command).contains("`command` is set on an http/sse server"));
+    }
+
+    #[test]
+    fn keywords_round_trip() {
+        for transport in [Transport::Stdio, Transport::Http, Transport::Sse] {
+            assert_eq!(Transport::parse(transport.as_str()), Some(transport));
+        }
+        for era in [Era::Auto, Era::Legacy, Era::Modern] {
+            assert_eq!(Era::parse(era.as_str()), Some(era));
+        }
+        assert_eq!(Era::parse("Auto"), None, "keywords are lower case");
+        assert_eq!(Transport::choices(), "stdio | http | sse");
     }
 }

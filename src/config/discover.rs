@@ -1,0 +1,295 @@
+//! Where configuration files are, and how they combine.
+//!
+//! Precedence, lowest first; a later definition of a name replaces an
+//! earlier one whole (fields are not merged):
+//!
+//! 1. the user file: `$MCPVISOR_CONFIG` if set, else
+//!    `$XDG_CONFIG_HOME/mcpvisor/servers.toml`, else
+//!    `$HOME/.config/mcpvisor/servers.toml`;
+//! 2. editors' files in the project directory, in the order of
+//!    [`FOREIGN_PROJECT_FILES`];
+//! 3. the project file `.mcpvisor.toml`.
+//!
+//! mcpvisor's own files must be valid: an error in one fails the load.
+//! Editors' files are other programs' business: a file or a server that
+//! cannot be read is skipped and reported in [`LoadedConfig::skipped`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::file::read_optional;
+use super::foreign::{self, Format};
+use super::{native, Scope, ServerConfig};
+use crate::error::ConfigError;
+
+/// The project's own mcpvisor file, in the project directory.
+pub const PROJECT_FILE: &str = ".mcpvisor.toml";
+
+/// Editors' files read in the project directory, lowest precedence first.
+pub const FOREIGN_PROJECT_FILES: [&str; 5] = [".mcp.json", ".cursor/mcp.json", ".vscode/mcp.json", "opencode.json", "opencode.jsonc"];
+
+/// The user's file, from the environment; `None` when not even `HOME` is set.
+/// Empty variables count as unset; a relative `XDG_CONFIG_HOME` is ignored,
+/// as the XDG specification says.
+pub fn user_file(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let var = |name: &str| env(name).filter(|value| !value.is_empty()).map(PathBuf::from);
+    var("MCPVISOR_CONFIG")
+        .or_else(|| var("XDG_CONFIG_HOME").filter(|dir| dir.is_absolute()).map(|dir| dir.join("mcpvisor/servers.toml")))
+        .or_else(|| var("HOME").map(|home| home.join(".config/mcpvisor/servers.toml")))
+}
+
+/// The kind of file a server was defined in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// An mcpvisor TOML file, which mcpvisor can edit.
+    Native,
+    /// An editor's file, read only.
+    Foreign(Format),
+}
+
+/// A server and where it was defined.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedServer {
+    /// Its `scope` says whether `source` is the user's file or the project's.
+    pub config: ServerConfig,
+    pub source: PathBuf,
+    pub origin: Origin,
+    /// Files whose definition of the same name this one replaced, lowest precedence first.
+    pub overrides: Vec<PathBuf>,
+}
+
+/// The servers of every file, combined.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadedConfig {
+    /// One per name, in the order names first appear (user file first).
+    pub servers: Vec<LoadedServer>,
+    /// The files that exist and were read, lowest precedence first.
+    pub files: Vec<PathBuf>,
+    /// Why editors' files or servers were skipped.
+    pub skipped: Vec<ConfigError>,
+}
+
+impl LoadedConfig {
+    pub fn get(&self, name: &str) -> Option<&LoadedServer> {
+        self.servers.iter().find(|server| server.config.name == name)
+    }
+
+    /// The winning definitions, raw (expand them before starting servers).
+    pub fn configs(&self) -> Vec<ServerConfig> {
+        self.servers.iter().map(|server| server.config.clone()).collect()
+    }
+
+    fn add(&mut self, mut config: ServerConfig, scope: Scope, source: &Path, origin: Origin) {
+        config.scope = scope;
+        let loaded = LoadedServer { config, source: source.into(), origin, overrides: Vec::new() };
+        match self.servers.iter_mut().find(|server| server.config.name == loaded.config.name) {
+            Some(earlier) => {
+                let mut overrides = std::mem::take(&mut earlier.overrides);
+                overrides.push(earlier.source.clone());
+                *earlier = LoadedServer { overrides, ..loaded };
+            }
+            None => self.servers.push(loaded),
+        }
+    }
+
+    fn load_native(&mut self, path: &Path, scope: Scope) -> Result<(), ConfigError> {
+        let Some(text) = read_optional(path)? else { return Ok(()) };
+        self.files.push(path.into());
+        for config in native::parse(path, &text)? {
+            self.add(config, scope, path, Origin::Native);
+        }
+        Ok(())
+    }
+
+    fn load_foreign(&mut self, path: &Path) {
+        let parsed = read_optional(path).and_then(|text| match text {
+            Some(text) => foreign::parse_each(path, &text, &BTreeMap::new()).map(Some),
+            None => Ok(None),
+        });
+        match parsed {
+            Ok(None) => {}
+            Ok(Some((format, servers))) => {
+                self.files.push(path.into());
+                for server in servers {
+                    match server {
+                        Ok(config) => self.add(config, Scope::Project, path, Origin::Foreign(format)),
+                        Err(error) => self.skipped.push(error),
+                    }
+                }
+            }
+            Err(error) => self.skipped.push(error),
+        }
+    }
+}
+
+/// The files to read: built from the environment, or set by hand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Locations {
+    pub user_file: Option<PathBuf>,
+    /// Where the project files are looked for; `None` reads the user file only.
+    pub project_dir: Option<PathBuf>,
+}
+
+impl Locations {
+    /// `env` is usually `|name| std::env::var(name).ok()`.
+    pub fn new(project_dir: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Self {
+        Locations { user_file: user_file(env), project_dir: project_dir.map(Path::to_path_buf) }
+    }
+
+    /// The mcpvisor file of a scope: where servers added with that scope are written.
+    pub fn native_file(&self, scope: Scope) -> Option<PathBuf> {
+        match scope {
+            Scope::User => self.user_file.clone(),
+            Scope::Project => self.project_dir.as_ref().map(|dir| dir.join(PROJECT_FILE)),
+        }
+    }
+
+    /// Every file, combined by precedence.
+    pub fn load(&self) -> Result<LoadedConfig, ConfigError> {
+        let mut loaded = LoadedConfig::default();
+        if let Some(user) = &self.user_file {
+            loaded.load_native(user, Scope::User)?;
+        }
+        if let Some(dir) = &self.project_dir {
+            for name in FOREIGN_PROJECT_FILES {
+                loaded.load_foreign(&dir.join(name));
+            }
+            let project = dir.join(PROJECT_FILE);
+            if !self.user_file.as_deref().is_some_and(|user| same_file(user, &project)) {
+                loaded.load_native(&project, Scope::Project)?;
+            }
+        }
+        Ok(loaded)
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// Loads the user file and the project files of `project_dir`, combined.
+/// `env` is usually `|name| std::env::var(name).ok()`; it only locates the
+/// user file (references are expanded later, by [`ServerConfig::expanded`]).
+pub fn load_all(project_dir: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Result<LoadedConfig, ConfigError> {
+    Locations::new(project_dir, env).load()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn env<'a>(vars: &'a [(&'a str, String)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| vars.iter().find(|(key, _)| *key == name).map(|(_, value)| value.clone())
+    }
+
+    #[test]
+    fn user_file_location() {
+        assert_eq!(user_file(env(&[("MCPVISOR_CONFIG", "/etc/m.toml".into()), ("HOME", "/h".into())])), Some("/etc/m.toml".into()));
+        assert_eq!(user_file(env(&[("XDG_CONFIG_HOME", "/x".into()), ("HOME", "/h".into())])), Some("/x/mcpvisor/servers.toml".into()));
+        assert_eq!(
+            user_file(env(&[("XDG_CONFIG_HOME", "rel".into()), ("HOME", "/h".into())])),
+            Some("/h/.config/mcpvisor/servers.toml".into())
+        );
+        assert_eq!(
+            user_file(env(&[("MCPVISOR_CONFIG", String::new()), ("HOME", "/h".into())])),
+            Some("/h/.config/mcpvisor/servers.toml".into())
+        );
+        assert_eq!(user_file(env(&[])), None);
+    }
+
+    /// A home with a user file and a project with every kind of file.
+    fn fixture() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        let project = root.path().join("project");
+        let write = |path: PathBuf, text: &str| {
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        };
+        write(home.join(".config/mcpvisor/servers.toml"), "[servers.fs]\ncommand = \"user-fs\"\n\n[servers.mine]\ncommand = \"mine\"\n");
+        write(project.join(".mcp.json"), r#"{"mcpServers": {"fs": {"command": "claude-fs"}, "gh": {"command": "claude-gh"}}}"#);
+        write(project.join(".cursor/mcp.json"), r#"{"mcpServers": {"gh": {"command": "cursor-gh"}}}"#);
+        write(
+            project.join(".vscode/mcp.json"),
+            "{ // comment\n \"servers\": {\"prompted\": {\"command\": \"x\", \"env\": {\"K\": \"${input:key}\"}}, \"web\": {\"url\": \"https://w.example/mcp\"}},\n}",
+        );
+        write(project.join("opencode.json"), "{ not json");
+        write(project.join(PROJECT_FILE), "[servers.gh]\ncommand = \"project-gh\"\nenabled = false\n");
+        (root, home, project)
+    }
+
+    #[test]
+    fn files_combine_by_precedence() {
+        let (_root, home, project) = fixture();
+        let vars = [("HOME", home.to_string_lossy().into_owned())];
+        let loaded = load_all(Some(&project), env(&vars)).unwrap();
+
+        let summary: Vec<(&str, &str, Scope)> =
+            loaded.servers.iter().map(|s| (s.config.name.as_str(), s.config.command.as_str(), s.config.scope)).collect();
+        assert_eq!(
+            summary,
+            [
+                ("fs", "claude-fs", Scope::Project),
+                ("mine", "mine", Scope::User),
+                ("gh", "project-gh", Scope::Project),
+                ("web", "", Scope::Project)
+            ]
+        );
+        let gh = loaded.get("gh").unwrap();
+        assert_eq!(gh.source, project.join(PROJECT_FILE));
+        assert_eq!(gh.origin, Origin::Native);
+        assert_eq!(gh.overrides, [project.join(".mcp.json"), project.join(".cursor/mcp.json")]);
+        assert!(!gh.config.enabled);
+        let fs_server = loaded.get("fs").unwrap();
+        assert_eq!(fs_server.origin, Origin::Foreign(Format::ClaudeCode));
+        assert_eq!(fs_server.overrides, [home.join(".config/mcpvisor/servers.toml")]);
+        assert_eq!(loaded.get("web").unwrap().origin, Origin::Foreign(Format::VsCode));
+
+        assert_eq!(loaded.files.len(), 5, "opencode.json could not be read: {:?}", loaded.files);
+        assert_eq!(loaded.skipped.len(), 2);
+        assert!(matches!(&loaded.skipped[0], ConfigError::PromptedInput { server, .. } if server == "prompted"));
+        assert!(matches!(&loaded.skipped[1], ConfigError::Syntax { file, .. } if file.ends_with("opencode.json")));
+        assert_eq!(loaded.configs().len(), 4);
+    }
+
+    #[test]
+    fn errors_in_mcpvisor_files_fail_the_load() {
+        let (_root, home, project) = fixture();
+        fs::write(project.join(PROJECT_FILE), "[servers.gh]\ncomand = \"typo\"\n").unwrap();
+        let vars = [("HOME", home.to_string_lossy().into_owned())];
+        let error = load_all(Some(&project), env(&vars)).unwrap_err();
+        assert!(matches!(&error, ConfigError::UnknownKey { file, key, .. } if file.ends_with(PROJECT_FILE) && key == "comand"), "{error}");
+    }
+
+    #[test]
+    fn without_a_project_or_files() {
+        let (_root, home, _project) = fixture();
+        let vars = [("MCPVISOR_CONFIG", home.join("nowhere.toml").to_string_lossy().into_owned())];
+        let loaded = load_all(None, env(&vars)).unwrap();
+        assert_eq!(loaded, LoadedConfig::default());
+        assert_eq!(load_all(None, env(&[])).unwrap(), LoadedConfig::default());
+    }
+
+    #[test]
+    fn the_same_file_as_user_and_project_is_read_once() {
+        let (_root, _home, project) = fixture();
+        let vars = [("MCPVISOR_CONFIG", project.join(PROJECT_FILE).to_string_lossy().into_owned())];
+        let loaded = load_all(Some(&project), env(&vars)).unwrap();
+        assert_eq!(loaded.files.iter().filter(|f| f.ends_with(PROJECT_FILE)).count(), 1);
+        let gh = loaded.get("gh").unwrap();
+        assert_eq!(gh.overrides[0], project.join(PROJECT_FILE), "read as the user file, so editors' files override it");
+        assert_eq!(gh.source, project.join(".cursor/mcp.json"));
+    }
+
+    #[test]
+    fn native_files_per_scope() {
+        let locations = Locations::new(Some(Path::new("/p")), env(&[("HOME", "/h".into())]));
+        assert_eq!(locations.native_file(Scope::User), Some("/h/.config/mcpvisor/servers.toml".into()));
+        assert_eq!(locations.native_file(Scope::Project), Some("/p/.mcpvisor.toml".into()));
+        assert_eq!(Locations::new(None, env(&[])).native_file(Scope::Project), None);
+    }
+}

@@ -1,0 +1,621 @@
+//! Other clients' MCP configuration files, read as they are (never written).
+//!
+//! | format | file | servers under |
+//! | --- | --- | --- |
+//! | Claude Desktop | `claude_desktop_config.json` | `mcpServers` |
+//! | Claude Code | `.mcp.json` | `mcpServers` |
+//! | Cursor | `.cursor/mcp.json` | `mcpServers` |
+//! | VS Code | `.vscode/mcp.json` | `servers` (and `inputs`) |
+//! | OpenCode | `opencode.json`, `opencode.jsonc` | `mcp` or `mcp.servers` |
+//!
+//! The format comes from the file name, else from the shape of the JSON
+//! (its top-level key). Comments and trailing commas are accepted in every
+//! format. Keys mcpvisor has no use for (other clients' settings) are
+//! ignored; fields of the other transport (a `url` on a stdio server) too.
+//!
+//! Transport: `type` says it (`stdio`, `http`, `streamable-http`, `sse`;
+//! OpenCode: `local`, `remote`); without it a `command` means stdio and a
+//! `url` means http, or sse when its path ends in `/sse`.
+//!
+//! Variables are turned into mcpvisor's syntax, so that they are expanded
+//! when servers start, not now: Cursor's and VS Code's `${env:NAME}` becomes
+//! `${NAME}` and `${userHome}` becomes `${HOME}`; `${workspaceFolder}` (and
+//! `…Basename`) is the folder holding `.vscode`/`.cursor` (or the file);
+//! `${input:ID}` takes the value the caller passes for `ID`, else it is an
+//! error (VS Code prompts for inputs; mcpvisor cannot). OpenCode's
+//! `{env:NAME}` becomes `${NAME}`. `${NAME}` stays a reference everywhere.
+//! `envFile` (a `.env` file, relative to the workspace folder) is read now.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value as Json};
+
+use super::expand::{escape, Syntax};
+use super::file::read_optional;
+use super::{dotenv, jsonc, ServerConfig, Transport};
+use crate::error::ConfigError;
+
+/// A client whose MCP configuration mcpvisor reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    ClaudeDesktop,
+    ClaudeCode,
+    Cursor,
+    VsCode,
+    OpenCode,
+}
+
+impl Format {
+    /// The format a file of this name has, if the name says.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let name = path.file_name()?.to_str()?;
+        let folder = path.parent().and_then(Path::file_name).and_then(|folder| folder.to_str());
+        match (folder, name) {
+            (_, "claude_desktop_config.json") => Some(Format::ClaudeDesktop),
+            (_, ".mcp.json") => Some(Format::ClaudeCode),
+            (Some(".cursor"), "mcp.json") => Some(Format::Cursor),
+            (Some(".vscode"), "mcp.json") => Some(Format::VsCode),
+            (_, "opencode.json" | "opencode.jsonc") => Some(Format::OpenCode),
+            _ => None,
+        }
+    }
+
+    /// The format of a configuration by its top-level key; `mcpServers`
+    /// (shared by Claude and Cursor) counts as Claude Code.
+    pub fn detect(value: &Json) -> Option<Format> {
+        let root = value.as_object()?;
+        [("mcpServers", Format::ClaudeCode), ("servers", Format::VsCode), ("mcp", Format::OpenCode)]
+            .into_iter()
+            .find(|(key, _)| root.contains_key(*key))
+            .map(|(_, format)| format)
+    }
+
+    /// The client's name, for listings and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::ClaudeDesktop => "Claude Desktop",
+            Format::ClaudeCode => "Claude Code",
+            Format::Cursor => "Cursor",
+            Format::VsCode => "VS Code",
+            Format::OpenCode => "OpenCode",
+        }
+    }
+}
+
+/// One server of a file, or why it cannot be used.
+pub type ServerResult = Result<ServerConfig, ConfigError>;
+
+/// The servers of a foreign file; `path` names it in errors and locates
+/// `${workspaceFolder}` and `envFile`. `inputs` are values for VS Code's
+/// `${input:ID}`. The first problem with any server fails the whole file.
+pub fn parse(path: &Path, text: &str, inputs: &BTreeMap<String, String>) -> Result<(Format, Vec<ServerConfig>), ConfigError> {
+    let (format, servers) = parse_each(path, text, inputs)?;
+    Ok((format, servers.into_iter().collect::<Result<_, _>>()?))
+}
+
+/// Like [`parse`], but a problem with one server is that server's own
+/// result; only problems with the file as a whole fail it. Servers come in
+/// the order of their names.
+pub fn parse_each(path: &Path, text: &str, inputs: &BTreeMap<String, String>) -> Result<(Format, Vec<ServerResult>), ConfigError> {
+    let syntax_error = |message: String| ConfigError::Syntax { file: path.into(), syntax: "JSON", message };
+    let json: Json = serde_json::from_str(&jsonc::strip(text)).map_err(|error| syntax_error(error.to_string()))?;
+    let Some(root) = json.as_object() else {
+        return Err(syntax_error("the top level must be an object".into()));
+    };
+    let format = Format::from_path(path).or_else(|| Format::detect(&json)).ok_or_else(|| ConfigError::UnknownFormat {
+        file: path.into(),
+        message: "it has none of the keys mcpServers, servers or mcp".into(),
+    })?;
+    let context = Context { file: path, format, workspace: workspace_of(path), inputs };
+    let (key, entries) = server_entries(format, root);
+    let entries = match entries {
+        None => return Ok((format, Vec::new())),
+        Some(Json::Object(entries)) => entries,
+        Some(_) => {
+            let message = format!("`{key}` must be an object with one entry per server");
+            return Err(ConfigError::Syntax { file: path.into(), syntax: format.name(), message });
+        }
+    };
+    let servers = entries.iter().map(|(name, entry)| context.server(name, entry)).collect();
+    Ok((format, servers))
+}
+
+/// Where the servers are, as a key path for messages and the value there.
+fn server_entries(format: Format, root: &Map<String, Json>) -> (&'static str, Option<&Json>) {
+    match format {
+        Format::ClaudeDesktop | Format::ClaudeCode | Format::Cursor => ("mcpServers", root.get("mcpServers")),
+        Format::VsCode => ("servers", root.get("servers")),
+        Format::OpenCode => {
+            let mcp = root.get("mcp");
+            // Newer files nest servers under `mcp.servers`; in older ones a
+            // server named "servers" would have a `type` string.
+            match mcp.and_then(|mcp| mcp.get("servers")) {
+                Some(servers) if servers.is_object() && !servers.get("type").is_some_and(Json::is_string) => ("mcp.servers", Some(servers)),
+                _ => ("mcp", mcp),
+            }
+        }
+    }
+}
+
+/// The folder `${workspaceFolder}` names: the one holding `.vscode`/`.cursor`, else the file's.
+fn workspace_of(path: &Path) -> PathBuf {
+    let folder = path.parent().filter(|folder| !folder.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    match folder.file_name().and_then(|name| name.to_str()) {
+        Some(".vscode" | ".cursor") => folder.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf(),
+        _ => folder.to_path_buf(),
+    }
+}
+
+struct Context<'a> {
+    file: &'a Path,
+    format: Format,
+    workspace: PathBuf,
+    inputs: &'a BTreeMap<String, String>,
+}
+
+impl Context<'_> {
+    fn server(&self, name: &str, entry: &Json) -> ServerResult {
+        let Some(object) = entry.as_object() else {
+            return Err(self.invalid(name, name, "must be an object with the server's settings"));
+        };
+        let entry = Entry { context: self, server: name, object };
+        let config = match self.format {
+            Format::OpenCode => entry.opencode()?,
+            _ => entry.mcp_servers()?,
+        };
+        config.validate().map_err(|source| ConfigError::Invalid { file: self.file.into(), source })?;
+        Ok(config)
+    }
+
+    fn invalid(&self, server: &str, field: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::InvalidField { file: self.file.into(), server: server.into(), field: field.into(), message: message.into() }
+    }
+}
+
+/// One server's entry; every error names the file, the server and the key.
+struct Entry<'a> {
+    context: &'a Context<'a>,
+    server: &'a str,
+    object: &'a Map<String, Json>,
+}
+
+impl Entry<'_> {
+    /// `field` empty: the server's entry as a whole.
+    fn invalid(&self, field: &str, message: impl Into<String>) -> ConfigError {
+        self.context.invalid(self.server, if field.is_empty() { self.server } else { field }, message)
+    }
+
+    fn get(&self, key: &str) -> Option<&Json> {
+        self.object.get(key).filter(|value| !value.is_null())
+    }
+
+    /// A string as written (for keywords such as `type`).
+    fn raw_text(&self, key: &str) -> Result<Option<String>, ConfigError> {
+        self.get(key).map(|value| value.as_str().map(str::to_owned).ok_or_else(|| self.invalid(key, "must be a string"))).transpose()
+    }
+
+    /// A string with its variables turned into mcpvisor's syntax.
+    fn text(&self, key: &str) -> Result<Option<String>, ConfigError> {
+        self.raw_text(key)?.map(|text| self.translate(key, &text)).transpose()
+    }
+
+    fn strings(&self, key: &str) -> Result<Option<Vec<String>>, ConfigError> {
+        let Some(value) = self.get(key) else { return Ok(None) };
+        let array = value.as_array().ok_or_else(|| self.invalid(key, "must be an array of strings"))?;
+        let item = |(i, value): (usize, &Json)| {
+            let field = format!("{key}[{i}]");
+            let text = value.as_str().ok_or_else(|| self.invalid(&field, "must be a string"))?;
+            self.translate(&field, text)
+        };
+        array.iter().enumerate().map(item).collect::<Result<_, _>>().map(Some)
+    }
+
+    /// An object of strings; numbers and booleans are taken as their text.
+    fn map(&self, key: &str) -> Result<BTreeMap<String, String>, ConfigError> {
+        let Some(value) = self.get(key) else { return Ok(BTreeMap::new()) };
+        let object = value.as_object().ok_or_else(|| self.invalid(key, "must be an object of strings"))?;
+        let pair = |(name, value): (&String, &Json)| {
+            let field = format!("{key}.{name}");
+            let text = match value {
+                Json::String(text) => text.clone(),
+                Json::Number(_) | Json::Bool(_) => value.to_string(),
+                _ => return Err(self.invalid(&field, "must be a string")),
+            };
+            Ok((name.clone(), self.translate(&field, &text)?))
+        };
+        object.iter().map(pair).collect()
+    }
+
+    fn bool(&self, key: &str) -> Result<Option<bool>, ConfigError> {
+        self.get(key).map(|value| value.as_bool().ok_or_else(|| self.invalid(key, "must be true or false"))).transpose()
+    }
+
+    /// Claude, Cursor and VS Code entries.
+    fn mcp_servers(&self) -> Result<ServerConfig, ConfigError> {
+        let command = self.text("command")?;
+        let url = self.text("url")?;
+        let transport = match self.raw_text("type")?.as_deref() {
+            Some("stdio") => Transport::Stdio,
+            Some("http" | "streamable-http" | "streamableHttp") => Transport::Http,
+            Some("sse") => Transport::Sse,
+            Some(other) => return Err(self.invalid("type", format!("is {other:?}; expected \"stdio\", \"http\" or \"sse\""))),
+            None => self.inferred_transport(command.is_some(), url.as_deref())?,
+        };
+        let mut config = match transport {
+            Transport::Stdio => {
+                let mut config = ServerConfig::stdio(self.server, command.unwrap_or_default(), self.strings("args")?.unwrap_or_default());
+                config.env = self.env_file()?;
+                config.env.extend(self.map("env")?);
+                config.cwd = self.text("cwd")?.map(PathBuf::from);
+                config
+            }
+            _ => {
+                let mut config = ServerConfig::remote(self.server, transport, url.unwrap_or_default());
+                config.headers = self.map("headers")?;
+                config
+            }
+        };
+        config.enabled = !self.bool("disabled")?.unwrap_or(false);
+        Ok(config)
+    }
+
+    /// OpenCode entries: `command` is an array, `environment` the env, `timeout` in milliseconds.
+    fn opencode(&self) -> Result<ServerConfig, ConfigError> {
+        let command = self.strings("command")?;
+        let url = self.text("url")?;
+        let transport = match self.raw_text("type")?.as_deref() {
+            Some("local") => Transport::Stdio,
+            Some("remote") => Transport::Http,
+            Some(other) => return Err(self.invalid("type", format!("is {other:?}; expected \"local\" or \"remote\""))),
+            None => self.inferred_transport(command.is_some(), url.as_deref())?,
+        };
+        let mut config = match transport {
+            Transport::Stdio => {
+                let Some((program, args)) = command.as_deref().and_then(<[String]>::split_first) else {
+                    return Err(self.invalid("command", "must be a non-empty array: the program, then its arguments"));
+                };
+                let mut config = ServerConfig::stdio(self.server, program.clone(), args.iter().cloned());
+                config.env = self.map("environment")?;
+                config
+            }
+            _ => {
+                let mut config = ServerConfig::remote(self.server, transport, url.unwrap_or_default());
+                config.headers = self.map("headers")?;
+                config
+            }
+        };
+        config.enabled = self.bool("enabled")?.unwrap_or(true) && !self.bool("disabled")?.unwrap_or(false);
+        if let Some(value) = self.get("timeout") {
+            let millis = value
+                .as_u64()
+                .filter(|ms| *ms > 0)
+                .ok_or_else(|| self.invalid("timeout", "must be a number of milliseconds greater than zero"))?;
+            config.timeouts.startup = Duration::from_millis(millis);
+        }
+        Ok(config)
+    }
+
+    fn inferred_transport(&self, has_command: bool, url: Option<&str>) -> Result<Transport, ConfigError> {
+        match (has_command, url) {
+            (true, _) => Ok(Transport::Stdio),
+            (false, Some(url)) => {
+                let path = url.split(['?', '#']).next().unwrap_or(url);
+                Ok(if path.trim_end_matches('/').ends_with("/sse") { Transport::Sse } else { Transport::Http })
+            }
+            (false, None) => Err(self.invalid("", "has neither `command` (a local server) nor `url` (a remote one)")),
+        }
+    }
+
+    /// The variables of `envFile`, read now; relative paths start at the workspace folder.
+    fn env_file(&self) -> Result<BTreeMap<String, String>, ConfigError> {
+        let Some(name) = self.text("envFile")? else { return Ok(BTreeMap::new()) };
+        let path = self.context.workspace.join(&name);
+        let text = read_optional(&path)?.ok_or_else(|| {
+            self.invalid("envFile", format!("names {}, which does not exist; create it or remove envFile", path.display()))
+        })?;
+        let vars = dotenv::parse(&text)
+            .map_err(|line| self.invalid("envFile", format!("{} line {line} is not NAME=value; fix that line", path.display())))?;
+        Ok(vars.into_iter().map(|(name, value)| (name, escape(&value, Syntax::Braced))).collect())
+    }
+
+    /// `text` of `field` with the format's variables in mcpvisor's syntax.
+    fn translate(&self, field: &str, text: &str) -> Result<String, ConfigError> {
+        match self.context.format {
+            Format::ClaudeDesktop | Format::ClaudeCode => Ok(text.into()),
+            Format::Cursor | Format::VsCode => self.replace_references(text, "${", |inner| self.editor_variable(field, inner)),
+            Format::OpenCode => self.replace_references(text, "{", |inner| self.opencode_variable(field, inner)),
+        }
+    }
+
+    /// Replaces each `{open}inner}` for which `replace` gives a value; other text stays.
+    fn replace_references(
+        &self,
+        text: &str,
+        open: &str,
+        replace: impl Fn(&str) -> Result<Option<String>, ConfigError>,
+    ) -> Result<String, ConfigError> {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(start) = rest.find(open) {
+            let inner_start = start + open.len();
+            let Some(length) = rest[inner_start..].find('}') else { break };
+            let inner = &rest[inner_start..inner_start + length];
+            out.push_str(&rest[..start]);
+            match replace(inner)? {
+                Some(value) => out.push_str(&value),
+                None => out.push_str(&rest[start..=inner_start + length]),
+            }
+            rest = &rest[inner_start + length + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    /// Cursor's and VS Code's `${...}` variables.
+    fn editor_variable(&self, field: &str, inner: &str) -> Result<Option<String>, ConfigError> {
+        let workspace = &self.context.workspace;
+        Ok(Some(match inner.split_once(':') {
+            Some(("env", name)) => format!("${{{name}}}"),
+            Some(("input", id)) => match self.context.inputs.get(id) {
+                Some(value) => escape(value, Syntax::Braced),
+                None => {
+                    let (file, server) = (self.context.file.into(), self.server.into());
+                    return Err(ConfigError::PromptedInput { file, server, field: field.into(), id: id.into() });
+                }
+            },
+            Some(_) => {
+                let message =
+                    format!("uses ${{{inner}}}, which only the editor can resolve; replace it with ${{ENV_VAR}} and set that variable");
+                return Err(self.invalid(field, message));
+            }
+            None => match inner {
+                "workspaceFolder" => escape(&workspace.to_string_lossy(), Syntax::Braced),
+                "workspaceFolderBasename" => escape(&workspace.file_name().unwrap_or_default().to_string_lossy(), Syntax::Braced),
+                "userHome" => "${HOME}".into(),
+                "pathSeparator" | "/" => "/".into(),
+                _ => return Ok(None),
+            },
+        }))
+    }
+
+    /// OpenCode's `{env:NAME}` and `{file:path}`.
+    fn opencode_variable(&self, field: &str, inner: &str) -> Result<Option<String>, ConfigError> {
+        match inner.split_once(':') {
+            Some(("env", name)) => Ok(Some(format!("${{{name}}}"))),
+            Some(("file", _)) => Err(self.invalid(
+                field,
+                format!("uses {{{inner}}}, which mcpvisor does not read; put the value in an environment variable and write {{env:NAME}}"),
+            )),
+            _ => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn no_inputs() -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+
+    fn read(path: &str, text: &str) -> (Format, Vec<ServerConfig>) {
+        parse(Path::new(path), text, &no_inputs()).unwrap()
+    }
+
+    fn error(path: &str, text: &str) -> String {
+        parse(Path::new(path), text, &no_inputs()).unwrap_err().to_string()
+    }
+
+    const CLAUDE_CODE: &str = r#"{
+      "mcpServers": {
+        "github": {
+          "command": "npx",
+          "args": ["-y", "@modelcontextprotocol/server-github"],
+          "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_TOKEN}", "RETRIES": 3 }
+        },
+        "api": { "type": "http", "url": "${API_BASE_URL:-https://api.example.com}/mcp", "headers": { "Authorization": "Bearer ${API_KEY}" } },
+        "events": { "type": "sse", "url": "https://events.example.com/sse" },
+        "local": { "type": "stdio", "command": "/opt/server", "cwd": "/srv", "oauth": { "clientId": "ignored" } }
+      }
+    }"#;
+
+    #[test]
+    fn claude_code() {
+        let (format, servers) = read("/p/.mcp.json", CLAUDE_CODE);
+        assert_eq!(format, Format::ClaudeCode);
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["api", "events", "github", "local"]);
+        let api = ServerConfig::remote("api", Transport::Http, "${API_BASE_URL:-https://api.example.com}/mcp")
+            .with_header("Authorization", "Bearer ${API_KEY}");
+        assert_eq!(servers[0], api);
+        assert_eq!(servers[1], ServerConfig::remote("events", Transport::Sse, "https://events.example.com/sse"));
+        let github = ServerConfig::stdio("github", "npx", ["-y", "@modelcontextprotocol/server-github"])
+            .with_env("GITHUB_PERSONAL_ACCESS_TOKEN", "${GITHUB_TOKEN}")
+            .with_env("RETRIES", "3");
+        assert_eq!(servers[2], github);
+        assert_eq!(servers[3].cwd, Some(PathBuf::from("/srv")));
+    }
+
+    #[test]
+    fn claude_desktop_by_name_and_disabled_entries() {
+        let text = r#"{"mcpServers": {"fs": {"command": "npx", "args": ["x"], "disabled": true}}, "globalShortcut": "Ctrl+Space"}"#;
+        let (format, servers) = read("/home/me/.config/Claude/claude_desktop_config.json", text);
+        assert_eq!(format, Format::ClaudeDesktop);
+        assert!(!servers[0].enabled);
+    }
+
+    #[test]
+    fn cursor_urls_without_type_and_editor_variables() {
+        let text = r#"{
+          "mcpServers": {
+            "remote": { "url": "https://mcp.example.com/mcp", "headers": { "X-Key": "${env:EXAMPLE_KEY}" } },
+            "legacy": { "url": "https://old.example.com/sse/" },
+            "local": { "command": "${userHome}/bin/srv", "args": ["${workspaceFolder}/data", "${workspaceFolderBasename}", "${HOME}"], "env": { "TOKEN": "${env:MY_TOKEN}" } }
+          }
+        }"#;
+        let (format, servers) = read("/work/proj/.cursor/mcp.json", text);
+        assert_eq!(format, Format::Cursor);
+        assert_eq!(servers[0].transport, Transport::Sse, "a /sse path without type means sse");
+        assert_eq!(servers[1].args, ["/work/proj/data", "proj", "${HOME}"]);
+        assert_eq!(servers[1].command, "${HOME}/bin/srv");
+        assert_eq!(servers[1].env["TOKEN"], "${MY_TOKEN}");
+        assert_eq!(servers[2].transport, Transport::Http);
+        assert_eq!(servers[2].headers["X-Key"], "${EXAMPLE_KEY}");
+    }
+
+    const VSCODE: &str = r#"{
+      // Workspace MCP servers
+      "inputs": [
+        { "type": "promptString", "id": "perplexity-key", "description": "Perplexity API Key", "password": true },
+      ],
+      "servers": {
+        "perplexity": {
+          "type": "stdio",
+          "command": "npx",
+          "args": ["-y", "server-perplexity-ask"],
+          "env": { "PERPLEXITY_API_KEY": "${input:perplexity-key}" }, /* prompted */
+        },
+        "fetch": { "type": "http", "url": "http://localhost:3000/mcp", "headers": { "X-Env": "${env:STAGE}" } },
+      },
+    }"#;
+
+    #[test]
+    fn vscode_inputs_are_an_error_unless_given() {
+        let message = error("/w/.vscode/mcp.json", VSCODE);
+        assert_eq!(
+            message,
+            "/w/.vscode/mcp.json: server \"perplexity\": env.PERPLEXITY_API_KEY uses ${input:perplexity-key}, which VS Code prompts for and mcpvisor cannot; \
+             replace it with ${ENV_VAR} and set that variable, or pass the input's value"
+        );
+        let inputs = BTreeMap::from([("perplexity-key".to_string(), "pplx-${x}".to_string())]);
+        let (format, servers) = parse(Path::new("/w/.vscode/mcp.json"), VSCODE, &inputs).unwrap();
+        assert_eq!(format, Format::VsCode);
+        assert_eq!(servers[0].headers["X-Env"], "${STAGE}");
+        let expanded = servers[1].expanded(|_| None).unwrap();
+        assert_eq!(expanded.env["PERPLEXITY_API_KEY"], "pplx-${x}", "input values are taken literally");
+    }
+
+    #[test]
+    fn vscode_one_bad_server_does_not_hide_the_others() {
+        let (_, servers) = parse_each(Path::new("/w/.vscode/mcp.json"), VSCODE, &no_inputs()).unwrap();
+        assert!(servers[0].is_ok());
+        assert!(matches!(&servers[1], Err(ConfigError::PromptedInput { id, .. }) if id == "perplexity-key"));
+    }
+
+    #[test]
+    fn env_files_are_read_relative_to_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join(".vscode")).unwrap();
+        fs::write(dir.path().join(".env"), "API_KEY=abc\nLEVEL=file\nPRICE=$5 ${NOT_A_REF}\n").unwrap();
+        let path = dir.path().join(".vscode/mcp.json");
+        let text = r#"{"servers": {"s": {"command": "x", "envFile": "${workspaceFolder}/.env", "env": {"LEVEL": "inline"}}}}"#;
+        let (_, servers) = parse(&path, text, &no_inputs()).unwrap();
+        let env = servers[0].expanded(|_| None).unwrap().env;
+        assert_eq!(env["API_KEY"], "abc");
+        assert_eq!(env["LEVEL"], "inline", "env wins over envFile");
+        assert_eq!(env["PRICE"], "$5 ${NOT_A_REF}", "envFile values are literal");
+
+        let missing = r#"{"servers": {"s": {"command": "x", "envFile": "missing.env"}}}"#;
+        let message = parse(&path, missing, &no_inputs()).unwrap_err().to_string();
+        assert!(message.contains("server \"s\": `envFile` names ") && message.contains("missing.env, which does not exist"), "{message}");
+        fs::write(dir.path().join("bad.env"), "OK=1\nSECRET_LINE\n").unwrap();
+        let bad = r#"{"servers": {"s": {"command": "x", "envFile": "bad.env"}}}"#;
+        let message = parse(&path, bad, &no_inputs()).unwrap_err().to_string();
+        assert!(message.contains("line 2 is not NAME=value") && !message.contains("SECRET_LINE"), "{message}");
+    }
+
+    #[test]
+    fn editor_only_variables_are_errors() {
+        let text = r#"{"servers": {"s": {"command": "x", "args": ["${config:python.path}"]}}}"#;
+        let message = error("/w/.vscode/mcp.json", text);
+        assert!(message.contains("server \"s\": `args[0]` uses ${config:python.path}, which only the editor can resolve"), "{message}");
+    }
+
+    #[test]
+    fn opencode_both_shapes() {
+        let old = r#"{
+          "$schema": "https://opencode.ai/config.json",
+          "mcp": {
+            "fs": { "type": "local", "command": ["npx", "-y", "server-fs", "{env:HOME}/docs"], "environment": { "LEVEL": "debug" }, "enabled": false, "timeout": 10000 },
+            "context7": { "type": "remote", "url": "https://mcp.context7.com/mcp", "headers": { "CONTEXT7_API_KEY": "{env:CONTEXT7_API_KEY}" } }
+          }
+        }"#;
+        let (format, servers) = read("/p/opencode.json", old);
+        assert_eq!(format, Format::OpenCode);
+        let context7 = ServerConfig::remote("context7", Transport::Http, "https://mcp.context7.com/mcp");
+        assert_eq!(servers[0], context7.with_header("CONTEXT7_API_KEY", "${CONTEXT7_API_KEY}"));
+        let mut fs = ServerConfig::stdio("fs", "npx", ["-y", "server-fs", "${HOME}/docs"]).with_env("LEVEL", "debug");
+        fs.enabled = false;
+        fs.timeouts.startup = Duration::from_secs(10);
+        assert_eq!(servers[1], fs);
+
+        let new = r#"{"mcp": {"servers": {"fs": {"type": "local", "command": ["fs-server"], "disabled": true}}}}"#;
+        let (_, servers) = read("/p/opencode.jsonc", new);
+        assert_eq!(servers.len(), 1);
+        assert_eq!((servers[0].name.as_str(), servers[0].command.as_str(), servers[0].enabled), ("fs", "fs-server", false));
+
+        let named_servers = r#"{"mcp": {"servers": {"type": "local", "command": ["s"]}}}"#;
+        assert_eq!(read("/p/opencode.json", named_servers).1[0].name, "servers", "an old-shape server named servers");
+    }
+
+    #[test]
+    fn opencode_errors() {
+        let message = error("opencode.json", r#"{"mcp": {"fs": {"type": "local", "command": "npx fs"}}}"#);
+        assert_eq!(message, "opencode.json: server \"fs\": `command` must be an array of strings");
+        let message = error("opencode.json", r#"{"mcp": {"fs": {"type": "local", "command": []}}}"#);
+        assert!(message.contains("`command` must be a non-empty array: the program, then its arguments"), "{message}");
+        let message = error("opencode.json", r#"{"mcp": {"fs": {"type": "docker"}}}"#);
+        assert!(message.contains("`type` is \"docker\"; expected \"local\" or \"remote\""), "{message}");
+        let message =
+            error("opencode.json", r#"{"mcp": {"r": {"type": "remote", "url": "https://x", "headers": {"K": "{file:~/.key}"}}}}"#);
+        assert!(message.contains("`headers.K` uses {file:~/.key}, which mcpvisor does not read"), "{message}");
+    }
+
+    #[test]
+    fn detection_by_shape_and_file_level_errors() {
+        assert_eq!(Format::detect(&serde_json::json!({"mcpServers": {}})), Some(Format::ClaudeCode));
+        assert_eq!(Format::detect(&serde_json::json!({"servers": {}})), Some(Format::VsCode));
+        assert_eq!(Format::detect(&serde_json::json!({"mcp": {}})), Some(Format::OpenCode));
+        assert_eq!(Format::detect(&serde_json::json!({"other": {}})), None);
+        assert_eq!(Format::detect(&serde_json::json!([])), None);
+        assert_eq!(read("/tmp/exported.json", r#"{"servers": {"s": {"command": "x"}}}"#).0, Format::VsCode);
+
+        assert_eq!(read("/p/opencode.json", r#"{"theme": "dark"}"#), (Format::OpenCode, vec![]), "a named file without servers");
+        let message = error("/tmp/other.json", r#"{"theme": "dark"}"#);
+        assert!(
+            message.starts_with("/tmp/other.json: not a known MCP configuration (it has none of the keys mcpServers, servers or mcp)"),
+            "{message}"
+        );
+        assert!(error(".mcp.json", "{\"mcpServers\": ").starts_with(".mcp.json: not valid JSON: EOF while parsing"));
+        assert_eq!(error(".mcp.json", "[1]"), ".mcp.json: not valid JSON: the top level must be an object");
+        assert_eq!(
+            error(".mcp.json", r#"{"mcpServers": []}"#),
+            ".mcp.json: not valid Claude Code: `mcpServers` must be an object with one entry per server"
+        );
+    }
+
+    #[test]
+    fn server_level_errors_name_server_and_field() {
+        let cases = [
+            (r#"{"s": 1}"#, "server \"s\": `s` must be an object with the server's settings"),
+            (r#"{"s": {}}"#, "server \"s\": `s` has neither `command` (a local server) nor `url` (a remote one)"),
+            (
+                r#"{"s": {"type": "websocket", "url": "wss://x"}}"#,
+                "server \"s\": `type` is \"websocket\"; expected \"stdio\", \"http\" or \"sse\"",
+            ),
+            (r#"{"s": {"command": "x", "args": ["a", 2]}}"#, "server \"s\": `args[1]` must be a string"),
+            (r#"{"s": {"command": "x", "env": {"A": []}}}"#, "server \"s\": `env.A` must be a string"),
+            (r#"{"s": {"type": "http", "url": "ftp://x"}}"#, "`url` must be an http:// or https:// URL"),
+            (r#"{"s": {"type": "stdio", "url": "https://x"}}"#, "`command` is empty"),
+        ];
+        for (servers, expected) in cases {
+            let message = error(".mcp.json", &format!(r#"{{"mcpServers": {servers}}}"#));
+            assert!(message.starts_with(".mcp.json: "), "{message}");
+            assert!(message.contains(expected), "{servers}: {message}");
+        }
+    }
+}

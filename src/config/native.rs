@@ -1,0 +1,940 @@
+//! mcpvisor's own TOML files (`servers.toml`, `.mcpvisor.toml`).
+//!
+//! One `[servers.NAME]` table per server; the keys are [`KEYS`]. Reading is
+//! strict: an unknown key or a value of the wrong type is an error naming
+//! the file, the server and the key. Writing goes through `toml_edit`, so
+//! comments, formatting and the order of everything not changed stay byte
+//! for byte: an existing key is updated in place (keeping its trailing
+//! comment), a key that no longer applies is removed, and a new key is
+//! appended only when its value differs from the default. Text is written
+//! raw: `${VAR}` references stay references.
+//!
+//! Not written: `scope` (it is where the file is) and `restart_limits`
+//! (backoff and intensity are set in code only).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, TableLike, Value};
+
+use super::file::{read_optional, write_atomically};
+use super::{Auth, Keyword, ServerConfig, ToolFilter, Transport};
+use crate::error::ConfigError;
+use crate::restart::RestartPolicy;
+
+/// `max_restarts` when `restart = "on-failure"` does not say.
+pub const DEFAULT_MAX_RESTARTS: u32 = 5;
+
+/// The keys of a server table, in the order new keys are written.
+pub const KEYS: [&str; 21] = [
+    "transport",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "inherit_env",
+    "url",
+    "headers",
+    "auth",
+    "enabled",
+    "timeout",
+    "startup_timeout",
+    "shutdown_grace",
+    "restart",
+    "max_restarts",
+    "era",
+    "roots",
+    "tools",
+    "max_in_flight",
+    "max_queued",
+    "max_frame",
+];
+
+const TOP_LEVEL_KEYS: [&str; 1] = ["servers"];
+const TOOLS_KEYS: [&str; 2] = ["allow", "deny"];
+
+/// The servers of the file, in file order; a missing file has none.
+pub fn load(path: &Path) -> Result<Vec<ServerConfig>, ConfigError> {
+    match read_optional(path)? {
+        Some(text) => parse(path, &text),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The servers of `text`; `path` is only named in errors.
+pub fn parse(path: &Path, text: &str) -> Result<Vec<ServerConfig>, ConfigError> {
+    let document = parse_document(path, text)?;
+    let Some(servers) = document.get("servers") else {
+        return Ok(Vec::new());
+    };
+    servers_table(path, servers)?.iter().map(|(name, item)| read_server(path, name, item)).collect()
+}
+
+/// Adds the server, or replaces the definition of the server of that name.
+/// Creates the file and its directory if needed.
+pub fn upsert(path: &Path, config: &ServerConfig) -> Result<(), ConfigError> {
+    config.validate().map_err(|source| ConfigError::Invalid { file: path.into(), source })?;
+    edit(path, |document| {
+        if !document.contains_key("servers") {
+            let mut servers = Table::new();
+            servers.set_implicit(true);
+            document.insert("servers", Item::Table(servers));
+        }
+        let blank_file = document.to_string().trim().is_empty();
+        let inline = document.get("servers").is_some_and(inline_servers);
+        let servers = servers_table_mut(path, document)?;
+        match servers.get_mut(&config.name) {
+            Some(item) if item.is_table_like() => merge_item(item, desired(config)),
+            Some(_) => return Err(not_a_server_table(path, &config.name)),
+            None => {
+                let mut table = Table::new();
+                merge(&mut table, desired(config));
+                let item = if inline {
+                    Item::Value(Value::InlineTable(table.into_inline_table()))
+                } else {
+                    if !blank_file {
+                        table.decor_mut().set_prefix("\n");
+                    }
+                    Item::Table(table)
+                };
+                servers.insert(&config.name, item);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Removes the server's table. Comment lines just above its header go with
+/// it; comments separated from the header by a blank line stay.
+pub fn remove(path: &Path, name: &str) -> Result<(), ConfigError> {
+    edit(path, |document| {
+        let unknown = || ConfigError::UnknownServer { file: path.into(), server: name.into() };
+        if !document.contains_key("servers") {
+            return Err(unknown());
+        }
+        let removed = servers_table_mut(path, document)?.remove(name).ok_or_else(unknown)?;
+        if let Item::Table(table) = removed {
+            keep_detached_comments(document, &table);
+        }
+        Ok(())
+    })
+}
+
+/// Sets `enabled` of the server, changing nothing else.
+pub fn set_enabled(path: &Path, name: &str, enabled: bool) -> Result<(), ConfigError> {
+    edit(path, |document| {
+        let unknown = || ConfigError::UnknownServer { file: path.into(), server: name.into() };
+        if !document.contains_key("servers") {
+            return Err(unknown());
+        }
+        let item = servers_table_mut(path, document)?.get_mut(name).ok_or_else(unknown)?;
+        let config = ServerConfig { enabled, ..read_server(path, name, item)? };
+        merge_item(item, desired(&config));
+        Ok(())
+    })
+}
+
+/// Reads the document (an empty one if the file is missing), changes it,
+/// and writes it back if the text changed.
+fn edit(path: &Path, change: impl FnOnce(&mut DocumentMut) -> Result<(), ConfigError>) -> Result<(), ConfigError> {
+    let text = read_optional(path)?.unwrap_or_default();
+    let mut document = parse_document(path, &text)?;
+    change(&mut document)?;
+    let edited = document.to_string();
+    if edited != text {
+        write_atomically(path, &edited)?;
+    }
+    Ok(())
+}
+
+fn parse_document(path: &Path, text: &str) -> Result<DocumentMut, ConfigError> {
+    let document: DocumentMut = text.parse().map_err(|error: toml_edit::TomlError| ConfigError::Syntax {
+        file: path.into(),
+        syntax: "TOML",
+        message: error.to_string(),
+    })?;
+    if let Some((key, _)) = document.iter().find(|(key, _)| !TOP_LEVEL_KEYS.contains(key)) {
+        return Err(ConfigError::UnknownKey { file: path.into(), server: None, key: key.into(), known: TOP_LEVEL_KEYS.to_vec() });
+    }
+    Ok(document)
+}
+
+/// Whether new servers should be written as inline tables, like the existing ones.
+fn inline_servers(servers: &Item) -> bool {
+    match servers.as_table_like() {
+        Some(table) => {
+            servers.is_inline_table() || table.is_dotted() || (!table.is_empty() && table.iter().all(|(_, item)| item.is_value()))
+        }
+        None => false,
+    }
+}
+
+fn not_a_servers_table(path: &Path) -> ConfigError {
+    ConfigError::Syntax {
+        file: path.into(),
+        syntax: "mcpvisor configuration",
+        message: "`servers` must be a table: write one [servers.NAME] table per server".into(),
+    }
+}
+
+fn servers_table<'d>(path: &Path, item: &'d Item) -> Result<&'d dyn TableLike, ConfigError> {
+    item.as_table_like().ok_or_else(|| not_a_servers_table(path))
+}
+
+fn servers_table_mut<'d>(path: &Path, document: &'d mut DocumentMut) -> Result<&'d mut dyn TableLike, ConfigError> {
+    document.get_mut("servers").and_then(Item::as_table_like_mut).ok_or_else(|| not_a_servers_table(path))
+}
+
+fn not_a_server_table(path: &Path, name: &str) -> ConfigError {
+    ConfigError::InvalidField {
+        file: path.into(),
+        server: name.into(),
+        field: format!("servers.{name}"),
+        message: format!("must be a table: write [servers.{name}] with the server's keys below it"),
+    }
+}
+
+/// The spelling of [`RestartPolicy`] without its count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Restart {
+    Never,
+    OnFailure,
+    Always,
+}
+
+impl Keyword for Restart {
+    const CHOICES: &'static [(&'static str, Self)] =
+        &[("never", Restart::Never), ("on-failure", Restart::OnFailure), ("always", Restart::Always)];
+}
+
+/// Reads the values of one server's table, naming the file, the server and
+/// the key in every error.
+struct Reader<'a> {
+    file: &'a Path,
+    server: &'a str,
+}
+
+impl Reader<'_> {
+    fn invalid(&self, field: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::InvalidField { file: self.file.into(), server: self.server.into(), field: field.into(), message: message.into() }
+    }
+
+    fn unknown_key(&self, key: String, known: &[&'static str]) -> ConfigError {
+        ConfigError::UnknownKey { file: self.file.into(), server: Some(self.server.into()), key, known: known.to_vec() }
+    }
+
+    fn string(&self, field: &str, item: &Item) -> Result<String, ConfigError> {
+        item.as_str().map(str::to_owned).ok_or_else(|| self.invalid(field, format!("must be a string, not {}", item.type_name())))
+    }
+
+    fn bool(&self, field: &str, item: &Item) -> Result<bool, ConfigError> {
+        item.as_bool().ok_or_else(|| self.invalid(field, format!("must be true or false, not {}", item.type_name())))
+    }
+
+    fn strings(&self, field: &str, item: &Item) -> Result<Vec<String>, ConfigError> {
+        let array = item
+            .as_array()
+            .ok_or_else(|| self.invalid(field, format!("must be an array of strings, like [\"a\", \"b\"], not {}", item.type_name())))?;
+        let string = |(i, value): (usize, &Value)| {
+            value
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| self.invalid(&format!("{field}[{i}]"), format!("must be a string, not {}", value.type_name())))
+        };
+        array.iter().enumerate().map(string).collect()
+    }
+
+    fn table<'i>(&self, field: &str, item: &'i Item, example: &str) -> Result<&'i dyn TableLike, ConfigError> {
+        item.as_table_like().ok_or_else(|| self.invalid(field, format!("must be a table, like {example}, not {}", item.type_name())))
+    }
+
+    fn map(&self, field: &str, item: &Item) -> Result<BTreeMap<String, String>, ConfigError> {
+        let table = self.table(field, item, "{ NAME = \"value\" }")?;
+        table.iter().map(|(key, value)| Ok((key.to_owned(), self.string(&format!("{field}.{key}"), value)?))).collect()
+    }
+
+    fn keyword<K: Keyword>(&self, field: &str, item: &Item) -> Result<K, ConfigError> {
+        let word = self.string(field, item)?;
+        K::parse(&word).ok_or_else(|| self.invalid(field, format!("is {word:?}; write one of {}", K::choices())))
+    }
+
+    fn seconds(&self, field: &str, item: &Item) -> Result<Duration, ConfigError> {
+        let seconds = item.as_float().or_else(|| item.as_integer().map(|i| i as f64));
+        seconds
+            .filter(|s| *s > 0.0)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .ok_or_else(|| self.invalid(field, "must be a number of seconds greater than zero, like 60 or 2.5"))
+    }
+
+    fn count<T: TryFrom<i64>>(&self, field: &str, item: &Item, min: i64) -> Result<T, ConfigError> {
+        item.as_integer()
+            .filter(|n| *n >= min)
+            .and_then(|n| T::try_from(n).ok())
+            .ok_or_else(|| self.invalid(field, format!("must be a whole number of at least {min}")))
+    }
+
+    fn tools(&self, item: &Item) -> Result<ToolFilter, ConfigError> {
+        let table = self.table("tools", item, "{ allow = [\"read_*\"], deny = [\"*delete*\"] }")?;
+        let mut filter = ToolFilter::default();
+        for (key, value) in table.iter() {
+            let list = self.strings(&format!("tools.{key}"), value)?;
+            match key {
+                "allow" => filter.allow = list,
+                "deny" => filter.deny = list,
+                _ => return Err(self.unknown_key(format!("tools.{key}"), &TOOLS_KEYS)),
+            }
+        }
+        Ok(filter)
+    }
+
+    fn auth(&self, item: &Item) -> Result<Auth, ConfigError> {
+        let table = self.table("auth", item, "{ type = \"bearer\", token = \"${TOKEN}\" }")?;
+        let kind =
+            table.get("type").ok_or_else(|| self.invalid("auth.type", "is missing; write type = \"bearer\", \"basic\" or \"api_key\""))?;
+        let kind = self.string("auth.type", kind)?;
+        let known: &[&'static str] = match kind.as_str() {
+            "bearer" => &["type", "token"],
+            "basic" => &["type", "username", "password"],
+            "api_key" => &["type", "header", "value"],
+            _ => return Err(self.invalid("auth.type", format!("is {kind:?}; write \"bearer\", \"basic\" or \"api_key\""))),
+        };
+        if let Some((key, _)) = table.iter().find(|(key, _)| !known.contains(key)) {
+            return Err(self.unknown_key(format!("auth.{key}"), known));
+        }
+        let field = |key: &str| {
+            let path = format!("auth.{key}");
+            table
+                .get(key)
+                .ok_or_else(|| self.invalid(&path, format!("is missing; {kind} auth needs {}", known[1..].join(" and "))))
+                .and_then(|item| self.string(&path, item))
+        };
+        Ok(match kind.as_str() {
+            "bearer" => Auth::Bearer { token: field("token")? },
+            "basic" => Auth::Basic { username: field("username")?, password: field("password")? },
+            _ => Auth::ApiKey { header: field("header")?, value: field("value")? },
+        })
+    }
+
+    fn restart(&self, restart: Option<&Item>, max_restarts: Option<&Item>) -> Result<RestartPolicy, ConfigError> {
+        let kind = restart.map(|item| self.keyword::<Restart>("restart", item)).transpose()?;
+        let max_restarts = max_restarts.map(|item| self.count::<u32>("max_restarts", item, 0)).transpose()?;
+        Ok(match (kind, max_restarts) {
+            (Some(Restart::OnFailure), max) => RestartPolicy::OnFailure { max_restarts: max.unwrap_or(DEFAULT_MAX_RESTARTS) },
+            (_, Some(_)) => {
+                return Err(self.invalid("max_restarts", "applies only with restart = \"on-failure\"; set that or remove max_restarts"))
+            }
+            (Some(Restart::Never), None) => RestartPolicy::Never,
+            (Some(Restart::Always), None) => RestartPolicy::Always,
+            (None, None) => RestartPolicy::default(),
+        })
+    }
+}
+
+fn read_server(path: &Path, name: &str, item: &Item) -> Result<ServerConfig, ConfigError> {
+    let r = Reader { file: path, server: name };
+    let table = item.as_table_like().ok_or_else(|| not_a_server_table(path, name))?;
+    let mut config = ServerConfig::stdio(name, "", Vec::<String>::new());
+    let mut transport = None;
+    for (key, item) in table.iter() {
+        match key {
+            "transport" => transport = Some(r.keyword::<Transport>(key, item)?),
+            "command" => config.command = r.string(key, item)?,
+            "args" => config.args = r.strings(key, item)?,
+            "env" => config.env = r.map(key, item)?,
+            "cwd" => config.cwd = Some(r.string(key, item)?.into()),
+            "inherit_env" => config.inherit_env = r.bool(key, item)?,
+            "url" => config.url = Some(r.string(key, item)?),
+            "headers" => config.headers = r.map(key, item)?,
+            "auth" => config.auth = Some(r.auth(item)?),
+            "enabled" => config.enabled = r.bool(key, item)?,
+            "timeout" => config.timeouts.call = r.seconds(key, item)?,
+            "startup_timeout" => config.timeouts.startup = r.seconds(key, item)?,
+            "shutdown_grace" => config.timeouts.shutdown_grace = r.seconds(key, item)?,
+            "restart" | "max_restarts" => {}
+            "era" => config.era = r.keyword(key, item)?,
+            "roots" => config.roots = r.strings(key, item)?,
+            "tools" => config.tools = r.tools(item)?,
+            "max_in_flight" => config.limits.max_in_flight = r.count(key, item, 1)?,
+            "max_queued" => config.limits.max_queued = r.count(key, item, 0)?,
+            "max_frame" => config.limits.max_frame = r.count(key, item, 1024)?,
+            _ => return Err(r.unknown_key(key.into(), &KEYS)),
+        }
+    }
+    config.restart = r.restart(table.get("restart"), table.get("max_restarts"))?;
+    config.transport = match transport {
+        Some(transport) => transport,
+        None if config.url.is_some() && !config.command.is_empty() => {
+            return Err(
+                r.invalid("transport", "is needed when both `command` and `url` are set; write transport = \"stdio\", \"http\" or \"sse\"")
+            )
+        }
+        None if config.url.is_some() => Transport::Http,
+        None => Transport::Stdio,
+    };
+    config.validate().map_err(|source| ConfigError::Invalid { file: path.into(), source })?;
+    Ok(config)
+}
+
+/// What one key of a server table should hold.
+struct Desired {
+    key: String,
+    /// `None`: the key does not apply and must be absent.
+    value: Option<Value>,
+    /// An absent key means this value, so it is not added.
+    is_default: bool,
+}
+
+impl Desired {
+    fn new(key: &str, value: Option<Value>, is_default: bool) -> Self {
+        Desired { key: key.into(), value, is_default }
+    }
+}
+
+/// The server's keys, in [`KEYS`] order.
+fn desired(config: &ServerConfig) -> Vec<Desired> {
+    let defaults = ServerConfig::stdio("", "", Vec::<String>::new());
+    let text = |value: &str| Some(Value::from(value));
+    let non_empty = |value: &str| if value.is_empty() { None } else { text(value) };
+    let seconds = |of: fn(&ServerConfig) -> Duration| {
+        let duration = of(config);
+        let value = if duration.subsec_nanos() == 0 { Value::from(duration.as_secs() as i64) } else { Value::from(duration.as_secs_f64()) };
+        (Some(value), duration == of(&defaults))
+    };
+    let count = |n: usize, default: usize| (Some(Value::from(n as i64)), n == default);
+    let (restart, max_restarts) = match config.restart {
+        RestartPolicy::Never => (Restart::Never, None),
+        RestartPolicy::OnFailure { max_restarts } => (Restart::OnFailure, Some(max_restarts)),
+        RestartPolicy::Always => (Restart::Always, None),
+    };
+    let fields: [(&str, (Option<Value>, bool)); KEYS.len()] = [
+        ("transport", (text(config.transport.as_str()), config.transport == inferred_transport(config))),
+        ("command", (non_empty(&config.command), false)),
+        ("args", (Some(strings(&config.args)), config.args.is_empty())),
+        ("env", (Some(map(&config.env)), config.env.is_empty())),
+        ("cwd", (config.cwd.as_ref().and_then(|cwd| text(&cwd.to_string_lossy())), false)),
+        ("inherit_env", (Some(Value::from(config.inherit_env)), !config.inherit_env)),
+        ("url", (config.url.as_deref().and_then(text), false)),
+        ("headers", (Some(map(&config.headers)), config.headers.is_empty())),
+        ("auth", (config.auth.as_ref().map(auth), false)),
+        ("enabled", (Some(Value::from(config.enabled)), config.enabled)),
+        ("timeout", seconds(|c| c.timeouts.call)),
+        ("startup_timeout", seconds(|c| c.timeouts.startup)),
+        ("shutdown_grace", seconds(|c| c.timeouts.shutdown_grace)),
+        ("restart", (text(restart.as_str()), config.restart == defaults.restart)),
+        ("max_restarts", (max_restarts.map(|n| Value::from(i64::from(n))), max_restarts == Some(DEFAULT_MAX_RESTARTS))),
+        ("era", (text(config.era.as_str()), config.era == defaults.era)),
+        ("roots", (Some(strings(&config.roots)), config.roots.is_empty())),
+        ("tools", (Some(tools(&config.tools)), config.tools.is_empty())),
+        ("max_in_flight", count(config.limits.max_in_flight, defaults.limits.max_in_flight)),
+        ("max_queued", count(config.limits.max_queued, defaults.limits.max_queued)),
+        ("max_frame", count(config.limits.max_frame, defaults.limits.max_frame)),
+    ];
+    fields.into_iter().map(|(key, (value, is_default))| Desired::new(key, value, is_default)).collect()
+}
+
+/// The transport a table without a `transport` key has.
+fn inferred_transport(config: &ServerConfig) -> Transport {
+    if config.url.is_some() && config.command.is_empty() {
+        Transport::Http
+    } else {
+        Transport::Stdio
+    }
+}
+
+fn strings(list: &[String]) -> Value {
+    Value::Array(list.iter().collect::<Array>())
+}
+
+fn map(map: &BTreeMap<String, String>) -> Value {
+    Value::InlineTable(map.iter().map(|(key, value)| (key.as_str(), value.as_str())).collect::<InlineTable>())
+}
+
+fn tools(filter: &ToolFilter) -> Value {
+    let lists = [("allow", &filter.allow), ("deny", &filter.deny)];
+    Value::InlineTable(
+        lists.into_iter().filter(|(_, list)| !list.is_empty()).map(|(key, list)| (key, strings(list))).collect::<InlineTable>(),
+    )
+}
+
+fn auth(auth: &Auth) -> Value {
+    let pairs: Vec<(&str, &str)> = match auth {
+        Auth::Bearer { token } => vec![("type", "bearer"), ("token", token)],
+        Auth::Basic { username, password } => vec![("type", "basic"), ("username", username), ("password", password)],
+        Auth::ApiKey { header, value } => vec![("type", "api_key"), ("header", header), ("value", value)],
+    };
+    Value::InlineTable(pairs.into_iter().collect::<InlineTable>())
+}
+
+/// Makes the table `item` hold the desired keys, touching only what differs.
+/// Does nothing if `item` is not a table.
+fn merge_item(item: &mut Item, desired: Vec<Desired>) {
+    let Some(table) = item.as_table_like_mut() else { return };
+    let added = merge(table, desired);
+    if let (true, Some(inline)) = (added, item.as_inline_table_mut()) {
+        // Keys appended to an inline table would get odd spacing (`{ a = 1 , b = 2 }`).
+        inline.fmt();
+    }
+}
+
+/// Makes `table` hold the desired keys, touching only what differs; true if keys were added.
+fn merge(table: &mut dyn TableLike, desired: Vec<Desired>) -> bool {
+    let wanted: BTreeSet<&str> = desired.iter().filter(|d| d.value.is_some()).map(|d| d.key.as_str()).collect();
+    let stale: Vec<String> = table.iter().map(|(key, _)| key.to_owned()).filter(|key| !wanted.contains(key.as_str())).collect();
+    for key in stale {
+        table.remove(&key);
+    }
+    let mut added = false;
+    for Desired { key, value, is_default } in desired {
+        let Some(value) = value else { continue };
+        match table.get_mut(&key) {
+            Some(item) => update(item, value),
+            None if !is_default => {
+                table.insert(&key, Item::Value(value));
+                added = true;
+            }
+            None => {}
+        }
+    }
+    added
+}
+
+/// Makes `item` equal to `value`: unchanged if it already is, merged key by
+/// key if both are tables, else replaced keeping the old comments.
+fn update(item: &mut Item, value: Value) {
+    if plain_item(item) == Some(plain_value(&value)) {
+        return;
+    }
+    if let (true, Value::InlineTable(new)) = (item.is_table_like(), &value) {
+        let desired = new.iter().map(|(key, value)| Desired::new(key, Some(value.clone()), false)).collect();
+        return merge_item(item, desired);
+    }
+    match item.as_value_mut() {
+        Some(old) => {
+            let decor = old.decor().clone();
+            *old = value;
+            *old.decor_mut() = decor;
+        }
+        None => *item = Item::Value(value),
+    }
+}
+
+/// The data of a TOML item without its formatting (numbers as floats), to
+/// tell a real change from a different spelling.
+fn plain_item(item: &Item) -> Option<serde_json::Value> {
+    match item {
+        Item::None => None,
+        Item::Value(value) => Some(plain_value(value)),
+        Item::Table(table) => Some(plain_table(table)),
+        Item::ArrayOfTables(tables) => Some(serde_json::Value::Array(tables.iter().map(|table| plain_table(table)).collect())),
+    }
+}
+
+fn plain_table(table: &dyn TableLike) -> serde_json::Value {
+    serde_json::Value::Object(table.iter().filter_map(|(key, item)| Some((key.to_owned(), plain_item(item)?))).collect())
+}
+
+fn plain_value(value: &Value) -> serde_json::Value {
+    use serde_json::Value as Json;
+    let number = |n: f64| serde_json::Number::from_f64(n).map_or(Json::Null, Json::Number);
+    match value {
+        Value::String(s) => Json::String(s.value().clone()),
+        Value::Integer(i) => number(*i.value() as f64),
+        Value::Float(f) => number(*f.value()),
+        Value::Boolean(b) => Json::Bool(*b.value()),
+        Value::Datetime(d) => Json::String(d.value().to_string()),
+        Value::Array(array) => Json::Array(array.iter().map(plain_value).collect()),
+        Value::InlineTable(table) => plain_table(table),
+    }
+}
+
+/// After `removed` left the document: its leading comment lines up to the
+/// last blank line were not about it, so they move to the next table (or
+/// the end of the document).
+fn keep_detached_comments(document: &mut DocumentMut, removed: &Table) {
+    let prefix = removed.decor().prefix().and_then(|raw| raw.as_str()).unwrap_or("");
+    let mut detached_end = 0;
+    let mut offset = 0;
+    for line in prefix.split_inclusive('\n') {
+        offset += line.len();
+        if line.trim().is_empty() {
+            detached_end = offset;
+        }
+    }
+    let detached = prefix[..detached_end].trim_end();
+    if detached.is_empty() {
+        return;
+    }
+    let detached = format!("{detached}\n");
+    let mut positions = Vec::new();
+    table_positions(document.as_table(), &mut positions);
+    let after = removed.position().unwrap_or(isize::MAX);
+    match positions.into_iter().filter(|p| *p > after).min().and_then(|next| table_at(document.as_table_mut(), next)) {
+        Some(next) => {
+            let own = next.decor().prefix().and_then(|raw| raw.as_str()).unwrap_or("").to_owned();
+            next.decor_mut().set_prefix(format!("{detached}{own}"));
+        }
+        None => {
+            let trailing = document.trailing().as_str().unwrap_or("").to_owned();
+            document.set_trailing(format!("{detached}{trailing}"));
+        }
+    }
+}
+
+/// Document positions of the tables that have a header, at any depth.
+fn table_positions(table: &Table, positions: &mut Vec<isize>) {
+    for (_, item) in table.iter() {
+        if let Some(child) = item.as_table() {
+            positions.extend(child.position().filter(|_| !child.is_implicit()));
+            table_positions(child, positions);
+        }
+    }
+}
+
+/// The table whose header is at document position `position`.
+fn table_at(table: &mut Table, position: isize) -> Option<&mut Table> {
+    for (_, item) in table.iter_mut() {
+        let Some(child) = item.as_table_mut() else { continue };
+        if child.position() == Some(position) && !child.is_implicit() {
+            return Some(child);
+        }
+        if let Some(found) = table_at(child, position) {
+            return Some(found);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Era;
+    use std::fs;
+
+    const EXAMPLE: &str = r#"# my servers
+[servers.fs]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]
+env = { LOG_LEVEL = "info" }
+cwd = "/tmp"
+inherit_env = false
+enabled = true
+timeout = 60            # call time-out, seconds (float ok)
+startup_timeout = 30
+restart = "on-failure"  # never | on-failure | always
+max_restarts = 5
+era = "auto"            # auto | legacy | modern
+roots = ["/home/me/project"]
+tools = { allow = ["read_*"], deny = ["*delete*"] }
+max_in_flight = 64
+max_queued = 1024
+
+[servers.remote]
+transport = "http"      # stdio | http | sse (default: stdio when command is set)
+url = "https://example.com/mcp"
+headers = { "X-Team" = "core" }
+auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,password}, api_key {header,value}
+"#;
+
+    fn file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("servers.toml");
+        fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    fn parse_error(text: &str) -> String {
+        parse(Path::new("servers.toml"), text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn reads_the_documented_example() {
+        let (_dir, path) = file(EXAMPLE);
+        let servers = load(&path).unwrap();
+        let mut fs =
+            ServerConfig::stdio("fs", "npx", ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]).with_env("LOG_LEVEL", "info");
+        fs.cwd = Some("/tmp".into());
+        fs.restart = RestartPolicy::OnFailure { max_restarts: 5 };
+        fs.roots = vec!["/home/me/project".into()];
+        fs.tools = ToolFilter { allow: vec!["read_*".into()], deny: vec!["*delete*".into()] };
+        let mut remote = ServerConfig::remote("remote", Transport::Http, "https://example.com/mcp").with_header("X-Team", "core");
+        remote.auth = Some(Auth::Bearer { token: "${GITHUB_TOKEN}".into() });
+        assert_eq!(servers, [fs, remote]);
+    }
+
+    #[test]
+    fn missing_file_has_no_servers_and_empty_file_too() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(load(&dir.path().join("none.toml")).unwrap(), []);
+        assert_eq!(parse(Path::new("x.toml"), "# nothing yet\n").unwrap(), []);
+    }
+
+    #[test]
+    fn inferred_transport_and_other_values() {
+        let servers = parse(
+            Path::new("x.toml"),
+            r#"
+            [servers]
+            a = { url = "https://a.example/mcp", timeout = 2.5, restart = "never", era = "modern" }
+            b = { transport = "sse", url = "http://localhost:9000/sse", auth = { type = "api_key", header = "X-Key", value = "$KEY" } }
+            c = { command = "c", restart = "on-failure", enabled = false, max_frame = 2048, max_queued = 0, shutdown_grace = 0.5 }
+            "#,
+        )
+        .unwrap();
+        assert_eq!(servers[0].transport, Transport::Http);
+        assert_eq!(servers[0].timeouts.call, Duration::from_millis(2500));
+        assert_eq!(servers[0].restart, RestartPolicy::Never);
+        assert_eq!(servers[0].era, Era::Modern);
+        assert_eq!(servers[1].transport, Transport::Sse);
+        assert_eq!(servers[1].auth, Some(Auth::ApiKey { header: "X-Key".into(), value: "$KEY".into() }));
+        assert_eq!(servers[2].restart, RestartPolicy::OnFailure { max_restarts: DEFAULT_MAX_RESTARTS });
+        assert!(!servers[2].enabled);
+        assert_eq!((servers[2].limits.max_frame, servers[2].limits.max_queued), (2048, 0));
+        assert_eq!(servers[2].timeouts.shutdown_grace, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_listing_the_known_ones() {
+        let message = parse_error("[servers.fs]\ncommand = \"x\"\ncomand = \"y\"\n");
+        assert!(
+            message.starts_with("servers.toml: server \"fs\": unknown key `comand`; the known keys are transport, command, args"),
+            "{message}"
+        );
+        let message = parse_error("[server.fs]\ncommand = \"x\"\n");
+        assert_eq!(message, "servers.toml: top level: unknown key `server`; the known keys are servers");
+        let message = parse_error("[servers.fs]\ncommand = \"x\"\ntools = { allow = [], block = [] }\n");
+        assert_eq!(message, "servers.toml: server \"fs\": unknown key `tools.block`; the known keys are allow, deny");
+        let message = parse_error("[servers.r]\nurl = \"https://x\"\nauth = { type = \"bearer\", token = \"t\", user = \"u\" }\n");
+        assert_eq!(message, "servers.toml: server \"r\": unknown key `auth.user`; the known keys are type, token");
+    }
+
+    #[test]
+    fn bad_values_name_the_server_and_the_field_and_say_what_to_write() {
+        let cases = [
+            ("command = 5", "`command` must be a string, not integer"),
+            ("command = \"x\"\nargs = [\"a\", 1]", "`args[1]` must be a string, not integer"),
+            ("command = \"x\"\nenv = { A = true }", "`env.A` must be a string, not boolean"),
+            ("command = \"x\"\ntimeout = \"60\"", "`timeout` must be a number of seconds greater than zero, like 60 or 2.5"),
+            ("command = \"x\"\ntimeout = 0", "`timeout` must be a number of seconds greater than zero"),
+            ("command = \"x\"\ntimeout = nan", "`timeout` must be a number of seconds greater than zero"),
+            ("command = \"x\"\ntimeout = 1e300", "`timeout` must be a number of seconds greater than zero"),
+            ("command = \"x\"\nmax_in_flight = 0", "`max_in_flight` must be a whole number of at least 1"),
+            ("command = \"x\"\nmax_queued = -1", "`max_queued` must be a whole number of at least 0"),
+            ("command = \"x\"\nrestart = \"sometimes\"", "`restart` is \"sometimes\"; write one of never | on-failure | always"),
+            ("command = \"x\"\nmax_restarts = 3", "`max_restarts` applies only with restart = \"on-failure\""),
+            ("command = \"x\"\nera = \"new\"", "`era` is \"new\"; write one of auto | legacy | modern"),
+            ("transport = \"websocket\"", "`transport` is \"websocket\"; write one of stdio | http | sse"),
+            ("command = \"x\"\nurl = \"https://x\"", "`transport` is needed when both `command` and `url` are set"),
+            ("url = \"https://x\"\nauth = { token = \"t\" }", "`auth.type` is missing"),
+            (
+                "url = \"https://x\"\nauth = { type = \"basic\", username = \"u\" }",
+                "`auth.password` is missing; basic auth needs username and password",
+            ),
+            ("url = \"https://x\"\nauth = { type = \"oauth\" }", "`auth.type` is \"oauth\"; write \"bearer\", \"basic\" or \"api_key\""),
+            ("url = \"https://x\"\nheaders = [\"a\"]", "`headers` must be a table, like { NAME = \"value\" }, not array"),
+            ("args = [\"a\"]", "invalid configuration for server `s`: `command` is empty"),
+            ("url = \"ftp://x\"", "`url` must be an http:// or https:// URL"),
+        ];
+        for (body, expected) in cases {
+            let message = parse_error(&format!("[servers.s]\n{body}\n"));
+            assert!(message.starts_with("servers.toml: "), "{message}");
+            assert!(message.contains("server \"s\"") || message.contains("server `s`"), "{message}");
+            assert!(message.contains(expected), "{body:?}: {message}");
+        }
+        assert!(parse_error("[servers]\ns = 1\n").contains("`servers.s` must be a table: write [servers.s]"));
+        assert!(parse_error("servers = 1\n").contains("`servers` must be a table"));
+        assert!(parse_error("[servers.s\n").starts_with("servers.toml: not valid TOML: "));
+    }
+
+    #[test]
+    fn references_in_the_url_are_checked_after_expansion() {
+        let servers = parse(Path::new("x.toml"), "[servers.r]\nurl = \"${BASE_URL}/mcp\"\n").unwrap();
+        assert_eq!(servers[0].url.as_deref(), Some("${BASE_URL}/mcp"));
+        let expanded = servers[0].expanded(|_| Some("ftp://nope".into())).unwrap();
+        assert!(expanded.validate().is_err());
+    }
+
+    fn full_config() -> ServerConfig {
+        let mut config = ServerConfig::stdio("full", "${HOME}/bin/srv", ["--flag", "two words"]).with_env("TOKEN", "${TOKEN}");
+        config.cwd = Some("/work".into());
+        config.inherit_env = true;
+        config.enabled = false;
+        config.timeouts = crate::config::Timeouts {
+            call: Duration::from_millis(1500),
+            startup: Duration::from_secs(5),
+            shutdown_grace: Duration::from_secs(1),
+        };
+        config.restart = RestartPolicy::OnFailure { max_restarts: 2 };
+        config.era = Era::Legacy;
+        config.roots = vec!["/a".into(), "file:///b".into()];
+        config.tools = ToolFilter { allow: vec!["get_*".into()], deny: vec![] };
+        config.limits = crate::config::Limits { max_in_flight: 4, max_queued: 8, max_frame: 4096 };
+        config
+    }
+
+    #[test]
+    fn upsert_then_load_gives_the_same_servers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("deep/dir/servers.toml");
+        let mut remote = ServerConfig::remote("remote", Transport::Sse, "https://x.example/sse").with_header("X-Team", "core");
+        remote.auth = Some(Auth::Basic { username: "me".into(), password: "${PASSWORD}".into() });
+        let mut never = ServerConfig::stdio("never", "n", Vec::<String>::new());
+        never.restart = RestartPolicy::Never;
+        let odd_name = ServerConfig::stdio("my.server \"x\"", "n", Vec::<String>::new()).with_env("WEIRD KEY", "v");
+        let configs = [full_config(), remote, never, odd_name];
+        for config in &configs {
+            upsert(&path, config).unwrap();
+        }
+        assert_eq!(load(&path).unwrap(), configs);
+    }
+
+    #[test]
+    fn only_non_default_fields_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("servers.toml");
+        upsert(&path, &ServerConfig::stdio("fs", "npx", ["-y", "server"]).with_env("LOG_LEVEL", "info")).unwrap();
+        upsert(&path, &ServerConfig::remote("remote", Transport::Http, "https://example.com/mcp")).unwrap();
+        let expected = "[servers.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"server\"]\nenv = { LOG_LEVEL = \"info\" }\n\n\
+                        [servers.remote]\nurl = \"https://example.com/mcp\"\n";
+        assert_eq!(fs::read_to_string(&path).unwrap(), expected);
+    }
+
+    #[test]
+    fn invalid_configs_are_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("servers.toml");
+        let error = upsert(&path, &ServerConfig::stdio("x", "", Vec::<String>::new())).unwrap_err();
+        assert!(error.to_string().contains("`command` is empty"), "{error}");
+        assert!(!path.exists());
+    }
+
+    const EDITED: &str = r#"# my servers
+
+# the first one
+[servers.alpha]
+command = "alpha"   # keep me
+args = ['--quiet']
+timeout = 60.0
+
+[servers.beta]   # beta's header
+command = "beta"
+enabled = true  # toggled by hand
+env = { LEVEL = "debug" }
+
+# gamma, below
+[servers.gamma]
+url = "https://gamma.example/mcp"
+[servers.gamma.headers]
+X-Team = "core"   # the team
+
+# end of file
+"#;
+
+    #[test]
+    fn unchanged_upsert_leaves_the_file_byte_for_byte() {
+        let (_dir, path) = file(EDITED);
+        for config in load(&path).unwrap() {
+            upsert(&path, &config).unwrap();
+        }
+        assert_eq!(fs::read_to_string(&path).unwrap(), EDITED, "different spellings of the same values are kept");
+    }
+
+    #[test]
+    fn upsert_changes_only_what_changed() {
+        let (_dir, path) = file(EDITED);
+        let mut beta = load(&path).unwrap().remove(1);
+        beta.env.insert("EXTRA".into(), "1".into());
+        beta.enabled = false;
+        beta.timeouts.call = Duration::from_secs(90);
+        upsert(&path, &beta).unwrap();
+        let mut gamma = load(&path).unwrap().remove(2);
+        gamma.headers.insert("X-Team".into(), "infra".into());
+        gamma.headers.insert("X-Other".into(), "1".into());
+        upsert(&path, &gamma).unwrap();
+        let expected = EDITED
+            .replace(
+                "enabled = true  # toggled by hand\nenv = { LEVEL = \"debug\" }",
+                "enabled = false  # toggled by hand\nenv = { LEVEL = \"debug\", EXTRA = \"1\" }\ntimeout = 90",
+            )
+            .replace("X-Team = \"core\"   # the team\n", "X-Team = \"infra\"   # the team\nX-Other = \"1\"\n");
+        assert_eq!(fs::read_to_string(&path).unwrap(), expected);
+    }
+
+    #[test]
+    fn upsert_removes_keys_that_no_longer_apply() {
+        let (_dir, path) = file("[servers.s]\ncommand = \"x\"\nrestart = \"on-failure\"\nmax_restarts = 2\ncwd = \"/tmp\"\n");
+        let mut config = load(&path).unwrap().remove(0);
+        config.restart = RestartPolicy::Always;
+        config.cwd = None;
+        upsert(&path, &config).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "[servers.s]\ncommand = \"x\"\nrestart = \"always\"\n");
+    }
+
+    #[test]
+    fn new_servers_are_appended_after_the_others() {
+        let (_dir, path) = file(EDITED);
+        upsert(&path, &ServerConfig::stdio("delta", "delta", Vec::<String>::new())).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        let expected = EDITED.replace("\n# end of file\n", "\n[servers.delta]\ncommand = \"delta\"\n\n# end of file\n");
+        assert_eq!(text, expected);
+        let names: Vec<String> = load(&path).unwrap().into_iter().map(|c| c.name).collect();
+        assert_eq!(names, ["alpha", "beta", "gamma", "delta"]);
+    }
+
+    #[test]
+    fn set_enabled_changes_one_value() {
+        let (_dir, path) = file(EDITED);
+        set_enabled(&path, "beta", false).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), EDITED.replace("enabled = true  # toggled", "enabled = false  # toggled"));
+        set_enabled(&path, "alpha", false).unwrap();
+        let expected = EDITED
+            .replace("enabled = true  # toggled", "enabled = false  # toggled")
+            .replace("timeout = 60.0\n", "timeout = 60.0\nenabled = false\n");
+        assert_eq!(fs::read_to_string(&path).unwrap(), expected);
+        set_enabled(&path, "alpha", true).unwrap();
+        set_enabled(&path, "beta", true).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), EDITED.replace("timeout = 60.0\n", "timeout = 60.0\nenabled = true\n"));
+    }
+
+    #[test]
+    fn remove_keeps_the_other_servers_and_detached_comments() {
+        let (_dir, path) = file(EDITED);
+        remove(&path, "beta").unwrap();
+        let beta =
+            "[servers.beta]   # beta's header\ncommand = \"beta\"\nenabled = true  # toggled by hand\nenv = { LEVEL = \"debug\" }\n\n";
+        assert_eq!(fs::read_to_string(&path).unwrap(), EDITED.replace(beta, ""));
+
+        remove(&path, "alpha").unwrap();
+        let expected = "# my servers\n\n# gamma, below\n[servers.gamma]\nurl = \"https://gamma.example/mcp\"\n[servers.gamma.headers]\nX-Team = \"core\"   # the team\n\n# end of file\n";
+        assert_eq!(fs::read_to_string(&path).unwrap(), expected, "the file's header comment stays, alpha's own goes");
+
+        remove(&path, "gamma").unwrap();
+        assert_eq!(load(&path).unwrap(), []);
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.contains("# my servers") && text.contains("# end of file"), "{text:?}");
+    }
+
+    #[test]
+    fn unknown_servers_are_errors_and_leave_the_file_alone() {
+        let (dir, path) = file(EDITED);
+        let error = remove(&path, "zeta").unwrap_err();
+        assert_eq!(error, ConfigError::UnknownServer { file: path.clone(), server: "zeta".into() });
+        assert!(matches!(set_enabled(&path, "zeta", true), Err(ConfigError::UnknownServer { .. })));
+        assert_eq!(fs::read_to_string(&path).unwrap(), EDITED);
+        let missing = dir.path().join("missing.toml");
+        assert!(matches!(remove(&missing, "x"), Err(ConfigError::UnknownServer { .. })));
+        assert!(!missing.exists());
+    }
+
+    #[test]
+    fn inline_server_tables_are_edited_in_place() {
+        let (_dir, path) = file("[servers]\na = { command = \"a\" }  # inline\n");
+        set_enabled(&path, "a", false).unwrap();
+        upsert(&path, &ServerConfig::stdio("b", "b", Vec::<String>::new())).unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "[servers]\na = { command = \"a\", enabled = false }  # inline\nb = { command = \"b\" }\n"
+        );
+        assert_eq!(load(&path).unwrap().len(), 2);
+    }
+}
