@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
-use rmcp::model::{CallToolResult, InitializeResult, ListToolsResult, Tool};
+use rmcp::model::{CallToolResult, ListToolsResult, Tool};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::io::AsyncWriteExt;
@@ -31,13 +31,16 @@ use tokio::process::ChildStdin;
 use tokio::sync::oneshot;
 use tokio_util::codec::FramedRead;
 
+use super::client_requests::{Answerer, ClientHandlers};
+use super::operation::{LogLevel, Requester, SetLogLevel, SubscribeResource, UnsubscribeResource};
+use super::progress::{Progress, ProgressClock, ProgressRoute, ProgressSink};
 use super::registry::Registry;
 use super::reply::Reply;
-use super::{CallTool, ServerDown, ServerState, ServerStatus, ToolsChanged};
+use super::{CallTool, Event, ServerDown, ServerState, ServerStatus, ToolsChanged};
 use crate::codec::{peek_id, Frame, FrameError, JsonRpcCodec};
-use crate::config::ServerConfig;
+use crate::config::{Era as ConfiguredEra, Keyword, ServerConfig, Transport};
 use crate::error::{CallError, ConnectError};
-use crate::protocol::{self, error_codes, methods, ErrorObject, Message as RpcMessage, RequestId};
+use crate::protocol::{self, error_codes, methods, Era, ErrorObject, Message as RpcMessage, RequestId, Session};
 use crate::restart::{Decision, Ending, RestartTracker};
 use crate::transport::stdio::{self, LogLines, ProcessGroup};
 use crate::transport::{ExitInfo, ExitWatch};
@@ -109,6 +112,8 @@ struct Pending {
     reply: oneshot::Sender<Outcome>,
     /// A caller's call: it holds one of the `max_in_flight` slots.
     counted: bool,
+    /// Where this request's progress notifications go (token = request id).
+    progress: Option<ProgressRoute>,
 }
 
 /// A call admitted but not yet written.
@@ -116,6 +121,7 @@ struct Queued {
     id: RequestId,
     frame: Vec<u8>,
     reply: oneshot::Sender<Outcome>,
+    progress: Option<ProgressRoute>,
 }
 
 struct Outbound {
@@ -130,6 +136,8 @@ struct Run {
     pid: u32,
     group: ProcessGroup,
     exit_watch: ExitWatch,
+    /// The open `subscriptions/listen` request of a modern server.
+    listen: Option<RequestId>,
     /// `None` while a write is under way (the write owns it) or once closed.
     stdin: Option<ChildStdin>,
     close_stdin: bool,
@@ -145,6 +153,8 @@ struct Run {
     exit: Option<ExitInfo>,
     listing: bool,
     relist: bool,
+    /// The id of the `server/discover` request while the era is being found.
+    probing: Option<RequestId>,
 }
 
 /// Where a forgotten call was when its caller gave up on it.
@@ -203,10 +213,23 @@ pub struct Reconnect;
 #[rtype(result = "()")]
 pub struct InjectPanic;
 
+/// Who a connection reports to and asks.
+#[derive(Clone)]
+pub struct Links {
+    pub registry: Addr<Registry>,
+    /// The Hub, told of every state change.
+    pub hub: Recipient<StateChanged>,
+    /// The Hub, which passes events on to its subscribers.
+    pub events: Recipient<Event>,
+    pub handlers: ClientHandlers,
+}
+
 pub struct Connection {
     config: Arc<ServerConfig>,
     registry: Addr<Registry>,
     hub: Recipient<StateChanged>,
+    events: Recipient<Event>,
+    answerer: Arc<Answerer>,
     state: ServerState,
     restarts: RestartTracker,
     next_id: i64,
@@ -217,7 +240,16 @@ pub struct Connection {
     run: Option<Run>,
     stderr_tail: VecDeque<String>,
     tools: Vec<Tool>,
-    init: Option<InitializeResult>,
+    /// What the server told about itself at connect.
+    peer: Option<Peer>,
+    session: Session,
+    /// The era found by `era = auto`, kept across restarts.
+    detected_era: Option<Era>,
+    counts: Counts,
+    /// Set with `SetLogLevel`; applied again after each restart.
+    log_level: Option<LogLevel>,
+    /// Resources subscribed to; subscribed again after each restart.
+    subscriptions: std::collections::BTreeSet<String>,
     /// Why the current run is ending, when we know better than its exit status.
     run_error: Option<(ConnectError, Ending)>,
     last_error: Option<String>,
@@ -232,7 +264,10 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn new(config: ServerConfig, registry: Addr<Registry>, hub: Recipient<StateChanged>) -> Self {
+    pub fn new(config: ServerConfig, links: Links) -> Self {
+        let Links { registry, hub, events, handlers } = links;
+        let capabilities = handlers.capabilities();
+        let answerer = Arc::new(Answerer::new(&config.name, handlers, &config.roots, config.cwd.as_deref()));
         let restarts = RestartTracker::new(config.restart, config.restart_limits);
         let config_enabled = config.enabled;
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
@@ -240,6 +275,8 @@ impl Connection {
             config: Arc::new(config),
             registry,
             hub,
+            events,
+            answerer,
             state,
             restarts,
             next_id: 0,
@@ -250,7 +287,12 @@ impl Connection {
             run: None,
             stderr_tail: VecDeque::with_capacity(STDERR_TAIL_LINES),
             tools: Vec::new(),
-            init: None,
+            peer: None,
+            detected_era: None,
+            counts: Counts::default(),
+            log_level: None,
+            subscriptions: Default::default(),
+            session: Session::new(Era::Legacy, protocol::LATEST_LEGACY_VERSION, capabilities),
             run_error: None,
             last_error: None,
             stopping: false,
@@ -263,6 +305,10 @@ impl Connection {
 
     fn name(&self) -> &str {
         &self.config.name
+    }
+
+    pub(crate) fn server_name(&self) -> String {
+        self.config.name.clone()
     }
 
     /// The state others see: `Disabled` overrides the lifecycle state.
@@ -308,6 +354,14 @@ impl Connection {
         if self.stopping || self.run.is_some() {
             return;
         }
+        if self.config.transport != Transport::Stdio {
+            let error = format!(
+                "{}: {} transport: connecting to remote servers is not built yet (it comes with the remote-transports work); the entry is stored and listed only",
+                self.config.name,
+                self.config.transport.as_str()
+            );
+            return self.give_up(error, ctx);
+        }
         let process = match stdio::spawn(&self.config) {
             Ok(process) => process,
             Err(error) => {
@@ -337,6 +391,8 @@ impl Connection {
             exit: None,
             listing: false,
             relist: false,
+            probing: None,
+            listen: None,
         });
         self.run_error = None;
         ctx.add_stream(FramedRead::new(process.stdout, JsonRpcCodec::new(self.config.limits.max_frame)));
@@ -359,10 +415,29 @@ impl Connection {
         if let Some(run) = self.run.as_mut() {
             run.startup_timer = Some(startup_timer);
         }
+        self.negotiate(generation, ctx);
+    }
+
+    // ---- eras ----------------------------------------------------------
+
+    /// Starts the era negotiation of run `generation`: `initialize` for a
+    /// legacy server; `server/discover` for a modern one, or as the probe
+    /// of `era = auto` (any non-modern answer, or none within
+    /// `timeouts.discover`, falls back to `initialize` on the same process).
+    fn negotiate(&mut self, generation: u64, ctx: &mut Context<Self>) {
+        match (self.config.era, self.detected_era) {
+            (ConfiguredEra::Legacy, _) | (ConfiguredEra::Auto, Some(Era::Legacy)) => self.send_initialize(generation, ctx),
+            (ConfiguredEra::Modern, _) | (ConfiguredEra::Auto, Some(Era::Modern)) => self.send_discover(generation, false, ctx),
+            (ConfiguredEra::Auto, None) => self.send_discover(generation, true, ctx),
+        }
+    }
+
+    fn send_initialize(&mut self, generation: u64, ctx: &mut Context<Self>) {
+        self.session.agree(Era::Legacy, protocol::LATEST_LEGACY_VERSION);
         let params = serde_json::json!({
             "protocolVersion": protocol::LATEST_LEGACY_VERSION,
-            "capabilities": {},
-            "clientInfo": { "name": "mcpvisor", "version": env!("CARGO_PKG_VERSION") },
+            "capabilities": self.session.capabilities(),
+            "clientInfo": self.session.client_info(),
         });
         let answer = self.request(methods::INITIALIZE, &params, ctx);
         ctx.spawn(answer.into_actor(self).map(move |outcome, act, ctx| {
@@ -374,20 +449,229 @@ impl Connection {
 
     fn on_initialize(&mut self, outcome: Result<Outcome, oneshot::error::RecvError>, ctx: &mut Context<Self>) {
         let server = self.config.name.clone();
-        let init = match flatten(outcome).and_then(|raw| parse::<InitializeResult>(&raw).map_err(Failure::Internal)) {
+        let init = match flatten(outcome).and_then(|raw| parse::<serde_json::Value>(&raw).map_err(Failure::Internal)) {
             Ok(init) => init,
             Err(failure) => return self.abort_run(failure.into_connect_error(&server, methods::INITIALIZE), Ending::Failure),
         };
-        let version = init.protocol_version.to_string();
+        let version = init.get("protocolVersion").and_then(|v| v.as_str()).unwrap_or_default().to_string();
         if !protocol::is_supported_legacy_version(&version) {
             let error =
                 ConnectError::UnsupportedVersion { server, got: version, supported: protocol::SUPPORTED_LEGACY_VERSIONS.join(", ") };
             return self.abort_run(error, Ending::Failure);
         }
         tracing::debug!(server = %self.name(), version, "initialized");
-        self.init = Some(init);
+        self.session.agree(Era::Legacy, version.clone());
+        self.peer = Some(Peer::from_answer(Era::Legacy, version, &init));
         self.notify(methods::INITIALIZED, &serde_json::json!({}), ctx);
+        self.on_negotiated(ctx);
+    }
+
+    fn send_discover(&mut self, generation: u64, probe: bool, ctx: &mut Context<Self>) {
+        let version = self.session_version_to_try();
+        self.session.agree(Era::Modern, version);
+        let id = self.next_request_id();
+        let (reply, answer) = oneshot::channel();
+        let frame = self.session.request_frame(&id, methods::DISCOVER, &serde_json::json!({}), false);
+        self.put_on_wire(id.clone(), frame, Pending { reply, counted: false, progress: None }, ctx);
+        if let Some(run) = self.run.as_mut() {
+            run.probing = Some(id.clone());
+        }
+        if probe {
+            ctx.run_later(self.config.timeouts.discover, move |act, ctx| {
+                if act.current_run(generation).is_some_and(|run| run.probing.as_ref() == Some(&id)) {
+                    act.pending.remove(&id);
+                    let after = act.config.timeouts.discover;
+                    act.fall_back(generation, format!("no answer to server/discover within {after:?}"), ctx);
+                }
+            });
+        }
+        ctx.spawn(answer.into_actor(self).map(move |outcome, act, ctx| {
+            if act.current_run(generation).is_some_and(|run| run.probing.is_some()) {
+                act.on_discover(generation, flatten(outcome), probe, ctx);
+            }
+        }));
+    }
+
+    /// The modern version to offer: the one a server asked for in a -32022
+    /// retry, else the newest this client speaks.
+    fn session_version_to_try(&self) -> String {
+        match self.session.era() {
+            Era::Modern if protocol::is_modern_version(self.session.version()) => self.session.version().to_string(),
+            _ => protocol::MODERN_VERSIONS[0].to_string(),
+        }
+    }
+
+    fn on_discover(&mut self, generation: u64, outcome: Outcome, probe: bool, ctx: &mut Context<Self>) {
+        let server = self.config.name.clone();
+        let discovered = outcome.and_then(|raw| parse::<serde_json::Value>(&raw).map_err(Failure::Internal));
+        let answer = match discovered {
+            Ok(answer) => answer,
+            Err(Failure::Rpc(error)) if error.code == error_codes::UNSUPPORTED_PROTOCOL_VERSION => {
+                let supported = supported_versions(error.data.as_ref().and_then(|d| d.get("supported")));
+                let tried = self.session.version().to_string();
+                return match supported.iter().find(|v| protocol::is_modern_version(v) && **v != tried) {
+                    Some(version) => {
+                        self.session.agree(Era::Modern, version.clone());
+                        self.send_discover(generation, probe, ctx);
+                    }
+                    None => self.not_modern(generation, probe, format!("it supports {}", supported.join(", ")), ctx),
+                };
+            }
+            Err(Failure::Rpc(error)) => {
+                return self.not_modern(generation, probe, format!("server/discover: error {}: {}", error.code, error.message), ctx)
+            }
+            Err(failure) => return self.abort_run(failure.into_connect_error(&server, methods::DISCOVER), Ending::Failure),
+        };
+        let supported = supported_versions(answer.get("supportedVersions"));
+        let Some(version) = protocol::MODERN_VERSIONS.iter().find(|v| supported.iter().any(|s| s == *v)) else {
+            return self.not_modern(generation, probe, format!("server/discover lists versions {}", supported.join(", ")), ctx);
+        };
+        if let Some(run) = self.run.as_mut() {
+            run.probing = None;
+        }
+        tracing::debug!(server = %server, version, "discovered a modern server");
+        self.session.agree(Era::Modern, *version);
+        self.detected_era = Some(Era::Modern);
+        self.peer = Some(Peer::from_answer(Era::Modern, version.to_string(), &answer));
+        self.on_negotiated(ctx);
+    }
+
+    /// The server is not modern: a probe falls back to `initialize`; a
+    /// server configured `era = modern` fails with the reason.
+    fn not_modern(&mut self, generation: u64, probe: bool, reason: String, ctx: &mut Context<Self>) {
+        if probe {
+            return self.fall_back(generation, reason, ctx);
+        }
+        let error = ConnectError::UnsupportedVersion {
+            server: self.config.name.clone(),
+            got: reason,
+            supported: format!(
+                "{} (era = modern; set era = \"auto\" or \"legacy\" to use initialize)",
+                protocol::MODERN_VERSIONS.join(", ")
+            ),
+        };
+        self.abort_run(error, Ending::Failure);
+    }
+
+    fn fall_back(&mut self, generation: u64, reason: String, ctx: &mut Context<Self>) {
+        tracing::debug!(server = %self.config.name, "not a modern server ({reason}); falling back to initialize");
+        if let Some(run) = self.current_run(generation) {
+            run.probing = None;
+        }
+        self.detected_era = Some(Era::Legacy);
+        self.send_initialize(generation, ctx);
+    }
+
+    /// The era is agreed: restore the log level and subscriptions of
+    /// earlier runs, list what the server offers, then serve.
+    fn on_negotiated(&mut self, ctx: &mut Context<Self>) {
+        if let Some(level) = self.log_level {
+            self.apply_log_level(level, ctx);
+        }
+        match self.session.era() {
+            Era::Legacy => {
+                for uri in self.subscriptions.clone() {
+                    // Nobody waits for the answer: a refusal is logged when it arrives unmatched.
+                    drop(self.request(methods::RESOURCES_SUBSCRIBE, &serde_json::json!({ "uri": uri }), ctx));
+                }
+            }
+            Era::Modern => self.listen(ctx),
+        }
         self.list_tools(ctx);
+        self.count_listings(ctx);
+    }
+
+    /// Legacy: `logging/setLevel`; modern: the level rides on every request.
+    fn apply_log_level(&mut self, level: LogLevel, ctx: &mut Context<Self>) -> Option<oneshot::Receiver<Outcome>> {
+        self.log_level = Some(level);
+        match self.session.era() {
+            Era::Modern => {
+                self.session.set_log_level(level.as_str());
+                None
+            }
+            Era::Legacy => Some(self.request(methods::SET_LOG_LEVEL, &serde_json::json!({ "level": level.as_str() }), ctx)),
+        }
+    }
+
+    /// Modern servers: (re)opens the `subscriptions/listen` stream for the
+    /// list changes the server announces and the subscribed resources.
+    fn listen(&mut self, ctx: &mut Context<Self>) {
+        let Some(peer) = self.peer.clone() else { return };
+        if let Some(old) = self.run.as_mut().and_then(|run| run.listen.take()) {
+            self.pending.remove(&old);
+            self.notify(methods::CANCELLED, &serde_json::json!({ "requestId": old, "reason": "subscriptions changed" }), ctx);
+        }
+        let mut filter = serde_json::Map::new();
+        for (capability, key) in [("tools", "toolsListChanged"), ("prompts", "promptsListChanged"), ("resources", "resourcesListChanged")] {
+            if peer.has(capability, Some("listChanged")) {
+                filter.insert(key.into(), true.into());
+            }
+        }
+        if !self.subscriptions.is_empty() {
+            filter.insert("resourceSubscriptions".into(), self.subscriptions.iter().cloned().collect());
+        }
+        if filter.is_empty() {
+            return;
+        }
+        let id = self.next_request_id();
+        let (reply, answer) = oneshot::channel();
+        let frame = self.session.request_frame(&id, methods::SUBSCRIPTIONS_LISTEN, &serde_json::json!({ "notifications": filter }), false);
+        self.put_on_wire(id.clone(), frame, Pending { reply, counted: false, progress: None }, ctx);
+        if let Some(run) = self.run.as_mut() {
+            run.listen = Some(id);
+        }
+        let server = self.config.name.clone();
+        actix_rt::spawn(async move {
+            if let Ok(Err(failure)) = answer.await {
+                tracing::debug!(server = %server, "the listen stream ended: {failure:?}");
+            }
+        });
+    }
+
+    /// Counts resources and prompts for the status, when the server has them.
+    fn count_listings(&mut self, ctx: &mut Context<Self>) {
+        let Some(peer) = self.peer.as_ref() else { return };
+        let (resources, prompts) = (peer.has("resources", None), peer.has("prompts", None));
+        let requester = Requester::new(ctx.address(), self.config.name.clone());
+        let generation = self.generation;
+        let count = async move {
+            let resources = match resources {
+                true => requester.list_all::<serde_json::Value>(methods::RESOURCES_LIST, "resources").await.map(|r| r.len()),
+                false => Ok(0),
+            };
+            let prompts = match prompts {
+                true => requester.list_all::<serde_json::Value>(methods::PROMPTS_LIST, "prompts").await.map(|p| p.len()),
+                false => Ok(0),
+            };
+            (resources, prompts)
+        };
+        ctx.spawn(count.into_actor(self).map(move |(resources, prompts), act, _| {
+            if act.generation != generation {
+                return;
+            }
+            match (resources, prompts) {
+                (Ok(resources), Ok(prompts)) => act.counts = Counts { resources, prompts },
+                (Err(e), _) | (_, Err(e)) => tracing::warn!(server = %act.config.name, "could not list resources or prompts: {e}"),
+            }
+        }));
+    }
+
+    /// Subscribes to or unsubscribes from a resource's updates.
+    fn set_subscription(&mut self, uri: String, subscribe: bool, ctx: &mut Context<Self>) -> Reply<Result<(), CallError>> {
+        let method = if subscribe { methods::RESOURCES_SUBSCRIBE } else { methods::RESOURCES_UNSUBSCRIBE };
+        let (server, label) = (self.config.name.clone(), format!("{method} {uri}"));
+        if self.peer.as_ref().is_some_and(|peer| !peer.has("resources", Some("subscribe"))) {
+            return Reply::Ready(Err(CallError::Unsupported { server, tool: label, capability: "resource subscriptions".into() }));
+        }
+        let changed = if subscribe { self.subscriptions.insert(uri.clone()) } else { self.subscriptions.remove(&uri) };
+        if self.session.era() == Era::Modern {
+            if changed && self.run.as_ref().is_some_and(|run| run.ready) {
+                self.listen(ctx);
+            }
+            return Reply::Ready(Ok(()));
+        }
+        let answer = self.caller_request(label, method, &serde_json::json!({ "uri": uri }), None, None, ctx);
+        Reply::later(async move { answer.await.map(|_| ()) })
     }
 
     /// Lists every page of tools, then reports them. One listing at a time;
@@ -434,7 +718,8 @@ impl Connection {
         }));
     }
 
-    fn on_tools_listed(&mut self, tools: Vec<Tool>, ctx: &mut Context<Self>) {
+    fn on_tools_listed(&mut self, mut tools: Vec<Tool>, ctx: &mut Context<Self>) {
+        tools.retain(|tool| self.config.tools.permits(&tool.name));
         let Some(run) = self.run.as_mut() else { return };
         run.listing = false;
         let relist = std::mem::take(&mut run.relist);
@@ -465,7 +750,7 @@ impl Connection {
         let id = self.next_request_id();
         let (tx, rx) = oneshot::channel();
         let frame = protocol::request_frame(&id, method, params);
-        self.put_on_wire(id, frame, tx, false, ctx);
+        self.put_on_wire(id, frame, Pending { reply: tx, counted: false, progress: None }, ctx);
         rx
     }
 
@@ -473,13 +758,14 @@ impl Connection {
         self.push_control(protocol::notification_frame(method, params), ctx);
     }
 
-    fn put_on_wire(&mut self, id: RequestId, frame: Vec<u8>, reply: oneshot::Sender<Outcome>, counted: bool, ctx: &mut Context<Self>) {
+    fn put_on_wire(&mut self, id: RequestId, frame: Vec<u8>, pending: Pending, ctx: &mut Context<Self>) {
         let Some(run) = self.run.as_mut() else {
-            let _ = reply.send(Err(Failure::Stopped));
+            let _ = pending.reply.send(Err(Failure::Stopped));
             return;
         };
         run.outbox.push_back(Outbound { request: Some(id.clone()), bytes: frame });
-        self.pending.insert(id, Pending { reply, counted });
+        let counted = pending.counted;
+        self.pending.insert(id, pending);
         if counted {
             self.in_flight += 1;
         }
@@ -539,7 +825,7 @@ impl Connection {
             if call.reply.is_closed() {
                 continue;
             }
-            self.put_on_wire(call.id, call.frame, call.reply, true, ctx);
+            self.put_on_wire(call.id, call.frame, Pending { reply: call.reply, counted: true, progress: call.progress }, ctx);
         }
     }
 
@@ -549,8 +835,17 @@ impl Connection {
 
     // ---- calls ---------------------------------------------------------
 
-    fn admit_call(&mut self, call: &CallTool, ctx: &mut Context<Self>) -> Result<(RequestId, oneshot::Receiver<Outcome>), CallError> {
-        let (server, tool) = (self.config.name.clone(), call.name.clone());
+    /// Admits a caller's request (see the module invariants): written now
+    /// when a slot is free, else queued, else refused with `Overloaded`.
+    fn admit<P: Serialize>(
+        &mut self,
+        label: &str,
+        method: &str,
+        params: &P,
+        progress: Option<ProgressSink>,
+        ctx: &mut Context<Self>,
+    ) -> Result<Admitted, CallError> {
+        let (server, tool) = (self.config.name.clone(), label.to_string());
         match &self.state {
             _ if self.stopping => return Err(CallError::Stopped { server, tool }),
             _ if !self.enabled => return Err(CallError::Disabled { server, tool }),
@@ -561,21 +856,17 @@ impl Connection {
         if !send_now && self.queue.len() >= self.config.limits.max_queued {
             return Err(CallError::Overloaded { server, tool, in_flight: self.in_flight, queued: self.queue.len() });
         }
-        #[derive(Serialize)]
-        struct Params<'a> {
-            name: &'a str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            arguments: &'a Option<rmcp::model::JsonObject>,
-        }
         let id = self.next_request_id();
-        let frame = protocol::request_frame(&id, methods::TOOLS_CALL, &Params { name: &call.name, arguments: &call.arguments });
-        let (tx, rx) = oneshot::channel();
+        let progress = progress.map(|sink| ProgressRoute { sink, clock: ProgressClock::new() });
+        let frame = self.session.request_frame(&id, method, params, progress.is_some());
+        let clock = progress.as_ref().map(|route| route.clock.clone());
+        let (reply, answer) = oneshot::channel();
         if send_now {
-            self.put_on_wire(id.clone(), frame, tx, true, ctx);
+            self.put_on_wire(id.clone(), frame, Pending { reply, counted: true, progress }, ctx);
         } else {
-            self.queue.push_back(Queued { id: id.clone(), frame, reply: tx });
+            self.queue.push_back(Queued { id: id.clone(), frame, reply, progress });
         }
-        Ok((id, rx))
+        Ok(Admitted { id, answer, clock })
     }
 
     fn forget(&mut self, id: &RequestId, reason: &str, ctx: &mut Context<Self>) -> Whereabouts {
@@ -610,7 +901,7 @@ impl Connection {
             Ok(RpcMessage::Response { id: None, outcome }) => {
                 tracing::warn!(server = %self.name(), "the server reported an error about a message it could not read: {outcome:?}");
             }
-            Ok(RpcMessage::Request { id, method, .. }) => self.on_server_request(id, &method, ctx),
+            Ok(RpcMessage::Request { id, method, params }) => self.on_server_request(id, method, params, ctx),
             Ok(RpcMessage::Notification { method, params }) => self.on_notification(&method, params, ctx),
             Err(FrameError::TooLarge { size, max, head }) => {
                 tracing::warn!(server = %self.name(), "skipped a frame of {size}+ bytes on stdout (max_frame is {max})");
@@ -635,31 +926,73 @@ impl Connection {
         }
     }
 
-    fn on_server_request(&mut self, id: RequestId, method: &str, ctx: &mut Context<Self>) {
-        let frame = match method {
-            methods::PING => protocol::response_frame(&id, Ok(&serde_json::json!({}))),
-            _ => {
-                let error =
-                    ErrorObject { code: error_codes::METHOD_NOT_FOUND, message: format!("mcpvisor does not handle {method}"), data: None };
-                protocol::response_frame::<()>(&id, Err(&error))
+    /// Answers a request of the server: `ping` at once, the others through
+    /// the embedder's handlers or their defaults (see [`Answerer`]).
+    fn on_server_request(&mut self, id: RequestId, method: String, params: Option<Box<RawValue>>, ctx: &mut Context<Self>) {
+        if method == methods::PING {
+            return self.push_control(protocol::response_frame(&id, Ok(&serde_json::json!({}))), ctx);
+        }
+        let answerer = self.answerer.clone();
+        let params = params.and_then(|raw| serde_json::from_str(raw.get()).ok());
+        let generation = self.generation;
+        let answer = async move { answerer.answer(&method, params).await };
+        ctx.spawn(answer.into_actor(self).map(move |outcome, act, ctx| {
+            if act.current_run(generation).is_none() {
+                return;
             }
-        };
-        self.push_control(frame, ctx);
+            let frame = match &outcome {
+                Ok(result) => protocol::response_frame(&id, Ok(result)),
+                Err(error) => protocol::response_frame::<()>(&id, Err(error)),
+            };
+            act.push_control(frame, ctx);
+        }));
     }
 
     fn on_notification(&mut self, method: &str, params: Option<Box<RawValue>>, ctx: &mut Context<Self>) {
+        let params: serde_json::Value = params.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default();
+        let server = self.config.name.clone();
         match method {
+            methods::PROGRESS => self.on_progress(&params),
             methods::TOOLS_LIST_CHANGED => {
                 if self.run.as_ref().is_some_and(|run| run.ready) {
                     self.list_tools(ctx);
                 }
             }
-            methods::LOG_MESSAGE => {
-                let text = params.as_ref().map(|p| p.get()).unwrap_or("{}");
-                tracing::info!(target: "mcpvisor::server", server = %self.name(), "log: {text}");
+            methods::RESOURCES_LIST_CHANGED | methods::PROMPTS_LIST_CHANGED => {
+                let list = if method == methods::RESOURCES_LIST_CHANGED { "resources" } else { "prompts" };
+                self.count_listings(ctx);
+                self.events.do_send(Event::ListChanged { server, list: list.into() });
             }
-            _ => tracing::debug!(server = %self.name(), method, "notification ignored"),
+            methods::RESOURCE_UPDATED => {
+                let uri = params.get("uri").and_then(|u| u.as_str()).unwrap_or_default().to_string();
+                self.events.do_send(Event::ResourceUpdated { server, uri });
+            }
+            methods::LOG_MESSAGE => {
+                let level = params.get("level").and_then(|l| l.as_str()).unwrap_or("info").to_string();
+                let logger = params.get("logger").and_then(|l| l.as_str()).map(str::to_string);
+                let data = params.get("data").cloned().unwrap_or_default();
+                log_server_message(&server, &level, logger.as_deref(), &data);
+                self.events.do_send(Event::Log { server, level, logger, data });
+            }
+            methods::CANCELLED => tracing::debug!(server = %server, "the server cancelled one of its requests: {params}"),
+            _ => tracing::debug!(server = %server, method, "notification ignored"),
         }
+    }
+
+    /// Routes a progress notification to its request's sink (token = request id).
+    fn on_progress(&mut self, params: &serde_json::Value) {
+        let token = params.get("progressToken").cloned().and_then(|t| serde_json::from_value::<RequestId>(t).ok());
+        let Some(route) = token.and_then(|id| self.pending.get(&id)).and_then(|p| p.progress.as_ref()) else {
+            tracing::debug!(server = %self.config.name, "progress for no running request: {params}");
+            return;
+        };
+        route.clock.touch();
+        route.sink.send(Progress {
+            server: self.config.name.clone(),
+            progress: params.get("progress").and_then(|p| p.as_f64()).unwrap_or_default(),
+            total: params.get("total").and_then(|t| t.as_f64()),
+            message: params.get("message").and_then(|m| m.as_str()).map(str::to_string),
+        });
     }
 
     fn on_stderr_line(&mut self, line: String) {
@@ -859,8 +1192,11 @@ impl Connection {
             name: self.config.name.clone(),
             state: self.reported_state(),
             pid: run.map(|r| r.pid),
-            protocol_version: self.init.as_ref().map(|i| i.protocol_version.to_string()),
-            server_info: self.init.as_ref().map(|i| format!("{} {}", i.server_info.name, i.server_info.version)),
+            era: self.peer.as_ref().map(|p| p.era.as_str().to_string()),
+            protocol_version: self.peer.as_ref().map(|p| p.version.clone()),
+            server_info: self.peer.as_ref().and_then(|p| p.info.clone()),
+            resources: self.counts.resources,
+            prompts: self.counts.prompts,
             tools: self.tools.len(),
             in_flight: self.in_flight,
             queued: self.queue.len(),
@@ -869,6 +1205,60 @@ impl Connection {
             last_error: self.last_error.clone(),
             stderr_tail: self.stderr_tail(),
         }
+    }
+}
+
+/// What a server told about itself at connect (`initialize` or `server/discover`).
+#[derive(Debug, Clone)]
+struct Peer {
+    era: Era,
+    version: String,
+    /// "name version" from `serverInfo` (modern: also `_meta`).
+    info: Option<String>,
+    capabilities: serde_json::Value,
+}
+
+impl Peer {
+    fn from_answer(era: Era, version: String, answer: &serde_json::Value) -> Peer {
+        let info = answer
+            .get("serverInfo")
+            .or_else(|| answer.pointer("/_meta/io.modelcontextprotocol~1serverInfo"))
+            .and_then(|info| {
+                Some(format!("{} {}", info.get("name")?.as_str()?, info.get("version").and_then(|v| v.as_str()).unwrap_or("")))
+            })
+            .map(|info| info.trim_end().to_string());
+        Peer { era, version, info, capabilities: answer.get("capabilities").cloned().unwrap_or_default() }
+    }
+
+    /// Whether the server announced `capability` (e.g. "resources"), or one
+    /// of its flags (e.g. "resources", "subscribe").
+    fn has(&self, capability: &str, flag: Option<&str>) -> bool {
+        let Some(entry) = self.capabilities.get(capability).filter(|c| !c.is_null()) else { return false };
+        flag.is_none_or(|flag| entry.get(flag).and_then(|f| f.as_bool()).unwrap_or(false))
+    }
+}
+
+/// The versions named in a `supportedVersions` or error `data.supported` list.
+fn supported_versions(list: Option<&serde_json::Value>) -> Vec<String> {
+    let items = list.and_then(|l| l.as_array()).map(Vec::as_slice).unwrap_or_default();
+    items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()
+}
+
+/// Resources and prompts a server offers, counted at connect for the status.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    resources: usize,
+    prompts: usize,
+}
+
+/// Logs a server's `notifications/message` at the matching `tracing` level.
+fn log_server_message(server: &str, level: &str, logger: Option<&str>, data: &serde_json::Value) {
+    let logger = logger.unwrap_or("-");
+    match level {
+        "debug" => tracing::debug!(target: "mcpvisor::server", server, logger, "{data}"),
+        "info" | "notice" => tracing::info!(target: "mcpvisor::server", server, logger, "{data}"),
+        "warning" => tracing::warn!(target: "mcpvisor::server", server, logger, "{data}"),
+        _ => tracing::error!(target: "mcpvisor::server", server, logger, level, "{data}"),
     }
 }
 
@@ -902,38 +1292,113 @@ impl Supervised for Connection {
 }
 
 impl Connection {
-    /// Admits a call and returns its eventual answer (see the module invariants).
-    fn call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
-        let (server, tool) = (self.config.name.clone(), call.name.clone());
-        let admitted = self.guarded("a tool call", ctx, |act, ctx| act.admit_call(&call, ctx));
-        let (id, answer) = match admitted {
+    /// Admits a caller's request and returns its eventual raw answer; the
+    /// future enforces the time-out (pushed out by progress) and cancels
+    /// the request when it times out or is dropped.
+    fn caller_request<P: Serialize>(
+        &mut self,
+        label: String,
+        method: &str,
+        params: &P,
+        timeout: Option<Duration>,
+        progress: Option<ProgressSink>,
+        ctx: &mut Context<Self>,
+    ) -> Answer {
+        let server = self.config.name.clone();
+        let admitted = self.guarded(method, ctx, |act, ctx| act.admit(&label, method, params, progress, ctx));
+        let Admitted { id, answer, clock } = match admitted {
             Ok(Ok(admitted)) => admitted,
-            Ok(Err(error)) => return Reply::Ready(Err(error)),
-            Err(panic) => return Reply::Ready(Err(Failure::Internal(panic).into_call_error(&server, &tool))),
+            Ok(Err(error)) => return Box::pin(std::future::ready(Err(error))),
+            Err(panic) => return Box::pin(std::future::ready(Err(Failure::Internal(panic).into_call_error(&server, &label)))),
         };
-        let timeout = call.timeout.unwrap_or(self.config.timeouts.call);
+        let timeout = timeout.unwrap_or(self.config.timeouts.call);
+        let max = self.config.timeouts.max_call;
         let mut guard = ForgetOnDrop { connection: Some(ctx.address()), id };
-        Reply::later(async move {
-            let outcome = match tokio::time::timeout(timeout, answer).await {
-                Ok(outcome) => {
-                    guard.disarm();
-                    flatten(outcome)
-                }
-                Err(_) => {
-                    let whereabouts = guard.forget("timed out").await;
-                    return Err(match whereabouts {
-                        Whereabouts::WaitingForServer(ServerState::Restarting { attempt, .. }) => {
-                            CallError::Restarting { server, tool, attempt, after: timeout }
-                        }
-                        _ => CallError::Timeout { server, tool, after: timeout },
-                    });
+        Box::pin(async move {
+            tokio::pin!(answer);
+            let started = tokio::time::Instant::now();
+            let outcome = loop {
+                let deadline = clock.as_ref().map_or(started + timeout, |clock| clock.deadline(timeout, max));
+                match tokio::time::timeout_at(deadline, &mut answer).await {
+                    Ok(outcome) => {
+                        guard.disarm();
+                        break flatten(outcome);
+                    }
+                    // Progress arrived since the deadline was set: wait on.
+                    Err(_) if clock.as_ref().is_some_and(|clock| clock.deadline(timeout, max) > deadline) => continue,
+                    Err(_) => {
+                        // The limit the caller set: the silence that ended the call.
+                        let after = timeout;
+                        let (server, tool) = (server, label);
+                        return Err(match guard.forget("timed out").await {
+                            Whereabouts::WaitingForServer(ServerState::Restarting { attempt, .. }) => {
+                                CallError::Restarting { server, tool, attempt, after }
+                            }
+                            _ => CallError::Timeout { server, tool, after },
+                        });
+                    }
                 }
             };
-            match outcome {
-                Ok(raw) => parse::<CallToolResult>(&raw).map_err(|message| CallError::Protocol { server, tool, message }),
-                Err(failure) => Err(failure.into_call_error(&server, &tool)),
-            }
+            outcome.map_err(|failure| failure.into_call_error(&server, &label))
         })
+    }
+
+    /// A tool call: checked against the tool's filter, then sent.
+    fn call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
+        let (server, tool) = (self.config.name.clone(), call.name.clone());
+        if !self.config.tools.permits(&call.name) {
+            return Reply::Ready(Err(CallError::NotPermitted { server, tool }));
+        }
+        #[derive(Serialize)]
+        struct Params<'a> {
+            name: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            arguments: &'a Option<rmcp::model::JsonObject>,
+        }
+        let params = Params { name: &call.name, arguments: &call.arguments };
+        let answer = self.caller_request(call.name.clone(), methods::TOOLS_CALL, &params, call.timeout, call.progress, ctx);
+        Reply::later(async move {
+            let raw = answer.await?;
+            parse::<CallToolResult>(&raw).map_err(|message| CallError::Protocol { server, tool, message })
+        })
+    }
+}
+
+/// A caller's request, admitted: its id, its answer to come, and the
+/// clock its progress notifications touch.
+struct Admitted {
+    id: RequestId,
+    answer: oneshot::Receiver<Outcome>,
+    clock: Option<Arc<ProgressClock>>,
+}
+
+/// The raw answer to a caller's request, still to come.
+pub(crate) type Answer = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Box<RawValue>, CallError>>>>;
+
+/// Sends any request to the server on a caller's behalf and answers with
+/// the raw result. It takes one of the `max_in_flight` slots like a tool
+/// call, has the same time-out and cancellation, and fails the same way.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<Box<RawValue>, CallError>")]
+pub struct Request {
+    pub method: String,
+    /// A JSON object, or `Value::Null` for none.
+    pub params: serde_json::Value,
+    /// Names the request in errors: a tool name, `resources/read URI`, ...
+    pub label: String,
+    pub timeout: Option<Duration>,
+    pub progress: Option<ProgressSink>,
+}
+
+impl Handler<Request> for Connection {
+    type Result = Reply<Result<Box<RawValue>, CallError>>;
+
+    fn handle(&mut self, request: Request, ctx: &mut Context<Self>) -> Self::Result {
+        let params = match &request.params {
+            serde_json::Value::Null => None,
+            params => Some(params),
+        };
+        Reply::Later(self.caller_request(request.label, &request.method, &params, request.timeout, request.progress, ctx))
     }
 }
 
@@ -1042,6 +1507,43 @@ impl Handler<Exited> for Connection {
 
     fn handle(&mut self, msg: Exited, ctx: &mut Context<Self>) {
         self.on_exit(msg.generation, msg.exit, ctx);
+    }
+}
+
+impl Handler<SubscribeResource> for Connection {
+    type Result = Reply<Result<(), CallError>>;
+
+    fn handle(&mut self, msg: SubscribeResource, ctx: &mut Context<Self>) -> Self::Result {
+        self.set_subscription(msg.uri, true, ctx)
+    }
+}
+
+impl Handler<UnsubscribeResource> for Connection {
+    type Result = Reply<Result<(), CallError>>;
+
+    fn handle(&mut self, msg: UnsubscribeResource, ctx: &mut Context<Self>) -> Self::Result {
+        self.set_subscription(msg.uri, false, ctx)
+    }
+}
+
+impl Handler<SetLogLevel> for Connection {
+    type Result = Reply<Result<(), CallError>>;
+
+    fn handle(&mut self, SetLogLevel(level): SetLogLevel, ctx: &mut Context<Self>) -> Self::Result {
+        let server = self.config.name.clone();
+        if self.peer.as_ref().is_some_and(|peer| !peer.has("logging", None)) {
+            let tool = methods::SET_LOG_LEVEL.to_string();
+            return Reply::Ready(Err(CallError::Unsupported { server, tool, capability: "logging".into() }));
+        }
+        if !self.run.as_ref().is_some_and(|run| run.ready) {
+            // Applied once the server is up (see `on_negotiated`).
+            self.log_level = Some(level);
+            return Reply::Ready(Ok(()));
+        }
+        let Some(answer) = self.apply_log_level(level, ctx) else { return Reply::Ready(Ok(())) };
+        Reply::later(async move {
+            flatten(answer.await).map(|_| ()).map_err(|failure| failure.into_call_error(&server, methods::SET_LOG_LEVEL))
+        })
     }
 }
 

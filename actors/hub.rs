@@ -11,12 +11,13 @@ use actix::prelude::*;
 use futures::future::join_all;
 use tokio::sync::oneshot;
 
+use super::client_requests::ClientHandlers;
 use super::connection::{self, Connection, GetStatus, StateChanged};
 use super::registry::{RegisterServer, Registry, UnregisterServer};
 use super::reply::Reply;
 use super::{Event, ServerState, ServerStatus, Subscribe};
 use crate::config::{RuntimeConfig, ServerConfig};
-use crate::error::ManageError;
+use crate::error::{CallError, ManageError};
 
 struct Slot {
     connection: Addr<Connection>,
@@ -32,6 +33,7 @@ pub struct Hub {
     /// Answered once every server's state is settled.
     ready_waiters: Vec<oneshot::Sender<()>>,
     initial: Vec<ServerConfig>,
+    handlers: ClientHandlers,
     shut_down: bool,
 }
 
@@ -122,6 +124,7 @@ impl Hub {
             subscribers: Vec::new(),
             ready_waiters: Vec::new(),
             initial: config.servers,
+            handlers: config.handlers,
             shut_down: false,
         }
         .start()
@@ -137,8 +140,14 @@ impl Hub {
         }
         let name = config.name.clone();
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
-        let (registry, hub, kept) = (self.registry.clone(), ctx.address().recipient(), config.clone());
-        let connection = Supervisor::start(move |_| Connection::new(config, registry, hub));
+        let links = connection::Links {
+            registry: self.registry.clone(),
+            hub: ctx.address().recipient(),
+            events: ctx.address().recipient(),
+            handlers: self.handlers.clone(),
+        };
+        let kept = config.clone();
+        let connection = Supervisor::start(move |_| Connection::new(config, links));
         self.registry.do_send(RegisterServer { server: name.clone(), connection: connection.downgrade() });
         self.servers.insert(name, Slot { connection, state, config: kept });
         Ok(())
@@ -154,6 +163,13 @@ impl Hub {
 
     fn slot(&mut self, name: &str) -> Result<&mut Slot, ManageError> {
         self.servers.get_mut(name).ok_or_else(|| ManageError::UnknownServer(name.to_string()))
+    }
+
+    fn publish(&mut self, event: Event) {
+        self.subscribers.retain(|s| s.connected());
+        for subscriber in &self.subscribers {
+            subscriber.do_send(event.clone());
+        }
     }
 
     fn settled(&self) -> bool {
@@ -267,10 +283,7 @@ impl Handler<StateChanged> for Hub {
     fn handle(&mut self, msg: StateChanged, _: &mut Context<Self>) {
         let Some(slot) = self.servers.get_mut(&msg.server) else { return };
         slot.state = msg.state.clone();
-        self.subscribers.retain(|s| s.connected());
-        for subscriber in &self.subscribers {
-            subscriber.do_send(Event::ServerState { server: msg.server.clone(), state: msg.state.clone() });
-        }
+        self.publish(Event::ServerState { server: msg.server, state: msg.state });
         self.wake_ready_waiters();
     }
 }
@@ -317,6 +330,15 @@ impl Handler<GetRegistry> for Hub {
     }
 }
 
+/// A connection's event: passed on to every subscriber.
+impl Handler<Event> for Hub {
+    type Result = ();
+
+    fn handle(&mut self, event: Event, _: &mut Context<Self>) {
+        self.publish(event);
+    }
+}
+
 impl Handler<Subscribe> for Hub {
     type Result = ();
 
@@ -346,6 +368,39 @@ impl Handler<InjectPanic> for Hub {
 
     fn handle(&mut self, msg: InjectPanic, _: &mut Context<Self>) -> bool {
         self.servers.get(&msg.0).map(|slot| slot.connection.do_send(connection::InjectPanic)).is_some()
+    }
+}
+
+/// Sends `message` to the connection of `server`: a tool call by the
+/// server's own tool name, or any [`super::operation`] message.
+#[derive(Debug)]
+pub struct ToServer<M> {
+    pub server: String,
+    pub message: M,
+}
+
+impl<M, T> Message for ToServer<M>
+where
+    M: Message<Result = Result<T, CallError>>,
+    T: 'static,
+{
+    type Result = Result<T, CallError>;
+}
+
+impl<M, T> Handler<ToServer<M>> for Hub
+where
+    M: Message<Result = Result<T, CallError>> + Send + 'static,
+    T: Send + 'static,
+    Connection: Handler<M>,
+{
+    type Result = Reply<Result<T, CallError>>;
+
+    fn handle(&mut self, msg: ToServer<M>, _: &mut Context<Self>) -> Self::Result {
+        let Some(slot) = self.servers.get(&msg.server) else {
+            return Reply::Ready(Err(CallError::UnknownServer { server: msg.server }));
+        };
+        let (ask, server) = (slot.connection.send(msg.message), msg.server);
+        Reply::later(async move { ask.await.unwrap_or_else(|_| Err(CallError::Stopped { server, tool: String::new() })) })
     }
 }
 

@@ -27,8 +27,11 @@
 //! | [`hub::Status`] | Hub | `Vec<ServerStatus>` |
 //! | [`Subscribe`] | Hub (server states) / Registry (catalog) | — |
 
+pub mod client_requests;
 pub mod connection;
 pub mod hub;
+pub mod operation;
+pub mod progress;
 pub mod registry;
 pub mod reply;
 
@@ -42,6 +45,7 @@ use crate::error::CallError;
 
 pub use connection::Connection;
 pub use hub::Hub;
+pub use progress::{Progress, ProgressSink};
 pub use registry::Registry;
 
 /// Calls a tool. Sent to the Registry, `name` is the exposed name
@@ -53,6 +57,9 @@ pub struct CallTool {
     pub arguments: Option<JsonObject>,
     /// Overrides the server's call time-out.
     pub timeout: Option<Duration>,
+    /// Where the call's progress notifications go; each one also pushes
+    /// the time-out out (up to the server's `max_call`).
+    pub progress: Option<ProgressSink>,
 }
 
 impl CallTool {
@@ -61,11 +68,16 @@ impl CallTool {
             serde_json::Value::Object(map) => Some(map),
             _ => None,
         };
-        CallTool { name: name.into(), arguments, timeout: None }
+        CallTool { name: name.into(), arguments, timeout: None, progress: None }
     }
 
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    pub fn with_progress(mut self, sink: ProgressSink) -> Self {
+        self.progress = Some(sink);
         self
     }
 }
@@ -125,6 +137,23 @@ pub enum Event {
         kept: String,
         rejected: String,
     },
+    /// A server's `notifications/message`.
+    Log {
+        server: String,
+        level: String,
+        logger: Option<String>,
+        data: serde_json::Value,
+    },
+    /// A subscribed resource changed (`notifications/resources/updated`).
+    ResourceUpdated {
+        server: String,
+        uri: String,
+    },
+    /// A server's list of `resources` or `prompts` changed (tools: see `Catalog`).
+    ListChanged {
+        server: String,
+        list: String,
+    },
 }
 
 /// A server's state, as in DESIGN.md.
@@ -171,9 +200,13 @@ pub struct ServerStatus {
     #[serde(flatten)]
     pub state: ServerState,
     pub pid: Option<u32>,
+    /// `legacy` or `modern`, once connected.
+    pub era: Option<String>,
     pub protocol_version: Option<String>,
     pub server_info: Option<String>,
     pub tools: usize,
+    pub resources: usize,
+    pub prompts: usize,
     pub in_flight: usize,
     pub queued: usize,
     pub restarts: u64,

@@ -15,6 +15,17 @@ pub enum CallError {
     #[error("no tool named `{name}` is in the catalog; list the tools (`mcpvisor tools`) and check that its server is connected")]
     UnknownTool { name: String },
 
+    #[error("no server named `{server}`; `mcpvisor list` shows the configured servers")]
+    UnknownServer { server: String },
+
+    #[error(
+        "tool `{tool}` of server `{server}` is excluded by the server's tool allow/deny lists; change them in its configuration to call it"
+    )]
+    NotPermitted { server: String, tool: String },
+
+    #[error("server `{server}` does not offer {capability}, so `{tool}` cannot work; it did not announce the capability")]
+    Unsupported { server: String, tool: String, capability: String },
+
     #[error("server `{server}` is disabled; enable it to call `{tool}`")]
     Disabled { server: String, tool: String },
 

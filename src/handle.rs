@@ -14,11 +14,18 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use actix::Addr;
-use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::model::{
+    ArgumentInfo, CallToolResult, CompletionInfo, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Reference, Resource,
+    ResourceTemplate,
+};
 use tokio::sync::oneshot;
 
 use crate::actors::hub::{
     self, AddServer, GetRegistry, Hub, Reconnect, RemoveServer, ServerStatusOf, SetServers, SetServersResult, Status, Toggle, WaitReady,
+};
+use crate::actors::operation::{
+    Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, LogLevel, Ping, ReadResource, SetLogLevel, SubscribeResource,
+    UnsubscribeResource,
 };
 use crate::actors::{CallTool, Event, ListTools, Registry, ServerStatus, ToolEntry};
 use crate::config::{RuntimeConfig, ServerConfig};
@@ -86,13 +93,74 @@ impl Drop for Inner {
 impl Handle {
     /// Calls a tool by its exposed name (`mcp__{server}__{tool}`).
     pub async fn call_tool(&self, name: &str, arguments: Option<JsonObject>) -> Result<CallToolResult, CallError> {
-        self.call(CallTool { name: name.to_string(), arguments, timeout: None }).await
+        self.call(CallTool { name: name.to_string(), arguments, timeout: None, progress: None }).await
     }
 
     /// Calls a tool with every option of [`CallTool`].
     pub async fn call(&self, call: CallTool) -> Result<CallToolResult, CallError> {
         let tool = call.name.clone();
         self.inner.registry.send(call).await.unwrap_or(Err(CallError::Stopped { server: String::new(), tool }))
+    }
+
+    /// Calls a tool by its server's name and the server's own tool name.
+    pub async fn call_on(&self, server: &str, call: CallTool) -> Result<CallToolResult, CallError> {
+        self.to_server(server, call).await
+    }
+
+    /// Every resource of `server`.
+    pub async fn list_resources(&self, server: &str) -> Result<Vec<Resource>, CallError> {
+        self.to_server(server, ListResources).await
+    }
+
+    /// Every resource template of `server` (none when it has no templates).
+    pub async fn list_resource_templates(&self, server: &str) -> Result<Vec<ResourceTemplate>, CallError> {
+        self.to_server(server, ListResourceTemplates).await
+    }
+
+    pub async fn read_resource(&self, server: &str, uri: &str) -> Result<ReadResourceResult, CallError> {
+        self.to_server(server, ReadResource { uri: uri.to_string() }).await
+    }
+
+    /// Asks for [`Event::ResourceUpdated`] of `uri` (see [`Handle::subscribe`]).
+    pub async fn subscribe_resource(&self, server: &str, uri: &str) -> Result<(), CallError> {
+        self.to_server(server, SubscribeResource { uri: uri.to_string() }).await
+    }
+
+    pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<(), CallError> {
+        self.to_server(server, UnsubscribeResource { uri: uri.to_string() }).await
+    }
+
+    pub async fn list_prompts(&self, server: &str) -> Result<Vec<Prompt>, CallError> {
+        self.to_server(server, ListPrompts).await
+    }
+
+    pub async fn get_prompt(&self, server: &str, name: &str, arguments: Option<JsonObject>) -> Result<GetPromptResult, CallError> {
+        self.to_server(server, GetPrompt { name: name.to_string(), arguments }).await
+    }
+
+    /// Completions of a prompt's or resource template's argument.
+    pub async fn complete(&self, server: &str, reference: Reference, argument: ArgumentInfo) -> Result<CompletionInfo, CallError> {
+        self.to_server(server, Complete { reference, argument, context: None }).await
+    }
+
+    /// Sets the lowest level of log messages `server` sends (kept across restarts).
+    pub async fn set_log_level(&self, server: &str, level: LogLevel) -> Result<(), CallError> {
+        self.to_server(server, SetLogLevel(level)).await
+    }
+
+    /// Pings `server`; answers the round trip.
+    pub async fn ping(&self, server: &str) -> Result<Duration, CallError> {
+        self.to_server(server, Ping).await
+    }
+
+    async fn to_server<M, T>(&self, server: &str, message: M) -> Result<T, CallError>
+    where
+        M: actix::Message<Result = Result<T, CallError>> + Send + 'static,
+        T: Send + 'static,
+        crate::actors::Connection: actix::Handler<M>,
+    {
+        let routed = self.inner.hub.send(hub::ToServer { server: server.to_string(), message }).await;
+        routed.unwrap_or_else(|_| Err(CallError::Stopped { server: server.to_string(), tool: String::new() }))
     }
 
     /// The catalog: every connected server's tools, sorted by exposed name.

@@ -97,11 +97,26 @@ pub struct Timeouts {
     pub startup: Duration,
     /// On shutdown: how long to wait after closing stdin, then after SIGTERM.
     pub shutdown_grace: Duration,
+    /// Progress notifications push a call's deadline out, but never past this.
+    pub max_call: Duration,
+    /// How long `era = auto` waits for an answer to `server/discover`
+    /// before falling back to `initialize`.
+    pub discover: Duration,
+    /// Pings the server this often when set; a ping that gets no answer
+    /// within the call time-out restarts the server.
+    pub health_ping: Option<Duration>,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Timeouts { call: Duration::from_secs(60), startup: Duration::from_secs(30), shutdown_grace: Duration::from_secs(2) }
+        Timeouts {
+            call: Duration::from_secs(60),
+            startup: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(2),
+            max_call: Duration::from_secs(600),
+            discover: Duration::from_secs(3),
+            health_ping: None,
+        }
     }
 }
 
@@ -152,7 +167,7 @@ pub enum Auth {
 }
 
 /// The spelling of a keyword in files, shared by the readers and the writer.
-pub(crate) trait Keyword: Copy + PartialEq + 'static {
+pub trait Keyword: Copy + PartialEq + 'static {
     const CHOICES: &'static [(&'static str, Self)];
 
     fn parse(word: &str) -> Option<Self> {
@@ -306,9 +321,12 @@ fn is_http_url(url: &str) -> bool {
 }
 
 /// Everything a runtime starts with.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct RuntimeConfig {
     pub servers: Vec<ServerConfig>,
+    /// Answerers of the requests servers send to the client (roots,
+    /// sampling, elicitation); each has a default.
+    pub handlers: crate::actors::client_requests::ClientHandlers,
     /// Make this process a child subreaper (Linux), so that the orphaned
     /// children of killed servers are reparented here and reaped, leaving no
     /// zombie even under an init that does not reap. On by default; an
@@ -319,7 +337,7 @@ pub struct RuntimeConfig {
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig { servers: Vec::new(), subreaper: true }
+        RuntimeConfig { servers: Vec::new(), handlers: Default::default(), subreaper: true }
     }
 }
 

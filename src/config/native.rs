@@ -763,6 +763,7 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
             call: Duration::from_millis(1500),
             startup: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(1),
+            ..Default::default()
         };
         config.restart = RestartPolicy::OnFailure { max_restarts: 2 };
         config.era = Era::Legacy;

@@ -18,6 +18,12 @@ pub mod error_codes {
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// MCP: the resource does not exist.
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    /// MCP 2026-07-28: the request's protocol version is not one the server speaks.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    /// MCP: the tool needs the user to visit a URL first (URL-mode elicitation).
+    pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 }
 
 /// A request id: MCP allows numbers and strings (never null for requests).

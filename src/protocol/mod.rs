@@ -6,7 +6,9 @@
 
 mod jsonrpc;
 pub mod methods;
+pub mod session;
 mod version;
 
 pub use jsonrpc::{error_codes, notification_frame, request_frame, response_frame, ErrorObject, Message, RequestId};
-pub use version::{is_supported_legacy_version, LATEST_LEGACY_VERSION, SUPPORTED_LEGACY_VERSIONS};
+pub use session::{Era, Session};
+pub use version::{is_modern_version, is_supported_legacy_version, LATEST_LEGACY_VERSION, MODERN_VERSIONS, SUPPORTED_LEGACY_VERSIONS};

@@ -1,0 +1,243 @@
+//! Requests a server sends to its client: `roots/list`,
+//! `sampling/createMessage` and `elicitation/create`.
+//!
+//! An embedder answers them with actors of its own ([`ClientHandlers`], one
+//! `Recipient` per kind, each message naming the server). Without one:
+//! - roots: the server's configured `roots`, else its working directory;
+//! - sampling: refused with a JSON-RPC error that says how to enable it
+//!   (and sampling is then not announced among the client's capabilities);
+//! - elicitation: declined (a valid answer: the user said no).
+//!
+//! The same answers serve both eras: legacy servers send these as JSON-RPC
+//! requests; modern servers ask for them inside `input_required` results.
+
+use std::fmt;
+use std::path::Path;
+
+use actix::prelude::*;
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, JsonObject};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::protocol::{error_codes, methods, ErrorObject};
+
+/// One root offered to a server.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Root {
+    pub uri: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// Why the client did not do what a server asked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub code: i64,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn new(message: impl Into<String>) -> Refusal {
+        Refusal { code: error_codes::INVALID_REQUEST, message: message.into() }
+    }
+}
+
+/// A server asks for the client's roots.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<Vec<Root>, Refusal>")]
+pub struct RootsRequest {
+    pub server: String,
+}
+
+/// A server asks the client's model for a completion; `params` are the
+/// request's `CreateMessageRequest` params, the answer a `CreateMessageResult`.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<JsonObject, Refusal>")]
+pub struct SamplingRequest {
+    pub server: String,
+    pub params: JsonObject,
+}
+
+/// A server asks the user for input (form mode) or to visit a URL (URL mode).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<ElicitResult, Refusal>")]
+pub struct ElicitationRequest {
+    pub server: String,
+    pub request: ElicitRequestParams,
+    /// Form mode: the schema's `default` of each field (SEP-1034), ready to
+    /// be shown pre-filled or accepted as they are.
+    pub prefilled: JsonObject,
+}
+
+/// The embedder's answerers of server-to-client requests.
+#[derive(Clone, Default)]
+pub struct ClientHandlers {
+    pub roots: Option<Recipient<RootsRequest>>,
+    pub sampling: Option<Recipient<SamplingRequest>>,
+    pub elicitation: Option<Recipient<ElicitationRequest>>,
+}
+
+impl fmt::Debug for ClientHandlers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientHandlers")
+            .field("roots", &self.roots.is_some())
+            .field("sampling", &self.sampling.is_some())
+            .field("elicitation", &self.elicitation.is_some())
+            .finish()
+    }
+}
+
+impl ClientHandlers {
+    /// The capabilities the client announces: roots and elicitation always
+    /// (they have defaults), sampling only when someone can answer it.
+    pub fn capabilities(&self) -> Value {
+        let mut capabilities = json!({
+            "roots": { "listChanged": true },
+            "elicitation": { "form": {}, "url": {} },
+        });
+        if self.sampling.is_some() {
+            capabilities["sampling"] = json!({});
+        }
+        capabilities
+    }
+}
+
+/// What a connection needs to answer its server's requests.
+#[derive(Debug, Clone)]
+pub struct Answerer {
+    pub server: String,
+    pub handlers: ClientHandlers,
+    /// The default roots (configured, else the working directory).
+    pub roots: Vec<Root>,
+}
+
+impl Answerer {
+    pub fn new(server: &str, handlers: ClientHandlers, configured_roots: &[String], cwd: Option<&Path>) -> Answerer {
+        let roots = match configured_roots {
+            [] => cwd.map(Path::to_path_buf).or_else(|| std::env::current_dir().ok()).map(|dir| vec![root_of(&dir.to_string_lossy())]),
+            configured => Some(configured.iter().map(|root| root_of(root)).collect()),
+        };
+        Answerer { server: server.to_string(), handlers, roots: roots.unwrap_or_default() }
+    }
+
+    /// Answers one request of the server: the result, or the error to send back.
+    pub async fn answer(&self, method: &str, params: Option<Value>) -> Result<Value, ErrorObject> {
+        let refused = |refusal: Refusal| ErrorObject { code: refusal.code, message: refusal.message, data: None };
+        let gone =
+            |what: &str| ErrorObject { code: error_codes::INTERNAL_ERROR, message: format!("the {what} handler is gone"), data: None };
+        match method {
+            methods::PING => Ok(json!({})),
+            methods::ROOTS_LIST => {
+                let roots = match &self.handlers.roots {
+                    Some(handler) => handler.send(RootsRequest { server: self.server.clone() }).await.map_err(|_| gone("roots"))?,
+                    None => Ok(self.roots.clone()),
+                };
+                roots.map(|roots| json!({ "roots": roots })).map_err(refused)
+            }
+            methods::SAMPLING_CREATE_MESSAGE => {
+                let Some(handler) = &self.handlers.sampling else {
+                    return Err(refused(Refusal::new(
+                        "mcpvisor has no model to sample from: the embedding program did not set a sampling handler (ClientHandlers::sampling)",
+                    )));
+                };
+                let params = object(params).map_err(invalid)?;
+                let answer = handler.send(SamplingRequest { server: self.server.clone(), params }).await.map_err(|_| gone("sampling"))?;
+                answer.map(Value::Object).map_err(refused)
+            }
+            methods::ELICITATION_CREATE => {
+                let value = params.unwrap_or(Value::Null);
+                let request: ElicitRequestParams =
+                    serde_json::from_value(value.clone()).map_err(|e| invalid(format!("elicitation/create params are not valid: {e}")))?;
+                let Some(handler) = &self.handlers.elicitation else {
+                    return Ok(json!({ "action": "decline" }));
+                };
+                let prefilled = schema_defaults(&value);
+                let answer = handler
+                    .send(ElicitationRequest { server: self.server.clone(), request, prefilled })
+                    .await
+                    .map_err(|_| gone("elicitation"))?;
+                answer.map(|result| serde_json::to_value(result).unwrap_or(Value::Null)).map_err(refused)
+            }
+            other => {
+                Err(ErrorObject { code: error_codes::METHOD_NOT_FOUND, message: format!("mcpvisor does not handle {other}"), data: None })
+            }
+        }
+    }
+}
+
+/// A declined elicitation, for handlers that want to say no to some.
+pub fn declined() -> ElicitResult {
+    ElicitResult::new(ElicitationAction::Decline)
+}
+
+fn invalid(message: impl Into<String>) -> ErrorObject {
+    ErrorObject { code: error_codes::INVALID_PARAMS, message: message.into(), data: None }
+}
+
+fn object(params: Option<Value>) -> Result<JsonObject, String> {
+    match params {
+        Some(Value::Object(map)) => Ok(map),
+        _ => Err("params must be an object".into()),
+    }
+}
+
+/// The `default` of each property of a form elicitation's `requestedSchema`.
+fn schema_defaults(params: &Value) -> JsonObject {
+    let properties = params.pointer("/requestedSchema/properties").and_then(Value::as_object);
+    properties.into_iter().flatten().filter_map(|(name, schema)| Some((name.clone(), schema.get("default")?.clone()))).collect()
+}
+
+/// A configured root: a URI as it is, a path as a `file://` URI.
+fn root_of(root: &str) -> Root {
+    let uri = if root.contains("://") { root.to_string() } else { format!("file://{}", absolute(root)) };
+    let name = uri.rsplit('/').find(|part| !part.is_empty()).map(str::to_string);
+    Root { uri, name }
+}
+
+fn absolute(path: &str) -> String {
+    let path = Path::new(path);
+    if path.is_absolute() {
+        return path.to_string_lossy().into_owned();
+    }
+    std::env::current_dir().map(|dir| dir.join(path).to_string_lossy().into_owned()).unwrap_or_else(|_| path.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots_default_to_the_configured_ones_then_the_working_directory() {
+        let configured = Answerer::new("s", ClientHandlers::default(), &["/data".into(), "https://x/y".into()], None);
+        assert_eq!(
+            configured.roots,
+            vec![
+                Root { uri: "file:///data".into(), name: Some("data".into()) },
+                Root { uri: "https://x/y".into(), name: Some("y".into()) },
+            ]
+        );
+        let cwd = Answerer::new("s", ClientHandlers::default(), &[], Some(Path::new("/srv/project")));
+        assert_eq!(cwd.roots, vec![Root { uri: "file:///srv/project".into(), name: Some("project".into()) }]);
+    }
+
+    #[test]
+    fn form_defaults_are_prefilled() {
+        let params = json!({"mode": "form", "message": "m", "requestedSchema": {"type": "object", "properties": {
+            "name": {"type": "string", "default": "Ada"}, "age": {"type": "integer"}, "ok": {"type": "boolean", "default": true}}}});
+        let defaults = schema_defaults(&params);
+        assert_eq!(Value::Object(defaults), json!({"name": "Ada", "ok": true}));
+    }
+
+    #[actix_rt::test]
+    async fn without_handlers_sampling_is_refused_and_elicitation_declined() {
+        let answerer = Answerer::new("s", ClientHandlers::default(), &["/r".into()], None);
+        let refusal = answerer.answer(methods::SAMPLING_CREATE_MESSAGE, Some(json!({"messages": []}))).await.unwrap_err();
+        assert!(refusal.message.contains("sampling handler"), "{refusal:?}");
+        let form = json!({"mode": "form", "message": "Name?", "requestedSchema": {"type": "object", "properties": {}}});
+        assert_eq!(answerer.answer(methods::ELICITATION_CREATE, Some(form)).await, Ok(json!({"action": "decline"})));
+        let roots = answerer.answer(methods::ROOTS_LIST, None).await.unwrap();
+        assert_eq!(roots, json!({"roots": [{"uri": "file:///r", "name": "r"}]}));
+        assert_eq!(answerer.answer("x/y", None).await.unwrap_err().code, error_codes::METHOD_NOT_FOUND);
+        assert!(!ClientHandlers::default().capabilities().as_object().unwrap().contains_key("sampling"));
+    }
+}
