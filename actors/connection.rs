@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
-use rmcp::model::{CallToolResult, ListToolsResult, Tool};
+use rmcp::model::{CallToolResult, Tool};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::io::AsyncWriteExt;
@@ -36,10 +36,12 @@ use super::operation::{LogLevel, Requester, SetLogLevel, SubscribeResource, Unsu
 use super::progress::{Progress, ProgressClock, ProgressRoute, ProgressSink};
 use super::registry::Registry;
 use super::reply::Reply;
+use super::rounds;
 use super::{CallTool, Event, ServerDown, ServerState, ServerStatus, ToolsChanged};
 use crate::codec::{peek_id, Frame, FrameError, JsonRpcCodec};
 use crate::config::{Era as ConfiguredEra, Keyword, ServerConfig, Transport};
 use crate::error::{CallError, ConnectError};
+use crate::protocol::schema::ToolContract;
 use crate::protocol::{self, error_codes, methods, Era, ErrorObject, Message as RpcMessage, RequestId, Session};
 use crate::restart::{Decision, Ending, RestartTracker};
 use crate::transport::stdio::{self, LogLines, ProcessGroup};
@@ -240,6 +242,8 @@ pub struct Connection {
     run: Option<Run>,
     stderr_tail: VecDeque<String>,
     tools: Vec<Tool>,
+    /// What calls to each tool are checked against.
+    contracts: HashMap<String, Arc<ToolContract>>,
     /// What the server told about itself at connect.
     peer: Option<Peer>,
     session: Session,
@@ -287,6 +291,7 @@ impl Connection {
             run: None,
             stderr_tail: VecDeque::with_capacity(STDERR_TAIL_LINES),
             tools: Vec::new(),
+            contracts: HashMap::new(),
             peer: None,
             detected_era: None,
             counts: Counts::default(),
@@ -307,8 +312,9 @@ impl Connection {
         &self.config.name
     }
 
-    pub(crate) fn server_name(&self) -> String {
-        self.config.name.clone()
+    /// Talks to this connection on a caller's behalf (for multi-request operations).
+    pub(crate) fn requester(&self, ctx: &mut Context<Self>) -> Requester {
+        Requester::new(ctx.address(), self.config.name.clone(), self.answerer.clone())
     }
 
     /// The state others see: `Disabled` overrides the lifecycle state.
@@ -632,7 +638,7 @@ impl Connection {
     fn count_listings(&mut self, ctx: &mut Context<Self>) {
         let Some(peer) = self.peer.as_ref() else { return };
         let (resources, prompts) = (peer.has("resources", None), peer.has("prompts", None));
-        let requester = Requester::new(ctx.address(), self.config.name.clone());
+        let requester = self.requester(ctx);
         let generation = self.generation;
         let count = async move {
             let resources = match resources {
@@ -687,7 +693,7 @@ impl Connection {
         self.list_page(generation, None, Vec::new(), ctx);
     }
 
-    fn list_page(&mut self, generation: u64, cursor: Option<String>, mut tools: Vec<Tool>, ctx: &mut Context<Self>) {
+    fn list_page(&mut self, generation: u64, cursor: Option<String>, mut tools: Vec<ListedTool>, ctx: &mut Context<Self>) {
         let params = match &cursor {
             Some(cursor) => serde_json::json!({ "cursor": cursor }),
             None => serde_json::json!({}),
@@ -698,11 +704,11 @@ impl Connection {
                 return;
             }
             let server = act.config.name.clone();
-            let page = match flatten(outcome).and_then(|raw| parse::<ListToolsResult>(&raw).map_err(Failure::Internal)) {
+            let page = match flatten(outcome).and_then(|raw| parse::<ToolsPage>(&raw).map_err(Failure::Internal)) {
                 Ok(page) => page,
                 Err(failure) => return act.abort_run(failure.into_connect_error(&server, methods::TOOLS_LIST), Ending::Failure),
             };
-            tools.extend(page.tools);
+            tools.extend(page.tools.into_iter().filter_map(|tool| ListedTool::parse(&server, tool)));
             match page.next_cursor {
                 Some(next) if Some(&next) == cursor.as_ref() || tools.len() > MAX_LIST_PAGES * 100 => {
                     let error = ConnectError::Protocol {
@@ -718,8 +724,14 @@ impl Connection {
         }));
     }
 
-    fn on_tools_listed(&mut self, mut tools: Vec<Tool>, ctx: &mut Context<Self>) {
-        tools.retain(|tool| self.config.tools.permits(&tool.name));
+    fn on_tools_listed(&mut self, mut listed: Vec<ListedTool>, ctx: &mut Context<Self>) {
+        listed.retain(|listed| self.config.tools.permits(&listed.tool.name));
+        let server = self.config.name.clone();
+        self.contracts = listed
+            .iter()
+            .map(|listed| (listed.tool.name.to_string(), Arc::new(ToolContract::of(&server, &listed.tool, listed.task_required))))
+            .collect();
+        let tools: Vec<Tool> = listed.into_iter().map(|listed| listed.tool).collect();
         let Some(run) = self.run.as_mut() else { return };
         run.listing = false;
         let relist = std::mem::take(&mut run.relist);
@@ -737,10 +749,43 @@ impl Connection {
             self.last_error = None;
             self.set_state(ServerState::Connected);
             self.pump(ctx);
+            let generation = self.generation;
+            self.schedule_health_ping(generation, ctx);
         }
         if relist {
             self.list_tools(ctx);
         }
+    }
+
+    /// With `timeouts.health_ping` set, pings the server every interval; a
+    /// ping without an answer within the call time-out restarts the server
+    /// (an error answer counts as alive).
+    fn schedule_health_ping(&mut self, generation: u64, ctx: &mut Context<Self>) {
+        let Some(every) = self.config.timeouts.health_ping else { return };
+        ctx.run_later(every, move |act, ctx| {
+            if act.current_run(generation).is_none() {
+                return;
+            }
+            let limit = act.config.timeouts.call;
+            let answer = act.request(methods::PING, &serde_json::json!({}), ctx);
+            let ping = async move { tokio::time::timeout(limit, answer).await };
+            ctx.spawn(ping.into_actor(act).map(move |outcome, act, ctx| {
+                if act.current_run(generation).is_none() {
+                    return;
+                }
+                match outcome {
+                    Ok(Ok(Ok(_) | Err(Failure::Rpc(_)))) => act.schedule_health_ping(generation, ctx),
+                    Ok(_) => {}
+                    Err(_) => {
+                        let message = format!("no answer to the health ping within {limit:?}; restarting it");
+                        act.abort_run(
+                            ConnectError::Protocol { server: act.config.name.clone(), method: methods::PING.into(), message },
+                            Ending::Failure,
+                        );
+                    }
+                }
+            }));
+        });
     }
 
     // ---- writing -------------------------------------------------------
@@ -1262,6 +1307,36 @@ fn log_server_message(server: &str, level: &str, logger: Option<&str>, data: &se
     }
 }
 
+/// One page of `tools/list`; tools stay JSON until each is checked alone.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolsPage {
+    tools: Vec<serde_json::Value>,
+    next_cursor: Option<String>,
+}
+
+/// A listed tool, with what `rmcp::model::Tool` does not keep.
+struct ListedTool {
+    tool: Tool,
+    /// `execution.taskSupport = "required"` (2025-11-25 tasks).
+    task_required: bool,
+}
+
+impl ListedTool {
+    /// A tool that is not valid is left out with a warning: one bad tool
+    /// must not take its server's other tools down.
+    fn parse(server: &str, value: serde_json::Value) -> Option<ListedTool> {
+        let task_required = value.pointer("/execution/taskSupport").and_then(|t| t.as_str()) == Some("required");
+        match serde_json::from_value::<Tool>(value) {
+            Ok(tool) => Some(ListedTool { tool, task_required }),
+            Err(error) => {
+                tracing::warn!(server, "a tool in tools/list is not valid and is left out: {error}");
+                None
+            }
+        }
+    }
+}
+
 fn flatten(outcome: Result<Outcome, oneshot::error::RecvError>) -> Outcome {
     outcome.unwrap_or(Err(Failure::Stopped))
 }
@@ -1343,25 +1418,76 @@ impl Connection {
         })
     }
 
-    /// A tool call: checked against the tool's filter, then sent.
-    fn call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
+    /// A tool call: checked against the tool's filter and `inputSchema`,
+    /// sent (as a task when the tool requires it), finished when the answer
+    /// needs more rounds, and its `structuredContent` checked against the
+    /// tool's `outputSchema`.
+    fn call(&mut self, mut call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
         let (server, tool) = (self.config.name.clone(), call.name.clone());
         if !self.config.tools.permits(&call.name) {
             return Reply::Ready(Err(CallError::NotPermitted { server, tool }));
         }
-        #[derive(Serialize)]
-        struct Params<'a> {
-            name: &'a str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            arguments: &'a Option<rmcp::model::JsonObject>,
+        let contract = self.contracts.get(&call.name).cloned();
+        if let Some(contract) = &contract {
+            let arguments = serde_json::Value::Object(call.arguments.take().unwrap_or_default());
+            if let Err(message) = contract.check_arguments(&arguments) {
+                return Reply::Ready(Err(CallError::InvalidArguments { server, tool, message }));
+            }
+            if let serde_json::Value::Object(arguments) = arguments {
+                call.arguments = Some(arguments);
+            }
         }
-        let params = Params { name: &call.name, arguments: &call.arguments };
+        let timeout = call.timeout.unwrap_or(self.config.timeouts.call);
+        let as_task = contract
+            .as_ref()
+            .is_some_and(|c| c.task_required)
+            .then(|| TaskParams { ttl: self.config.timeouts.max_call.as_millis() as u64 });
+        let params = CallParams { name: &call.name, arguments: &call.arguments, task: as_task };
         let answer = self.caller_request(call.name.clone(), methods::TOOLS_CALL, &params, call.timeout, call.progress, ctx);
+        let (requester, max) = (self.requester(ctx), self.config.timeouts.max_call);
+        let arguments = call.arguments;
         Reply::later(async move {
-            let raw = answer.await?;
-            parse::<CallToolResult>(&raw).map_err(|message| CallError::Protocol { server, tool, message })
+            let mut raw = answer.await?;
+            if rounds::may_need_rounds(&raw) {
+                let params = serde_json::to_value(CallParams { name: &tool, arguments: &arguments, task: as_task }).unwrap_or_default();
+                let more = rounds::finish(&requester, methods::TOOLS_CALL, params, &tool, raw);
+                raw = match tokio::time::timeout(max.max(timeout), more).await {
+                    Ok(finished) => finished?,
+                    Err(_) => return Err(CallError::Timeout { server, tool, after: max.max(timeout) }),
+                };
+            }
+            let result = parse::<CallToolResult>(&raw).map_err(|message| CallError::Protocol {
+                server: server.clone(),
+                tool: tool.clone(),
+                message,
+            })?;
+            if let Some(contract) = contract {
+                let structured = result.structured_content.as_ref();
+                if let Err(problem) = contract.check_output(structured, result.is_error.unwrap_or(false)) {
+                    let message = format!("its structuredContent does not match the tool's outputSchema: {problem}");
+                    return Err(CallError::Protocol { server, tool, message });
+                }
+            }
+            Ok(result)
         })
     }
+}
+
+/// The params of `tools/call`.
+#[derive(Serialize)]
+struct CallParams<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: &'a Option<rmcp::model::JsonObject>,
+    /// Asks for a task (2025-11-25) instead of waiting on the request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task: Option<TaskParams>,
+}
+
+#[derive(Serialize, Clone, Copy)]
+struct TaskParams {
+    /// How long the server keeps the task, in milliseconds.
+    ttl: u64,
 }
 
 /// A caller's request, admitted: its id, its answer to come, and the

@@ -34,6 +34,7 @@ pub mod operation;
 pub mod progress;
 pub mod registry;
 pub mod reply;
+mod rounds;
 
 use std::time::Duration;
 

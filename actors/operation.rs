@@ -10,6 +10,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -20,8 +21,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::client_requests::Answerer;
 use super::connection::{Connection, Request};
 use super::reply::Reply;
+use super::rounds;
 use crate::error::CallError;
 use crate::protocol::{error_codes, methods};
 
@@ -33,19 +36,39 @@ pub const MAX_PAGES: usize = 1_000;
 pub struct Requester {
     connection: Addr<Connection>,
     server: String,
+    answerer: Arc<Answerer>,
 }
 
 impl Requester {
-    pub fn new(connection: Addr<Connection>, server: impl Into<String>) -> Requester {
-        Requester { connection, server: server.into() }
+    pub(crate) fn new(connection: Addr<Connection>, server: impl Into<String>, answerer: Arc<Answerer>) -> Requester {
+        Requester { connection, server: server.into(), answerer }
     }
 
     pub fn server(&self) -> &str {
         &self.server
     }
 
-    /// Sends one request and parses its result as `T`.
+    pub(crate) fn answerer(&self) -> &Arc<Answerer> {
+        &self.answerer
+    }
+
+    /// Sends one request, finishes it if the server needs more rounds
+    /// (see [`super::rounds`]), and parses the result as `T`.
     pub async fn request<T: DeserializeOwned>(&self, method: &str, params: Value, label: String) -> Result<T, CallError> {
+        let request = Request { method: method.into(), params: params.clone(), label: label.clone(), timeout: None, progress: None };
+        let mut raw = self.raw(request).await?;
+        if rounds::may_need_rounds(&raw) {
+            raw = rounds::finish(self, method, params, &label, raw).await?;
+        }
+        serde_json::from_str(raw.get()).map_err(|e| CallError::Protocol {
+            server: self.server.clone(),
+            tool: label,
+            message: e.to_string(),
+        })
+    }
+
+    /// Sends one request and parses its result as `T`, with no further rounds.
+    pub async fn request_once<T: DeserializeOwned>(&self, method: &str, params: Value, label: String) -> Result<T, CallError> {
         let raw = self.raw(Request { method: method.into(), params, label: label.clone(), timeout: None, progress: None }).await?;
         serde_json::from_str(raw.get()).map_err(|e| CallError::Protocol {
             server: self.server.clone(),
@@ -102,7 +125,7 @@ impl<M: Operation> Handler<M> for Connection {
     type Result = Reply<Result<M::Output, CallError>>;
 
     fn handle(&mut self, operation: M, ctx: &mut Context<Self>) -> Self::Result {
-        Reply::Later(operation.run(Requester::new(ctx.address(), self.server_name())))
+        Reply::Later(operation.run(self.requester(ctx)))
     }
 }
 

@@ -27,7 +27,7 @@ use crate::restart::RestartPolicy;
 pub const DEFAULT_MAX_RESTARTS: u32 = 5;
 
 /// The keys of a server table, in the order new keys are written.
-pub const KEYS: [&str; 21] = [
+pub const KEYS: [&str; 23] = [
     "transport",
     "command",
     "args",
@@ -41,6 +41,8 @@ pub const KEYS: [&str; 21] = [
     "timeout",
     "startup_timeout",
     "shutdown_grace",
+    "max_timeout",
+    "health_ping",
     "restart",
     "max_restarts",
     "era",
@@ -351,6 +353,8 @@ fn read_server(path: &Path, name: &str, item: &Item) -> Result<ServerConfig, Con
             "timeout" => config.timeouts.call = r.seconds(key, item)?,
             "startup_timeout" => config.timeouts.startup = r.seconds(key, item)?,
             "shutdown_grace" => config.timeouts.shutdown_grace = r.seconds(key, item)?,
+            "max_timeout" => config.timeouts.max_call = r.seconds(key, item)?,
+            "health_ping" => config.timeouts.health_ping = Some(r.seconds(key, item)?),
             "restart" | "max_restarts" => {}
             "era" => config.era = r.keyword(key, item)?,
             "roots" => config.roots = r.strings(key, item)?,
@@ -396,11 +400,8 @@ fn desired(config: &ServerConfig) -> Vec<Desired> {
     let defaults = ServerConfig::stdio("", "", Vec::<String>::new());
     let text = |value: &str| Some(Value::from(value));
     let non_empty = |value: &str| if value.is_empty() { None } else { text(value) };
-    let seconds = |of: fn(&ServerConfig) -> Duration| {
-        let duration = of(config);
-        let value = if duration.subsec_nanos() == 0 { Value::from(duration.as_secs() as i64) } else { Value::from(duration.as_secs_f64()) };
-        (Some(value), duration == of(&defaults))
-    };
+    let seconds_value = |d: Duration| if d.subsec_nanos() == 0 { Value::from(d.as_secs() as i64) } else { Value::from(d.as_secs_f64()) };
+    let seconds = |of: fn(&ServerConfig) -> Duration| (Some(seconds_value(of(config))), of(config) == of(&defaults));
     let count = |n: usize, default: usize| (Some(Value::from(n as i64)), n == default);
     let (restart, max_restarts) = match config.restart {
         RestartPolicy::Never => (Restart::Never, None),
@@ -421,6 +422,8 @@ fn desired(config: &ServerConfig) -> Vec<Desired> {
         ("timeout", seconds(|c| c.timeouts.call)),
         ("startup_timeout", seconds(|c| c.timeouts.startup)),
         ("shutdown_grace", seconds(|c| c.timeouts.shutdown_grace)),
+        ("max_timeout", seconds(|c| c.timeouts.max_call)),
+        ("health_ping", (config.timeouts.health_ping.map(seconds_value), config.timeouts.health_ping.is_none())),
         ("restart", (text(restart.as_str()), config.restart == defaults.restart)),
         ("max_restarts", (max_restarts.map(|n| Value::from(i64::from(n))), max_restarts == Some(DEFAULT_MAX_RESTARTS))),
         ("era", (text(config.era.as_str()), config.era == defaults.era)),
@@ -621,6 +624,8 @@ inherit_env = false
 enabled = true
 timeout = 60            # call time-out, seconds (float ok)
 startup_timeout = 30
+max_timeout = 600       # progress may push a call's time-out out to this
+health_ping = 30        # ping every 30 s; no answer within `timeout` restarts the server
 restart = "on-failure"  # never | on-failure | always
 max_restarts = 5
 era = "auto"            # auto | legacy | modern
@@ -656,6 +661,7 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
         fs.cwd = Some("/tmp".into());
         fs.restart = RestartPolicy::OnFailure { max_restarts: 5 };
         fs.roots = vec!["/home/me/project".into()];
+        fs.timeouts.health_ping = Some(Duration::from_secs(30));
         fs.tools = ToolFilter { allow: vec!["read_*".into()], deny: vec!["*delete*".into()] };
         let mut remote = ServerConfig::remote("remote", Transport::Http, "https://example.com/mcp").with_header("X-Team", "core");
         remote.auth = Some(Auth::Bearer { token: "${GITHUB_TOKEN}".into() });
@@ -763,6 +769,8 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
             call: Duration::from_millis(1500),
             startup: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(1),
+            max_call: Duration::from_secs(120),
+            health_ping: Some(Duration::from_millis(2500)),
             ..Default::default()
         };
         config.restart = RestartPolicy::OnFailure { max_restarts: 2 };

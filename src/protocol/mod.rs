@@ -6,6 +6,7 @@
 
 mod jsonrpc;
 pub mod methods;
+pub mod schema;
 pub mod session;
 mod version;
 
