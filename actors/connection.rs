@@ -32,7 +32,7 @@ use tokio::sync::oneshot;
 use tokio_util::codec::FramedRead;
 
 use super::client_requests::{Answerer, ClientHandlers};
-use super::operation::{LogLevel, Requester, SetLogLevel, SubscribeResource, UnsubscribeResource};
+use super::operation::{LogLevel, Requester, RootsChanged, SetLogLevel, SubscribeResource, UnsubscribeResource};
 use super::progress::{Progress, ProgressClock, ProgressRoute, ProgressSink};
 use super::registry::Registry;
 use super::reply::Reply;
@@ -1649,6 +1649,19 @@ impl Handler<UnsubscribeResource> for Connection {
 
     fn handle(&mut self, msg: UnsubscribeResource, ctx: &mut Context<Self>) -> Self::Result {
         self.set_subscription(msg.uri, false, ctx)
+    }
+}
+
+impl Handler<RootsChanged> for Connection {
+    type Result = Result<(), CallError>;
+
+    fn handle(&mut self, _: RootsChanged, ctx: &mut Context<Self>) -> Self::Result {
+        if !self.run.as_ref().is_some_and(|run| run.ready) {
+            // A server that is not up yet asks for the roots when it needs them.
+            return Ok(());
+        }
+        self.notify(methods::ROOTS_LIST_CHANGED, &serde_json::json!({}), ctx);
+        Ok(())
     }
 }
 

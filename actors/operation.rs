@@ -284,6 +284,13 @@ impl LogLevel {
 #[rtype(result = "Result<(), CallError>")]
 pub struct SetLogLevel(pub LogLevel);
 
+/// Tells the server its roots changed (`notifications/roots/list_changed`);
+/// it will ask for them again. For embedders whose roots handler answers
+/// differently over time.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Result<(), CallError>")]
+pub struct RootsChanged;
+
 /// Pings the server; answers the round trip.
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "Result<Duration, CallError>")]

@@ -24,8 +24,8 @@ use crate::actors::hub::{
     self, AddServer, GetRegistry, Hub, Reconnect, RemoveServer, ServerStatusOf, SetServers, SetServersResult, Status, Toggle, WaitReady,
 };
 use crate::actors::operation::{
-    Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, LogLevel, Ping, ReadResource, SetLogLevel, SubscribeResource,
-    UnsubscribeResource,
+    Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, LogLevel, Ping, ReadResource, RootsChanged, SetLogLevel,
+    SubscribeResource, UnsubscribeResource,
 };
 use crate::actors::{CallTool, Event, ListTools, Registry, ServerStatus, ToolEntry};
 use crate::config::{RuntimeConfig, ServerConfig};
@@ -146,6 +146,11 @@ impl Handle {
     /// Sets the lowest level of log messages `server` sends (kept across restarts).
     pub async fn set_log_level(&self, server: &str, level: LogLevel) -> Result<(), CallError> {
         self.to_server(server, SetLogLevel(level)).await
+    }
+
+    /// Tells `server` that the roots changed, so it asks for them again.
+    pub async fn roots_changed(&self, server: &str) -> Result<(), CallError> {
+        self.to_server(server, RootsChanged).await
     }
 
     /// Pings `server`; answers the round trip.
