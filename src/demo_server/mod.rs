@@ -12,7 +12,7 @@
 //! | flag | effect |
 //! |---|---|
 //! | `--era legacy\|modern\|dual` | protocol era(s) served; default `dual` (see below) |
-//! | `--page-size N` | items per page of every `*/list` (default 4; 0 counts as 1) |
+//! | `--page-size N` | items per page of every `*/list` (default 10: `tools/list` has 3 pages; 0 counts as 1) |
 //! | `--no-templates` | `resources/templates/list` answers -32601, as some servers do |
 //! | `--no-initialize` | never answers `initialize` nor `server/discover` (handshake time-outs) |
 //! | `--stop-reading-after N` | stops reading stdin after N lines, keeps running |
@@ -165,7 +165,9 @@ pub struct DemoServerOptions {
     pub no_templates: bool,
 }
 
-const DEFAULT_PAGE_SIZE: usize = 4;
+/// Three `tools/list` pages by default: `tests/memory_bound.rs` counts the lines the client sends
+/// before its first call (initialize, initialized, 3 pages).
+const DEFAULT_PAGE_SIZE: usize = 10;
 
 /// The same server as `mcpvisor demo-server` without flags.
 impl Default for DemoServerOptions {
