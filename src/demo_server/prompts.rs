@@ -1,0 +1,87 @@
+//! Prompts: `greet {name, style?}`, `plain`, and those added by `add_prompt`.
+
+use serde_json::{json, Value};
+
+use super::rpc::RpcError;
+
+/// The styles `greet` accepts (and `completion/complete` offers).
+pub const STYLES: [&str; 3] = ["formal", "casual", "pirate"];
+
+pub fn list(added: &[String]) -> Vec<Value> {
+    let mut prompts = vec![
+        json!({
+            "name": "greet",
+            "title": "Greet",
+            "description": "Greets someone in a style.",
+            "arguments": [
+                {"name": "name", "description": "Who to greet.", "required": true},
+                {"name": "style", "description": "formal, casual or pirate (completable).", "required": false},
+            ],
+        }),
+        json!({"name": "plain", "title": "Plain", "description": "A prompt without arguments."}),
+    ];
+    prompts.extend(added.iter().map(|name| json!({"name": name, "description": "Added by `add_prompt`."})));
+    prompts
+}
+
+fn user_message(text: String) -> Value {
+    json!({"role": "user", "content": {"type": "text", "text": text}})
+}
+
+/// `prompts/get`.
+pub fn get(params: &Value, added: &[String]) -> Result<Value, RpcError> {
+    let name =
+        params.get("name").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params("prompts/get: `name` must be a string"))?;
+    let argument = |field: &str| match params.get("arguments").and_then(|a| a.get(field)) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(value)) => Ok(Some(value.as_str())),
+        Some(other) => Err(RpcError::invalid_params(format!("prompt `{name}`: argument `{field}` must be a string, got {other}"))),
+    };
+    match name {
+        "greet" => {
+            let who = argument("name")?.ok_or_else(|| RpcError::invalid_params("prompt `greet`: missing required argument `name`"))?;
+            let style = argument("style")?.unwrap_or("casual");
+            if !STYLES.contains(&style) {
+                return Err(RpcError::invalid_params(format!(
+                    "prompt `greet`: argument `style` must be one of {}, got {style:?}",
+                    STYLES.join(", ")
+                )));
+            }
+            Ok(json!({"description": "A greeting.", "messages": [user_message(format!("Greet {who} in a {style} style."))]}))
+        }
+        "plain" => Ok(json!({"messages": [user_message("Say something plain.".into())]})),
+        _ if added.iter().any(|a| a == name) => Ok(json!({"messages": [user_message(format!("This is the added prompt {name}."))]})),
+        _ => Err(RpcError::invalid_params(format!("Unknown prompt: {name}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn greet_uses_its_arguments_and_checks_them() {
+        let got = get(&json!({"name": "greet", "arguments": {"name": "Ada", "style": "pirate"}}), &[]).unwrap();
+        assert_eq!(got["messages"][0]["content"]["text"], "Greet Ada in a pirate style.");
+        let casual = get(&json!({"name": "greet", "arguments": {"name": "Bo"}}), &[]).unwrap();
+        assert_eq!(casual["messages"][0]["content"]["text"], "Greet Bo in a casual style.");
+        for (params, expected) in [
+            (json!({"name": "greet"}), "prompt `greet`: missing required argument `name`"),
+            (json!({"name": "greet", "arguments": {"name": 1}}), "prompt `greet`: argument `name` must be a string"),
+            (json!({"name": "greet", "arguments": {"name": "a", "style": "rude"}}), "argument `style` must be one of"),
+            (json!({"name": "nope"}), "Unknown prompt: nope"),
+            (json!({}), "prompts/get: `name`"),
+        ] {
+            assert!(get(&params, &[]).unwrap_err().message.contains(expected), "{params}");
+        }
+    }
+
+    #[test]
+    fn listed_prompts_get_without_optional_arguments() {
+        let added = ["mine".to_owned()];
+        let names: Vec<Value> = list(&added).iter().map(|p| p["name"].clone()).collect();
+        assert_eq!(names, [json!("greet"), json!("plain"), json!("mine")]);
+        assert_eq!(get(&json!({"name": "plain"}), &added).unwrap()["messages"][0]["role"], "user");
+        assert!(get(&json!({"name": "mine"}), &added).is_ok());
+    }
+}

@@ -1,0 +1,327 @@
+//! The server: shared state, routing of every request, running requests that
+//! take time in their own tasks, cancellation and what was received.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::watch;
+use tokio::task::{AbortHandle, JoinHandle};
+
+use super::catalog::{added_tool_json, parse_call, ToolCall, TOOLS};
+use super::era::{Era, RequestEra};
+use super::interaction::{Outgoing, RequestStates};
+use super::logging::Level;
+use super::paging::page;
+use super::rpc::{classify, response_frame, text_result, Message, Out, RpcError, METHOD_NOT_FOUND};
+use super::subscriptions::{Change, Subscriptions};
+use super::tasks::{requested_ttl, Outcome, TaskStore};
+use super::{completion, lifecycle, lock, log, prompts, resources, tasks, tools, DemoServerOptions};
+
+/// What the server has received, as the `received` and `cancellations` tools report it.
+#[derive(Default)]
+pub struct Received {
+    pub initialize_requests: u64,
+    /// Every notification, counted by method.
+    notifications: BTreeMap<String, u64>,
+    /// Every `notifications/cancelled`: `{requestId, reason, tool, arguments}`.
+    pub cancellations: Vec<Value>,
+}
+
+impl Received {
+    pub fn report(&self) -> Value {
+        let count = |method: &str| self.notifications.get(method).copied().unwrap_or(0);
+        json!({
+            "initializeRequests": self.initialize_requests,
+            "initialized": count("notifications/initialized") > 0,
+            "rootsListChanged": count("notifications/roots/list_changed"),
+            "notifications": self.notifications,
+            "cancellations": self.cancellations,
+        })
+    }
+}
+
+/// Names added at run time by `add_tool`, `add_prompt` and `add_resource`.
+#[derive(Default)]
+pub struct Added {
+    pub tools: Vec<String>,
+    pub prompts: Vec<String>,
+    pub resources: Vec<String>,
+}
+
+/// A request still running. `seq` tells it apart from a later request reusing its id.
+struct InFlight {
+    seq: u64,
+    /// The call's `name` and `arguments` (null for other methods), as `cancellations` reports them.
+    tool: Value,
+    arguments: Value,
+    abort: AbortHandle,
+}
+
+/// State shared by the server and its request tasks.
+pub struct State {
+    pub options: DemoServerOptions,
+    pub out: Out,
+    /// Running requests by the JSON text of their id. An entry is removed exactly once:
+    /// by the request when it ends (then it answers) or by a cancellation (then nobody does).
+    in_flight: Mutex<HashMap<String, InFlight>>,
+    next_seq: AtomicU64,
+    pub received: Mutex<Received>,
+    pub added: Mutex<Added>,
+    /// The value of `demo://counter`.
+    pub counter: AtomicU64,
+    /// The legacy `logging/setLevel` threshold.
+    pub log_level: Mutex<Level>,
+    pub subscriptions: Subscriptions,
+    pub outgoing: Outgoing,
+    pub request_states: RequestStates,
+    pub tasks: TaskStore,
+}
+
+impl State {
+    pub fn send(&self, frame: Vec<u8>) {
+        // Fails only once the writer is gone (stdout broken); nothing is left to tell.
+        let _ = self.out.send(frame);
+    }
+
+    /// Tells `change` to legacy sessions and listen streams that asked for it. A dual
+    /// server has a legacy session once it received `initialize`.
+    pub fn announce(&self, change: Change) {
+        let legacy_session = match self.options.era {
+            Era::Legacy => true,
+            Era::Modern => false,
+            Era::Dual => lock(&self.received).initialize_requests > 0,
+        };
+        for frame in self.subscriptions.frames(&change, legacy_session) {
+            self.send(frame);
+        }
+    }
+
+    /// `tools/list` items: the catalog (minus legacy-only tools in the modern era), then added tools.
+    fn tools(&self, era: RequestEra) -> Vec<Value> {
+        let catalog = TOOLS.iter().filter(|t| era.is_legacy() || !t.legacy_only).map(|t| t.json());
+        catalog.chain(lock(&self.added).tools.iter().map(|name| added_tool_json(name))).collect()
+    }
+}
+
+/// What to do with one request.
+enum Action {
+    Reply(Result<Value, RpcError>),
+    /// Run in its own task, cancellable, and answer when it ends.
+    Spawn(Job),
+    /// A listen stream is open: no answer until it ends.
+    Open,
+}
+
+enum Job {
+    Tool(ToolCall),
+    TaskResult(String, watch::Receiver<Outcome>),
+}
+
+pub struct Server {
+    pub(super) state: Arc<State>,
+}
+
+impl Server {
+    pub fn new(options: DemoServerOptions, out: Out) -> Self {
+        let state = State {
+            options,
+            out,
+            in_flight: Mutex::default(),
+            next_seq: AtomicU64::new(0),
+            received: Mutex::default(),
+            added: Mutex::default(),
+            counter: AtomicU64::new(0),
+            log_level: Mutex::new(Level::DEBUG),
+            subscriptions: Subscriptions::default(),
+            outgoing: Outgoing::default(),
+            request_states: RequestStates::default(),
+            tasks: TaskStore::default(),
+        };
+        Server { state: Arc::new(state) }
+    }
+
+    pub fn handle_line(&self, line: &[u8]) {
+        if line.trim_ascii().is_empty() {
+            return;
+        }
+        let message = match serde_json::from_slice::<Value>(line) {
+            Ok(message) => message,
+            Err(e) => {
+                let preview: String = String::from_utf8_lossy(line).chars().take(120).collect();
+                return log(format_args!("ignoring a line that is not JSON ({e}): {}", preview.trim_end()));
+            }
+        };
+        match classify(message) {
+            Message::Request { id, method, params } => self.handle_request(id, method, params),
+            Message::Notification { method, params } => {
+                *lock(&self.state.received).notifications.entry(method.clone()).or_default() += 1;
+                if method == "notifications/cancelled" {
+                    self.cancel(&params);
+                }
+            }
+            Message::Response { id, outcome } => {
+                if !self.state.outgoing.deliver(&id, outcome) {
+                    log(format_args!("ignoring a response to no pending request (id {id})"));
+                }
+            }
+            Message::Invalid(why) => log(format_args!("ignoring a message: {why}")),
+        }
+    }
+
+    fn handle_request(&self, id: Value, method: String, params: Value) {
+        let options = &self.state.options;
+        if options.no_initialize && (method == "initialize" || (method == "server/discover" && options.era != Era::Legacy)) {
+            return log(format_args!("not answering `{method}` (--no-initialize)"));
+        }
+        let era = match options.era.of_request(&method, &params) {
+            Ok(era) => era,
+            Err(e) => return self.state.send(response_frame(&id, Err(e))),
+        };
+        match self.route(era, &id, &method, &params) {
+            Action::Reply(result) => self.state.send(response_frame(&id, result.map(|r| era.finish(&method, r)))),
+            Action::Spawn(job) => self.spawn(id, era, method, params, job),
+            Action::Open => {}
+        }
+    }
+
+    fn route(&self, era: RequestEra, id: &Value, method: &str, params: &Value) -> Action {
+        let state = &self.state;
+        let (options, legacy) = (&state.options, era.is_legacy());
+        let list = |key: &str, items: Vec<Value>| Action::Reply(page(method, key, items, params, options.page_size));
+        match method {
+            "initialize" => {
+                lock(&state.received).initialize_requests += 1;
+                Action::Reply(Ok(lifecycle::initialize(params)))
+            }
+            "server/discover" if options.era != Era::Legacy => Action::Reply(Ok(lifecycle::discover(options.era))),
+            "ping" => Action::Reply(Ok(json!({}))),
+            "logging/setLevel" if legacy => Action::Reply(self.set_level(params)),
+            "tools/list" => list("tools", state.tools(era)),
+            "tools/call" => self.tool_call(era, params),
+            "prompts/list" => list("prompts", prompts::list(&lock(&state.added).prompts)),
+            "prompts/get" => Action::Reply(prompts::get(params, &lock(&state.added).prompts)),
+            "resources/list" => list("resources", resources::list(&lock(&state.added).resources)),
+            "resources/templates/list" if !options.no_templates => list("resourceTemplates", resources::templates()),
+            "resources/read" => {
+                let counter = state.counter.load(Ordering::Relaxed);
+                Action::Reply(resources::read(params, counter, &lock(&state.added).resources, era))
+            }
+            "resources/subscribe" | "resources/unsubscribe" if legacy => Action::Reply(state.subscriptions.legacy(method, params)),
+            "completion/complete" => Action::Reply(completion::complete(params)),
+            "subscriptions/listen" if !legacy => match state.subscriptions.listen(id, params) {
+                Ok(acknowledgement) => {
+                    state.send(acknowledgement);
+                    Action::Open
+                }
+                Err(e) => Action::Reply(Err(e)),
+            },
+            "tasks/get" | "tasks/cancel" if legacy => Action::Reply(state.tasks.get_or_cancel(method, params)),
+            "tasks/list" if legacy => list("tasks", state.tasks.list()),
+            "tasks/result" if legacy => match state.tasks.watch(params) {
+                Ok((task, outcome)) => Action::Spawn(Job::TaskResult(task, outcome)),
+                Err(e) => Action::Reply(Err(e)),
+            },
+            _ => Action::Reply(Err(RpcError::method_not_found(method))),
+        }
+    }
+
+    fn set_level(&self, params: &Value) -> Result<Value, RpcError> {
+        let level = params.get("level").and_then(Level::parse);
+        let level = level.ok_or_else(|| RpcError::invalid_params(format!("logging/setLevel: `level` must be {}", Level::expected())))?;
+        *lock(&self.state.log_level) = level;
+        Ok(json!({}))
+    }
+
+    /// `tools/call`: checks the call and its task augmentation (2025-11-25, legacy only).
+    fn tool_call(&self, era: RequestEra, params: &Value) -> Action {
+        let call = match parse_call(params, &lock(&self.state.added).tools) {
+            Ok(call) => call,
+            Err(e) => return Action::Reply(Err(e)),
+        };
+        let refuse = |message: String| Action::Reply(Err(RpcError::new(METHOD_NOT_FOUND, message)));
+        let task = params.get("task").filter(|t| !t.is_null());
+        match (&call, task, era.is_legacy()) {
+            (ToolCall::SlowTask(_), Some(task), true) => Action::Reply(self.start_task(call.clone(), task)),
+            (ToolCall::SlowTask(_), None, true) => {
+                refuse("tool `slow_task` must be invoked as a task: `params.task` is required (execution.taskSupport \"required\")".into())
+            }
+            (ToolCall::SlowTask(_), _, false) => refuse("tool `slow_task` needs 2025-11-25 tasks, which only legacy sessions have".into()),
+            (_, Some(_), true) => {
+                let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+                refuse(format!("tool `{name}` cannot be invoked as a task (execution.taskSupport \"forbidden\")"))
+            }
+            _ => Action::Spawn(Job::Tool(call)),
+        }
+    }
+
+    /// Creates a task running `call`; answers the `CreateTaskResult` at once.
+    fn start_task(&self, call: ToolCall, task: &Value) -> Result<Value, RpcError> {
+        let (id, created) = self.state.tasks.create(requested_ttl(task)?);
+        let (state, task_id) = (Arc::clone(&self.state), id.clone());
+        let work = tokio::spawn(async move {
+            let result = tools::execute(call, &state, RequestEra::Legacy, &Value::Null).await;
+            state.tasks.complete(&task_id, result.unwrap_or_else(|e| text_result(e.message)));
+        });
+        self.state.tasks.set_abort(&id, work.abort_handle());
+        Ok(created)
+    }
+
+    fn spawn(&self, id: Value, era: RequestEra, method: String, params: Value, job: Job) {
+        let key = id.to_string();
+        let seq = self.state.next_seq.fetch_add(1, Ordering::Relaxed);
+        let field = |name| if method == "tools/call" { params.get(name).cloned().unwrap_or(Value::Null) } else { Value::Null };
+        let (tool, arguments) = (field("name"), field("arguments"));
+        let state = Arc::clone(&self.state);
+        // Registered under the lock before the task can finish and look for its entry.
+        let mut in_flight = lock(&self.state.in_flight);
+        let task_key = key.clone();
+        let task = tokio::spawn(async move {
+            let result = match job {
+                Job::Tool(call) => tools::execute(call, &state, era, &params).await,
+                Job::TaskResult(task, outcome) => tasks::result(task, outcome).await,
+            };
+            let mut in_flight = lock(&state.in_flight);
+            if in_flight.get(&task_key).is_some_and(|entry| entry.seq == seq) {
+                in_flight.remove(&task_key);
+                state.send(response_frame(&id, result.map(|r| era.finish(&method, r))));
+            }
+        });
+        in_flight.insert(key, InFlight { seq, tool, arguments, abort: task.abort_handle() });
+    }
+
+    /// Records a cancellation and stops the request (or listen stream) if still open;
+    /// it then never answers.
+    fn cancel(&self, params: &Value) {
+        let Some(request_id) = params.get("requestId") else {
+            return log("ignoring notifications/cancelled without `requestId`");
+        };
+        let entry = lock(&self.state.in_flight).remove(&request_id.to_string());
+        match &entry {
+            Some(entry) => entry.abort.abort(),
+            None => {
+                self.state.subscriptions.end(request_id);
+            }
+        }
+        let (tool, arguments) = entry.map_or((Value::Null, Value::Null), |e| (e.tool, e.arguments));
+        let record = json!({
+            "requestId": request_id,
+            "reason": params.get("reason").cloned().unwrap_or(Value::Null),
+            "tool": tool,
+            "arguments": arguments,
+        });
+        lock(&self.state.received).cancellations.push(record);
+    }
+
+    /// Drops the running requests and lets the writer flush what is already answered (boundedly).
+    pub async fn shutdown(self, writer: JoinHandle<()>) {
+        for (_, request) in lock(&self.state.in_flight).drain() {
+            request.abort.abort();
+        }
+        self.state.tasks.abort_all();
+        drop(self);
+        let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    }
+}

@@ -1,0 +1,224 @@
+//! Who hears about changes: legacy `resources/subscribe` URIs, and modern
+//! `subscriptions/listen` streams with their filters.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
+
+use super::lock;
+use super::rpc::{notification_frame, RpcError};
+
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// Something that changed, announced to whoever asked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    Tools,
+    Prompts,
+    Resources,
+    Updated(String),
+}
+
+impl Change {
+    fn method(&self) -> &'static str {
+        match self {
+            Change::Tools => "notifications/tools/list_changed",
+            Change::Prompts => "notifications/prompts/list_changed",
+            Change::Resources => "notifications/resources/list_changed",
+            Change::Updated(_) => "notifications/resources/updated",
+        }
+    }
+
+    fn params(&self) -> Value {
+        match self {
+            Change::Updated(uri) => json!({ "uri": uri }),
+            _ => json!({}),
+        }
+    }
+}
+
+/// The notification types one listen stream opted into (all of them are supported).
+#[derive(Debug, Default, PartialEq)]
+struct Filter {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    uris: BTreeSet<String>,
+}
+
+impl Filter {
+    fn parse(params: &Value) -> Result<Filter, RpcError> {
+        let invalid = |what: &str| RpcError::invalid_params(format!("subscriptions/listen: {what}"));
+        let requested =
+            params.get("notifications").filter(|n| n.is_object()).ok_or_else(|| invalid("`notifications` must be an object"))?;
+        let flag = |name: &str| match requested.get(name) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(invalid(&format!("`notifications.{name}` must be a boolean, got {other}"))),
+        };
+        let uris = match requested.get("resourceSubscriptions") {
+            None | Some(Value::Null) => BTreeSet::new(),
+            Some(Value::Array(uris)) => uris
+                .iter()
+                .map(|u| u.as_str().map(str::to_owned))
+                .collect::<Option<_>>()
+                .ok_or_else(|| invalid("`resourceSubscriptions` must hold strings"))?,
+            Some(other) => return Err(invalid(&format!("`notifications.resourceSubscriptions` must be an array, got {other}"))),
+        };
+        Ok(Filter {
+            tools: flag("toolsListChanged")?,
+            prompts: flag("promptsListChanged")?,
+            resources: flag("resourcesListChanged")?,
+            uris,
+        })
+    }
+
+    /// The accepted filter as acknowledged: true flags only, URIs when any.
+    fn to_json(&self) -> Value {
+        let mut accepted = json!({});
+        for (name, on) in [("toolsListChanged", self.tools), ("promptsListChanged", self.prompts), ("resourcesListChanged", self.resources)]
+        {
+            if on {
+                accepted[name] = json!(true);
+            }
+        }
+        if !self.uris.is_empty() {
+            accepted["resourceSubscriptions"] = json!(self.uris);
+        }
+        accepted
+    }
+
+    fn wants(&self, change: &Change) -> bool {
+        match change {
+            Change::Tools => self.tools,
+            Change::Prompts => self.prompts,
+            Change::Resources => self.resources,
+            Change::Updated(uri) => self.uris.contains(uri),
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct Subscriptions {
+    /// Legacy `resources/subscribe`d URIs.
+    uris: Mutex<BTreeSet<String>>,
+    /// Open listen streams by request id, in opening order.
+    listens: Mutex<Vec<(Value, Filter)>>,
+}
+
+fn uri_param<'a>(method: &str, params: &'a Value) -> Result<&'a str, RpcError> {
+    params.get("uri").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params(format!("{method}: `uri` must be a string")))
+}
+
+impl Subscriptions {
+    /// `resources/subscribe` and `resources/unsubscribe`.
+    pub fn legacy(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
+        let uri = uri_param(method, params)?.to_owned();
+        let mut uris = lock(&self.uris);
+        if method == "resources/subscribe" {
+            uris.insert(uri);
+        } else {
+            uris.remove(&uri);
+        }
+        Ok(json!({}))
+    }
+
+    /// Opens the listen stream of request `id`; returns its acknowledgement frame.
+    pub fn listen(&self, id: &Value, params: &Value) -> Result<Vec<u8>, RpcError> {
+        let filter = Filter::parse(params)?;
+        let ack = json!({"_meta": { META_SUBSCRIPTION_ID: id }, "notifications": filter.to_json()});
+        let mut listens = lock(&self.listens);
+        listens.retain(|(open, _)| open != id);
+        listens.push((id.clone(), filter));
+        Ok(notification_frame("notifications/subscriptions/acknowledged", ack))
+    }
+
+    /// Ends the listen stream of request `id`; false if there was none.
+    pub fn end(&self, id: &Value) -> bool {
+        let mut listens = lock(&self.listens);
+        let before = listens.len();
+        listens.retain(|(open, _)| open != id);
+        listens.len() < before
+    }
+
+    /// The frames announcing `change`: unsolicited legacy ones when a legacy
+    /// session exists (`updated` only for subscribed URIs), and one per listen
+    /// stream that asked for it, tagged with its subscription id.
+    pub fn frames(&self, change: &Change, legacy_session: bool) -> Vec<Vec<u8>> {
+        let mut frames = Vec::new();
+        let subscribed = match change {
+            Change::Updated(uri) => lock(&self.uris).contains(uri),
+            _ => true,
+        };
+        if legacy_session && subscribed {
+            frames.push(notification_frame(change.method(), change.params()));
+        }
+        for (id, _) in lock(&self.listens).iter().filter(|(_, filter)| filter.wants(change)) {
+            let mut params = change.params();
+            params["_meta"] = json!({ META_SUBSCRIPTION_ID: id });
+            frames.push(notification_frame(change.method(), params));
+        }
+        frames
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(frame: &[u8]) -> Value {
+        serde_json::from_slice(frame).unwrap()
+    }
+
+    #[test]
+    fn listen_acknowledges_the_accepted_filter_and_delivers_only_what_it_asked() {
+        let subscriptions = Subscriptions::default();
+        let params =
+            json!({"notifications": {"toolsListChanged": true, "promptsListChanged": false, "resourceSubscriptions": ["demo://counter"]}});
+        let ack = parse(&subscriptions.listen(&json!(7), &params).unwrap());
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        assert_eq!(
+            ack["params"],
+            json!({"_meta": {META_SUBSCRIPTION_ID: 7}, "notifications": {"toolsListChanged": true, "resourceSubscriptions": ["demo://counter"]}})
+        );
+        let tools = subscriptions.frames(&Change::Tools, false);
+        assert_eq!(tools.len(), 1);
+        assert_eq!(
+            parse(&tools[0]),
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": {META_SUBSCRIPTION_ID: 7}}})
+        );
+        assert!(subscriptions.frames(&Change::Prompts, false).is_empty());
+        assert!(subscriptions.frames(&Change::Updated("demo://blob".into()), false).is_empty());
+        let updated = parse(&subscriptions.frames(&Change::Updated("demo://counter".into()), false)[0]);
+        assert_eq!(updated["params"]["uri"], "demo://counter");
+        assert!(subscriptions.end(&json!(7)) && !subscriptions.end(&json!(7)));
+        assert!(subscriptions.frames(&Change::Tools, false).is_empty());
+    }
+
+    #[test]
+    fn legacy_sessions_get_list_changes_and_only_subscribed_updates() {
+        let subscriptions = Subscriptions::default();
+        assert_eq!(parse(&subscriptions.frames(&Change::Resources, true)[0])["params"], json!({}));
+        assert!(subscriptions.frames(&Change::Updated("demo://counter".into()), true).is_empty());
+        subscriptions.legacy("resources/subscribe", &json!({"uri": "demo://counter"})).unwrap();
+        assert_eq!(subscriptions.frames(&Change::Updated("demo://counter".into()), true).len(), 1);
+        subscriptions.legacy("resources/unsubscribe", &json!({"uri": "demo://counter"})).unwrap();
+        assert!(subscriptions.frames(&Change::Updated("demo://counter".into()), true).is_empty());
+        assert!(subscriptions.frames(&Change::Tools, false).is_empty());
+    }
+
+    #[test]
+    fn bad_filters_are_invalid_params() {
+        let subscriptions = Subscriptions::default();
+        for params in [
+            json!({}),
+            json!({"notifications": 1}),
+            json!({"notifications": {"toolsListChanged": "yes"}}),
+            json!({"notifications": {"resourceSubscriptions": [1]}}),
+        ] {
+            assert_eq!(subscriptions.listen(&json!(1), &params).unwrap_err().code, super::super::rpc::INVALID_PARAMS, "{params}");
+        }
+        assert!(subscriptions.legacy("resources/subscribe", &json!({})).is_err());
+    }
+}
