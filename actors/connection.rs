@@ -153,8 +153,8 @@ struct Run {
     stdout_open: bool,
     stderr_open: bool,
     exit: Option<ExitInfo>,
-    listing: bool,
-    relist: bool,
+    /// The state of each kind of listing, by [`Listing`].
+    listings: [ListingState; 3],
     /// The id of the `server/discover` request while the era is being found.
     probing: Option<RequestId>,
 }
@@ -395,8 +395,7 @@ impl Connection {
             stdout_open: true,
             stderr_open: true,
             exit: None,
-            listing: false,
-            relist: false,
+            listings: Default::default(),
             probing: None,
             listen: None,
         });
@@ -475,10 +474,7 @@ impl Connection {
     fn send_discover(&mut self, generation: u64, probe: bool, ctx: &mut Context<Self>) {
         let version = self.session_version_to_try();
         self.session.agree(Era::Modern, version);
-        let id = self.next_request_id();
-        let (reply, answer) = oneshot::channel();
-        let frame = self.session.request_frame(&id, methods::DISCOVER, &serde_json::json!({}), false);
-        self.put_on_wire(id.clone(), frame, Pending { reply, counted: false, progress: None }, ctx);
+        let (id, answer) = self.request_with_id(methods::DISCOVER, &serde_json::json!({}), ctx);
         if let Some(run) = self.run.as_mut() {
             run.probing = Some(id.clone());
         }
@@ -583,8 +579,14 @@ impl Connection {
             }
             Era::Modern => self.listen(ctx),
         }
-        self.list_tools(ctx);
-        self.count_listings(ctx);
+        let peer = self.peer.clone();
+        for what in [Listing::Tools, Listing::Resources, Listing::Prompts] {
+            let offered = what == Listing::Tools || peer.as_ref().is_some_and(|peer| peer.has(what.capability(), None));
+            match offered {
+                true => self.list(what, ctx),
+                false => self.on_listed_count(what, Some(0), ctx),
+            }
+        }
     }
 
     /// Legacy: `logging/setLevel`; modern: the level rides on every request.
@@ -619,10 +621,7 @@ impl Connection {
         if filter.is_empty() {
             return;
         }
-        let id = self.next_request_id();
-        let (reply, answer) = oneshot::channel();
-        let frame = self.session.request_frame(&id, methods::SUBSCRIPTIONS_LISTEN, &serde_json::json!({ "notifications": filter }), false);
-        self.put_on_wire(id.clone(), frame, Pending { reply, counted: false, progress: None }, ctx);
+        let (id, answer) = self.request_with_id(methods::SUBSCRIPTIONS_LISTEN, &serde_json::json!({ "notifications": filter }), ctx);
         if let Some(run) = self.run.as_mut() {
             run.listen = Some(id);
         }
@@ -632,34 +631,6 @@ impl Connection {
                 tracing::debug!(server = %server, "the listen stream ended: {failure:?}");
             }
         });
-    }
-
-    /// Counts resources and prompts for the status, when the server has them.
-    fn count_listings(&mut self, ctx: &mut Context<Self>) {
-        let Some(peer) = self.peer.as_ref() else { return };
-        let (resources, prompts) = (peer.has("resources", None), peer.has("prompts", None));
-        let requester = self.requester(ctx);
-        let generation = self.generation;
-        let count = async move {
-            let resources = match resources {
-                true => requester.list_all::<serde_json::Value>(methods::RESOURCES_LIST, "resources").await.map(|r| r.len()),
-                false => Ok(0),
-            };
-            let prompts = match prompts {
-                true => requester.list_all::<serde_json::Value>(methods::PROMPTS_LIST, "prompts").await.map(|p| p.len()),
-                false => Ok(0),
-            };
-            (resources, prompts)
-        };
-        ctx.spawn(count.into_actor(self).map(move |(resources, prompts), act, _| {
-            if act.generation != generation {
-                return;
-            }
-            match (resources, prompts) {
-                (Ok(resources), Ok(prompts)) => act.counts = Counts { resources, prompts },
-                (Err(e), _) | (_, Err(e)) => tracing::warn!(server = %act.config.name, "could not list resources or prompts: {e}"),
-            }
-        }));
     }
 
     /// Subscribes to or unsubscribes from a resource's updates.
@@ -680,51 +651,116 @@ impl Connection {
         Reply::later(async move { answer.await.map(|_| ()) })
     }
 
-    /// Lists every page of tools, then reports them. One listing at a time;
-    /// a `list_changed` during a listing triggers one more afterwards.
-    fn list_tools(&mut self, ctx: &mut Context<Self>) {
+    /// Lists every page of `what`, then takes the items in. One listing of
+    /// each kind at a time; a `list_changed` during one triggers one more
+    /// afterwards. Listings use uncounted internal requests, so they are
+    /// sent before the server is ready and never take a caller's slot.
+    fn list(&mut self, what: Listing, ctx: &mut Context<Self>) {
         let Some(run) = self.run.as_mut() else { return };
-        if run.listing {
-            run.relist = true;
+        let state = &mut run.listings[what as usize];
+        if state.running {
+            state.again = true;
             return;
         }
-        run.listing = true;
+        state.running = true;
         let generation = run.generation;
-        self.list_page(generation, None, Vec::new(), ctx);
+        self.list_page(generation, what, None, Vec::new(), ctx);
     }
 
-    fn list_page(&mut self, generation: u64, cursor: Option<String>, mut tools: Vec<ListedTool>, ctx: &mut Context<Self>) {
+    fn list_page(
+        &mut self,
+        generation: u64,
+        what: Listing,
+        cursor: Option<String>,
+        mut items: Vec<serde_json::Value>,
+        ctx: &mut Context<Self>,
+    ) {
         let params = match &cursor {
             Some(cursor) => serde_json::json!({ "cursor": cursor }),
             None => serde_json::json!({}),
         };
-        let answer = self.request(methods::TOOLS_LIST, &params, ctx);
+        let answer = self.request(what.method(), &params, ctx);
         ctx.spawn(answer.into_actor(self).map(move |outcome, act, ctx| {
             if act.current_run(generation).is_none() {
                 return;
             }
             let server = act.config.name.clone();
-            let page = match flatten(outcome).and_then(|raw| parse::<ToolsPage>(&raw).map_err(Failure::Internal)) {
+            let page = flatten(outcome).and_then(|raw| parse::<serde_json::Value>(&raw).map_err(Failure::Internal));
+            let page = page.and_then(|mut page| {
+                let found = page.get_mut(what.field()).map(serde_json::Value::take);
+                let found = found.and_then(|f| serde_json::from_value::<Vec<serde_json::Value>>(f).ok());
+                let found = found.ok_or_else(|| Failure::Internal(format!("the answer has no `{}` list", what.field())))?;
+                Ok((found, page.get("nextCursor").and_then(|c| c.as_str()).map(str::to_string)))
+            });
+            let (found, next) = match page {
                 Ok(page) => page,
-                Err(failure) => return act.abort_run(failure.into_connect_error(&server, methods::TOOLS_LIST), Ending::Failure),
+                Err(failure) => return act.on_listing_failed(what, failure.into_connect_error(&server, what.method()), ctx),
             };
-            tools.extend(page.tools.into_iter().filter_map(|tool| ListedTool::parse(&server, tool)));
-            match page.next_cursor {
-                Some(next) if Some(&next) == cursor.as_ref() || tools.len() > MAX_LIST_PAGES * 100 => {
-                    let error = ConnectError::Protocol {
-                        server,
-                        method: methods::TOOLS_LIST.into(),
-                        message: format!("pagination does not advance (cursor {next:?} repeats)"),
-                    };
-                    act.abort_run(error, Ending::Failure);
+            items.extend(found);
+            match next {
+                Some(next) if Some(&next) == cursor.as_ref() || items.len() > MAX_LIST_PAGES * 100 => {
+                    let message = format!("pagination does not advance (cursor {next:?} repeats)");
+                    act.on_listing_failed(what, ConnectError::Protocol { server, method: what.method().into(), message }, ctx);
                 }
-                Some(next) => act.list_page(generation, Some(next), tools, ctx),
-                None => act.on_tools_listed(tools, ctx),
+                Some(next) => act.list_page(generation, what, Some(next), items, ctx),
+                None => act.on_listed(what, items, ctx),
             }
         }));
     }
 
-    fn on_tools_listed(&mut self, mut listed: Vec<ListedTool>, ctx: &mut Context<Self>) {
+    /// A tools listing that fails ends the run; resources and prompts are
+    /// secondary: the server serves its tools and the count stays as it was.
+    fn on_listing_failed(&mut self, what: Listing, error: ConnectError, ctx: &mut Context<Self>) {
+        if what == Listing::Tools {
+            return self.abort_run(error, Ending::Failure);
+        }
+        tracing::warn!(server = %self.config.name, "{error}");
+        self.on_listed_count(what, None, ctx);
+    }
+
+    fn on_listed(&mut self, what: Listing, items: Vec<serde_json::Value>, ctx: &mut Context<Self>) {
+        match what {
+            Listing::Tools => {
+                let server = self.config.name.clone();
+                let tools = items.into_iter().filter_map(|tool| ListedTool::parse(&server, tool)).collect();
+                self.on_tools_listed(tools);
+                self.on_listed_count(what, None, ctx);
+            }
+            Listing::Resources | Listing::Prompts => self.on_listed_count(what, Some(items.len()), ctx),
+        }
+    }
+
+    /// Records a finished listing; the first time every listing is done, the
+    /// server is ready (`Connected`) and waiting calls go out.
+    fn on_listed_count(&mut self, what: Listing, count: Option<usize>, ctx: &mut Context<Self>) {
+        match (what, count) {
+            (Listing::Resources, Some(n)) => self.counts.resources = n,
+            (Listing::Prompts, Some(n)) => self.counts.prompts = n,
+            _ => {}
+        }
+        let Some(run) = self.run.as_mut() else { return };
+        let state = &mut run.listings[what as usize];
+        state.running = false;
+        state.done = true;
+        let again = std::mem::take(&mut state.again);
+        let first = !run.ready && run.listings.iter().all(|l| l.done);
+        if first {
+            run.ready = true;
+            if let Some(timer) = run.startup_timer.take() {
+                ctx.cancel_future(timer);
+            }
+            self.last_error = None;
+            self.set_state(ServerState::Connected);
+            self.pump(ctx);
+            let generation = self.generation;
+            self.schedule_health_ping(generation, ctx);
+        }
+        if again {
+            self.list(what, ctx);
+        }
+    }
+
+    fn on_tools_listed(&mut self, mut listed: Vec<ListedTool>) {
         listed.retain(|listed| self.config.tools.permits(&listed.tool.name));
         let server = self.config.name.clone();
         self.contracts = listed
@@ -732,28 +768,10 @@ impl Connection {
             .map(|listed| (listed.tool.name.to_string(), Arc::new(ToolContract::of(&server, &listed.tool, listed.task_required))))
             .collect();
         let tools: Vec<Tool> = listed.into_iter().map(|listed| listed.tool).collect();
-        let Some(run) = self.run.as_mut() else { return };
-        run.listing = false;
-        let relist = std::mem::take(&mut run.relist);
-        let first = !run.ready;
-        run.ready = true;
-        if let Some(timer) = run.startup_timer.take() {
-            ctx.cancel_future(timer);
-        }
         tracing::info!(server = %self.config.name, tools = tools.len(), "tools listed");
         self.tools = tools.clone();
         if self.enabled && !self.stopping {
             self.registry.do_send(ToolsChanged { server: self.config.name.clone(), tools });
-        }
-        if first {
-            self.last_error = None;
-            self.set_state(ServerState::Connected);
-            self.pump(ctx);
-            let generation = self.generation;
-            self.schedule_health_ping(generation, ctx);
-        }
-        if relist {
-            self.list_tools(ctx);
         }
     }
 
@@ -792,11 +810,21 @@ impl Connection {
 
     /// Sends an internal request (not counted against `max_in_flight`).
     fn request<P: Serialize>(&mut self, method: &str, params: &P, ctx: &mut Context<Self>) -> oneshot::Receiver<Outcome> {
+        self.request_with_id(method, params, ctx).1
+    }
+
+    /// An internal request, framed for the agreed era; returns its id too.
+    fn request_with_id<P: Serialize>(
+        &mut self,
+        method: &str,
+        params: &P,
+        ctx: &mut Context<Self>,
+    ) -> (RequestId, oneshot::Receiver<Outcome>) {
         let id = self.next_request_id();
-        let (tx, rx) = oneshot::channel();
-        let frame = protocol::request_frame(&id, method, params);
-        self.put_on_wire(id, frame, Pending { reply: tx, counted: false, progress: None }, ctx);
-        rx
+        let (reply, answer) = oneshot::channel();
+        let frame = self.session.request_frame(&id, method, params, false);
+        self.put_on_wire(id.clone(), frame, Pending { reply, counted: false, progress: None }, ctx);
+        (id, answer)
     }
 
     fn notify<P: Serialize>(&mut self, method: &str, params: &P, ctx: &mut Context<Self>) {
@@ -1000,13 +1028,15 @@ impl Connection {
             methods::PROGRESS => self.on_progress(&params),
             methods::TOOLS_LIST_CHANGED => {
                 if self.run.as_ref().is_some_and(|run| run.ready) {
-                    self.list_tools(ctx);
+                    self.list(Listing::Tools, ctx);
                 }
             }
             methods::RESOURCES_LIST_CHANGED | methods::PROMPTS_LIST_CHANGED => {
-                let list = if method == methods::RESOURCES_LIST_CHANGED { "resources" } else { "prompts" };
-                self.count_listings(ctx);
-                self.events.do_send(Event::ListChanged { server, list: list.into() });
+                let what = if method == methods::RESOURCES_LIST_CHANGED { Listing::Resources } else { Listing::Prompts };
+                if self.run.as_ref().is_some_and(|run| run.ready) {
+                    self.list(what, ctx);
+                }
+                self.events.do_send(Event::ListChanged { server, list: what.capability().into() });
             }
             methods::RESOURCE_UPDATED => {
                 let uri = params.get("uri").and_then(|u| u.as_str()).unwrap_or_default().to_string();
@@ -1307,12 +1337,44 @@ fn log_server_message(server: &str, level: &str, logger: Option<&str>, data: &se
     }
 }
 
-/// One page of `tools/list`; tools stay JSON until each is checked alone.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ToolsPage {
-    tools: Vec<serde_json::Value>,
-    next_cursor: Option<String>,
+/// What a connection lists from its server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    Tools = 0,
+    Resources = 1,
+    Prompts = 2,
+}
+
+impl Listing {
+    fn method(self) -> &'static str {
+        match self {
+            Listing::Tools => methods::TOOLS_LIST,
+            Listing::Resources => methods::RESOURCES_LIST,
+            Listing::Prompts => methods::PROMPTS_LIST,
+        }
+    }
+
+    /// The result's list field, which is also the capability's name.
+    fn field(self) -> &'static str {
+        self.capability()
+    }
+
+    fn capability(self) -> &'static str {
+        match self {
+            Listing::Tools => "tools",
+            Listing::Resources => "resources",
+            Listing::Prompts => "prompts",
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct ListingState {
+    running: bool,
+    /// A `list_changed` came during the listing: list again after it.
+    again: bool,
+    /// Listed at least once in this run.
+    done: bool,
 }
 
 /// A listed tool, with what `rmcp::model::Tool` does not keep.

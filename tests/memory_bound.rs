@@ -17,8 +17,10 @@ const PAYLOAD: usize = 16 * 1024;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_stops_reading_keeps_memory_bounded() {
-    // initialize, initialized and the tools/list pages are read; then one call; then nothing.
-    let config = demo("deaf", &["--stop-reading-after", "6"]);
+    // In the legacy era the server reads initialize, initialized, three tools/list pages,
+    // resources/list and prompts/list; then one call; then nothing.
+    let mut config = demo("deaf", &["--stop-reading-after", "8"]);
+    config.era = mcpvisor::config::Era::Legacy;
     let (max_in_flight, max_queued) = (config.limits.max_in_flight, config.limits.max_queued);
     let handle = start(vec![config]).await;
     let payload = "p".repeat(PAYLOAD);
