@@ -115,10 +115,9 @@ impl Connection {
 
     fn on_tools_listed(&mut self, mut listed: Vec<ListedTool>) {
         listed.retain(|listed| self.config.tools.permits(&listed.tool.name));
-        let server = self.config.name.clone();
         self.contracts = listed
             .iter()
-            .map(|listed| (listed.tool.name.to_string(), Arc::new(ToolContract::of(&server, &listed.tool, listed.task_required))))
+            .map(|listed| (listed.tool.name.to_string(), Arc::new(ToolContract::of(&listed.tool, listed.task_required))))
             .collect();
         let tools: Vec<Tool> = listed.into_iter().map(|listed| listed.tool).collect();
         tracing::info!(server = %self.config.name, tools = tools.len(), "tools listed");
