@@ -216,11 +216,12 @@ impl Handler<Request> for Connection {
     type Result = Reply<Result<Box<RawValue>, CallError>>;
 
     fn handle(&mut self, request: Request, ctx: &mut Context<Self>) -> Self::Result {
+        let none = serde_json::Value::Object(Default::default());
         let params = match &request.params {
-            serde_json::Value::Null => None,
-            params => Some(params),
+            serde_json::Value::Null => &none,
+            params => params,
         };
-        Reply::Later(self.caller_request(request.label, &request.method, &params, request.timeout, request.progress, ctx))
+        Reply::Later(self.caller_request(request.label, &request.method, params, request.timeout, request.progress, ctx))
     }
 }
 
