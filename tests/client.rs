@@ -6,16 +6,14 @@ mod common;
 
 use std::time::Duration;
 
-use actix::prelude::*;
 use common::*;
-use mcpvisor::actors::client_requests::{ClientHandlers, ElicitationRequest, Refusal, SamplingRequest};
 use mcpvisor::actors::connection::Request;
 use mcpvisor::actors::hub::ToServer;
 use mcpvisor::actors::operation::LogLevel;
 use mcpvisor::actors::{Event, Progress, ProgressSink};
 use mcpvisor::config::{Era, RuntimeConfig, ServerConfig};
-use mcpvisor::{CallError, CallTool, Handle, JsonObject, Runtime, ServerState};
-use rmcp::model::{ArgumentInfo, ElicitResult, ElicitationAction, Reference, ResourceContents};
+use mcpvisor::{CallError, CallTool, Handle, Runtime, ServerState};
+use rmcp::model::{ArgumentInfo, Reference, ResourceContents};
 use serde_json::{json, Value};
 
 fn with_era(mut config: ServerConfig, era: Era) -> ServerConfig {
@@ -185,50 +183,6 @@ async fn progress_reaches_the_caller_and_keeps_a_slow_call_alive() {
     // Without progress the same time-out ends the call.
     let slow = handle.call_on("old", CallTool::new("sleep", json!({"ms": 600})).with_timeout(Duration::from_millis(250))).await;
     assert!(matches!(slow, Err(CallError::Timeout { .. })), "{slow:?}");
-}
-
-/// Answers sampling with a fixed text and accepts elicitations with their defaults.
-struct Assistant;
-
-impl Actor for Assistant {
-    type Context = Context<Self>;
-}
-
-impl Handler<SamplingRequest> for Assistant {
-    type Result = Result<JsonObject, Refusal>;
-
-    fn handle(&mut self, request: SamplingRequest, _: &mut Context<Self>) -> Self::Result {
-        let asked = request.params["messages"][0]["content"]["text"].as_str().unwrap_or_default().to_string();
-        let answer =
-            json!({"role": "assistant", "content": {"type": "text", "text": format!("model says: {asked}")}, "model": "test-model"});
-        Ok(answer.as_object().cloned().unwrap_or_default())
-    }
-}
-
-impl Handler<ElicitationRequest> for Assistant {
-    type Result = Result<ElicitResult, Refusal>;
-
-    fn handle(&mut self, request: ElicitationRequest, _: &mut Context<Self>) -> Self::Result {
-        let mut result = ElicitResult::new(ElicitationAction::Accept);
-        if !request.prefilled.is_empty() {
-            result.content = Some(Value::Object(request.prefilled));
-        }
-        Ok(result)
-    }
-}
-
-/// Starts `Assistant` on a thread of its own and returns handlers answering with it.
-fn assistant_handlers() -> ClientHandlers {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let system = actix::System::new();
-        system.block_on(async move {
-            let _ = tx.send(Assistant.start());
-            std::future::pending::<()>().await;
-        });
-    });
-    let assistant = rx.recv().expect("the assistant starts");
-    ClientHandlers { roots: None, sampling: Some(assistant.clone().recipient()), elicitation: Some(assistant.recipient()) }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

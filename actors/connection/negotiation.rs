@@ -334,7 +334,8 @@ impl Handler<SetLogLevel> for Connection {
 
     fn handle(&mut self, SetLogLevel(level): SetLogLevel, ctx: &mut Context<Self>) -> Self::Result {
         let server = self.config.name.clone();
-        if self.peer.as_ref().is_some_and(|peer| !peer.has("logging", None)) {
+        // Modern servers take the level with each request, announced or not.
+        if self.peer.as_ref().is_some_and(|peer| peer.era == Era::Legacy && !peer.has("logging", None)) {
             let tool = methods::SET_LOG_LEVEL.to_string();
             return Reply::Ready(Err(CallError::Unsupported { server, tool, capability: "logging".into() }));
         }

@@ -4,6 +4,11 @@
 
 use std::time::{Duration, Instant};
 
+use actix::prelude::*;
+use mcpvisor::actors::client_requests::{ClientHandlers, ElicitationRequest, Refusal, SamplingRequest};
+use rmcp::model::{ElicitResult, ElicitationAction};
+use serde_json::{json, Value};
+
 use mcpvisor::config::{RuntimeConfig, ServerConfig};
 use mcpvisor::transport::stdio::{group_members, proc_info, ProcInfo, ProcessGroup};
 use mcpvisor::{CallToolResult, Handle, JsonObject, Runtime, ServerState, ServerStatus};
@@ -71,4 +76,48 @@ pub fn kill(pid: u32, signal: i32) {
 pub fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0)
+}
+
+/// Answers sampling with a fixed text and accepts elicitations with their defaults.
+pub struct Assistant;
+
+impl Actor for Assistant {
+    type Context = Context<Self>;
+}
+
+impl Handler<SamplingRequest> for Assistant {
+    type Result = Result<JsonObject, Refusal>;
+
+    fn handle(&mut self, request: SamplingRequest, _: &mut Context<Self>) -> Self::Result {
+        let asked = request.params["messages"][0]["content"]["text"].as_str().unwrap_or_default().to_string();
+        let answer =
+            json!({"role": "assistant", "content": {"type": "text", "text": format!("model says: {asked}")}, "model": "test-model"});
+        Ok(answer.as_object().cloned().unwrap_or_default())
+    }
+}
+
+impl Handler<ElicitationRequest> for Assistant {
+    type Result = Result<ElicitResult, Refusal>;
+
+    fn handle(&mut self, request: ElicitationRequest, _: &mut Context<Self>) -> Self::Result {
+        let mut result = ElicitResult::new(ElicitationAction::Accept);
+        if !request.prefilled.is_empty() {
+            result.content = Some(Value::Object(request.prefilled));
+        }
+        Ok(result)
+    }
+}
+
+/// Starts `Assistant` on a thread of its own and returns handlers answering with it.
+pub fn assistant_handlers() -> ClientHandlers {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let system = actix::System::new();
+        system.block_on(async move {
+            let _ = tx.send(Assistant.start());
+            std::future::pending::<()>().await;
+        });
+    });
+    let assistant = rx.recv().expect("the assistant starts");
+    ClientHandlers { roots: None, sampling: Some(assistant.clone().recipient()), elicitation: Some(assistant.recipient()) }
 }
