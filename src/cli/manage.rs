@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::output::{warn, Failure, Out};
-use super::servers::{is_native, native_file, DefinedIn, Servers};
+use super::servers::{absolute, is_native, native_file, DefinedIn, Servers};
 use super::tools::parse_seconds;
 use super::Cli;
 use crate::config::discover::Origin;
@@ -237,7 +237,7 @@ fn editable_file(cli: &Cli, args: &NameArgs, verb: &str) -> Result<PathBuf, Fail
 }
 
 pub fn import(cli: &Cli, out: &Out, args: &ImportArgs) -> Result<u8, Failure> {
-    let (kind, found) = read_importable(&args.file)?;
+    let (kind, found) = read_importable(&absolute(&args.file)?)?;
     let target = native_file(cli, args.scope.map(Scope::from))?;
     let existing: Vec<String> = native::load(&target)?.into_iter().map(|c| c.name).collect();
     let (mut imported, mut skipped, mut errors) = (Vec::new(), Vec::new(), 0);

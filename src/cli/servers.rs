@@ -70,7 +70,7 @@ impl Servers {
     /// skipped with a warning on stderr. Errors in mcpvisor's files fail.
     pub fn load(cli: &Cli) -> Result<Servers, Failure> {
         let loaded = match &cli.config {
-            Some(file) => load_file(file)?,
+            Some(file) => load_file(&absolute(file)?)?,
             None => Locations::new(Some(&current_dir()?), env).load()?,
         };
         for skipped in &loaded.skipped {
@@ -125,6 +125,12 @@ pub fn native_file(cli: &Cli, scope: Option<Scope>) -> Result<PathBuf, Failure> 
     Locations::new(Some(&current_dir()?), env).native_file(scope).ok_or_else(|| {
         Failure::usage("no user configuration file: set MCPVISOR_CONFIG, XDG_CONFIG_HOME or HOME, or use --scope project or --config FILE")
     })
+}
+
+/// `file` from the root: editors' `${workspaceFolder}` is the folder
+/// holding the file, and the value must not depend on where mcpvisor runs.
+pub fn absolute(file: &Path) -> Result<PathBuf, Failure> {
+    std::path::absolute(file).map_err(|e| Failure::usage(format!("{}: cannot locate: {e}", file.display())))
 }
 
 /// Whether a file is mcpvisor's own TOML (by its extension).
