@@ -214,6 +214,7 @@ fn optional(result: Result<String, crate::CallError>) -> Result<String, String> 
 /// What to do about a failed step, from its message.
 fn hint(detail: &str) -> Option<&'static str> {
     let hints = [
+        ("command not found", "check the command's spelling, install it, or give its full path; the PATH above is the one used"),
         ("No such file or directory", "check the command's spelling, install it, or give its full path; the PATH above is the one used"),
         ("Permission denied", "make the command executable (chmod +x) or run it through its interpreter"),
         ("did not answer initialize", "the server did not answer the handshake: check that it speaks MCP over stdio (not HTTP), that it does not wait for input, or raise startup_timeout"),
