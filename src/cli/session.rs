@@ -21,6 +21,8 @@ use crate::{Handle, Runtime};
 /// Time for a server to leave `pending` on top of its start-up time-out.
 const SETTLE_MARGIN: Duration = Duration::from_secs(1);
 const POLL: Duration = Duration::from_millis(20);
+/// Lines of a server's stderr added to the error when it is not connected.
+const STDERR_LINES: usize = 5;
 
 pub struct Session {
     pub handle: Handle,
@@ -85,7 +87,15 @@ impl Session {
         match status.state {
             ServerState::Connected => Ok(()),
             ServerState::Disabled => Err(Failure::usage(format!("server `{name}` is disabled; enable it with `mcpvisor enable {name}`"))),
-            _ => Err(Failure::connection(format!("server `{name}` is {}; `mcpvisor test {name}` explains why", describe(&status)))),
+            _ => {
+                let mut message = format!("server `{name}` is {}; `mcpvisor test {name}` explains why", describe(&status));
+                let tail = &status.stderr_tail[status.stderr_tail.len().saturating_sub(STDERR_LINES)..];
+                if !tail.is_empty() {
+                    message.push_str("\nits last stderr lines:");
+                    tail.iter().for_each(|line| message.push_str(&format!("\n  {line}")));
+                }
+                Err(Failure::connection(message))
+            }
         }
     }
 

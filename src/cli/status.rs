@@ -110,7 +110,8 @@ pub async fn test(cli: &Cli, out: &Out, args: &TestArgs) -> Result<u8, Failure> 
         config.restart = RestartPolicy::Never;
     })?;
     let mut steps = Steps { out, done: Vec::new() };
-    let connected = start_up(&session, &args.name, &mut steps).await;
+    let first_step = if entry.config.url.is_some() { "connect" } else { "start process" };
+    let connected = start_up(&session, &args.name, first_step, &mut steps).await;
     if connected {
         operations(&session, &args.name, &mut steps).await;
     }
@@ -145,7 +146,7 @@ fn summary(entry: &Entry) -> String {
 }
 
 /// Times the phases of the start-up; true when the server connected.
-async fn start_up(session: &Session, name: &str, steps: &mut Steps<'_>) -> bool {
+async fn start_up(session: &Session, name: &str, first_step: &'static str, steps: &mut Steps<'_>) -> bool {
     const POLL: Duration = Duration::from_millis(2);
     let started = Instant::now();
     let deadline = started + session.startup_bound;
@@ -155,7 +156,7 @@ async fn start_up(session: &Session, name: &str, steps: &mut Steps<'_>) -> bool 
         let Ok(status) = session.status_of(name).await else { return false };
         let now = Instant::now();
         if !spawned && status.pid.is_some() {
-            spawned = steps.record("start process", now - phase_start, Ok(format!("pid {}", status.pid.unwrap_or(0))));
+            spawned = steps.record(first_step, now - phase_start, Ok(format!("pid {}", status.pid.unwrap_or(0))));
             phase_start = now;
         }
         if !negotiated && status.protocol_version.is_some() {
@@ -169,7 +170,7 @@ async fn start_up(session: &Session, name: &str, steps: &mut Steps<'_>) -> bool 
             phase_start = now;
         }
         let step = match (spawned, negotiated) {
-            (false, _) => "start process",
+            (false, _) => first_step,
             (true, false) => "handshake",
             (true, true) => "list",
         };
@@ -219,7 +220,6 @@ fn hint(detail: &str) -> Option<&'static str> {
         ("Permission denied", "make the command executable (chmod +x) or run it through its interpreter"),
         ("did not answer initialize", "the server did not answer the handshake: check that it speaks MCP over stdio (not HTTP), that it does not wait for input, or raise startup_timeout"),
         ("exited during start-up", "the server stopped before the handshake; its stderr above usually says why (a missing variable, a bad argument)"),
-        ("remote servers is not built yet", "remote (http/sse) servers are stored and listed now; connecting to them comes with the remote-transports work"),
     ];
     hints.into_iter().find(|(marker, _)| detail.contains(marker)).map(|(_, hint)| hint)
 }
