@@ -53,7 +53,7 @@ impl Requester {
     }
 
     /// Sends one request, finishes it if the server needs more rounds
-    /// (see [`super::rounds`]), and parses the result as `T`.
+    /// (see `actors/rounds.rs`), and parses the result as `T`.
     pub async fn request<T: DeserializeOwned>(&self, method: &str, params: Value, label: String) -> Result<T, CallError> {
         let request = Request { method: method.into(), params: params.clone(), label: label.clone(), timeout: None, progress: None };
         let mut raw = self.raw(request).await?;

@@ -3,7 +3,7 @@
 //!
 //! A request with a [`ProgressSink`] carries its own request id as
 //! `_meta.progressToken`; the connection routes each progress notification
-//! of that token to the sink and touches the request's [`ProgressClock`].
+//! of that token to the sink and touches the request's `ProgressClock`.
 //! The caller's time-out then counts from the last progress, never past
 //! the server's `timeouts.max_call`.
 

@@ -167,7 +167,8 @@ fn init_logging(cli: &Cli, default: &str) {
         _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(secrets::log_writer()).try_init();
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(secrets::log_writer()).try_init();
 }
 
 #[cfg(test)]

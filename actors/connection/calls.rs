@@ -1,0 +1,288 @@
+//! Callers' requests: admission (in flight, queued or refused), time-outs
+//! pushed out by progress, cancellation, and tool calls checked against
+//! their schemas.
+
+use super::*;
+
+impl Connection {
+    /// Admits a caller's request (see the module invariants): written now
+    /// when a slot is free, else queued, else refused with `Overloaded`.
+    fn admit<P: Serialize>(
+        &mut self,
+        label: &str,
+        method: &str,
+        params: &P,
+        progress: Option<ProgressSink>,
+        ctx: &mut Context<Self>,
+    ) -> Result<Admitted, CallError> {
+        let (server, tool) = (self.config.name.clone(), label.to_string());
+        match &self.state {
+            _ if self.stopping => return Err(CallError::Stopped { server, tool }),
+            _ if !self.enabled => return Err(CallError::Disabled { server, tool }),
+            ServerState::Failed { error, .. } => return Err(CallError::Failed { server, tool, error: error.clone() }),
+            _ => {}
+        }
+        let send_now = self.queue.is_empty() && self.can_send_call();
+        if !send_now && self.queue.len() >= self.config.limits.max_queued {
+            return Err(CallError::Overloaded { server, tool, in_flight: self.in_flight, queued: self.queue.len() });
+        }
+        let id = self.next_request_id();
+        let progress = progress.map(|sink| ProgressRoute { sink, clock: ProgressClock::new() });
+        let frame = self.session.request_frame(&id, method, params, progress.is_some());
+        let clock = progress.as_ref().map(|route| route.clock.clone());
+        let (reply, answer) = oneshot::channel();
+        if send_now {
+            self.put_on_wire(id.clone(), frame, Pending { reply, counted: true, progress }, ctx);
+        } else {
+            self.queue.push_back(Queued { id: id.clone(), frame, reply, progress });
+        }
+        Ok(Admitted { id, answer, clock })
+    }
+
+    fn forget(&mut self, id: &RequestId, reason: &str, ctx: &mut Context<Self>) -> Whereabouts {
+        if let Some(at) = self.queue.iter().position(|q| &q.id == id) {
+            self.queue.remove(at);
+            return match self.run.as_ref().is_some_and(|run| run.ready) {
+                true => Whereabouts::Queued,
+                false => Whereabouts::WaitingForServer(self.state.clone()),
+            };
+        }
+        let Some(pending) = self.pending.remove(id) else { return Whereabouts::Gone };
+        if pending.counted {
+            self.in_flight -= 1;
+        }
+        if let Some(run) = self.run.as_mut() {
+            let before = run.outbox.len();
+            run.outbox.retain(|o| o.request.as_ref() != Some(id));
+            if run.outbox.len() == before {
+                let params = serde_json::json!({ "requestId": id, "reason": reason });
+                self.notify(methods::CANCELLED, &params, ctx);
+            }
+        }
+        self.pump(ctx);
+        Whereabouts::OnTheWire
+    }
+
+    /// Admits a caller's request and returns its eventual raw answer; the
+    /// future enforces the time-out (pushed out by progress) and cancels
+    /// the request when it times out or is dropped.
+    pub(super) fn caller_request<P: Serialize>(
+        &mut self,
+        label: String,
+        method: &str,
+        params: &P,
+        timeout: Option<Duration>,
+        progress: Option<ProgressSink>,
+        ctx: &mut Context<Self>,
+    ) -> Answer {
+        let server = self.config.name.clone();
+        let admitted = self.guarded(method, ctx, |act, ctx| act.admit(&label, method, params, progress, ctx));
+        let Admitted { id, answer, clock } = match admitted {
+            Ok(Ok(admitted)) => admitted,
+            Ok(Err(error)) => return Box::pin(std::future::ready(Err(error))),
+            Err(panic) => return Box::pin(std::future::ready(Err(Failure::Internal(panic).into_call_error(&server, &label)))),
+        };
+        let timeout = timeout.unwrap_or(self.config.timeouts.call);
+        let max = self.config.timeouts.max_call;
+        let mut guard = ForgetOnDrop { connection: Some(ctx.address()), id };
+        Box::pin(async move {
+            tokio::pin!(answer);
+            let started = tokio::time::Instant::now();
+            let outcome = loop {
+                let deadline = clock.as_ref().map_or(started + timeout, |clock| clock.deadline(timeout, max));
+                match tokio::time::timeout_at(deadline, &mut answer).await {
+                    Ok(outcome) => {
+                        guard.disarm();
+                        break flatten(outcome);
+                    }
+                    // Progress arrived since the deadline was set: wait on.
+                    Err(_) if clock.as_ref().is_some_and(|clock| clock.deadline(timeout, max) > deadline) => continue,
+                    Err(_) => {
+                        // The limit the caller set: the silence that ended the call.
+                        let after = timeout;
+                        let (server, tool) = (server, label);
+                        return Err(match guard.forget("timed out").await {
+                            Whereabouts::WaitingForServer(ServerState::Restarting { attempt, .. }) => {
+                                CallError::Restarting { server, tool, attempt, after }
+                            }
+                            _ => CallError::Timeout { server, tool, after },
+                        });
+                    }
+                }
+            };
+            outcome.map_err(|failure| failure.into_call_error(&server, &label))
+        })
+    }
+
+    /// A tool call: checked against the tool's filter and `inputSchema`,
+    /// sent (as a task when the tool requires it), finished when the answer
+    /// needs more rounds, and its `structuredContent` checked against the
+    /// tool's `outputSchema`.
+    pub(super) fn call(&mut self, mut call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
+        let (server, tool) = (self.config.name.clone(), call.name.clone());
+        if !self.config.tools.permits(&call.name) {
+            return Reply::Ready(Err(CallError::NotPermitted { server, tool }));
+        }
+        let contract = self.contracts.get(&call.name).cloned();
+        if let Some(contract) = &contract {
+            let arguments = serde_json::Value::Object(call.arguments.take().unwrap_or_default());
+            if let Err(message) = contract.check_arguments(&arguments) {
+                return Reply::Ready(Err(CallError::InvalidArguments { server, tool, message }));
+            }
+            if let serde_json::Value::Object(arguments) = arguments {
+                call.arguments = Some(arguments);
+            }
+        }
+        let timeout = call.timeout.unwrap_or(self.config.timeouts.call);
+        let as_task = contract
+            .as_ref()
+            .is_some_and(|c| c.task_required)
+            .then(|| TaskParams { ttl: self.config.timeouts.max_call.as_millis() as u64 });
+        let params = CallParams { name: &call.name, arguments: &call.arguments, task: as_task };
+        let answer = self.caller_request(call.name.clone(), methods::TOOLS_CALL, &params, call.timeout, call.progress, ctx);
+        let (requester, max) = (self.requester(ctx), self.config.timeouts.max_call);
+        let arguments = call.arguments;
+        Reply::later(async move {
+            let mut raw = answer.await?;
+            if rounds::may_need_rounds(&raw) {
+                let params = serde_json::to_value(CallParams { name: &tool, arguments: &arguments, task: as_task }).unwrap_or_default();
+                let more = rounds::finish(&requester, methods::TOOLS_CALL, params, &tool, raw);
+                raw = match tokio::time::timeout(max.max(timeout), more).await {
+                    Ok(finished) => finished?,
+                    Err(_) => return Err(CallError::Timeout { server, tool, after: max.max(timeout) }),
+                };
+            }
+            let result = parse::<CallToolResult>(&raw).map_err(|message| CallError::Protocol {
+                server: server.clone(),
+                tool: tool.clone(),
+                message,
+            })?;
+            if let Some(contract) = contract {
+                let structured = result.structured_content.as_ref();
+                if let Err(problem) = contract.check_output(structured, result.is_error.unwrap_or(false)) {
+                    let message = format!("its structuredContent does not match the tool's outputSchema: {problem}");
+                    return Err(CallError::Protocol { server, tool, message });
+                }
+            }
+            Ok(result)
+        })
+    }
+}
+
+/// The params of `tools/call`.
+#[derive(Serialize)]
+struct CallParams<'a> {
+    pub(super) name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) arguments: &'a Option<rmcp::model::JsonObject>,
+    /// Asks for a task (2025-11-25) instead of waiting on the request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) task: Option<TaskParams>,
+}
+
+#[derive(Serialize, Clone, Copy)]
+struct TaskParams {
+    /// How long the server keeps the task, in milliseconds.
+    pub(super) ttl: u64,
+}
+
+/// A caller's request, admitted: its id, its answer to come, and the
+/// clock its progress notifications touch.
+struct Admitted {
+    pub(super) id: RequestId,
+    pub(super) answer: oneshot::Receiver<Outcome>,
+    pub(super) clock: Option<Arc<ProgressClock>>,
+}
+
+/// The raw answer to a caller's request, still to come.
+type Answer = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Box<RawValue>, CallError>>>>;
+
+/// Sends any request to the server on a caller's behalf and answers with
+/// the raw result. It takes one of the `max_in_flight` slots like a tool
+/// call, has the same time-out and cancellation, and fails the same way.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<Box<RawValue>, CallError>")]
+pub struct Request {
+    pub method: String,
+    /// A JSON object, or `Value::Null` for none.
+    pub params: serde_json::Value,
+    /// Names the request in errors: a tool name, `resources/read URI`, ...
+    pub label: String,
+    pub timeout: Option<Duration>,
+    pub progress: Option<ProgressSink>,
+}
+
+impl Handler<Request> for Connection {
+    type Result = Reply<Result<Box<RawValue>, CallError>>;
+
+    fn handle(&mut self, request: Request, ctx: &mut Context<Self>) -> Self::Result {
+        let none = serde_json::Value::Object(Default::default());
+        let params = match &request.params {
+            serde_json::Value::Null => &none,
+            params => params,
+        };
+        Reply::Later(self.caller_request(request.label, &request.method, params, request.timeout, request.progress, ctx))
+    }
+}
+
+impl Handler<CallTool> for Connection {
+    type Result = Reply<Result<CallToolResult, CallError>>;
+
+    fn handle(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Self::Result {
+        self.call(call, ctx)
+    }
+}
+
+/// A call routed here by the Registry together with its caller's reply
+/// channel, so the answer goes straight back to the caller (no relay task).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Routed {
+    pub call: CallTool,
+    pub reply: Option<OneshotSender<Result<CallToolResult, CallError>>>,
+}
+
+impl Handler<Routed> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, routed: Routed, ctx: &mut Context<Self>) {
+        let reply = self.call(routed.call, ctx);
+        <Reply<_> as MessageResponse<Self, CallTool>>::handle(reply, ctx, routed.reply);
+    }
+}
+
+/// Tells the connection to forget a call when its caller's future is
+/// dropped before the answer came (the caller went away).
+struct ForgetOnDrop {
+    pub(super) connection: Option<Addr<Connection>>,
+    pub(super) id: RequestId,
+}
+
+impl ForgetOnDrop {
+    fn disarm(&mut self) {
+        self.connection = None;
+    }
+
+    async fn forget(&mut self, reason: &'static str) -> Whereabouts {
+        match self.connection.take() {
+            Some(connection) => connection.send(Forget { id: self.id.clone(), reason }).await.unwrap_or(Whereabouts::Gone),
+            None => Whereabouts::Gone,
+        }
+    }
+}
+
+impl Drop for ForgetOnDrop {
+    fn drop(&mut self) {
+        if let Some(connection) = self.connection.take() {
+            connection.do_send(Forget { id: self.id.clone(), reason: "the caller went away" });
+        }
+    }
+}
+
+impl Handler<Forget> for Connection {
+    type Result = MessageResult<Forget>;
+
+    fn handle(&mut self, msg: Forget, ctx: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.guarded("a cancellation", ctx, |act, ctx| act.forget(&msg.id, msg.reason, ctx)).unwrap_or(Whereabouts::Gone))
+    }
+}
