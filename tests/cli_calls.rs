@@ -60,15 +60,25 @@ fn exit_codes_tell_tool_errors_usage_errors_and_connection_errors_apart() {
 
 #[test]
 fn status_json_reports_every_server() {
-    let sandbox = with_servers("[servers.off]\ncommand = \"whatever\"\nenabled = false\n\n[servers.web]\nurl = \"https://mcp.example.com/mcp\"\n");
+    let sandbox =
+        with_servers("[servers.off]\ncommand = \"whatever\"\nenabled = false\n\n[servers.web]\nurl = \"https://mcp.example.com/mcp\"\n");
     let (status, code) = sandbox.json(["status", "--json"]);
     assert_eq!(code, 0);
     let all = status.as_array().unwrap();
     assert_eq!(all.iter().map(|s| s["name"].as_str().unwrap()).collect::<Vec<_>>(), ["demo", "off", "web"]);
     let demo = &all[0];
-    assert_eq!((demo["state"].as_str(), demo["tools"].as_u64(), demo["resources"].as_u64(), demo["prompts"].as_u64()), (Some("connected"), Some(25), Some(5), Some(2)));
-    assert!(demo["pid"].as_u64().is_some() && demo["era"].is_string() && demo["protocol_version"].is_string() && demo["uptime_ms"].is_u64(), "{demo}");
-    assert_eq!((demo["restarts"].as_u64(), demo["transport"].as_str(), demo["origin"].as_str()), (Some(0), Some("stdio"), Some("mcpvisor")));
+    assert_eq!(
+        (demo["state"].as_str(), demo["tools"].as_u64(), demo["resources"].as_u64(), demo["prompts"].as_u64()),
+        (Some("connected"), Some(25), Some(5), Some(2))
+    );
+    assert!(
+        demo["pid"].as_u64().is_some() && demo["era"].is_string() && demo["protocol_version"].is_string() && demo["uptime_ms"].is_u64(),
+        "{demo}"
+    );
+    assert_eq!(
+        (demo["restarts"].as_u64(), demo["transport"].as_str(), demo["origin"].as_str()),
+        (Some(0), Some("stdio"), Some("mcpvisor"))
+    );
     assert_eq!(demo["source"], sandbox.user_file.display().to_string());
     assert_eq!(all[1]["state"], "disabled");
     assert_eq!(all[2]["state"], "failed");
@@ -77,11 +87,18 @@ fn status_json_reports_every_server() {
 
 #[test]
 fn a_broken_server_does_not_stop_the_others() {
-    let sandbox = with_servers(&format!("{}\n[servers.missing]\ncommand = \"/nonexistent/mcp-server\"\n", demo_table("broken", &["--exit-immediately", "4"])));
+    let sandbox = with_servers(&format!(
+        "{}\n[servers.missing]\ncommand = \"/nonexistent/mcp-server\"\n",
+        demo_table("broken", &["--exit-immediately", "4"])
+    ));
     let output = sandbox.cmd(["tools", "--search", "echo"]).output().unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("demo    echo"), "{}", stdout(&output));
-    assert!(stderr(&output).contains("warning: server `broken` is") && stderr(&output).contains("warning: server `missing` is failed"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("warning: server `broken` is") && stderr(&output).contains("warning: server `missing` is failed"),
+        "{}",
+        stderr(&output)
+    );
 
     sandbox.cmd(["call", "demo", "echo", "--arg", "text=still here"]).assert().success().stdout("still here\n");
     let output = sandbox.cmd(["call", "broken", "echo", "--arg", "text=x"]).output().unwrap();
@@ -118,7 +135,10 @@ fn test_explains_why_a_server_does_not_start() {
     let output = sandbox.cmd(["test", "missing"]).env("PATH", "/usr/bin:/bin").output().unwrap();
     assert_eq!(output.status.code(), Some(3));
     let text = stdout(&output);
-    assert!(text.contains("✗ start process") && text.contains("cannot start `no-such-mcp-server`") && text.contains("PATH=/usr/bin:/bin"), "{text}");
+    assert!(
+        text.contains("✗ start process") && text.contains("cannot start `no-such-mcp-server`") && text.contains("PATH=/usr/bin:/bin"),
+        "{text}"
+    );
     assert!(text.contains("hint: check the command's spelling"), "{text}");
 
     let output = sandbox.cmd(["test", "exits"]).output().unwrap();
@@ -154,5 +174,9 @@ fn resources_and_prompts_are_listed_read_and_got() {
     assert_eq!(prompts[0]["arguments"][0]["name"], "name");
     let output = sandbox.cmd(["prompt", "demo", "greet", "--arg", "name=Ada", "--arg", "style=pirate"]).output().unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stdout(&output).contains("user: ") && stdout(&output).contains("Ada") && stdout(&output).contains("pirate"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("user: ") && stdout(&output).contains("Ada") && stdout(&output).contains("pirate"),
+        "{}",
+        stdout(&output)
+    );
 }

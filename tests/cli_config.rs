@@ -19,12 +19,18 @@ fn variables_are_expanded_when_a_server_starts() {
 #[test]
 fn an_unset_variable_is_a_configuration_error_naming_server_and_field() {
     let sandbox = Sandbox::new();
-    sandbox.write_user_file(&format!("{}\n[servers.needs]\ncommand = \"x\"\nenv = {{ API_KEY = \"${{MCPVISOR_UNSET_VAR}}\" }}\n", demo_table("demo", &[])));
+    sandbox.write_user_file(&format!(
+        "{}\n[servers.needs]\ncommand = \"x\"\nenv = {{ API_KEY = \"${{MCPVISOR_UNSET_VAR}}\" }}\n",
+        demo_table("demo", &[])
+    ));
     for args in [vec!["status"], vec!["call", "needs", "anything"]] {
         let output = sandbox.cmd(&args).env_remove("MCPVISOR_UNSET_VAR").output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         let error = stderr(&output);
-        assert!(error.starts_with("error: server \"needs\": env.API_KEY uses ${MCPVISOR_UNSET_VAR}, which is not set; set it or write"), "{error}");
+        assert!(
+            error.starts_with("error: server \"needs\": env.API_KEY uses ${MCPVISOR_UNSET_VAR}, which is not set; set it or write"),
+            "{error}"
+        );
     }
     // A command that starts only other servers is not held up by it.
     sandbox.cmd(["call", "demo", "echo", "--arg", "text=ok"]).env_remove("MCPVISOR_UNSET_VAR").assert().success();

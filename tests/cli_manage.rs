@@ -5,7 +5,8 @@ mod cli_support;
 
 use cli_support::{demo_table, stderr, stdout, Sandbox};
 
-const COMMENTED: &str = "# my MCP servers\n\n[servers.keep]  # the one I use daily\ncommand = \"keep-server\"  # installed by hand\nargs = [\"--fast\"]\n";
+const COMMENTED: &str =
+    "# my MCP servers\n\n[servers.keep]  # the one I use daily\ncommand = \"keep-server\"  # installed by hand\nargs = [\"--fast\"]\n";
 
 #[test]
 fn add_list_remove_round_trip_keeps_unrelated_comments() {
@@ -17,14 +18,23 @@ fn add_list_remove_round_trip_keeps_unrelated_comments() {
         .success();
     let text = sandbox.user_file_text();
     assert!(text.starts_with(COMMENTED), "the existing text stays byte for byte:\n{text}");
-    assert!(text.contains("[servers.fs]") && text.contains("LEVEL = \"debug\"") && text.contains("timeout = 2.5") && text.contains("restart = \"on-failure\""), "{text}");
+    assert!(
+        text.contains("[servers.fs]")
+            && text.contains("LEVEL = \"debug\"")
+            && text.contains("timeout = 2.5")
+            && text.contains("restart = \"on-failure\""),
+        "{text}"
+    );
 
     let (list, code) = sandbox.json(["list", "--json"]);
     assert_eq!(code, 0);
     let fs = list.as_array().unwrap().iter().find(|s| s["name"] == "fs").expect("fs is listed");
     assert_eq!(fs["command"], "npx");
     assert_eq!(fs["args"], serde_json::json!(["-y", "server-fs", "/tmp"]));
-    assert_eq!((fs["origin"].as_str(), fs["restart"].as_str(), fs["timeout_secs"].as_f64()), (Some("mcpvisor"), Some("on-failure"), Some(2.5)));
+    assert_eq!(
+        (fs["origin"].as_str(), fs["restart"].as_str(), fs["timeout_secs"].as_f64()),
+        (Some("mcpvisor"), Some("on-failure"), Some(2.5))
+    );
     assert_eq!(fs["source"], sandbox.user_file.display().to_string());
 
     sandbox.cmd(["disable", "fs"]).assert().success();
@@ -44,7 +54,11 @@ fn add_refuses_a_name_already_in_the_file_and_needs_a_command_or_url() {
     sandbox.write_user_file(COMMENTED);
     let output = sandbox.cmd(["add", "keep", "--", "other"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).starts_with("error: ") && stderr(&output).contains("a server named `keep` is already there; remove it first"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).starts_with("error: ") && stderr(&output).contains("a server named `keep` is already there; remove it first"),
+        "{}",
+        stderr(&output)
+    );
     let output = sandbox.cmd(["add", "nothing"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("mcpvisor add nothing -- COMMAND"), "{}", stderr(&output));
@@ -69,7 +83,10 @@ fn remote_servers_are_stored_and_listed_with_their_secrets_redacted() {
         assert!(shown.contains("https://mcp.example.com/sse"), "{args:?}: {shown}");
     }
     let (info, _) = sandbox.json(["info", "web", "--json"]);
-    assert_eq!((info["transport"].as_str(), info["headers"]["X-Api-Key"].as_str(), info["auth"].as_str()), (Some("sse"), Some("***"), Some("bearer ***")));
+    assert_eq!(
+        (info["transport"].as_str(), info["headers"]["X-Api-Key"].as_str(), info["auth"].as_str()),
+        (Some("sse"), Some("***"), Some("bearer ***"))
+    );
 }
 
 #[test]
@@ -81,7 +98,10 @@ fn project_scope_writes_the_project_file_which_wins() {
     assert!(project_file.contains("command = \"project-server\"") && project_file.contains("enabled = false"), "{project_file}");
     let (list, _) = sandbox.json(["list", "--json"]);
     let shared = &list[0];
-    assert_eq!((shared["command"].as_str(), shared["scope"].as_str(), shared["enabled"].as_bool()), (Some("project-server"), Some("project"), Some(false)));
+    assert_eq!(
+        (shared["command"].as_str(), shared["scope"].as_str(), shared["enabled"].as_bool()),
+        (Some("project-server"), Some("project"), Some(false))
+    );
     assert_eq!(shared["overrides"][0], sandbox.user_file.display().to_string());
 
     // Without --scope, remove acts on the definition in effect: the project's.
@@ -120,7 +140,10 @@ fn with_nothing_configured_the_built_in_demo_is_listed_and_cannot_be_removed() {
     let (list, code) = sandbox.json(["list", "--json"]);
     assert_eq!(code, 0);
     assert_eq!(list.as_array().unwrap().len(), 1);
-    assert_eq!((list[0]["name"].as_str(), list[0]["origin"].as_str(), list[0]["args"][0].as_str()), (Some("demo"), Some("built-in"), Some("demo-server")));
+    assert_eq!(
+        (list[0]["name"].as_str(), list[0]["origin"].as_str(), list[0]["args"][0].as_str()),
+        (Some("demo"), Some("built-in"), Some("demo-server"))
+    );
     let output = sandbox.cmd(["remove", "demo"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("built-in demo server"), "{}", stderr(&output));

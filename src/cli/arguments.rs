@@ -27,12 +27,20 @@ fn base_object(json: Option<&str>, what: &str) -> Result<Map<String, Value>, Fai
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(other) => Err(Failure::usage(format!("the arguments of {what} must be a JSON object like '{{\"text\": \"hi\"}}', not {other}"))),
-        Err(e) => Err(Failure::usage(format!("the arguments of {what} are not valid JSON ({e}); write a JSON object like '{{\"text\": \"hi\"}}'"))),
+        Err(e) => Err(Failure::usage(format!(
+            "the arguments of {what} are not valid JSON ({e}); write a JSON object like '{{\"text\": \"hi\"}}'"
+        ))),
     }
 }
 
 /// The arguments of a call to `tool` of `server`, typed by `schema`.
-pub fn tool_arguments(json: Option<&str>, pairs: &[String], schema: &Map<String, Value>, server: &str, tool: &str) -> Result<Map<String, Value>, Failure> {
+pub fn tool_arguments(
+    json: Option<&str>,
+    pairs: &[String],
+    schema: &Map<String, Value>,
+    server: &str,
+    tool: &str,
+) -> Result<Map<String, Value>, Failure> {
     let what = format!("`{tool}` of server `{server}`");
     let mut arguments = base_object(json, &what)?;
     let properties = schema.get("properties").and_then(Value::as_object);

@@ -257,7 +257,13 @@ pub fn import(cli: &Cli, out: &Out, args: &ImportArgs) -> Result<u8, Failure> {
         }
     }
     out.json(&json!({"file": args.file, "format": kind, "into": target, "imported": imported, "skipped": skipped}));
-    out.line(format!("Imported {} server(s) from {} ({kind}) into {}: {}", imported.len(), args.file.display(), target.display(), imported.join(", ")));
+    out.line(format!(
+        "Imported {} server(s) from {} ({kind}) into {}: {}",
+        imported.len(),
+        args.file.display(),
+        target.display(),
+        imported.join(", ")
+    ));
     for skip in &skipped {
         let reason = skip["reason"].as_str().unwrap_or_default();
         match skip["server"].as_str() {
@@ -269,7 +275,7 @@ pub fn import(cli: &Cli, out: &Out, args: &ImportArgs) -> Result<u8, Failure> {
 }
 
 /// The servers of a file to import, each or its problem, and the file's kind.
-fn read_importable(file: &Path) -> Result<(&'static str, Vec<Result<ServerConfig, crate::ConfigError>>), Failure> {
+fn read_importable(file: &Path) -> Result<(&'static str, Vec<foreign::ServerResult>), Failure> {
     if is_native(file) {
         return Ok(("mcpvisor", native::load(file)?.into_iter().map(Ok).collect()));
     }

@@ -70,10 +70,22 @@ pub async fn resources(cli: &Cli, out: &Out, args: &ResourcesArgs) -> Result<u8,
     }));
     let mut rows = vec![["SERVER", "URI", "NAME", "MIME TYPE", "DESCRIPTION"].map(String::from).to_vec()];
     for (server, r) in &resources {
-        rows.push(vec![server.clone(), r.uri.clone(), r.name.clone(), r.mime_type.clone().unwrap_or_default(), first_line(r.description.as_deref())]);
+        rows.push(vec![
+            server.clone(),
+            r.uri.clone(),
+            r.name.clone(),
+            r.mime_type.clone().unwrap_or_default(),
+            first_line(r.description.as_deref()),
+        ]);
     }
     for (server, t) in &templates {
-        rows.push(vec![server.clone(), t.uri_template.clone(), t.name.clone(), t.mime_type.clone().unwrap_or_default(), first_line(t.description.as_deref())]);
+        rows.push(vec![
+            server.clone(),
+            t.uri_template.clone(),
+            t.name.clone(),
+            t.mime_type.clone().unwrap_or_default(),
+            first_line(t.description.as_deref()),
+        ]);
     }
     for line in table(&rows) {
         out.line(line);

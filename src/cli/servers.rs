@@ -93,7 +93,10 @@ impl Servers {
 
 impl From<LoadedServer> for Entry {
     fn from(server: LoadedServer) -> Entry {
-        Entry { config: server.config, defined_in: DefinedIn::File { path: server.source, origin: server.origin, overrides: server.overrides } }
+        Entry {
+            config: server.config,
+            defined_in: DefinedIn::File { path: server.source, origin: server.origin, overrides: server.overrides },
+        }
     }
 }
 
@@ -160,7 +163,8 @@ fn load_file(file: &Path) -> Result<LoadedConfig, ConfigError> {
 }
 
 fn built_in() -> Result<Entry, Failure> {
-    let exe = std::env::current_exe().map_err(|e| Failure::usage(format!("cannot find this executable to offer the built-in demo server: {e}")))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::usage(format!("cannot find this executable to offer the built-in demo server: {e}")))?;
     let config = ServerConfig::stdio(BUILT_IN, exe.to_string_lossy(), ["demo-server"]);
     Ok(Entry { config, defined_in: DefinedIn::BuiltIn })
 }

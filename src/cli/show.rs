@@ -21,7 +21,13 @@ pub fn list(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     for entry in &servers.entries {
         let config = entry.config.redacted();
         let state = if config.enabled { "enabled" } else { "disabled" };
-        rows.push(vec![config.name.clone(), state.into(), config.transport.as_str().into(), target(&config), defined_in(&entry.defined_in)]);
+        rows.push(vec![
+            config.name.clone(),
+            state.into(),
+            config.transport.as_str().into(),
+            target(&config),
+            defined_in(&entry.defined_in),
+        ]);
     }
     for line in table(&rows) {
         out.line(line);
@@ -139,7 +145,9 @@ fn fields(config: &ServerConfig) -> Vec<(&'static str, String)> {
 fn entry_json(entry: &Entry) -> Value {
     let c = entry.config.redacted();
     let (source, overrides) = match &entry.defined_in {
-        DefinedIn::File { path, overrides, .. } => (Some(path.display().to_string()), overrides.iter().map(|p| p.display().to_string()).collect()),
+        DefinedIn::File { path, overrides, .. } => {
+            (Some(path.display().to_string()), overrides.iter().map(|p| p.display().to_string()).collect())
+        }
         DefinedIn::BuiltIn => (None, Vec::new()),
     };
     let (restart, max_restarts) = match c.restart {

@@ -28,7 +28,8 @@ pub async fn status(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     let statuses = session.handle.status().await;
     session.close().await;
     out.json(&statuses.iter().map(|status| status_json(status, &servers)).collect::<Vec<_>>());
-    let mut rows = vec![["SERVER", "STATE", "PID", "TOOLS", "RESOURCES", "PROMPTS", "ERA", "RESTARTS", "UPTIME"].map(String::from).to_vec()];
+    let mut rows =
+        vec![["SERVER", "STATE", "PID", "TOOLS", "RESOURCES", "PROMPTS", "ERA", "RESTARTS", "UPTIME"].map(String::from).to_vec()];
     for s in &statuses {
         let uptime = s.uptime.map(|u| format!("{:.1}s", u.as_secs_f64())).unwrap_or_else(|| "-".into());
         let pid = s.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into());

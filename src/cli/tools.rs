@@ -92,7 +92,9 @@ pub async fn tools(cli: &Cli, out: &Out, args: &ToolsArgs) -> Result<u8, Failure
         .collect();
     out.json(&shown.iter().map(|entry| tool_json(entry)).collect::<Vec<_>>());
     let mut rows = vec![vec!["SERVER".into(), "TOOL".into(), "DESCRIPTION".into()]];
-    rows.extend(shown.iter().map(|entry| vec![entry.server.clone(), entry.tool.name.to_string(), first_line(entry.tool.description.as_deref())]));
+    rows.extend(
+        shown.iter().map(|entry| vec![entry.server.clone(), entry.tool.name.to_string(), first_line(entry.tool.description.as_deref())]),
+    );
     for line in table(&rows) {
         out.line(line);
     }
@@ -136,7 +138,10 @@ pub async fn call(cli: &Cli, out: &Out, args: &CallArgs) -> Result<u8, Failure> 
     if !out.json {
         let text = result_text(&result);
         if failed {
-            return Err(Failure { code: EXIT_TOOL_ERROR, message: format!("`{}` of server `{}` answered with an error: {text}", args.tool, args.server) });
+            return Err(Failure {
+                code: EXIT_TOOL_ERROR,
+                message: format!("`{}` of server `{}` answered with an error: {text}", args.tool, args.server),
+            });
         }
         out.line(text);
     }
@@ -181,7 +186,8 @@ async fn call_started(session: &Session, entry: &Entry, args: &CallArgs) -> Resu
 async fn show_progress(mut progress: tokio::sync::mpsc::UnboundedReceiver<Progress>, bar: ProgressBar, label: String) {
     // Positions are kept in thousandths: progress values may be fractions.
     const SCALE: f64 = 1000.0;
-    let style = ProgressStyle::with_template("{prefix:.bold} [{bar:30}] {percent:>3}% {msg}").unwrap_or_else(|_| ProgressStyle::default_bar());
+    let style =
+        ProgressStyle::with_template("{prefix:.bold} [{bar:30}] {percent:>3}% {msg}").unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style.progress_chars("=> "));
     bar.set_prefix(label);
     while let Some(update) = progress.recv().await {

@@ -36,7 +36,16 @@ impl Sandbox {
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
     {
-        let mut command = Command::new(BIN);
+        Command::from_std(self.std_cmd(args))
+    }
+
+    /// [`Sandbox::cmd`] as a plain `std::process::Command`.
+    pub fn std_cmd<I, S>(&self, args: I) -> std::process::Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut command = std::process::Command::new(BIN);
         command
             .args(args)
             .current_dir(&self.project)
