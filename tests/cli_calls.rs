@@ -180,3 +180,20 @@ fn resources_and_prompts_are_listed_read_and_got() {
         stdout(&output)
     );
 }
+
+#[test]
+fn tools_search_matches_names_and_descriptions_across_servers() {
+    let sandbox = with_servers(&demo_table("second", &[]));
+    let (found, code) = sandbox.json(["tools", "--search", "ECHO", "--json"]);
+    assert_eq!(code, 0);
+    let hits: Vec<(&str, &str)> =
+        found.as_array().unwrap().iter().map(|t| (t["server"].as_str().unwrap(), t["name"].as_str().unwrap())).collect();
+    assert!(hits.contains(&("demo", "echo")) && hits.contains(&("second", "echo")), "{hits:?}");
+    let echo = found.as_array().unwrap().iter().find(|t| t["server"] == "demo" && t["name"] == "echo").unwrap();
+    assert_eq!(echo["exposedName"], "mcp__demo__echo");
+    assert!(echo["inputSchema"]["properties"]["text"].is_object());
+
+    let (found, _) = sandbox.json(["tools", "--search", "milliseconds", "--server", "second", "--json"]);
+    let names: Vec<&str> = found.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["sleep"], "matched by its description only, on the one server asked for");
+}
