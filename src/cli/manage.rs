@@ -15,7 +15,6 @@ use serde_json::json;
 
 use super::output::{warn, Failure, Out};
 use super::servers::{absolute, is_native, native_file, DefinedIn, Servers};
-use super::tools::parse_seconds;
 use super::Cli;
 use crate::config::discover::Origin;
 use crate::config::{foreign, native, Auth, Scope, ServerConfig, Transport};
@@ -64,7 +63,7 @@ pub struct AddArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "url")]
     pub cwd: Option<PathBuf>,
     /// Default time-out of a tool call, in seconds.
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECS", value_parser = super::parse_seconds)]
     pub timeout: Option<std::time::Duration>,
     /// When the server is restarted after it exits (default: always).
     #[arg(long, value_enum)]

@@ -34,6 +34,7 @@ mod tools;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -154,6 +155,14 @@ where
         .build()
         .map_err(|e| Failure::connection(format!("cannot start a tokio runtime: {e}")))?;
     runtime.block_on(command())
+}
+
+/// Seconds, as a positive number (fractions allowed).
+pub fn parse_seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs.is_finite() && secs < 1e9 => Ok(Duration::from_secs_f64(secs)),
+        _ => Err(format!("`{text}` is not a number of seconds greater than zero, like 30 or 2.5")),
+    }
 }
 
 /// Logs go to stderr, with secret values scrubbed; `RUST_LOG` overrides the

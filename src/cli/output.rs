@@ -209,3 +209,25 @@ pub fn resource_text(contents: &ResourceContents) -> String {
         other => serde_json::to_string(other).unwrap_or_default(),
     }
 }
+
+/// The first line of an optional text (descriptions in tables).
+pub fn first_line(text: Option<&str>) -> String {
+    text.and_then(|t| t.lines().next()).unwrap_or_default().to_string()
+}
+
+/// A listed item (resource or template) with its server, for `--json`.
+pub fn with_server<T: Serialize>(server: &str, item: &T) -> serde_json::Value {
+    let mut value = serde_json::to_value(item).unwrap_or_default();
+    if let Some(object) = value.as_object_mut() {
+        object.insert("server".into(), server.into());
+    }
+    value
+}
+
+/// A list of a server that does not offer it is empty, not an error.
+pub fn offered<T>(result: Result<Vec<T>, CallError>) -> Result<Vec<T>, Failure> {
+    match result {
+        Err(CallError::Unsupported { .. }) => Ok(Vec::new()),
+        other => other.map_err(Failure::from),
+    }
+}

@@ -1,10 +1,9 @@
 //! `prompts` (every server's prompts and their arguments) and `prompt`.
 
 use super::arguments::prompt_arguments;
-use super::output::{content_text, table, Failure, Out};
-use super::resources::{connected, offered, with_server};
+use super::output::{content_text, first_line, offered, table, with_server, Failure, Out};
 use super::servers::Servers;
-use super::tools::{first_line, start_selected};
+use super::session::start_selected;
 use super::Cli;
 
 #[derive(Debug, clap::Args)]
@@ -28,7 +27,7 @@ pub async fn prompts(cli: &Cli, out: &Out, args: &PromptsArgs) -> Result<u8, Fai
     let session = start_selected(&servers, args.server.as_deref(), "its prompts are not listed").await?;
     let mut prompts = Vec::new();
     let mut problem = None;
-    for server in connected(&session).await {
+    for server in session.connected().await {
         match offered(session.handle.list_prompts(&server).await) {
             Ok(listed) => prompts.extend(listed.into_iter().map(|p| (server.clone(), p))),
             Err(e) => problem = Some(e),

@@ -1,14 +1,9 @@
 //! `resources` (every server's resources and templates) and `read`.
 
-use serde::Serialize;
-use serde_json::Value;
-
-use super::output::{resource_text, table, Failure, Out};
+use super::output::{first_line, offered, resource_text, table, with_server, Failure, Out};
 use super::servers::Servers;
-use super::tools::{first_line, start_selected};
+use super::session::start_selected;
 use super::Cli;
-use crate::actors::ServerState;
-use crate::CallError;
 
 #[derive(Debug, clap::Args)]
 pub struct ResourcesArgs {
@@ -23,35 +18,13 @@ pub struct ReadArgs {
     pub uri: String,
 }
 
-/// A listed item (resource or template) with its server, for `--json`.
-pub fn with_server<T: Serialize>(server: &str, item: &T) -> Value {
-    let mut value = serde_json::to_value(item).unwrap_or_default();
-    if let Some(object) = value.as_object_mut() {
-        object.insert("server".into(), server.into());
-    }
-    value
-}
-
-/// The connected servers of a session, by name.
-pub async fn connected(session: &super::session::Session) -> Vec<String> {
-    session.handle.status().await.into_iter().filter(|s| s.state == ServerState::Connected).map(|s| s.name).collect()
-}
-
-/// A list of a server that does not offer it is empty, not an error.
-pub fn offered<T>(result: Result<Vec<T>, CallError>) -> Result<Vec<T>, Failure> {
-    match result {
-        Err(CallError::Unsupported { .. }) => Ok(Vec::new()),
-        other => other.map_err(Failure::from),
-    }
-}
-
 pub async fn resources(cli: &Cli, out: &Out, args: &ResourcesArgs) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
     let session = start_selected(&servers, args.server.as_deref(), "its resources are not listed").await?;
     let mut resources = Vec::new();
     let mut templates = Vec::new();
     let mut problem = None;
-    for server in connected(&session).await {
+    for server in session.connected().await {
         match (offered(session.handle.list_resources(&server).await), offered(session.handle.list_resource_templates(&server).await)) {
             (Ok(r), Ok(t)) => {
                 resources.extend(r.into_iter().map(|r| (server.clone(), r)));

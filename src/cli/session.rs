@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::output::Failure;
+use super::output::{warn, Failure};
 use super::secrets::{self, Scrubber};
-use super::servers::{env, Entry};
+use super::servers::{env, Entry, Servers};
 use crate::actors::{ServerState, ServerStatus};
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::{Handle, Runtime};
@@ -100,9 +100,45 @@ impl Session {
         }
     }
 
+    /// The names of the connected servers.
+    pub async fn connected(&self) -> Vec<String> {
+        self.handle.status().await.into_iter().filter(|s| s.state == ServerState::Connected).map(|s| s.name).collect()
+    }
+
     pub async fn close(self) {
         self.handle.shutdown().await;
     }
+}
+
+/// The servers a command about one server (`--server S`) or all of them starts.
+fn selected<'a>(servers: &'a Servers, only: Option<&str>) -> Result<Vec<&'a Entry>, Failure> {
+    match only {
+        Some(name) => Ok(vec![servers.get(name)?]),
+        None => Ok(servers.entries.iter().collect()),
+    }
+}
+
+/// Starts the selected servers. With one server asked for by name, it must
+/// connect; with all, those that did not are named in a warning and the
+/// command goes on with the others.
+pub async fn start_selected(servers: &Servers, only: Option<&str>, leaving_out: &str) -> Result<Session, Failure> {
+    let session = Session::start(selected(servers, only)?).await?;
+    match only {
+        Some(name) => {
+            if let Err(failure) = session.require_connected(name).await {
+                session.close().await;
+                return Err(failure);
+            }
+        }
+        None => {
+            for status in session.handle.status().await {
+                if !matches!(status.state, ServerState::Connected | ServerState::Disabled) {
+                    warn(format_args!("server `{}` is {}; {leaving_out}", status.name, describe(&status)));
+                }
+            }
+        }
+    }
+    Ok(session)
 }
 
 /// A server's state in a few words, with its error when it has one.

@@ -7,11 +7,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 
 use super::arguments::tool_arguments;
-use super::output::{content_text, table, warn, Failure, Out};
+use super::output::{content_text, first_line, table, Failure, Out};
 use super::servers::{Entry, Servers};
-use super::session::{describe, Session};
+use super::session::{start_selected, Session};
 use super::{Cli, EXIT_TOOL_ERROR};
-use crate::actors::{Progress, ProgressSink, ServerState, ToolEntry};
+use crate::actors::{Progress, ProgressSink, ToolEntry};
 use crate::{CallTool, CallToolResult};
 
 #[derive(Debug, clap::Args)]
@@ -36,47 +36,8 @@ pub struct CallArgs {
     #[arg(long = "arg", value_name = "KEY=VALUE")]
     pub args: Vec<String>,
     /// Give up after this many seconds (default: the server's `timeout`).
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECS", value_parser = super::parse_seconds)]
     pub timeout: Option<Duration>,
-}
-
-/// Seconds, as a positive number (fractions allowed).
-pub fn parse_seconds(text: &str) -> Result<Duration, String> {
-    match text.parse::<f64>() {
-        Ok(secs) if secs > 0.0 && secs.is_finite() && secs < 1e9 => Ok(Duration::from_secs_f64(secs)),
-        _ => Err(format!("`{text}` is not a number of seconds greater than zero, like 30 or 2.5")),
-    }
-}
-
-/// The servers a command about one server (`--server S`) or all of them starts.
-pub fn selected<'a>(servers: &'a Servers, only: Option<&str>) -> Result<Vec<&'a Entry>, Failure> {
-    match only {
-        Some(name) => Ok(vec![servers.get(name)?]),
-        None => Ok(servers.entries.iter().collect()),
-    }
-}
-
-/// Starts the selected servers. With one server asked for by name, it must
-/// connect; with all, those that did not are named in a warning and the
-/// command goes on with the others.
-pub async fn start_selected(servers: &Servers, only: Option<&str>, leaving_out: &str) -> Result<Session, Failure> {
-    let session = Session::start(selected(servers, only)?).await?;
-    match only {
-        Some(name) => {
-            if let Err(failure) = session.require_connected(name).await {
-                session.close().await;
-                return Err(failure);
-            }
-        }
-        None => {
-            for status in session.handle.status().await {
-                if !matches!(status.state, ServerState::Connected | ServerState::Disabled) {
-                    warn(format_args!("server `{}` is {}; {leaving_out}", status.name, describe(&status)));
-                }
-            }
-        }
-    }
-    Ok(session)
 }
 
 pub async fn tools(cli: &Cli, out: &Out, args: &ToolsArgs) -> Result<u8, Failure> {
@@ -120,10 +81,6 @@ fn tool_json(entry: &ToolEntry) -> Value {
         object.insert("exposedName".into(), entry.name.clone().into());
     }
     value
-}
-
-pub fn first_line(text: Option<&str>) -> String {
-    text.and_then(|t| t.lines().next()).unwrap_or_default().to_string()
 }
 
 pub async fn call(cli: &Cli, out: &Out, args: &CallArgs) -> Result<u8, Failure> {
