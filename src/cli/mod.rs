@@ -103,6 +103,8 @@ pub enum Command {
 pub const EXIT_TOOL_ERROR: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_CONNECTION: u8 = 3;
+/// The shell's convention for a command stopped by a signal (128 + SIGINT).
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -145,6 +147,11 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
 
 /// Runs a command that talks to servers on a small tokio runtime (the
 /// actors themselves run on the runtime's own thread).
+///
+/// Ctrl-C (SIGINT) or SIGTERM stops the command: dropping it drops its
+/// runtime handle, which stops every server it started (stdin closed,
+/// SIGTERM, SIGKILL, reaped) before the process exits with 130. The servers
+/// run in their own process groups, so without this they would outlive us.
 fn with_runtime<F, Fut>(command: F) -> Result<u8, Failure>
 where
     F: FnOnce() -> Fut,
@@ -154,7 +161,24 @@ where
         .enable_all()
         .build()
         .map_err(|e| Failure::connection(format!("cannot start a tokio runtime: {e}")))?;
-    runtime.block_on(command())
+    runtime.block_on(async {
+        tokio::select! {
+            result = command() => result,
+            signal = interrupted() => Err(Failure { code: EXIT_INTERRUPTED, message: format!("interrupted by {signal}; the servers were stopped") }),
+        }
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM, naming it; never, if neither can be watched.
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        (Ok(mut int), Ok(mut term)) => tokio::select! {
+            _ = int.recv() => "Ctrl-C (SIGINT)",
+            _ = term.recv() => "SIGTERM",
+        },
+        _ => std::future::pending().await,
+    }
 }
 
 /// Seconds, as a positive number (fractions allowed).
