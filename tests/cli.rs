@@ -37,3 +37,34 @@ fn usage_errors_exit_2() {
     let output = mcpvisor().arg("no-such-command").output().unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn help_lists_every_command_of_the_command_line() {
+    let output = mcpvisor().arg("--help").output().unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    for command in [
+        "add",
+        "remove",
+        "enable",
+        "disable",
+        "list",
+        "import",
+        "status",
+        "test",
+        "info",
+        "tools",
+        "call",
+        "resources",
+        "read",
+        "prompts",
+        "prompt",
+        "demo",
+        "demo-server",
+    ] {
+        assert!(help.lines().any(|line| line.trim_start().starts_with(&format!("{command} "))), "`{command}` missing from:\n{help}");
+    }
+    for flag in ["--config <FILE>", "--json", "--verbose", "--quiet"] {
+        assert!(help.contains(flag), "{flag} missing from:\n{help}");
+    }
+}

@@ -1,0 +1,170 @@
+//! Which servers a command sees, and where each is defined.
+//!
+//! Without `--config`, the user's file and the project's files (the current
+//! directory) combined by precedence ([`crate::config::discover`]). With
+//! `--config FILE`, only that file: mcpvisor's TOML when it ends in
+//! `.toml`, else an editor's JSON, its format told by its name or shape.
+//! When no server is configured anywhere, one built-in server `demo` (this
+//! binary's `demo-server`) is there, so every command can be tried at once.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::discover::Origin;
+use crate::config::{foreign, native, LoadedConfig, LoadedServer, Locations, Scope, ServerConfig};
+use crate::error::ConfigError;
+
+use super::output::{warn, Failure};
+use super::Cli;
+
+/// The name of the server that is there when none is configured.
+pub const BUILT_IN: &str = "demo";
+
+/// Where a server is defined.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DefinedIn {
+    File {
+        path: PathBuf,
+        origin: Origin,
+        /// Files whose definition of the same name this one replaced.
+        overrides: Vec<PathBuf>,
+    },
+    /// The built-in `demo` server.
+    BuiltIn,
+}
+
+impl DefinedIn {
+    /// `mcpvisor`, the editor's name, or `built-in`.
+    pub fn origin_name(&self) -> &'static str {
+        match self {
+            DefinedIn::File { origin: Origin::Native, .. } => "mcpvisor",
+            DefinedIn::File { origin: Origin::Foreign(format), .. } => format.name(),
+            DefinedIn::BuiltIn => "built-in",
+        }
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            DefinedIn::File { path, .. } => Some(path),
+            DefinedIn::BuiltIn => None,
+        }
+    }
+}
+
+/// One server as configured (unexpanded: `${VAR}` references are kept).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub config: ServerConfig,
+    pub defined_in: DefinedIn,
+}
+
+/// The servers a command sees.
+#[derive(Debug, Clone)]
+pub struct Servers {
+    pub entries: Vec<Entry>,
+    /// The files read, lowest precedence first.
+    pub files: Vec<PathBuf>,
+}
+
+impl Servers {
+    /// Loads the configuration; editors' servers that cannot be used are
+    /// skipped with a warning on stderr. Errors in mcpvisor's files fail.
+    pub fn load(cli: &Cli) -> Result<Servers, Failure> {
+        let loaded = match &cli.config {
+            Some(file) => load_file(&absolute(file)?)?,
+            None => Locations::new(Some(&current_dir()?), env).load()?,
+        };
+        for skipped in &loaded.skipped {
+            warn(format_args!("skipped: {skipped}"));
+        }
+        let mut entries: Vec<Entry> = loaded.servers.into_iter().map(Entry::from).collect();
+        if entries.is_empty() {
+            entries.push(built_in()?);
+        }
+        Ok(Servers { entries, files: loaded.files })
+    }
+
+    pub fn get(&self, name: &str) -> Result<&Entry, Failure> {
+        self.entries.iter().find(|entry| entry.config.name == name).ok_or_else(|| {
+            let known: Vec<&str> = self.entries.iter().map(|entry| entry.config.name.as_str()).collect();
+            Failure::usage(format!("no server named `{name}`; the configured ones are: {}", known.join(", ")))
+        })
+    }
+}
+
+impl From<LoadedServer> for Entry {
+    fn from(server: LoadedServer) -> Entry {
+        Entry {
+            config: server.config,
+            defined_in: DefinedIn::File { path: server.source, origin: server.origin, overrides: server.overrides },
+        }
+    }
+}
+
+/// The process environment, as configuration lookups want it.
+pub fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+pub fn current_dir() -> Result<PathBuf, Failure> {
+    std::env::current_dir().map_err(|e| Failure::usage(format!("cannot read the current directory: {e}")))
+}
+
+/// The native file of a scope, or the `--config` file.
+pub fn native_file(cli: &Cli, scope: Option<Scope>) -> Result<PathBuf, Failure> {
+    if let Some(file) = &cli.config {
+        if scope.is_some() {
+            return Err(Failure::usage("--scope and --config cannot be used together: --config names the file to change"));
+        }
+        if !is_native(file) {
+            return Err(Failure::usage(format!(
+                "{}: mcpvisor edits only its own TOML files (*.toml) and never an editor's; use `mcpvisor import {}` to copy its servers",
+                file.display(),
+                file.display()
+            )));
+        }
+        return Ok(file.clone());
+    }
+    let scope = scope.unwrap_or(Scope::User);
+    Locations::new(Some(&current_dir()?), env).native_file(scope).ok_or_else(|| {
+        Failure::usage("no user configuration file: set MCPVISOR_CONFIG, XDG_CONFIG_HOME or HOME, or use --scope project or --config FILE")
+    })
+}
+
+/// `file` from the root: editors' `${workspaceFolder}` is the folder
+/// holding the file, and the value must not depend on where mcpvisor runs.
+pub fn absolute(file: &Path) -> Result<PathBuf, Failure> {
+    std::path::absolute(file).map_err(|e| Failure::usage(format!("{}: cannot locate: {e}", file.display())))
+}
+
+/// Whether a file is mcpvisor's own TOML (by its extension).
+pub fn is_native(file: &Path) -> bool {
+    file.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("toml"))
+}
+
+/// Only `file`: mcpvisor's TOML, or an editor's JSON.
+fn load_file(file: &Path) -> Result<LoadedConfig, ConfigError> {
+    let text = std::fs::read_to_string(file).map_err(|e| ConfigError::Io { file: file.into(), action: "read", reason: e.to_string() })?;
+    let mut loaded = LoadedConfig { files: vec![file.into()], ..LoadedConfig::default() };
+    let defined = |config: ServerConfig, origin: Origin| LoadedServer { config, source: file.into(), origin, overrides: Vec::new() };
+    if is_native(file) {
+        for config in native::parse(file, &text)? {
+            loaded.servers.push(defined(config, Origin::Native));
+        }
+    } else {
+        let (format, servers) = foreign::parse_each(file, &text, &Default::default())?;
+        for server in servers {
+            match server {
+                Ok(config) => loaded.servers.push(defined(ServerConfig { scope: Scope::Project, ..config }, Origin::Foreign(format))),
+                Err(error) => loaded.skipped.push(error),
+            }
+        }
+    }
+    Ok(loaded)
+}
+
+fn built_in() -> Result<Entry, Failure> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::usage(format!("cannot find this executable to offer the built-in demo server: {e}")))?;
+    let config = ServerConfig::stdio(BUILT_IN, exe.to_string_lossy(), ["demo-server"]);
+    Ok(Entry { config, defined_in: DefinedIn::BuiltIn })
+}

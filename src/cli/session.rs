@@ -1,0 +1,199 @@
+//! A runtime for one command: start the servers it needs, wait until each
+//! has settled, let the command work, shut everything down.
+//!
+//! "Settled", for a one-shot command, means out of `pending`: connected,
+//! failed, disabled, or restarting after a failed first start (a command
+//! reports that at once instead of sitting through the backoff). The wait
+//! is bounded by the servers' longest start-up time-out. While it lasts,
+//! stderr shows a spinner per server when it is a terminal.
+
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::output::{warn, Failure};
+use super::secrets::{self, Scrubber};
+use super::servers::{env, Entry, Servers};
+use crate::actors::{ServerState, ServerStatus};
+use crate::config::{RuntimeConfig, ServerConfig};
+use crate::{Handle, Runtime};
+
+/// Time for a server to leave `pending` on top of its start-up time-out.
+const SETTLE_MARGIN: Duration = Duration::from_secs(1);
+const POLL: Duration = Duration::from_millis(20);
+/// Lines of a server's stderr added to the error when it is not connected.
+const STDERR_LINES: usize = 5;
+
+pub struct Session {
+    pub handle: Handle,
+    /// The servers started, in the order given.
+    names: Vec<String>,
+    /// How long they may take to settle.
+    pub startup_bound: Duration,
+}
+
+impl Session {
+    /// [`Session::launch`], then [`Session::settle`].
+    pub async fn start<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Result<Session, Failure> {
+        let session = Session::launch(entries, |_| {})?;
+        session.settle().await;
+        Ok(session)
+    }
+
+    /// Expands and validates the enabled servers of `entries` (a problem is
+    /// a usage error naming the server and the field), lets `adjust` change
+    /// them, and starts them all (disabled ones are shown as such).
+    pub fn launch<'a>(entries: impl IntoIterator<Item = &'a Entry>, adjust: impl Fn(&mut ServerConfig)) -> Result<Session, Failure> {
+        let mut configs = Vec::new();
+        for entry in entries {
+            let mut config = entry.config.clone();
+            adjust(&mut config);
+            if config.enabled {
+                config = config.expanded(env)?;
+            }
+            config.validate()?;
+            configs.push(config);
+        }
+        secrets::install(Scrubber::of(&configs));
+        let startup_bound = configs.iter().filter(|c| c.enabled).map(|c| c.timeouts.startup).max().unwrap_or_default() + SETTLE_MARGIN;
+        let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
+        let handle =
+            Runtime::start(RuntimeConfig::new(configs)).map_err(|e| Failure::connection(format!("cannot start the runtime: {e}")))?;
+        Ok(Session { handle, names, startup_bound })
+    }
+
+    /// Polls the servers' states, drawing a spinner each, until none is pending.
+    pub async fn settle(&self) {
+        let spinners = Spinners::new(&self.names);
+        let deadline = Instant::now() + self.startup_bound;
+        loop {
+            let statuses = self.handle.status().await;
+            spinners.show(&statuses);
+            if statuses.iter().all(|s| s.state != ServerState::Pending) || Instant::now() >= deadline {
+                spinners.finish(&statuses);
+                return;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// One server's status; the server was started by this session.
+    pub async fn status_of(&self, name: &str) -> Result<ServerStatus, Failure> {
+        self.handle.server_status(name).await.ok_or_else(|| Failure::connection(format!("server `{name}` is not running in this session")))
+    }
+
+    /// Fails unless `name` is connected, saying why it is not.
+    pub async fn require_connected(&self, name: &str) -> Result<(), Failure> {
+        let status = self.status_of(name).await?;
+        match status.state {
+            ServerState::Connected => Ok(()),
+            ServerState::Disabled => Err(Failure::usage(format!("server `{name}` is disabled; enable it with `mcpvisor enable {name}`"))),
+            _ => {
+                let mut message = format!("server `{name}` is {}; `mcpvisor test {name}` explains why", describe(&status));
+                let tail = &status.stderr_tail[status.stderr_tail.len().saturating_sub(STDERR_LINES)..];
+                if !tail.is_empty() {
+                    message.push_str("\nits last stderr lines:");
+                    tail.iter().for_each(|line| message.push_str(&format!("\n  {line}")));
+                }
+                Err(Failure::connection(message))
+            }
+        }
+    }
+
+    /// The names of the connected servers.
+    pub async fn connected(&self) -> Vec<String> {
+        self.handle.status().await.into_iter().filter(|s| s.state == ServerState::Connected).map(|s| s.name).collect()
+    }
+
+    pub async fn close(self) {
+        self.handle.shutdown().await;
+    }
+}
+
+/// The servers a command about one server (`--server S`) or all of them starts.
+fn selected<'a>(servers: &'a Servers, only: Option<&str>) -> Result<Vec<&'a Entry>, Failure> {
+    match only {
+        Some(name) => Ok(vec![servers.get(name)?]),
+        None => Ok(servers.entries.iter().collect()),
+    }
+}
+
+/// Starts the selected servers. With one server asked for by name, it must
+/// connect; with all, those that did not are named in a warning and the
+/// command goes on with the others.
+pub async fn start_selected(servers: &Servers, only: Option<&str>, leaving_out: &str) -> Result<Session, Failure> {
+    let session = Session::start(selected(servers, only)?).await?;
+    match only {
+        Some(name) => {
+            if let Err(failure) = session.require_connected(name).await {
+                session.close().await;
+                return Err(failure);
+            }
+        }
+        None => {
+            for status in session.handle.status().await {
+                if !matches!(status.state, ServerState::Connected | ServerState::Disabled) {
+                    warn(format_args!("server `{}` is {}; {leaving_out}", status.name, describe(&status)));
+                }
+            }
+        }
+    }
+    Ok(session)
+}
+
+/// A server's state in a few words, with its error when it has one.
+pub fn describe(status: &ServerStatus) -> String {
+    let error = |error: &str| error.lines().next().unwrap_or_default().to_string();
+    match &status.state {
+        ServerState::Failed { error: e, .. } => format!("failed: {}", error(e)),
+        ServerState::Restarting { attempt, .. } => match &status.last_error {
+            Some(e) => format!("restarting (attempt {attempt}) after: {}", error(e)),
+            None => format!("restarting (attempt {attempt})"),
+        },
+        ServerState::Connected => format!("connected ({} tools)", status.tools),
+        other => other.label().to_string(),
+    }
+}
+
+/// A spinner per server on stderr; hidden when stderr is not a terminal.
+struct Spinners {
+    bars: Vec<(String, ProgressBar)>,
+}
+
+impl Spinners {
+    fn new(names: &[String]) -> Spinners {
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template("{spinner} {prefix:.bold} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner());
+        let bars = names
+            .iter()
+            .map(|name| {
+                let bar = multi.add(ProgressBar::new_spinner().with_style(style.clone()).with_prefix(name.clone()));
+                bar.set_message("starting");
+                bar.enable_steady_tick(Duration::from_millis(100));
+                (name.clone(), bar)
+            })
+            .collect();
+        Spinners { bars }
+    }
+
+    fn show(&self, statuses: &[ServerStatus]) {
+        for (name, bar) in &self.bars {
+            if let Some(status) = statuses.iter().find(|s| &s.name == name) {
+                bar.set_message(secrets::scrub(&describe(status)));
+            }
+        }
+    }
+
+    fn finish(&self, statuses: &[ServerStatus]) {
+        for (name, bar) in &self.bars {
+            let status = statuses.iter().find(|s| &s.name == name);
+            let mark = match status.map(|s| &s.state) {
+                Some(ServerState::Connected) => "✓",
+                Some(ServerState::Disabled) => "-",
+                _ => "✗",
+            };
+            bar.set_style(ProgressStyle::with_template("{msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+            bar.finish_with_message(format!("{mark} {name} {}", status.map(|s| secrets::scrub(&describe(s))).unwrap_or_default()));
+        }
+    }
+}

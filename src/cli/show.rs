@@ -1,0 +1,181 @@
+//! `list` and `info`: the configuration as mcpvisor sees it, secrets
+//! redacted, with where each server is defined. Nothing is started.
+
+use serde_json::{json, Value};
+
+use super::output::{table, Failure, Out};
+use super::servers::{env, DefinedIn, Entry, Servers};
+use super::Cli;
+use crate::config::{Auth, Keyword, ServerConfig};
+use crate::restart::RestartPolicy;
+
+#[derive(Debug, clap::Args)]
+pub struct InfoArgs {
+    pub name: String,
+}
+
+pub fn list(cli: &Cli, out: &Out) -> Result<u8, Failure> {
+    let servers = Servers::load(cli)?;
+    out.json(&servers.entries.iter().map(entry_json).collect::<Vec<_>>());
+    let mut rows = vec![["SERVER", "STATE", "TRANSPORT", "COMMAND / URL", "DEFINED IN"].map(String::from).to_vec()];
+    for entry in &servers.entries {
+        let config = entry.config.redacted();
+        let state = if config.enabled { "enabled" } else { "disabled" };
+        rows.push(vec![
+            config.name.clone(),
+            state.into(),
+            config.transport.as_str().into(),
+            target(&config),
+            defined_in(&entry.defined_in),
+        ]);
+    }
+    for line in table(&rows) {
+        out.line(line);
+    }
+    if !servers.files.is_empty() {
+        let files: Vec<String> = servers.files.iter().map(|f| f.display().to_string()).collect();
+        out.line(out.dim(&format!("\nFiles read (later ones win): {}", files.join(", "))));
+    }
+    if servers.entries.iter().any(|e| e.defined_in == DefinedIn::BuiltIn) {
+        out.line(out.dim("\nNo server is configured, so the built-in `demo` server is offered. Add yours with `mcpvisor add NAME -- COMMAND [ARGS...]`\nor `mcpvisor import .mcp.json`."));
+    }
+    Ok(0)
+}
+
+pub fn info(cli: &Cli, out: &Out, args: &InfoArgs) -> Result<u8, Failure> {
+    let servers = Servers::load(cli)?;
+    let entry = servers.get(&args.name)?;
+    let problem = entry.config.expanded(env).err().map(|e| e.to_string());
+    let mut value = entry_json(entry);
+    value["problem"] = problem.clone().into();
+    out.json(&value);
+    let config = entry.config.redacted();
+    out.line(out.bold(&config.name));
+    let mut rows = vec![vec!["defined in".to_string(), defined_in(&entry.defined_in)]];
+    if let DefinedIn::File { overrides, .. } = &entry.defined_in {
+        rows.extend(overrides.iter().map(|file| vec!["overrides".to_string(), file.display().to_string()]));
+    }
+    rows.extend(fields(&config).into_iter().map(|(key, value)| vec![key.to_string(), value]));
+    for line in table(&rows) {
+        out.line(format!("  {line}"));
+    }
+    if let Some(problem) = problem {
+        out.line(format!("  {} {problem}", out.bad("cannot start:")));
+    }
+    Ok(0)
+}
+
+/// `command args...` or the URL.
+fn target(config: &ServerConfig) -> String {
+    match &config.url {
+        Some(url) => url.clone(),
+        None => std::iter::once(&config.command).chain(&config.args).map(|a| shell_word(a)).collect::<Vec<_>>().join(" "),
+    }
+}
+
+/// A word as a shell would need it written.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:@,+%".contains(c)) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+fn defined_in(defined_in: &DefinedIn) -> String {
+    match defined_in {
+        DefinedIn::File { path, .. } => format!("{} ({})", path.display(), defined_in.origin_name()),
+        DefinedIn::BuiltIn => "built-in (no server is configured)".into(),
+    }
+}
+
+fn restart(policy: RestartPolicy) -> String {
+    match policy {
+        RestartPolicy::Never => "never".into(),
+        RestartPolicy::OnFailure { max_restarts } => format!("on-failure (at most {max_restarts} in a row)"),
+        RestartPolicy::Always => "always".into(),
+    }
+}
+
+fn auth(auth: &Auth) -> String {
+    match auth {
+        Auth::Bearer { token } => format!("bearer {token}"),
+        Auth::Basic { username, password } => format!("basic {username}:{password}"),
+        Auth::ApiKey { header, value } => format!("api key {header}: {value}"),
+    }
+}
+
+/// The fields of an (already redacted) configuration worth showing, as text.
+fn fields(config: &ServerConfig) -> Vec<(&'static str, String)> {
+    let mut fields = vec![
+        ("enabled", config.enabled.to_string()),
+        ("transport", config.transport.as_str().into()),
+        ("scope", format!("{:?}", config.scope).to_lowercase()),
+    ];
+    match &config.url {
+        Some(url) => fields.push(("url", url.clone())),
+        None => fields.push(("command", target(config))),
+    }
+    if let Some(cwd) = &config.cwd {
+        fields.push(("cwd", cwd.display().to_string()));
+    }
+    fields.extend(config.env.iter().map(|(k, v)| ("env", format!("{k}={v}"))));
+    if config.inherit_env {
+        fields.push(("inherit_env", "true".into()));
+    }
+    fields.extend(config.headers.iter().map(|(k, v)| ("header", format!("{k}: {v}"))));
+    if let Some(a) = &config.auth {
+        fields.push(("auth", auth(a)));
+    }
+    fields.push(("era", config.era.as_str().into()));
+    if !config.tools.allow.is_empty() {
+        fields.push(("tools allow", config.tools.allow.join(", ")));
+    }
+    if !config.tools.deny.is_empty() {
+        fields.push(("tools deny", config.tools.deny.join(", ")));
+    }
+    let t = &config.timeouts;
+    fields.push(("timeout", format!("{} s per call (at most {} s with progress)", t.call.as_secs_f64(), t.max_call.as_secs_f64())));
+    fields.push(("startup_timeout", format!("{} s", t.startup.as_secs_f64())));
+    fields.push(("restart", restart(config.restart)));
+    fields
+}
+
+/// A server's redacted configuration and origin, for `--json`.
+fn entry_json(entry: &Entry) -> Value {
+    let c = entry.config.redacted();
+    let (source, overrides) = match &entry.defined_in {
+        DefinedIn::File { path, overrides, .. } => {
+            (Some(path.display().to_string()), overrides.iter().map(|p| p.display().to_string()).collect())
+        }
+        DefinedIn::BuiltIn => (None, Vec::new()),
+    };
+    let (restart, max_restarts) = match c.restart {
+        RestartPolicy::Never => ("never", None),
+        RestartPolicy::OnFailure { max_restarts } => ("on-failure", Some(max_restarts)),
+        RestartPolicy::Always => ("always", None),
+    };
+    json!({
+        "name": c.name,
+        "enabled": c.enabled,
+        "transport": c.transport.as_str(),
+        "command": (!c.command.is_empty()).then_some(&c.command),
+        "args": c.args,
+        "cwd": c.cwd,
+        "env": c.env,
+        "inherit_env": c.inherit_env,
+        "url": c.url,
+        "headers": c.headers,
+        "auth": c.auth.as_ref().map(auth),
+        "era": c.era.as_str(),
+        "tools": {"allow": c.tools.allow, "deny": c.tools.deny},
+        "timeout_secs": c.timeouts.call.as_secs_f64(),
+        "startup_timeout_secs": c.timeouts.startup.as_secs_f64(),
+        "restart": restart,
+        "max_restarts": max_restarts,
+        "scope": format!("{:?}", c.scope).to_lowercase(),
+        "origin": entry.defined_in.origin_name(),
+        "source": source,
+        "overrides": overrides,
+    })
+}

@@ -1,0 +1,226 @@
+//! `status` (every server started and its state shown) and `test` (one
+//! server connected step by step, each step timed, failures explained).
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::output::{table, Failure, Out};
+use super::servers::{Entry, Servers};
+use super::session::{describe, Session};
+use super::{Cli, EXIT_CONNECTION};
+use crate::actors::{ServerState, ServerStatus};
+use crate::config::Keyword;
+use crate::restart::RestartPolicy;
+
+/// Lines of a server's stderr shown when it failed.
+const STDERR_LINES: usize = 10;
+
+#[derive(Debug, clap::Args)]
+pub struct TestArgs {
+    pub name: String,
+}
+
+pub async fn status(cli: &Cli, out: &Out) -> Result<u8, Failure> {
+    let servers = Servers::load(cli)?;
+    let session = Session::start(&servers.entries).await?;
+    let statuses = session.handle.status().await;
+    session.close().await;
+    out.json(&statuses.iter().map(|status| status_json(status, &servers)).collect::<Vec<_>>());
+    let mut rows =
+        vec![["SERVER", "STATE", "PID", "TOOLS", "RESOURCES", "PROMPTS", "ERA", "RESTARTS", "UPTIME"].map(String::from).to_vec()];
+    for s in &statuses {
+        let uptime = s.uptime.map(|u| format!("{:.1}s", u.as_secs_f64())).unwrap_or_else(|| "-".into());
+        let pid = s.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
+        let era = s.era.clone().unwrap_or_else(|| "-".into());
+        let counts = [s.tools, s.resources, s.prompts].map(|n| n.to_string());
+        let [tools, resources, prompts] = counts;
+        rows.push(vec![s.name.clone(), s.state.label().into(), pid, tools, resources, prompts, era, s.restarts.to_string(), uptime]);
+    }
+    for line in table(&rows) {
+        out.line(line);
+    }
+    for s in statuses.iter().filter(|s| !matches!(s.state, ServerState::Connected | ServerState::Disabled)) {
+        out.line(format!("\n{} {}", out.bad(&format!("{}:", s.name)), describe(s)));
+        for line in tail(s) {
+            out.line(format!("  {}", out.dim(line)));
+        }
+    }
+    Ok(0)
+}
+
+/// The status as the runtime reports it, plus where the server is defined.
+fn status_json(status: &ServerStatus, servers: &Servers) -> Value {
+    let mut value = serde_json::to_value(status).unwrap_or_default();
+    if let (Some(object), Ok(entry)) = (value.as_object_mut(), servers.get(&status.name)) {
+        object.insert("transport".into(), entry.config.transport.as_str().into());
+        object.insert("origin".into(), entry.defined_in.origin_name().into());
+        object.insert("source".into(), entry.defined_in.path().map(|p| p.display().to_string()).into());
+    }
+    value
+}
+
+fn tail(status: &ServerStatus) -> &[String] {
+    let tail = match &status.state {
+        ServerState::Failed { stderr_tail, .. } if !stderr_tail.is_empty() => stderr_tail,
+        _ => &status.stderr_tail,
+    };
+    &tail[tail.len().saturating_sub(STDERR_LINES)..]
+}
+
+/// One timed step of `test`.
+#[derive(Debug, Serialize)]
+struct Step {
+    step: &'static str,
+    ok: bool,
+    ms: f64,
+    detail: String,
+}
+
+/// Steps are printed as they finish; `--json` prints them all at the end.
+struct Steps<'a> {
+    out: &'a Out,
+    done: Vec<Step>,
+}
+
+impl Steps<'_> {
+    fn record(&mut self, step: &'static str, took: Duration, outcome: Result<String, String>) -> bool {
+        let ok = outcome.is_ok();
+        let detail = outcome.unwrap_or_else(|e| e);
+        let mark = if ok { self.out.good("✓") } else { self.out.bad("✗") };
+        let ms = took.as_secs_f64() * 1000.0;
+        self.out.line(format!("  {mark} {step:<16} {ms:>8.1} ms  {detail}"));
+        self.done.push(Step { step, ok, ms, detail });
+        ok
+    }
+}
+
+/// Connects with restarts off (a failure is final and shown at once), and
+/// watches the start-up's phases in the server's status: a pid (the
+/// process runs), a protocol version (the handshake is done), `connected`
+/// (tools, resources and prompts are listed). Then pings and lists.
+/// A disabled server is tested too: testing is how to check it before
+/// enabling it.
+pub async fn test(cli: &Cli, out: &Out, args: &TestArgs) -> Result<u8, Failure> {
+    let servers = Servers::load(cli)?;
+    let entry = servers.get(&args.name)?;
+    out.line(format!("Testing {} ({})", out.bold(&format!("`{}`", args.name)), summary(entry)));
+    let session = Session::launch([entry], |config| {
+        config.enabled = true;
+        config.restart = RestartPolicy::Never;
+    })?;
+    let mut steps = Steps { out, done: Vec::new() };
+    let first_step = if entry.config.url.is_some() { "connect" } else { "start process" };
+    let connected = start_up(&session, &args.name, first_step, &mut steps).await;
+    if connected {
+        operations(&session, &args.name, &mut steps).await;
+    }
+    let status = session.status_of(&args.name).await.ok();
+    session.close().await;
+    let ok = steps.done.iter().all(|s| s.ok);
+    let stderr_tail: Vec<String> = status.as_ref().map(|s| tail(s).to_vec()).unwrap_or_default();
+    if !ok {
+        if !stderr_tail.is_empty() {
+            out.line("  last lines of the server's stderr:");
+            for line in &stderr_tail {
+                out.line(format!("    {}", out.dim(line)));
+            }
+        }
+        if let Some(hint) = steps.done.iter().find(|s| !s.ok).and_then(|s| hint(&s.detail)) {
+            out.line(format!("  {} {hint}", out.warn("hint:")));
+        }
+    } else {
+        out.line(format!("`{}` works.", args.name));
+    }
+    out.json(&serde_json::json!({ "server": args.name, "ok": ok, "steps": steps.done, "stderr_tail": stderr_tail }));
+    Ok(if ok { 0 } else { EXIT_CONNECTION })
+}
+
+/// The command or URL of a server, for the heading.
+fn summary(entry: &Entry) -> String {
+    let config = entry.config.redacted();
+    match &config.url {
+        Some(url) => format!("{} {url}", config.transport.as_str()),
+        None => format!("stdio: {}", std::iter::once(&config.command).chain(&config.args).cloned().collect::<Vec<_>>().join(" ")),
+    }
+}
+
+/// Times the phases of the start-up; true when the server connected.
+async fn start_up(session: &Session, name: &str, first_step: &'static str, steps: &mut Steps<'_>) -> bool {
+    const POLL: Duration = Duration::from_millis(2);
+    let started = Instant::now();
+    let deadline = started + session.startup_bound;
+    let mut phase_start = started;
+    let (mut spawned, mut negotiated) = (false, false);
+    loop {
+        let Ok(status) = session.status_of(name).await else { return false };
+        let now = Instant::now();
+        if !spawned && status.pid.is_some() {
+            spawned = steps.record(first_step, now - phase_start, Ok(format!("pid {}", status.pid.unwrap_or(0))));
+            phase_start = now;
+        }
+        if !negotiated && status.protocol_version.is_some() {
+            let detail = format!(
+                "{} era, protocol {}, server {}",
+                status.era.as_deref().unwrap_or("?"),
+                status.protocol_version.as_deref().unwrap_or("?"),
+                status.server_info.as_deref().unwrap_or("(no serverInfo)")
+            );
+            negotiated = steps.record("handshake", now - phase_start, Ok(detail));
+            phase_start = now;
+        }
+        let step = match (spawned, negotiated) {
+            (false, _) => first_step,
+            (true, false) => "handshake",
+            (true, true) => "list",
+        };
+        match &status.state {
+            ServerState::Connected => {
+                let detail = format!("{} tools, {} resources, {} prompts", status.tools, status.resources, status.prompts);
+                return steps.record("list", now - phase_start, Ok(detail));
+            }
+            ServerState::Pending if now < deadline => tokio::time::sleep(POLL).await,
+            ServerState::Pending => {
+                let error = format!("still starting after {:.1} s", session.startup_bound.as_secs_f64());
+                return steps.record(step, now - phase_start, Err(error));
+            }
+            _ => return steps.record(step, now - phase_start, Err(describe(&status))),
+        }
+    }
+}
+
+/// Ping and the lists a client asks for later, each timed.
+async fn operations(session: &Session, name: &str, steps: &mut Steps<'_>) {
+    let handle = &session.handle;
+    let started = Instant::now();
+    let ping = handle.ping(name).await.map(|rtt| format!("round trip {:.1} ms", rtt.as_secs_f64() * 1000.0));
+    steps.record("ping", started.elapsed(), ping.map_err(|e| e.to_string()));
+    let started = Instant::now();
+    let resources = handle.list_resources(name).await.map(|r| format!("{} resources", r.len()));
+    steps.record("resources/list", started.elapsed(), optional(resources));
+    let started = Instant::now();
+    let prompts = handle.list_prompts(name).await.map(|p| format!("{} prompts", p.len()));
+    steps.record("prompts/list", started.elapsed(), optional(prompts));
+}
+
+/// A capability the server does not offer is not a failure.
+fn optional(result: Result<String, crate::CallError>) -> Result<String, String> {
+    match result {
+        Ok(text) => Ok(text),
+        Err(crate::CallError::Unsupported { capability, .. }) => Ok(format!("not offered (no {capability} capability)")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// What to do about a failed step, from its message.
+fn hint(detail: &str) -> Option<&'static str> {
+    let hints = [
+        ("command not found", "check the command's spelling, install it, or give its full path; the PATH above is the one used"),
+        ("No such file or directory", "check the command's spelling, install it, or give its full path; the PATH above is the one used"),
+        ("Permission denied", "make the command executable (chmod +x) or run it through its interpreter"),
+        ("did not answer initialize", "the server did not answer the handshake: check that it speaks MCP over stdio (not HTTP), that it does not wait for input, or raise startup_timeout"),
+        ("exited during start-up", "the server stopped before the handshake; its stderr above usually says why (a missing variable, a bad argument)"),
+    ];
+    hints.into_iter().find(|(marker, _)| detail.contains(marker)).map(|(_, hint)| hint)
+}

@@ -1,0 +1,170 @@
+//! `tools` (the catalog, searchable) and `call` (one tool call, with a
+//! progress bar while the tool reports progress).
+
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::Value;
+
+use super::arguments::tool_arguments;
+use super::output::{content_text, first_line, table, Failure, Out};
+use super::servers::{Entry, Servers};
+use super::session::{start_selected, Session};
+use super::{Cli, EXIT_TOOL_ERROR};
+use crate::actors::{Progress, ProgressSink, ToolEntry};
+use crate::{CallTool, CallToolResult};
+
+#[derive(Debug, clap::Args)]
+pub struct ToolsArgs {
+    /// Only this server's tools (only it is started).
+    #[arg(long, value_name = "SERVER")]
+    pub server: Option<String>,
+    /// Only tools whose name, title or description contains TEXT (case-insensitive).
+    #[arg(long, value_name = "TEXT")]
+    pub search: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CallArgs {
+    pub server: String,
+    /// The tool's own name (as `mcpvisor tools` shows it).
+    pub tool: String,
+    /// The arguments as one JSON object, e.g. '{"text": "hi"}'.
+    #[arg(value_name = "JSON")]
+    pub arguments: Option<String>,
+    /// One argument, typed by the tool's input schema (numbers, booleans, JSON for objects and arrays); repeatable.
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    pub args: Vec<String>,
+    /// Give up after this many seconds (default: the server's `timeout`).
+    #[arg(long, value_name = "SECS", value_parser = super::parse_seconds)]
+    pub timeout: Option<Duration>,
+}
+
+pub async fn tools(cli: &Cli, out: &Out, args: &ToolsArgs) -> Result<u8, Failure> {
+    let servers = Servers::load(cli)?;
+    let session = start_selected(&servers, args.server.as_deref(), "its tools are not listed").await?;
+    let catalog = session.handle.list_tools().await;
+    session.close().await;
+    let needle = args.search.as_deref().map(str::to_lowercase);
+    let shown: Vec<&ToolEntry> = catalog
+        .iter()
+        .filter(|entry| args.server.as_ref().is_none_or(|server| &entry.server == server))
+        .filter(|entry| needle.as_deref().is_none_or(|needle| matches(entry, needle)))
+        .collect();
+    out.json(&shown.iter().map(|entry| tool_json(entry)).collect::<Vec<_>>());
+    let mut rows = vec![vec!["SERVER".into(), "TOOL".into(), "DESCRIPTION".into()]];
+    rows.extend(
+        shown.iter().map(|entry| vec![entry.server.clone(), entry.tool.name.to_string(), first_line(entry.tool.description.as_deref())]),
+    );
+    for line in table(&rows) {
+        out.line(line);
+    }
+    if shown.is_empty() {
+        out.line(out.dim("(no tools)"));
+    }
+    Ok(0)
+}
+
+fn matches(entry: &ToolEntry, needle: &str) -> bool {
+    let tool = &entry.tool;
+    [Some(tool.name.as_ref()), tool.title.as_deref(), tool.description.as_deref()]
+        .into_iter()
+        .flatten()
+        .any(|text| text.to_lowercase().contains(needle))
+}
+
+/// The tool as MCP describes it, plus its server and exposed name.
+fn tool_json(entry: &ToolEntry) -> Value {
+    let mut value = serde_json::to_value(&entry.tool).unwrap_or_default();
+    if let Some(object) = value.as_object_mut() {
+        object.insert("server".into(), entry.server.clone().into());
+        object.insert("exposedName".into(), entry.name.clone().into());
+    }
+    value
+}
+
+pub async fn call(cli: &Cli, out: &Out, args: &CallArgs) -> Result<u8, Failure> {
+    let servers = Servers::load(cli)?;
+    let entry = servers.get(&args.server)?;
+    let session = start_selected(&servers, Some(&args.server), "").await?;
+    let result = call_started(&session, entry, args).await;
+    session.close().await;
+    let result = result?;
+    out.json(&result);
+    let failed = result.is_error == Some(true);
+    if !out.json {
+        let text = result_text(&result);
+        if failed {
+            return Err(Failure {
+                code: EXIT_TOOL_ERROR,
+                message: format!("`{}` of server `{}` answered with an error: {text}", args.tool, args.server),
+            });
+        }
+        out.line(text);
+    }
+    Ok(if failed { EXIT_TOOL_ERROR } else { 0 })
+}
+
+async fn call_started(session: &Session, entry: &Entry, args: &CallArgs) -> Result<CallToolResult, Failure> {
+    let catalog = session.handle.list_tools().await;
+    let of_server: Vec<&ToolEntry> = catalog.iter().filter(|t| t.server == args.server).collect();
+    let Some(tool) = of_server.iter().find(|t| t.tool.name == args.tool) else {
+        if !entry.config.tools.permits(&args.tool) {
+            return Err(Failure::usage(format!(
+                "tool `{}` of server `{}` is excluded by the server's tool allow/deny lists; change them in its configuration to call it",
+                args.tool, args.server
+            )));
+        }
+        let names: Vec<&str> = of_server.iter().map(|t| t.tool.name.as_ref()).collect();
+        return Err(Failure::usage(format!(
+            "server `{}` has no tool `{}`; its tools are: {} (`mcpvisor tools --server {}` describes them)",
+            args.server,
+            args.tool,
+            names.join(", "),
+            args.server
+        )));
+    };
+    let arguments = tool_arguments(args.arguments.as_deref(), &args.args, &tool.tool.input_schema, &args.server, &args.tool)?;
+    let (sink, progress) = ProgressSink::channel();
+    let mut call = CallTool::new(args.tool.clone(), Value::Object(arguments)).with_progress(sink);
+    if let Some(timeout) = args.timeout {
+        call = call.with_timeout(timeout);
+    }
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    let shower = tokio::spawn(show_progress(progress, bar.clone(), format!("{}/{}", args.server, args.tool)));
+    let result = session.handle.call_on(&args.server, call).await;
+    shower.abort();
+    bar.finish_and_clear();
+    Ok(result?)
+}
+
+/// Draws the tool's progress notifications as a bar on stderr (hidden when
+/// stderr is not a terminal).
+async fn show_progress(mut progress: tokio::sync::mpsc::UnboundedReceiver<Progress>, bar: ProgressBar, label: String) {
+    // Positions are kept in thousandths: progress values may be fractions.
+    const SCALE: f64 = 1000.0;
+    let style =
+        ProgressStyle::with_template("{prefix:.bold} [{bar:30}] {percent:>3}% {msg}").unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style.progress_chars("=> "));
+    bar.set_prefix(label);
+    while let Some(update) = progress.recv().await {
+        let total = update.total.filter(|t| *t > 0.0).unwrap_or(update.progress.max(1.0) * 2.0);
+        bar.set_length((total * SCALE) as u64);
+        bar.set_position((update.progress.clamp(0.0, total) * SCALE) as u64);
+        let count = match update.total {
+            Some(total) => format!("{}/{}", update.progress, total),
+            None => format!("{}", update.progress),
+        };
+        bar.set_message(format!("{count} {}", update.message.unwrap_or_default()));
+    }
+}
+
+/// A result as text: its content blocks, else its structured content.
+fn result_text(result: &CallToolResult) -> String {
+    if result.content.is_empty() {
+        if let Some(structured) = &result.structured_content {
+            return serde_json::to_string_pretty(structured).unwrap_or_default();
+        }
+    }
+    result.content.iter().map(content_text).collect::<Vec<_>>().join("\n")
+}

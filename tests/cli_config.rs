@@ -1,0 +1,99 @@
+//! Configuration as the command line uses it: `${VAR}` expansion when a
+//! server starts (and its errors), and secrets kept out of every listing,
+//! status, error and log line.
+
+mod cli_support;
+
+use cli_support::{demo_table, stderr, stdout, Sandbox, BIN};
+
+#[test]
+fn variables_are_expanded_when_a_server_starts() {
+    let sandbox = Sandbox::new();
+    sandbox.write_user_file("[servers.demo]\ncommand = \"${MCPVISOR_TEST_BIN}\"\nargs = [\"${MODE:-demo-server}\"]\n");
+    sandbox.cmd(["call", "demo", "echo", "--arg", "text=expanded"]).env("MCPVISOR_TEST_BIN", BIN).assert().success().stdout("expanded\n");
+    // The file keeps the references: listings show them, not the values.
+    let (list, _) = sandbox.json(["list", "--json"]);
+    assert_eq!((list[0]["command"].as_str(), list[0]["args"][0].as_str()), (Some("${MCPVISOR_TEST_BIN}"), Some("${MODE:-demo-server}")));
+}
+
+#[test]
+fn an_unset_variable_is_a_configuration_error_naming_server_and_field() {
+    let sandbox = Sandbox::new();
+    sandbox.write_user_file(&format!(
+        "{}\n[servers.needs]\ncommand = \"x\"\nenv = {{ API_KEY = \"${{MCPVISOR_UNSET_VAR}}\" }}\n",
+        demo_table("demo", &[])
+    ));
+    for args in [vec!["status"], vec!["call", "needs", "anything"]] {
+        let output = sandbox.cmd(&args).env_remove("MCPVISOR_UNSET_VAR").output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let error = stderr(&output);
+        assert!(
+            error.starts_with("error: server \"needs\": env.API_KEY uses ${MCPVISOR_UNSET_VAR}, which is not set; set it or write"),
+            "{error}"
+        );
+    }
+    // A command that starts only other servers is not held up by it.
+    sandbox.cmd(["call", "demo", "echo", "--arg", "text=ok"]).env_remove("MCPVISOR_UNSET_VAR").assert().success();
+    // `info` shows the problem without starting anything.
+    let output = sandbox.cmd(["info", "needs"]).output().unwrap();
+    assert!(output.status.success());
+    assert!(stdout(&output).contains("cannot start: server \"needs\": env.API_KEY uses ${MCPVISOR_UNSET_VAR}"), "{}", stdout(&output));
+}
+
+#[test]
+fn a_malformed_reference_or_file_is_an_error_with_the_fix() {
+    let sandbox = Sandbox::new();
+    sandbox.write_user_file("[servers.bad]\ncommand = \"${oops\"\n");
+    let output = sandbox.cmd(["call", "bad", "x"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("is not a variable reference; write ${NAME}"), "{}", stderr(&output));
+
+    sandbox.write_user_file("[servers.typo]\ncomand = \"x\"\n");
+    let output = sandbox.cmd(["list"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("unknown key `comand`"), "{}", stderr(&output));
+}
+
+/// A server that prints its secret env value on stderr and exits, so the
+/// secret reaches the status' stderr tail, the error and the logs.
+fn leaky_sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.write_user_file(&format!(
+        "{}\n[servers.leaky]\ncommand = \"sh\"\nargs = [\"-c\", \"echo token is $SERVICE_TOKEN >&2; exit 3\"]\nenv = {{ SERVICE_TOKEN = \"${{LEAKY_SECRET}}\", LEVEL = \"debug\" }}\nrestart = \"never\"\n",
+        demo_table("demo", &[])
+    ));
+    sandbox
+}
+
+const SECRET: &str = "s3cr3t-value-123";
+
+#[test]
+fn secrets_are_redacted_in_listings_status_errors_and_logs() {
+    let sandbox = leaky_sandbox();
+    for args in [
+        vec!["status"],
+        vec!["status", "--json"],
+        vec!["-vv", "status"],
+        vec!["test", "leaky"],
+        vec!["test", "leaky", "--json"],
+        vec!["call", "leaky", "x"],
+        vec!["call", "leaky", "x", "--json"],
+    ] {
+        let output = sandbox.cmd(&args).env("LEAKY_SECRET", SECRET).output().unwrap();
+        let shown = stdout(&output) + &stderr(&output);
+        assert!(!shown.contains(SECRET), "{args:?} shows the secret:\n{shown}");
+        assert!(shown.contains("token is ***"), "{args:?} shows the line, masked:\n{shown}");
+    }
+    let output = sandbox.cmd(["status", "--json"]).env("LEAKY_SECRET", SECRET).output().unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let leaky = status.as_array().unwrap().iter().find(|s| s["name"] == "leaky").unwrap();
+    assert_eq!(leaky["state"], "failed");
+
+    // Listings show the reference, never a value.
+    sandbox.write_user_file("[servers.inline]\ncommand = \"x\"\nenv = { SERVICE_TOKEN = \"s3cr3t-value-123\", LEVEL = \"debug\" }\n");
+    for args in [vec!["list", "--json"], vec!["info", "inline"], vec!["info", "inline", "--json"]] {
+        let output = sandbox.cmd(&args).output().unwrap();
+        let shown = stdout(&output);
+        assert!(!shown.contains(SECRET) && shown.contains("***") && shown.contains("debug"), "{args:?}:\n{shown}");
+    }
+}

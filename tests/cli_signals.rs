@@ -1,0 +1,55 @@
+//! Ctrl-C during a command stops the servers it started: they run in
+//! their own process groups, so the terminal's SIGINT does not reach them.
+
+mod cli_support;
+
+use std::time::{Duration, Instant};
+
+use cli_support::{stderr, Sandbox, BIN};
+
+/// Pids of live processes whose environment holds `marker`.
+fn processes_with(marker: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'));
+            !zombie && environ.split(|b| *b == 0).any(|var| var == marker.as_bytes())
+        })
+        .collect()
+}
+
+fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done()
+}
+
+#[test]
+fn ctrl_c_stops_the_servers_and_exits_130() {
+    let sandbox = Sandbox::new();
+    let marker = format!("MCPVISOR_SIGNAL_TEST={}", std::process::id());
+    let (key, value) = marker.split_once('=').unwrap();
+    sandbox.write_user_file(&format!("[servers.slow]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\nenv = {{ {key} = \"{value}\" }}\n"));
+    let child = sandbox
+        .std_cmd(["call", "slow", "sleep", "--arg", "ms=60000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_for(Duration::from_secs(10), || processes_with(&marker).len() == 1), "the server started");
+    std::thread::sleep(Duration::from_millis(200)); // the call is in flight
+                                                    // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    assert!(stderr(&output).starts_with("error: interrupted by Ctrl-C (SIGINT); the servers were stopped"), "{}", stderr(&output));
+    assert!(processes_with(&marker).is_empty(), "no server outlives the command");
+}

@@ -1,0 +1,105 @@
+//! A sandbox for running the real `mcpvisor` binary: its own home, XDG
+//! directory, user file and project directory, so no test sees the
+//! user's real configuration or another test's.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_mcpvisor");
+
+pub struct Sandbox {
+    _root: tempfile::TempDir,
+    pub home: PathBuf,
+    /// The user file (`MCPVISOR_CONFIG`).
+    pub user_file: PathBuf,
+    /// The working directory of every command.
+    pub project: PathBuf,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let root = tempfile::tempdir().expect("a temporary directory");
+        let home = root.path().join("home");
+        let project = root.path().join("project");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        let user_file = home.join("config/servers.toml");
+        Sandbox { _root: root, home, user_file, project }
+    }
+
+    /// `mcpvisor ARGS` in the project directory with the sandbox's environment.
+    pub fn cmd<I, S>(&self, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        Command::from_std(self.std_cmd(args))
+    }
+
+    /// [`Sandbox::cmd`] as a plain `std::process::Command`.
+    pub fn std_cmd<I, S>(&self, args: I) -> std::process::Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut command = std::process::Command::new(BIN);
+        command
+            .args(args)
+            .current_dir(&self.project)
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.home.join("xdg"))
+            .env("MCPVISOR_CONFIG", &self.user_file)
+            .env_remove("RUST_LOG")
+            .env_remove("NO_COLOR");
+        command
+    }
+
+    /// Runs the command and parses its stdout as JSON (whatever the exit code).
+    pub fn json<I, S>(&self, args: I) -> (serde_json::Value, i32)
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let output = self.cmd(args).output().expect("mcpvisor runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}\nstderr: {}", String::from_utf8_lossy(&output.stderr)));
+        (value, output.status.code().unwrap_or(-1))
+    }
+
+    pub fn write(&self, relative: &str, text: &str) -> PathBuf {
+        let path = self.project.join(relative);
+        write(&path, text);
+        path
+    }
+
+    pub fn write_user_file(&self, text: &str) {
+        write(&self.user_file, text);
+    }
+
+    pub fn user_file_text(&self) -> String {
+        std::fs::read_to_string(&self.user_file).unwrap_or_default()
+    }
+}
+
+pub fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A `[servers.NAME]` table running the bundled demo server with `flags`.
+pub fn demo_table(name: &str, flags: &[&str]) -> String {
+    let args: Vec<String> = std::iter::once("demo-server").chain(flags.iter().copied()).map(|a| format!("{a:?}")).collect();
+    format!("[servers.{name}]\ncommand = {BIN:?}\nargs = [{}]\n", args.join(", "))
+}
+
+pub fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
