@@ -374,7 +374,7 @@ impl Connection {
         }
         if self.config.transport != Transport::Stdio {
             let error = format!(
-                "{}: {} transport: connecting to remote servers is not built yet (it comes with the remote-transports work); the entry is stored and listed only",
+                "server `{}`: {} transport: connecting to remote servers is not built yet (it comes with the remote-transports work); the entry is stored and listed only",
                 self.config.name,
                 self.config.transport.as_str()
             );
