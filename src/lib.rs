@@ -5,9 +5,9 @@
 //!
 //! | module | what it holds |
 //! | --- | --- |
-//! | [`actors`] | everything with a mailbox: [`actors::Hub`] (supervisor), [`actors::Connection`] (one server), [`actors::Registry`] (tool catalog and routing) |
+//! | [`actors`] | everything with a mailbox: [`actors::Hub`] (supervisor), [`actors::Connection`] (one server), [`actors::Registry`] (tool catalog and routing); typed operations ([`actors::operation`]), progress, the server's requests to the client ([`actors::client_requests`]) |
 //! | [`handle`] | [`Runtime::start`] and the `Send + Sync + Clone` [`Handle`] for non-actix programs |
-//! | [`protocol`] | the JSON-RPC envelope, MCP method names and versions |
+//! | [`protocol`] | the JSON-RPC envelope, MCP method names and versions, the agreed era ([`protocol::Session`]), tool schema checks |
 //! | [`codec`] | newline-delimited JSON-RPC framing with a frame-size limit |
 //! | [`transport`] | child processes over stdio: process groups, environment, shutdown |
 //! | [`config`] | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
@@ -41,7 +41,7 @@ pub mod protocol;
 pub mod restart;
 pub mod transport;
 
-pub use actors::{CallTool, Event, ServerState, ServerStatus, ToolEntry};
+pub use actors::{CallTool, Event, Progress, ProgressSink, ServerState, ServerStatus, ToolEntry};
 pub use error::{CallError, ConfigError, ConnectError, ManageError};
 pub use handle::{Handle, Runtime};
 pub use rmcp::model::{CallToolResult, JsonObject, Tool};
