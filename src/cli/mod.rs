@@ -2,13 +2,13 @@
 //!
 //! | file | commands |
 //! | --- | --- |
-//! | [`manage`] | `add`, `remove`, `enable`, `disable`, `import` (edit mcpvisor's TOML) |
-//! | [`show`] | `list`, `info` (configuration only, nothing is started) |
-//! | [`status`] | `status`, `test` |
-//! | [`tools`] | `tools`, `call` |
-//! | [`resources`] | `resources`, `read` |
-//! | [`prompts`] | `prompts`, `prompt` |
-//! | [`demo`] | `demo` (and `demo-server`, run from here) |
+//! | `manage` | `add`, `remove`, `enable`, `disable`, `import` (edit mcpvisor's TOML) |
+//! | `show` | `list`, `info` (configuration only, nothing is started) |
+//! | `status` | `status`, `test` |
+//! | `tools` | `tools`, `call` |
+//! | `resources` | `resources`, `read` |
+//! | `prompts` | `prompts`, `prompt` |
+//! | `demo` | `demo` (and `demo-server`, run from here) |
 //!
 //! Shared parts: [`servers`] (which servers a command sees), [`session`] (a
 //! runtime for one command, with spinners), [`arguments`] (`--arg k=v`),
