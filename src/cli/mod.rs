@@ -10,10 +10,10 @@
 //! | `prompts` | `prompts`, `prompt` |
 //! | `demo` | `demo` (and `demo-server`, run from here) |
 //!
-//! Shared parts: [`servers`] (which servers a command sees), [`session`] (a
-//! runtime for one command, with spinners), [`arguments`] (`--arg k=v`),
-//! [`secrets`] (scrubbing secret values from everything printed) and
-//! [`output`] (human or JSON output, errors, exit codes).
+//! Shared parts: `servers` (which servers a command sees), `session` (a
+//! runtime for one command, with spinners), `arguments` (`--arg k=v`),
+//! `secrets` (scrubbing secret values from everything printed) and
+//! `output` (human or JSON output, errors, exit codes).
 //!
 //! Exit codes: 0 ok; 1 the tool answered `isError`; 2 usage or
 //! configuration error; 3 connection or protocol error (and a demo whose
