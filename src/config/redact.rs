@@ -6,6 +6,8 @@
 //! looks like a secret (see [`looks_secret`]). In URLs, the password of the
 //! userinfo (or the user, when there is no password: tokens are often put
 //! there) and query values whose names look like secrets are masked.
+//! In `args`, the value of a flag whose name looks like a secret is masked
+//! (`--api-key VALUE`, `--token=VALUE`).
 //! A value that is exactly one `${VAR}` reference is shown as it is: it
 //! names the secret without holding it. Empty values stay empty.
 
@@ -34,6 +36,7 @@ impl ServerConfig {
             Ok(())
         });
         let Ok(()) = never;
+        redact_flag_values(&mut config.args);
         config
     }
 }
@@ -42,6 +45,23 @@ impl ServerConfig {
 pub(crate) fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     SECRET_MARKERS.iter().any(|marker| upper.contains(marker))
+}
+
+/// Masks the values of secret-looking flags: `--token=VALUE` and `--api-key VALUE`.
+fn redact_flag_values(args: &mut [String]) {
+    let mut secret_flag_before = false;
+    for arg in args.iter_mut() {
+        let follows_secret_flag = std::mem::take(&mut secret_flag_before);
+        if let Some((flag, value)) = arg.split_once('=').filter(|(flag, _)| flag.starts_with('-')) {
+            if looks_secret(flag) {
+                *arg = format!("{flag}={}", mask(value, Syntax::Braced));
+            }
+        } else if arg.starts_with('-') {
+            secret_flag_before = looks_secret(arg);
+        } else if follows_secret_flag {
+            *arg = mask(arg, Syntax::Braced);
+        }
+    }
 }
 
 fn mask(value: &str, syntax: Syntax) -> String {
@@ -122,6 +142,13 @@ mod tests {
         assert_eq!(shown.env["EMPTY_SECRET"], "");
         assert_eq!(shown.args, config.args);
         assert_eq!(shown.command, config.command);
+    }
+
+    #[test]
+    fn values_of_secret_flags_in_args_are_masked() {
+        let args = ["--api-key", "sk-123", "--token=ghp_x", "--verbose", "--path", "/data", "--password", "${PW}", "--auth-token=${T}"];
+        let shown = ServerConfig::stdio("s", "srv", args).redacted();
+        assert_eq!(shown.args, ["--api-key", MASK, "--token=***", "--verbose", "--path", "/data", "--password", "${PW}", "--auth-token=${T}"]);
     }
 
     #[test]
