@@ -148,7 +148,10 @@ mod tests {
     fn values_of_secret_flags_in_args_are_masked() {
         let args = ["--api-key", "sk-123", "--token=ghp_x", "--verbose", "--path", "/data", "--password", "${PW}", "--auth-token=${T}"];
         let shown = ServerConfig::stdio("s", "srv", args).redacted();
-        assert_eq!(shown.args, ["--api-key", MASK, "--token=***", "--verbose", "--path", "/data", "--password", "${PW}", "--auth-token=${T}"]);
+        assert_eq!(
+            shown.args,
+            ["--api-key", MASK, "--token=***", "--verbose", "--path", "/data", "--password", "${PW}", "--auth-token=${T}"]
+        );
     }
 
     #[test]
