@@ -37,6 +37,19 @@ impl Connection {
         let server = self.config.name.clone();
         let init = match flatten(outcome).and_then(|raw| parse::<serde_json::Value>(&raw).map_err(Failure::Internal)) {
             Ok(init) => init,
+            // A dual-era server that a late `server/discover` already made
+            // modern refuses `initialize`: under `auto`, speak modern.
+            Err(Failure::Rpc(error)) if error.code == error_codes::UNSUPPORTED_PROTOCOL_VERSION && self.config.era != ConfiguredEra::Legacy => {
+                let supported = supported_versions(error.data.as_ref().and_then(|d| d.get("supported")));
+                if let Some(version) = supported.iter().find(|v| protocol::is_modern_version(v)) {
+                    tracing::debug!(server = %server, "initialize refused for {version}; switching to the modern era");
+                    self.session.agree(Era::Modern, version.clone());
+                    let generation = self.generation;
+                    return self.send_discover(generation, false, ctx);
+                }
+                let failure = Failure::Rpc(error);
+                return self.abort_run(failure.into_connect_error(&server, methods::INITIALIZE), Ending::Failure);
+            }
             Err(failure) => return self.abort_run(failure.into_connect_error(&server, methods::INITIALIZE), Ending::Failure),
         };
         let version = init.get("protocolVersion").and_then(|v| v.as_str()).unwrap_or_default().to_string();
