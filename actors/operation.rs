@@ -58,7 +58,7 @@ impl Requester {
         let request = Request { method: method.into(), params: params.clone(), label: label.clone(), timeout: None, progress: None };
         let mut raw = self.raw(request).await?;
         if rounds::may_need_rounds(&raw) {
-            raw = rounds::finish(self, method, params, &label, raw).await?;
+            raw = Box::pin(rounds::finish(self, method, params, &label, raw)).await?;
         }
         serde_json::from_str(raw.get()).map_err(|e| CallError::Protocol {
             server: self.server.clone(),

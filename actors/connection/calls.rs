@@ -146,7 +146,8 @@ impl Connection {
             let mut raw = answer.await?;
             if rounds::may_need_rounds(&raw) {
                 let params = serde_json::to_value(CallParams { name: &tool, arguments: &arguments, task: as_task }).unwrap_or_default();
-                let more = rounds::finish(&requester, methods::TOOLS_CALL, params, &tool, raw);
+                // Boxed: the rare multi-round path must not grow every call's future.
+                let more = Box::pin(rounds::finish(&requester, methods::TOOLS_CALL, params, &tool, raw));
                 raw = match tokio::time::timeout(max.max(timeout), more).await {
                     Ok(finished) => finished?,
                     Err(_) => return Err(CallError::Timeout { server, tool, after: max.max(timeout) }),
