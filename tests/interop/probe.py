@@ -247,6 +247,8 @@ def main():
         key, _, value = pair.partition("=")
         env[key] = value
     peer = Peer(command, env, args.cwd, args.quiet_stderr)
+    if args.era == "modern":
+        peer.era = "modern"  # every request carries the envelope until `survey` finds a legacy server
     token = 0
     for step in steps or ["survey"]:
         kind, rest = split(step)
