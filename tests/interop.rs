@@ -84,6 +84,19 @@ fn server(name: &str, era: Era, extra_args: &[&str]) -> ServerConfig {
     config
 }
 
+/// A server on the Python SDK. Its first answer takes 1.1-1.9 s (imports),
+/// several seconds on a loaded machine, which can outlast the default 3 s
+/// `auto` probe; after a timed-out probe the SDK, whose first request fixes
+/// the era, refuses `initialize` with -32022 and the connection restarts
+/// into legacy (see `time_auto_when_the_probe_times_out`). So the `auto`
+/// tests give the probe 30 s: they check what `auto` settles on, not the
+/// machine's speed.
+fn python_server(name: &str, era: Era) -> ServerConfig {
+    let mut config = server(name, era, &[]);
+    config.timeouts.discover = Duration::from_secs(30);
+    config
+}
+
 // ---------------------------------------------------------------- the client side
 
 /// What the test's "user and model" answer, and what they were asked.
@@ -563,7 +576,7 @@ async fn time_calls(handle: &Handle) {
 }
 
 async fn time(era: Era, expected: (&str, &str)) {
-    let handle = start(server("time", era, &[]), None).await;
+    let handle = start(python_server("time", era), None).await;
     assert_eq!(era_of(&handle, "time").await, (expected.0.into(), expected.1.into()), "{era:?}");
     let status = status_of(&handle, "time").await;
     assert!(status.server_info.as_deref().is_some_and(|i| i.contains("mcp-time")), "{status:?}");
@@ -604,6 +617,10 @@ async fn time_auto_when_the_probe_times_out() {
     assert!(handle.wait_ready(Duration::from_secs(60)).await);
     let status = common::wait_status(&handle, "time", |s| s.state == ServerState::Connected).await;
     eprintln!("time after a timed-out probe: era {:?} {:?}, restarts {}", status.era, status.protocol_version, status.restarts);
+    // Today: one restart, then legacy. Once the late discover answer (or
+    // the -32022 naming 2026-07-28) is taken as the era, expect modern and
+    // no restart here.
+    assert!(status.restarts <= 1, "{status:?}");
     time_calls(&handle).await;
     handle.shutdown().await;
 }
@@ -612,7 +629,7 @@ async fn time_auto_when_the_probe_times_out() {
 
 async fn py(era: Era, expected: &str) {
     let (handlers, asked) = user(&["/tmp/interop-py-root"]);
-    let handle = start(server("py", era, &[]), Some(handlers)).await;
+    let handle = start(python_server("py", era), Some(handlers)).await;
     let modern = expected == "modern";
     let version = if modern { "2026-07-28" } else { "2025-11-25" };
     assert_eq!(era_of(&handle, "py").await, (expected.into(), version.into()), "{era:?}");
