@@ -93,7 +93,9 @@ pub(crate) async fn finish(
                     tokio::time::sleep(MIN_POLL * 2u32.pow(state_only_rounds.min(6))).await;
                 }
                 let responses = answer_all(requester.answerer(), label, requests).await?;
-                let Value::Object(fields) = &mut params else { return Err(protocol("params are not an object".into())) };
+                let Value::Object(fields) = &mut params else {
+                    return Err(protocol("the server answered input_required, which only the 2026-07-28 era has".into()));
+                };
                 fields.insert("inputResponses".into(), Value::Object(responses));
                 match state {
                     Some(state) => fields.insert("requestState".into(), state),

@@ -64,11 +64,14 @@ async fn a_server_that_stops_reading_keeps_memory_bounded() {
     assert!(waiting.len() <= max_in_flight + max_queued, "{} calls wait", waiting.len());
     assert!(overloaded >= WAVES * PER_WAVE - max_in_flight - max_queued - 1, "overloaded {overloaded}");
     // Measured with the limits lifted (everything held): [86, 154, 226, 294,
-    // 362] MiB after each wave, ~70 MiB more a wave. Bounded: ~[63, 88, 103,
-    // 105, 108]; the first waves warm up the allocator's per-thread arenas,
-    // after that memory no longer follows the calls attempted.
-    let growth = after_wave[WAVES - 1].saturating_sub(after_wave[2]);
-    assert!(growth < 20, "memory grew with the calls attempted (MiB after each wave): {after_wave:?}");
+    // 362] MiB after each wave, ~70 MiB more a wave. Bounded: ~[85, 95, 103,
+    // 107, 110] over repeated runs: the first waves warm up the allocator's
+    // per-thread arenas (how far differs from run to run), after that memory
+    // no longer follows the calls. (Keeping each call's arguments beside its
+    // frame showed here as a plateau ~15 MiB higher.)
+    eprintln!("RSS growth after each wave, MiB: {after_wave:?}");
+    let last_wave = after_wave[WAVES - 1].saturating_sub(after_wave[WAVES - 2]);
+    assert!(last_wave < 20, "memory grew with the calls attempted (MiB after each wave): {after_wave:?}");
     assert!(after_wave[WAVES - 1] < 160, "memory grew by {after_wave:?} MiB");
     // The waiting callers give up: every slot is released.
     waiting.iter().for_each(|call| call.abort());

@@ -141,11 +141,16 @@ impl Connection {
         let params = CallParams { name: &call.name, arguments: &call.arguments, task: as_task };
         let answer = self.caller_request(call.name.clone(), methods::TOOLS_CALL, &params, call.timeout, call.progress, ctx);
         let (requester, max) = (self.requester(ctx), self.config.timeouts.max_call);
-        let arguments = call.arguments;
+        // Only a modern server may ask for input and get the request again;
+        // elsewhere the arguments are not kept (a queued call holds its frame only).
+        let arguments = (self.session.era() == Era::Modern).then_some(call.arguments);
         Reply::later(async move {
             let mut raw = answer.await?;
             if rounds::may_need_rounds(&raw) {
-                let params = serde_json::to_value(CallParams { name: &tool, arguments: &arguments, task: as_task }).unwrap_or_default();
+                let params = match &arguments {
+                    Some(arguments) => serde_json::to_value(CallParams { name: &tool, arguments, task: as_task }).unwrap_or_default(),
+                    None => serde_json::Value::Null,
+                };
                 // Boxed: the rare multi-round path must not grow every call's future.
                 let more = Box::pin(rounds::finish(&requester, methods::TOOLS_CALL, params, &tool, raw));
                 raw = match tokio::time::timeout(max.max(timeout), more).await {
