@@ -87,10 +87,9 @@ fn server(name: &str, era: Era, extra_args: &[&str]) -> ServerConfig {
 /// A server on the Python SDK. Its first answer takes 1.1-1.9 s (imports),
 /// several seconds on a loaded machine, which can outlast the default 3 s
 /// `auto` probe; after a timed-out probe the SDK, whose first request fixes
-/// the era, refuses `initialize` with -32022 and the connection restarts
-/// into legacy (see `time_auto_when_the_probe_times_out`). So the `auto`
-/// tests give the probe 30 s: they check what `auto` settles on, not the
-/// machine's speed.
+/// the era, refuses `initialize` with -32022 and the client switches to the
+/// modern era (see `time_auto_when_the_probe_times_out`). The `auto` tests
+/// still give the probe 30 s, so that they exercise the answered probe.
 fn python_server(name: &str, era: Era) -> ServerConfig {
     let mut config = server(name, era, &[]);
     config.timeouts.discover = Duration::from_secs(30);
@@ -607,7 +606,7 @@ async fn time_modern() {
 /// probe that gives up before it answers must still end connected. The
 /// SDK's dual-era loop is decided by the first request, so the late
 /// `server/discover` makes the process modern and refuses `initialize`
-/// with -32022.
+/// with -32022 naming 2026-07-28: the client goes modern, no restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs MCPVISOR_INTEROP=1 and .ci/interop-setup"]
 async fn time_auto_when_the_probe_times_out() {
@@ -617,10 +616,9 @@ async fn time_auto_when_the_probe_times_out() {
     assert!(handle.wait_ready(Duration::from_secs(60)).await);
     let status = common::wait_status(&handle, "time", |s| s.state == ServerState::Connected).await;
     eprintln!("time after a timed-out probe: era {:?} {:?}, restarts {}", status.era, status.protocol_version, status.restarts);
-    // Today: one restart, then legacy. Once the late discover answer (or
-    // the -32022 naming 2026-07-28) is taken as the era, expect modern and
-    // no restart here.
-    assert!(status.restarts <= 1, "{status:?}");
+    // The late discover made the process modern; `initialize` is refused
+    // with -32022 naming 2026-07-28, and the client goes modern on the spot.
+    assert_eq!((status.era.as_deref(), status.restarts), (Some("modern"), 0), "{status:?}");
     time_calls(&handle).await;
     handle.shutdown().await;
 }

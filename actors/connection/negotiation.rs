@@ -39,7 +39,9 @@ impl Connection {
             Ok(init) => init,
             // A dual-era server that a late `server/discover` already made
             // modern refuses `initialize`: under `auto`, speak modern.
-            Err(Failure::Rpc(error)) if error.code == error_codes::UNSUPPORTED_PROTOCOL_VERSION && self.config.era != ConfiguredEra::Legacy => {
+            Err(Failure::Rpc(error))
+                if error.code == error_codes::UNSUPPORTED_PROTOCOL_VERSION && self.config.era != ConfiguredEra::Legacy =>
+            {
                 let supported = supported_versions(error.data.as_ref().and_then(|d| d.get("supported")));
                 if let Some(version) = supported.iter().find(|v| protocol::is_modern_version(v)) {
                     tracing::debug!(server = %server, "initialize refused for {version}; switching to the modern era");
