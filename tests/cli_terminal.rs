@@ -10,7 +10,7 @@ use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::Stdio;
 
-use cli_support::Sandbox;
+use cli_support::{demo_table, Sandbox};
 
 /// A pseudo-terminal of 24×120: (the side the program writes to, the side we read).
 fn pty() -> (OwnedFd, File) {
@@ -23,11 +23,9 @@ fn pty() -> (OwnedFd, File) {
     unsafe { (OwnedFd::from_raw_fd(device), File::from_raw_fd(controller)) }
 }
 
-#[test]
-fn spinners_and_the_progress_bar_go_to_a_terminal_stderr_and_stdout_stays_clean() {
-    let sandbox = Sandbox::new();
+/// Runs `command` with stderr on a fresh pseudo-terminal: (its output, what it drew there).
+fn run_on_terminal(mut command: std::process::Command) -> (std::process::Output, String) {
     let (device, mut terminal) = pty();
-    let mut command = sandbox.std_cmd(["call", "demo", "progress", "--arg", "steps=4", "--arg", "ms=300"]);
     let child = command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::from(device)).spawn().expect("mcpvisor runs");
     drop(command); // our copy of the terminal's device side closes, so reading ends when the child exits
     let reader = std::thread::spawn(move || {
@@ -40,7 +38,13 @@ fn spinners_and_the_progress_bar_go_to_a_terminal_stderr_and_stdout_stays_clean(
         String::from_utf8_lossy(&drawn).into_owned()
     });
     let output = child.wait_with_output().unwrap();
-    let drawn = reader.join().unwrap();
+    (output, reader.join().unwrap())
+}
+
+#[test]
+fn spinners_and_the_progress_bar_go_to_a_terminal_stderr_and_stdout_stays_clean() {
+    let sandbox = Sandbox::new();
+    let (output, drawn) = run_on_terminal(sandbox.std_cmd(["call", "demo", "progress", "--arg", "steps=4", "--arg", "ms=300"]));
     assert!(output.status.success(), "terminal output:\n{drawn}");
     assert_eq!(String::from_utf8_lossy(&output.stdout), "done 4 steps\n", "stdout holds only the result");
     assert!(drawn.contains("✓ demo connected (25 tools)"), "the spinner ends with the server's state:\n{drawn:?}");
@@ -48,4 +52,15 @@ fn spinners_and_the_progress_bar_go_to_a_terminal_stderr_and_stdout_stays_clean(
         drawn.contains("demo/progress") && drawn.contains("step 2 of 4") && drawn.contains('%'),
         "a progress bar was drawn:\n{drawn:?}"
     );
+}
+
+#[test]
+fn many_servers_starting_are_counted_on_one_line_instead_of_a_spinner_each() {
+    let sandbox = Sandbox::new();
+    let tables: Vec<String> = (1..=12).map(|i| demo_table(&format!("s{i}"), &[])).collect();
+    sandbox.write_user_file(&tables.join("\n"));
+    let (output, drawn) = run_on_terminal(sandbox.std_cmd(["status"]));
+    assert!(output.status.success(), "terminal output:\n{drawn}");
+    assert!(drawn.contains("✓ 12 of 12 servers connected"), "one counting line:\n{drawn:?}");
+    assert!(!drawn.contains("✓ s1 "), "no spinner per server:\n{drawn:?}");
 }

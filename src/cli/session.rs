@@ -155,45 +155,91 @@ pub fn describe(status: &ServerStatus) -> String {
     }
 }
 
-/// A spinner per server on stderr; hidden when stderr is not a terminal.
-struct Spinners {
-    bars: Vec<(String, ProgressBar)>,
+/// Above this many servers, one bar counts them instead of a spinner each:
+/// indicatif ticks every spinner on a thread of its own, and a thousand
+/// spinners are no use to anyone.
+const MAX_SPINNERS: usize = 8;
+
+/// Start-up progress on stderr: a spinner per server, or one counting bar
+/// for many servers; nothing at all (no bar, no ticking thread) when stderr
+/// is not a terminal.
+enum Spinners {
+    Hidden,
+    Each(Vec<(String, ProgressBar)>),
+    Count(ProgressBar),
 }
 
 impl Spinners {
     fn new(names: &[String]) -> Spinners {
-        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template("{spinner} {prefix:.bold} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner());
+        let target = ProgressDrawTarget::stderr();
+        if target.is_hidden() {
+            return Spinners::Hidden;
+        }
+        let multi = MultiProgress::with_draw_target(target);
+        let spinner = |template: &str| {
+            let bar = multi.add(ProgressBar::new_spinner().with_style(style(template)));
+            bar.enable_steady_tick(Duration::from_millis(100));
+            bar
+        };
+        if names.len() > MAX_SPINNERS {
+            let bar = spinner("{spinner} {msg}");
+            bar.set_message(format!("starting {} servers", names.len()));
+            return Spinners::Count(bar);
+        }
         let bars = names
             .iter()
             .map(|name| {
-                let bar = multi.add(ProgressBar::new_spinner().with_style(style.clone()).with_prefix(name.clone()));
+                let bar = spinner("{spinner} {prefix:.bold} {msg}").with_prefix(name.clone());
                 bar.set_message("starting");
-                bar.enable_steady_tick(Duration::from_millis(100));
                 (name.clone(), bar)
             })
             .collect();
-        Spinners { bars }
+        Spinners::Each(bars)
     }
 
     fn show(&self, statuses: &[ServerStatus]) {
-        for (name, bar) in &self.bars {
-            if let Some(status) = statuses.iter().find(|s| &s.name == name) {
-                bar.set_message(secrets::scrub(&describe(status)));
+        match self {
+            Spinners::Hidden => {}
+            Spinners::Each(bars) => {
+                for (name, bar) in bars {
+                    if let Some(status) = statuses.iter().find(|s| &s.name == name) {
+                        bar.set_message(secrets::scrub(&describe(status)));
+                    }
+                }
+            }
+            Spinners::Count(bar) => {
+                let settled = statuses.iter().filter(|s| s.state != ServerState::Pending).count();
+                bar.set_message(format!("{settled} of {} servers started", statuses.len()));
             }
         }
     }
 
     fn finish(&self, statuses: &[ServerStatus]) {
-        for (name, bar) in &self.bars {
-            let status = statuses.iter().find(|s| &s.name == name);
-            let mark = match status.map(|s| &s.state) {
-                Some(ServerState::Connected) => "✓",
-                Some(ServerState::Disabled) => "-",
-                _ => "✗",
-            };
-            bar.set_style(ProgressStyle::with_template("{msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
-            bar.finish_with_message(format!("{mark} {name} {}", status.map(|s| secrets::scrub(&describe(s))).unwrap_or_default()));
+        match self {
+            Spinners::Hidden => {}
+            Spinners::Each(bars) => {
+                for (name, bar) in bars {
+                    let status = statuses.iter().find(|s| &s.name == name);
+                    let mark = match status.map(|s| &s.state) {
+                        Some(ServerState::Connected) => "✓",
+                        Some(ServerState::Disabled) => "-",
+                        _ => "✗",
+                    };
+                    bar.set_style(style("{msg}"));
+                    bar.finish_with_message(format!("{mark} {name} {}", status.map(|s| secrets::scrub(&describe(s))).unwrap_or_default()));
+                }
+            }
+            Spinners::Count(bar) => {
+                let connected = statuses.iter().filter(|s| s.state == ServerState::Connected).count();
+                let settled = statuses.iter().all(|s| matches!(s.state, ServerState::Connected | ServerState::Disabled));
+                let mark = if settled { "✓" } else { "✗" };
+                bar.set_style(style("{msg}"));
+                bar.finish_with_message(format!("{mark} {connected} of {} servers connected", statuses.len()));
+            }
         }
     }
+}
+
+fn style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_spinner())
 }
