@@ -215,6 +215,8 @@ pub struct ServerStatus {
     pub uptime: Option<Duration>,
     pub last_error: Option<String>,
     pub stderr_tail: Vec<String>,
+    /// Problems worth a user's attention: tools left out, names disambiguated or in collision.
+    pub warnings: Vec<String>,
 }
 
 fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

@@ -5,8 +5,8 @@
 //! in [`super::hub::ToServer`], which routes it by server name). It runs as
 //! a short conversation of [`Request`]s with the connection, so it shares
 //! the connection's back-pressure, time-outs and cancellation with tool
-//! calls; list operations follow every `nextCursor` (at most
-//! [`MAX_PAGES`] pages, and a cursor that repeats is an error).
+//! calls; list operations follow every `nextCursor` through the same
+//! bounded [`Paginator`] as the connection's own listings.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,11 +14,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use actix::WeakAddr;
 use rmcp::model::{
     ArgumentInfo, CompletionInfo, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Reference, Resource, ResourceTemplate,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::client_requests::Answerer;
@@ -26,22 +28,28 @@ use super::connection::{Connection, Request};
 use super::reply::Reply;
 use super::rounds;
 use crate::error::CallError;
+use crate::protocol::pagination::{ListBounds, Paginator};
 use crate::protocol::{error_codes, methods};
 
-/// Pages of one listing followed at most.
-pub const MAX_PAGES: usize = 1_000;
-
-/// Talks to one connection on a caller's behalf.
+/// Talks to one connection on a caller's behalf. It holds the connection
+/// weakly (the Hub holds the only strong address): once the server is
+/// removed, its requests fail with `Stopped`.
 #[derive(Clone)]
 pub struct Requester {
-    connection: Addr<Connection>,
+    connection: WeakAddr<Connection>,
     server: String,
     answerer: Arc<Answerer>,
+    bounds: ListBounds,
 }
 
 impl Requester {
-    pub(crate) fn new(connection: Addr<Connection>, server: impl Into<String>, answerer: Arc<Answerer>) -> Requester {
-        Requester { connection, server: server.into(), answerer }
+    pub(crate) fn new(
+        connection: WeakAddr<Connection>,
+        server: impl Into<String>,
+        answerer: Arc<Answerer>,
+        bounds: ListBounds,
+    ) -> Requester {
+        Requester { connection, server: server.into(), answerer, bounds }
     }
 
     pub fn server(&self) -> &str {
@@ -55,21 +63,27 @@ impl Requester {
     /// Sends one request, finishes it if the server needs more rounds
     /// (see `actors/rounds.rs`), and parses the result as `T`.
     pub async fn request<T: DeserializeOwned>(&self, method: &str, params: Value, label: String) -> Result<T, CallError> {
-        let request = Request { method: method.into(), params: params.clone(), label: label.clone(), timeout: None, progress: None };
-        let mut raw = self.raw(request).await?;
-        if rounds::may_need_rounds(&raw) {
-            raw = Box::pin(rounds::finish(self, method, params, &label, raw)).await?;
-        }
-        serde_json::from_str(raw.get()).map_err(|e| CallError::Protocol {
-            server: self.server.clone(),
-            tool: label,
-            message: e.to_string(),
-        })
+        let raw = self.finished(method, params, label.clone()).await?;
+        self.parse(&raw, label)
     }
 
     /// Sends one request and parses its result as `T`, with no further rounds.
     pub async fn request_once<T: DeserializeOwned>(&self, method: &str, params: Value, label: String) -> Result<T, CallError> {
         let raw = self.raw(Request { method: method.into(), params, label: label.clone(), timeout: None, progress: None }).await?;
+        self.parse(&raw, label)
+    }
+
+    /// Sends one request and finishes it if the server needs more rounds.
+    async fn finished(&self, method: &str, params: Value, label: String) -> Result<Box<RawValue>, CallError> {
+        let request = Request { method: method.into(), params: params.clone(), label: label.clone(), timeout: None, progress: None };
+        let raw = self.raw(request).await?;
+        match rounds::may_need_rounds(&raw) {
+            true => Box::pin(rounds::finish(self, method, params, &label, raw)).await,
+            false => Ok(raw),
+        }
+    }
+
+    fn parse<T: DeserializeOwned>(&self, raw: &RawValue, label: String) -> Result<T, CallError> {
         serde_json::from_str(raw.get()).map_err(|e| CallError::Protocol {
             server: self.server.clone(),
             tool: label,
@@ -77,39 +91,34 @@ impl Requester {
         })
     }
 
-    pub async fn raw(&self, request: Request) -> Result<Box<serde_json::value::RawValue>, CallError> {
+    pub async fn raw(&self, request: Request) -> Result<Box<RawValue>, CallError> {
         let label = request.label.clone();
-        match self.connection.send(request).await {
+        let Some(connection) = self.connection.upgrade() else {
+            return Err(CallError::Stopped { server: self.server.clone(), tool: label });
+        };
+        match connection.send(request).await {
             Ok(answer) => answer,
             Err(_) => Err(CallError::Stopped { server: self.server.clone(), tool: label }),
         }
     }
 
-    /// Every item of a paginated list: the `field` array of each page.
-    pub async fn list_all<T: DeserializeOwned>(&self, method: &str, field: &str) -> Result<Vec<T>, CallError> {
+    /// Every item of a paginated list: the `field` array of each page,
+    /// followed with the connection's one bounded [`Paginator`].
+    pub async fn list_all<T: DeserializeOwned>(&self, method: &'static str, field: &'static str) -> Result<Vec<T>, CallError> {
+        let mut pages = Paginator::new(method, field, self.bounds);
         let mut items = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..MAX_PAGES {
-            let params = match &cursor {
-                Some(cursor) => json!({ "cursor": cursor }),
-                None => json!({}),
-            };
-            let mut page: Value = self.request(method, params, method.to_string()).await?;
-            let protocol = |message: String| CallError::Protocol { server: self.server.clone(), tool: method.to_string(), message };
-            let found = match page.get_mut(field).map(Value::take) {
-                Some(found) => found,
-                None => return Err(protocol(format!("the answer has no `{field}` list"))),
-            };
-            items.extend(serde_json::from_value::<Vec<T>>(found).map_err(|e| protocol(e.to_string()))?);
-            match page.get("nextCursor").and_then(Value::as_str) {
-                None => return Ok(items),
-                Some(next) if cursor.as_deref() == Some(next) => {
-                    return Err(protocol(format!("pagination does not advance (cursor {next:?} repeats)")));
-                }
-                Some(next) => cursor = Some(next.to_string()),
+        loop {
+            let raw = self.finished(method, pages.params(), method.to_string()).await?;
+            let (found, more) = pages.take::<T>(&raw).map_err(|message| CallError::Protocol {
+                server: self.server.clone(),
+                tool: method.to_string(),
+                message,
+            })?;
+            items.extend(found);
+            if !more {
+                return Ok(items);
             }
         }
-        Err(CallError::Protocol { server: self.server.clone(), tool: method.to_string(), message: format!("more than {MAX_PAGES} pages") })
     }
 }
 
@@ -125,7 +134,8 @@ impl<M: Operation> Handler<M> for Connection {
     type Result = Reply<Result<M::Output, CallError>>;
 
     fn handle(&mut self, operation: M, ctx: &mut Context<Self>) -> Self::Result {
-        Reply::Later(operation.run(self.requester(ctx)))
+        let requester = self.requester(ctx);
+        Reply::Later(operation.run(requester))
     }
 }
 

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
+use actix::WeakAddr;
 use rmcp::model::{CallToolResult, Tool};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -44,9 +45,13 @@ use super::reply::Reply;
 use super::rounds;
 use super::{CallTool, Event, ServerDown, ServerState, ServerStatus, ToolsChanged};
 
+mod book;
 mod calls;
+mod guard;
+mod intake;
 mod listing;
 mod negotiation;
+mod unmatched;
 mod wire;
 
 use crate::codec::{peek_id, Frame, FrameError, JsonRpcCodec};
@@ -57,6 +62,7 @@ use crate::protocol::{self, error_codes, methods, Era, ErrorObject, Message as R
 use crate::restart::{Decision, Ending, RestartTracker};
 use crate::transport::stdio::{self, LogLines, ProcessGroup};
 use crate::transport::{ExitInfo, ExitWatch};
+use book::{CallBook, Pending, Queued};
 pub use calls::{Request, Routed};
 use listing::{Counts, Listing, ListingState};
 use negotiation::Peer;
@@ -66,8 +72,6 @@ pub const STDERR_TAIL_LINES: usize = 50;
 /// Control frames (cancellations, answers to the server's requests) the
 /// outbox holds at most; past that they are dropped with a warning.
 pub const MAX_CONTROL_FRAMES: usize = 256;
-/// Pages of `tools/list` followed at most (a server looping its cursor).
-const MAX_LIST_PAGES: usize = 10_000;
 /// After stdout closes, how long the process has to exit before it is killed.
 const EXIT_AFTER_EOF: Duration = Duration::from_secs(2);
 /// After the process exits, how long its last output may take to drain.
@@ -81,10 +85,8 @@ enum Failure {
         exit: ExitInfo,
         stderr_tail: Vec<String>,
     },
-    TooLarge {
-        size: usize,
-        max: usize,
-    },
+    /// The answer came but cannot be used; the sentence says why.
+    Malformed(String),
     Internal(String),
     /// The server has failed for good (restart policy or intensity).
     GaveUp(String),
@@ -101,11 +103,7 @@ impl Failure {
             Failure::Rpc(e) if e.code == error_codes::INVALID_PARAMS => CallError::InvalidArguments { server, tool, message: e.message },
             Failure::Rpc(e) => CallError::Rpc { server, tool, code: e.code, message: e.message, data: e.data },
             Failure::Exited { exit, stderr_tail } => CallError::ServerExited { server, tool, exit, stderr_tail },
-            Failure::TooLarge { size, max } => CallError::Protocol {
-                server,
-                tool,
-                message: format!("the answer was {size} bytes or more, over this server's max_frame of {max} bytes; it was skipped. Raise max_frame to accept it"),
-            },
+            Failure::Malformed(message) => CallError::Protocol { server, tool, message },
             Failure::Internal(message) => CallError::Transport { server, tool, message },
             Failure::GaveUp(error) => CallError::Failed { server, tool, error },
             Failure::Disabled => CallError::Disabled { server, tool },
@@ -113,31 +111,26 @@ impl Failure {
         }
     }
 
+    /// A start-up step's failure, as a sentence naming the step (`method`).
     fn into_connect_error(self, server: &str, method: &str) -> ConnectError {
         let server = server.to_string();
-        match self {
-            Failure::Rpc(e) => ConnectError::Rpc { server, method: method.into(), code: e.code, message: e.message },
-            Failure::Exited { exit, stderr_tail } => ConnectError::Exited { server, exit, stderr_tail },
-            other => ConnectError::Protocol { server, method: method.into(), message: format!("{other:?}") },
-        }
+        let method = method.to_string();
+        let message = match self {
+            Failure::Rpc(e) => return ConnectError::Rpc { server, method, code: e.code, message: e.message },
+            Failure::Exited { exit, stderr_tail } => return ConnectError::Exited { server, exit, stderr_tail },
+            Failure::Malformed(message) | Failure::Internal(message) => message,
+            Failure::GaveUp(error) => format!("the server had failed for good ({error})"),
+            Failure::Disabled => "the server was disabled meanwhile".into(),
+            Failure::Stopped => "the connection was stopped before the answer came".into(),
+        };
+        ConnectError::Protocol { server, method, message }
     }
 }
 
-/// A request on the wire.
-struct Pending {
-    reply: oneshot::Sender<Outcome>,
-    /// A caller's call: it holds one of the `max_in_flight` slots.
-    counted: bool,
-    /// Where this request's progress notifications go (token = request id).
-    progress: Option<ProgressRoute>,
-}
-
-/// A call admitted but not yet written.
-struct Queued {
-    id: RequestId,
-    frame: Vec<u8>,
-    reply: oneshot::Sender<Outcome>,
-    progress: Option<ProgressRoute>,
+fn too_large(size: usize, max: usize) -> String {
+    format!(
+        "the answer was {size} bytes or more, over this server's max_frame of {max} bytes; it was skipped. Raise max_frame to accept it"
+    )
 }
 
 struct Outbound {
@@ -171,6 +164,8 @@ struct Run {
     listings: [ListingState; 3],
     /// The id of the `server/discover` request while the era is being found.
     probing: Option<RequestId>,
+    /// The era is agreed (`initialize` or `server/discover` answered).
+    negotiated: bool,
 }
 
 /// Where a forgotten call was when its caller gave up on it.
@@ -181,7 +176,9 @@ pub enum Whereabouts {
     /// Waiting behind other calls for a slot.
     Queued,
     /// Written (or about to be): the server was told to cancel it.
-    OnTheWire,
+    /// `unusable` describes the lines that arrived meanwhile and could not
+    /// be matched to any request (the last few).
+    OnTheWire { unusable: Vec<String> },
     /// Already answered or failed.
     Gone,
 }
@@ -250,12 +247,13 @@ pub struct Connection {
     restarts: RestartTracker,
     next_id: i64,
     generation: u64,
-    pending: HashMap<RequestId, Pending>,
-    in_flight: usize,
-    queue: VecDeque<Queued>,
+    /// Requests on the wire, calls waiting for a slot, unusable lines.
+    calls: CallBook,
     run: Option<Run>,
     stderr_tail: VecDeque<String>,
     tools: Vec<Tool>,
+    /// Tools of the last listing left out or changed, one sentence each.
+    tool_warnings: Vec<String>,
     /// What calls to each tool are checked against.
     contracts: HashMap<String, Arc<ToolContract>>,
     /// What the server told about itself at connect.
@@ -299,12 +297,11 @@ impl Connection {
             restarts,
             next_id: 0,
             generation: 0,
-            pending: HashMap::new(),
-            in_flight: 0,
-            queue: VecDeque::new(),
+            calls: CallBook::default(),
             run: None,
             stderr_tail: VecDeque::with_capacity(STDERR_TAIL_LINES),
             tools: Vec::new(),
+            tool_warnings: Vec::new(),
             contracts: HashMap::new(),
             peer: None,
             detected_era: None,
@@ -328,7 +325,7 @@ impl Connection {
 
     /// Talks to this connection on a caller's behalf (for multi-request operations).
     pub(crate) fn requester(&self, ctx: &mut Context<Self>) -> Requester {
-        Requester::new(ctx.address(), self.config.name.clone(), self.answerer.clone())
+        Requester::new(ctx.address().downgrade(), self.config.name.clone(), self.answerer.clone(), self.list_bounds())
     }
 
     /// The state others see: `Disabled` overrides the lifecycle state.
@@ -410,6 +407,7 @@ impl Connection {
             listings: Default::default(),
             probing: None,
             listen: None,
+            negotiated: false,
         });
         self.run_error = None;
         ctx.add_stream(FramedRead::new(process.stdout, JsonRpcCodec::new(self.config.limits.max_frame)));
@@ -422,10 +420,9 @@ impl Connection {
                 me.do_send(Exited { generation, exit });
             }
         });
-        let startup_timer = ctx.run_later(self.config.timeouts.startup, move |act, _| {
-            let timed_out = act.current_run(generation).is_some_and(|run| !run.ready);
-            if timed_out {
-                let error = ConnectError::HandshakeTimeout { server: act.config.name.clone(), after: act.config.timeouts.startup };
+        let startup_timer = self.later(self.config.timeouts.startup, "the start-up time-out", ctx, move |act, _| {
+            if act.current_run(generation).is_some_and(|run| !run.ready) {
+                let error = act.startup_timed_out();
                 act.abort_run(error, Ending::Failure);
             }
         });
@@ -433,6 +430,30 @@ impl Connection {
             run.startup_timer = Some(startup_timer);
         }
         self.negotiate(generation, ctx);
+    }
+
+    /// Why the start-up did not finish in time, naming the step that was
+    /// running: the handshake, or the listing pages still unanswered.
+    fn startup_timed_out(&self) -> ConnectError {
+        let (server, after) = (self.config.name.clone(), self.config.timeouts.startup);
+        let Some(run) = self.run.as_ref() else {
+            return ConnectError::HandshakeTimeout { server, method: methods::INITIALIZE.into(), after };
+        };
+        if !run.negotiated {
+            // Under `auto`, the discover probe is part of the `initialize` handshake.
+            let method = if self.config.era == ConfiguredEra::Modern { methods::DISCOVER } else { methods::INITIALIZE };
+            return ConnectError::HandshakeTimeout { server, method: method.into(), after };
+        }
+        let steps: Vec<String> = [Listing::Tools, Listing::Resources, Listing::Prompts]
+            .into_iter()
+            .filter(|what| run.listings[*what as usize].running)
+            .map(|what| format!("{} page {}", what.method(), run.listings[what as usize].page))
+            .collect();
+        let step = match steps.is_empty() {
+            true => "the listing".to_string(),
+            false => steps.join(" and "),
+        };
+        ConnectError::StartupTimeout { server, step, after }
     }
 
     /// Ends the current run because of `error`: the process group is killed
@@ -448,7 +469,7 @@ impl Connection {
     fn on_exit(&mut self, generation: u64, exit: ExitInfo, ctx: &mut Context<Self>) {
         let Some(run) = self.current_run(generation) else { return };
         run.exit = Some(exit);
-        ctx.run_later(DRAIN_AFTER_EXIT, move |act, ctx| act.finish_run(generation, ctx));
+        self.later(DRAIN_AFTER_EXIT, "the end of a run", ctx, move |act, ctx| act.finish_run(generation, ctx));
         self.finish_run_if_drained(generation, ctx);
     }
 
@@ -457,7 +478,7 @@ impl Connection {
         run.stdout_open = false;
         let generation = run.generation;
         if run.exit.is_none() {
-            ctx.run_later(EXIT_AFTER_EOF, move |act, _| {
+            self.later(EXIT_AFTER_EOF, "a server that closed stdout", ctx, move |act, _| {
                 let name = act.config.name.clone();
                 if let Some(run) = act.current_run(generation).filter(|run| run.exit.is_none()) {
                     tracing::warn!(server = %name, "closed stdout but did not exit; killing it");
@@ -483,14 +504,11 @@ impl Connection {
         let Some(run) = self.run.take() else { return };
         let exit = run.exit.unwrap_or(ExitInfo { code: None, signal: None });
         let stderr_tail = self.stderr_tail();
-        for (_, pending) in self.pending.drain() {
-            let failure = match self.stopping || self.reconnecting {
-                true => Failure::Stopped,
-                false => Failure::Exited { exit, stderr_tail: stderr_tail.clone() },
-            };
-            let _ = pending.reply.send(Err(failure));
-        }
-        self.in_flight = 0;
+        let stopped = self.stopping || self.reconnecting;
+        self.calls.fail_all(|| match stopped {
+            true => Failure::Stopped,
+            false => Failure::Exited { exit, stderr_tail: stderr_tail.clone() },
+        });
         if run.ready && !self.stopping {
             self.registry.do_send(ServerDown { server: self.config.name.clone() });
         }
@@ -527,47 +545,8 @@ impl Connection {
     fn give_up(&mut self, error: String, _ctx: &mut Context<Self>) {
         tracing::error!(server = %self.config.name, "failed: {error}");
         self.last_error = Some(error.clone());
-        for call in self.queue.drain(..) {
-            let _ = call.reply.send(Err(Failure::GaveUp(error.clone())));
-        }
+        self.calls.fail_queued(|| Failure::GaveUp(error.clone()));
         self.set_state(ServerState::Failed { error, stderr_tail: self.stderr_tail.iter().cloned().collect() });
-    }
-
-    /// Turns a caught panic into error replies and a restart; returns the
-    /// explanation given to the callers.
-    fn on_panic(&mut self, during: &str, payload: Box<dyn Any + Send>) -> String {
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        let text = format!("internal error in mcpvisor while handling {during} (panic: {message}); the connection is being restarted");
-        tracing::error!(server = %self.config.name, "{text}");
-        for (_, pending) in self.pending.drain() {
-            let _ = pending.reply.send(Err(Failure::Internal(text.clone())));
-        }
-        self.in_flight = 0;
-        let error = ConnectError::Protocol { server: self.config.name.clone(), method: during.into(), message: text.clone() };
-        self.abort_run(error, Ending::Failure);
-        text
-    }
-
-    /// Runs a handler body, catching a panic (see [`Connection::on_panic`]).
-    fn guarded<R>(
-        &mut self,
-        during: &str,
-        ctx: &mut Context<Self>,
-        body: impl FnOnce(&mut Self, &mut Context<Self>) -> R,
-    ) -> Result<R, String> {
-        #[cfg(feature = "fault-injection")]
-        let body = {
-            let panic_now = std::mem::take(&mut self.panic_next);
-            move |act: &mut Self, ctx: &mut Context<Self>| {
-                assert!(!panic_now, "injected fault");
-                body(act, ctx)
-            }
-        };
-        std::panic::catch_unwind(AssertUnwindSafe(|| body(self, ctx))).map_err(|payload| self.on_panic(during, payload))
     }
 
     /// Enables or disables the server (see [`SetEnabled`]).
@@ -580,9 +559,7 @@ impl Connection {
         let server = self.config.name.clone();
         if !enabled {
             self.registry.do_send(ServerDown { server });
-            for call in self.queue.drain(..) {
-                let _ = call.reply.send(Err(Failure::Disabled));
-            }
+            self.calls.fail_queued(|| Failure::Disabled);
         } else if self.state == ServerState::Disabled {
             self.state = ServerState::Pending;
             self.start_process(ctx);
@@ -628,12 +605,13 @@ impl Connection {
             resources: self.counts.resources,
             prompts: self.counts.prompts,
             tools: self.tools.len(),
-            in_flight: self.in_flight,
-            queued: self.queue.len(),
+            in_flight: self.calls.in_flight(),
+            queued: self.calls.queued(),
             restarts: self.restarts.total_restarts(),
             uptime: run.filter(|r| r.ready).map(|r| r.started_at.elapsed()),
             last_error: self.last_error.clone(),
             stderr_tail: self.stderr_tail(),
+            warnings: self.tool_warnings.clone(),
         }
     }
 }
@@ -651,10 +629,12 @@ impl Actor for Connection {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         match self.state {
-            ServerState::Pending => self.start_process(ctx),
+            ServerState::Pending => {
+                let _ = self.guarded("a start", ctx, |act, ctx| act.start_process(ctx));
+            }
             // Never synchronously: a crash loop must not starve the thread.
             ServerState::Restarting { next_in, .. } => {
-                ctx.run_later(next_in, |act, ctx| act.start_process(ctx));
+                self.later(next_in, "a restart", ctx, |act, ctx| act.start_process(ctx));
             }
             _ => {}
         }
@@ -679,7 +659,7 @@ impl Handler<Exited> for Connection {
     type Result = ();
 
     fn handle(&mut self, msg: Exited, ctx: &mut Context<Self>) {
-        self.on_exit(msg.generation, msg.exit, ctx);
+        let _ = self.guarded("the exit of the server", ctx, |act, ctx| act.on_exit(msg.generation, msg.exit, ctx));
     }
 }
 
@@ -702,19 +682,26 @@ impl Handler<Reconnect> for Connection {
 impl Handler<GetStatus> for Connection {
     type Result = MessageResult<GetStatus>;
 
-    fn handle(&mut self, _: GetStatus, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.status())
+    fn handle(&mut self, _: GetStatus, ctx: &mut Context<Self>) -> Self::Result {
+        let status = self.guarded("a status request", ctx, |act, _| act.status());
+        // After a caught panic the second look shows the restart under way.
+        MessageResult(status.unwrap_or_else(|_| self.status()))
     }
 }
 
 impl Handler<Shutdown> for Connection {
     type Result = Reply<()>;
 
-    fn handle(&mut self, _: Shutdown, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) -> Self::Result {
+        self.guarded("a shutdown", ctx, |act, _| act.shut_down()).unwrap_or(Reply::Ready(()))
+    }
+}
+
+impl Connection {
+    /// Stops the server for good (see [`Shutdown`]).
+    fn shut_down(&mut self) -> Reply<()> {
         self.stopping = true;
-        for call in self.queue.drain(..) {
-            let _ = call.reply.send(Err(Failure::Stopped));
-        }
+        self.calls.fail_queued(|| Failure::Stopped);
         let Some(run) = self.run.as_mut() else { return Reply::Ready(()) };
         // Closing stdin is the polite request to exit (MCP's stdio shutdown).
         run.close_stdin = true;
