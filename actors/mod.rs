@@ -30,6 +30,7 @@
 pub mod client_requests;
 pub mod connection;
 pub mod hub;
+pub mod messages;
 pub mod operation;
 pub mod progress;
 pub mod registry;

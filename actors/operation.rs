@@ -10,117 +10,20 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use actix::WeakAddr;
 use rmcp::model::{
     ArgumentInfo, CompletionInfo, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Reference, Resource, ResourceTemplate,
 };
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::client_requests::Answerer;
-use super::connection::{Connection, Request};
+use super::connection::Connection;
+pub use super::messages::{LogLevel, RootsChanged, SetLogLevel, SubscribeResource, UnsubscribeResource};
 use super::reply::Reply;
-use super::rounds;
+pub use super::rounds::Requester;
 use crate::error::CallError;
-use crate::protocol::pagination::{ListBounds, Paginator};
 use crate::protocol::{error_codes, methods};
-
-/// Talks to one connection on a caller's behalf. It holds the connection
-/// weakly (the Hub holds the only strong address): once the server is
-/// removed, its requests fail with `Stopped`.
-#[derive(Clone)]
-pub struct Requester {
-    connection: WeakAddr<Connection>,
-    server: String,
-    answerer: Arc<Answerer>,
-    bounds: ListBounds,
-}
-
-impl Requester {
-    pub(crate) fn new(
-        connection: WeakAddr<Connection>,
-        server: impl Into<String>,
-        answerer: Arc<Answerer>,
-        bounds: ListBounds,
-    ) -> Requester {
-        Requester { connection, server: server.into(), answerer, bounds }
-    }
-
-    pub fn server(&self) -> &str {
-        &self.server
-    }
-
-    pub(crate) fn answerer(&self) -> &Arc<Answerer> {
-        &self.answerer
-    }
-
-    /// Sends one request, finishes it if the server needs more rounds
-    /// (see `actors/rounds.rs`), and parses the result as `T`.
-    pub async fn request<T: DeserializeOwned>(&self, method: &str, params: Value, label: String) -> Result<T, CallError> {
-        let raw = self.finished(method, params, label.clone()).await?;
-        self.parse(&raw, label)
-    }
-
-    /// Sends one request and parses its result as `T`, with no further rounds.
-    pub async fn request_once<T: DeserializeOwned>(&self, method: &str, params: Value, label: String) -> Result<T, CallError> {
-        let raw = self.raw(Request { method: method.into(), params, label: label.clone(), timeout: None, progress: None }).await?;
-        self.parse(&raw, label)
-    }
-
-    /// Sends one request and finishes it if the server needs more rounds.
-    async fn finished(&self, method: &str, params: Value, label: String) -> Result<Box<RawValue>, CallError> {
-        let request = Request { method: method.into(), params: params.clone(), label: label.clone(), timeout: None, progress: None };
-        let raw = self.raw(request).await?;
-        match rounds::may_need_rounds(&raw) {
-            true => Box::pin(rounds::finish(self, method, params, &label, raw)).await,
-            false => Ok(raw),
-        }
-    }
-
-    fn parse<T: DeserializeOwned>(&self, raw: &RawValue, label: String) -> Result<T, CallError> {
-        serde_json::from_str(raw.get()).map_err(|e| CallError::Protocol {
-            server: self.server.clone(),
-            tool: label,
-            message: e.to_string(),
-        })
-    }
-
-    pub async fn raw(&self, request: Request) -> Result<Box<RawValue>, CallError> {
-        let label = request.label.clone();
-        let Some(connection) = self.connection.upgrade() else {
-            return Err(CallError::Stopped { server: self.server.clone(), tool: label });
-        };
-        match connection.send(request).await {
-            Ok(answer) => answer,
-            Err(_) => Err(CallError::Stopped { server: self.server.clone(), tool: label }),
-        }
-    }
-
-    /// Every item of a paginated list: the `field` array of each page,
-    /// followed with the connection's one bounded [`Paginator`].
-    pub async fn list_all<T: DeserializeOwned>(&self, method: &'static str, field: &'static str) -> Result<Vec<T>, CallError> {
-        let mut pages = Paginator::new(method, field, self.bounds);
-        let mut items = Vec::new();
-        loop {
-            let raw = self.finished(method, pages.params(), method.to_string()).await?;
-            let (found, more) = pages.take::<T>(&raw).map_err(|message| CallError::Protocol {
-                server: self.server.clone(),
-                tool: method.to_string(),
-                message,
-            })?;
-            items.extend(found);
-            if !more {
-                return Ok(items);
-            }
-        }
-    }
-}
 
 type Flow<T> = Pin<Box<dyn Future<Output = Result<T, CallError>>>>;
 
@@ -184,21 +87,6 @@ impl Operation for ReadResource {
     }
 }
 
-/// Asks for `notifications/resources/updated` of one resource (legacy:
-/// `resources/subscribe`; modern: part of the connection's listen stream).
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "Result<(), CallError>")]
-pub struct SubscribeResource {
-    pub uri: String,
-}
-
-/// Stops the updates of [`SubscribeResource`].
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "Result<(), CallError>")]
-pub struct UnsubscribeResource {
-    pub uri: String,
-}
-
 /// Every prompt of the server.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "Result<Vec<Prompt>, CallError>")]
@@ -258,48 +146,6 @@ impl Operation for Complete {
         })
     }
 }
-
-/// MCP log levels, least to most severe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LogLevel {
-    Debug,
-    Info,
-    Notice,
-    Warning,
-    Error,
-    Critical,
-    Alert,
-    Emergency,
-}
-
-impl LogLevel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LogLevel::Debug => "debug",
-            LogLevel::Info => "info",
-            LogLevel::Notice => "notice",
-            LogLevel::Warning => "warning",
-            LogLevel::Error => "error",
-            LogLevel::Critical => "critical",
-            LogLevel::Alert => "alert",
-            LogLevel::Emergency => "emergency",
-        }
-    }
-}
-
-/// Sets the lowest level of `notifications/message` the server sends
-/// (legacy: `logging/setLevel`; modern: rides on every later request).
-#[derive(Message, Debug, Clone, Copy)]
-#[rtype(result = "Result<(), CallError>")]
-pub struct SetLogLevel(pub LogLevel);
-
-/// Tells the server its roots changed (`notifications/roots/list_changed`);
-/// it will ask for them again. For embedders whose roots handler answers
-/// differently over time.
-#[derive(Message, Debug, Clone, Copy)]
-#[rtype(result = "Result<(), CallError>")]
-pub struct RootsChanged;
 
 /// Pings the server; answers the round trip.
 #[derive(Message, Debug, Clone, Copy)]

@@ -208,21 +208,6 @@ struct Admitted {
 /// The raw answer to a caller's request, still to come.
 type Answer = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Box<RawValue>, CallError>>>>;
 
-/// Sends any request to the server on a caller's behalf and answers with
-/// the raw result. It takes one of the `max_in_flight` slots like a tool
-/// call, has the same time-out and cancellation, and fails the same way.
-#[derive(Message, Debug)]
-#[rtype(result = "Result<Box<RawValue>, CallError>")]
-pub struct Request {
-    pub method: String,
-    /// A JSON object, or `Value::Null` for none.
-    pub params: serde_json::Value,
-    /// Names the request in errors: a tool name, `resources/read URI`, ...
-    pub label: String,
-    pub timeout: Option<Duration>,
-    pub progress: Option<ProgressSink>,
-}
-
 impl Handler<Request> for Connection {
     type Result = Reply<Result<Box<RawValue>, CallError>>;
 
@@ -242,15 +227,6 @@ impl Handler<CallTool> for Connection {
     fn handle(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Self::Result {
         self.guarded_call(call, ctx)
     }
-}
-
-/// A call routed here by the Registry together with its caller's reply
-/// channel, so the answer goes straight back to the caller (no relay task).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Routed {
-    pub call: CallTool,
-    pub reply: Option<OneshotSender<Result<CallToolResult, CallError>>>,
 }
 
 impl Handler<Routed> for Connection {

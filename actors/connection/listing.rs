@@ -135,7 +135,7 @@ impl Connection {
         self.tool_warnings = warnings;
         self.tools = tools.clone();
         if self.enabled && !self.stopping {
-            self.registry.do_send(ToolsChanged { server: self.config.name.clone(), tools });
+            self.registry.do_send_tools(ToolsChanged { server: self.config.name.clone(), tools });
         }
     }
 }

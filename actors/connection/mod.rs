@@ -26,7 +26,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use actix::dev::{MessageResponse, OneshotSender};
+use actix::dev::MessageResponse;
 use actix::prelude::*;
 use actix::WeakAddr;
 use rmcp::model::{CallToolResult, Tool};
@@ -38,11 +38,14 @@ use tokio::sync::oneshot;
 use tokio_util::codec::FramedRead;
 
 use super::client_requests::{Answerer, ClientHandlers};
-use super::operation::{LogLevel, Requester, RootsChanged, SetLogLevel, SubscribeResource, UnsubscribeResource};
+#[cfg(feature = "fault-injection")]
+pub use super::messages::InjectPanic;
+pub use super::messages::{Forget, GetStatus, Reconnect, Request, Routed, SetEnabled, Shutdown, StateChanged, Whereabouts};
+use super::messages::{LogLevel, RootsChanged, SetLogLevel, SubscribeResource, UnsubscribeResource};
 use super::progress::{Progress, ProgressClock, ProgressRoute, ProgressSink};
-use super::registry::Registry;
 use super::reply::Reply;
 use super::rounds;
+use super::rounds::Requester;
 use super::{CallTool, Event, ServerDown, ServerState, ServerStatus, ToolsChanged};
 
 mod book;
@@ -63,7 +66,6 @@ use crate::restart::{Decision, Ending, RestartTracker};
 use crate::transport::stdio::{self, LogLines, ProcessGroup};
 use crate::transport::{ExitInfo, ExitWatch};
 use book::{CallBook, Pending, Queued};
-pub use calls::{Request, Routed};
 use listing::{Counts, Listing, ListingState};
 use negotiation::Peer;
 
@@ -168,68 +170,37 @@ struct Run {
     negotiated: bool,
 }
 
-/// Where a forgotten call was when its caller gave up on it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Whereabouts {
-    /// Waiting for the server to come up.
-    WaitingForServer(ServerState),
-    /// Waiting behind other calls for a slot.
-    Queued,
-    /// Written (or about to be): the server was told to cancel it.
-    /// `unusable` describes the lines that arrived meanwhile and could not
-    /// be matched to any request (the last few).
-    OnTheWire { unusable: Vec<String> },
-    /// Already answered or failed.
-    Gone,
+/// Where a connection tells what its server offers: the catalog (the
+/// Registry), reached through the two messages only, so that the
+/// connection does not depend on the Registry (which routes to it).
+#[derive(Clone)]
+pub struct CatalogLink {
+    tools: Recipient<ToolsChanged>,
+    down: Recipient<ServerDown>,
 }
 
-/// Asks the connection to drop a call whose caller stopped waiting.
-#[derive(Message)]
-#[rtype(result = "Whereabouts")]
-pub struct Forget {
-    pub id: RequestId,
-    pub reason: &'static str,
+impl CatalogLink {
+    pub fn of<A>(catalog: &Addr<A>) -> CatalogLink
+    where
+        A: Actor + Handler<ToolsChanged> + Handler<ServerDown>,
+        A::Context: actix::dev::ToEnvelope<A, ToolsChanged> + actix::dev::ToEnvelope<A, ServerDown>,
+    {
+        CatalogLink { tools: catalog.clone().recipient(), down: catalog.clone().recipient() }
+    }
+
+    fn do_send_tools(&self, changed: ToolsChanged) {
+        self.tools.do_send(changed);
+    }
+
+    fn do_send_down(&self, down: ServerDown) {
+        self.down.do_send(down);
+    }
 }
-
-/// Reports this connection's status.
-#[derive(Message)]
-#[rtype(result = "ServerStatus")]
-pub struct GetStatus;
-
-/// Stops the server for good: no restarts; waiting calls fail with `Stopped`.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Shutdown;
-
-/// A state change, sent to the Hub.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct StateChanged {
-    pub server: String,
-    pub state: ServerState,
-}
-
-/// Enables or disables the server: a disabled server keeps its process,
-/// its tools leave the catalog and calls to it fail with `Disabled`.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct SetEnabled(pub bool);
-
-/// Restarts the server now (and revives a failed one).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Reconnect;
-
-/// Makes the next handler panic (tests of panic recovery).
-#[cfg(feature = "fault-injection")]
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct InjectPanic;
 
 /// Who a connection reports to and asks.
 #[derive(Clone)]
 pub struct Links {
-    pub registry: Addr<Registry>,
+    pub registry: CatalogLink,
     /// The Hub, told of every state change.
     pub hub: Recipient<StateChanged>,
     /// The Hub, which passes events on to its subscribers.
@@ -239,7 +210,7 @@ pub struct Links {
 
 pub struct Connection {
     config: Arc<ServerConfig>,
-    registry: Addr<Registry>,
+    registry: CatalogLink,
     hub: Recipient<StateChanged>,
     events: Recipient<Event>,
     answerer: Arc<Answerer>,
@@ -279,8 +250,27 @@ pub struct Connection {
     panic_next: bool,
 }
 
+/// Connection values alive in this process (tests of ownership: removing a
+/// server must end its actor whatever is still outstanding).
+#[cfg(feature = "fault-injection")]
+static LIVE_CONNECTIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+#[cfg(feature = "fault-injection")]
+pub fn live_connections() -> usize {
+    LIVE_CONNECTIONS.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+#[cfg(feature = "fault-injection")]
+impl Drop for Connection {
+    fn drop(&mut self) {
+        LIVE_CONNECTIONS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 impl Connection {
     pub fn new(config: ServerConfig, links: Links) -> Self {
+        #[cfg(feature = "fault-injection")]
+        LIVE_CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let Links { registry, hub, events, handlers } = links;
         let capabilities = handlers.capabilities();
         let answerer = Arc::new(Answerer::new(&config.name, handlers, &config.roots, config.cwd.as_deref()));
@@ -325,7 +315,7 @@ impl Connection {
 
     /// Talks to this connection on a caller's behalf (for multi-request operations).
     pub(crate) fn requester(&self, ctx: &mut Context<Self>) -> Requester {
-        Requester::new(ctx.address().downgrade(), self.config.name.clone(), self.answerer.clone(), self.list_bounds())
+        Requester::new(ctx.address().recipient().downgrade(), self.config.name.clone(), self.answerer.clone(), self.list_bounds())
     }
 
     /// The state others see: `Disabled` overrides the lifecycle state.
@@ -510,7 +500,7 @@ impl Connection {
             false => Failure::Exited { exit, stderr_tail: stderr_tail.clone() },
         });
         if run.ready && !self.stopping {
-            self.registry.do_send(ServerDown { server: self.config.name.clone() });
+            self.registry.do_send_down(ServerDown { server: self.config.name.clone() });
         }
         tracing::warn!(server = %self.config.name, pid = run.pid, "server process ended: {exit}");
         if self.stopping {
@@ -558,13 +548,13 @@ impl Connection {
         self.enabled = enabled;
         let server = self.config.name.clone();
         if !enabled {
-            self.registry.do_send(ServerDown { server });
+            self.registry.do_send_down(ServerDown { server });
             self.calls.fail_queued(|| Failure::Disabled);
         } else if self.state == ServerState::Disabled {
             self.state = ServerState::Pending;
             self.start_process(ctx);
         } else if self.run.as_ref().is_some_and(|run| run.ready) {
-            self.registry.do_send(ToolsChanged { server, tools: self.tools.clone() });
+            self.registry.do_send_tools(ToolsChanged { server, tools: self.tools.clone() });
         }
         self.report_if_changed(before);
     }
