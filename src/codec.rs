@@ -7,7 +7,9 @@
 //! - a frame longer than `max_frame` is skipped up to its newline and
 //!   reported once, with its first bytes ([`FrameError::TooLarge::head`]) so
 //!   that the reader can tell which request it answered;
-//! - a trailing `\r` (CRLF line endings) is JSON whitespace and is accepted.
+//! - a trailing `\r` (CRLF line endings) is JSON whitespace and is accepted;
+//! - after a large frame the read buffer is given back: a connection that
+//!   once received a big answer does not keep that much memory for life.
 
 use bytes::{Buf, BytesMut};
 use tokio_util::codec::Decoder;
@@ -97,6 +99,17 @@ impl Skipping {
     }
 }
 
+/// Read buffers larger than this are reallocated to their content after a frame.
+const KEEP_CAPACITY: usize = 1024 * 1024;
+
+/// Gives the memory of a large frame back, keeping the unread bytes: after
+/// a split the rest of the buffer still shares the frame's allocation.
+fn release_if_large(buf: &mut BytesMut, frame_len: usize) {
+    if frame_len > KEEP_CAPACITY || buf.capacity() > KEEP_CAPACITY {
+        *buf = BytesMut::from(&buf[..]);
+    }
+}
+
 /// Appends `bytes` to `tail`, keeping only the last [`HEAD_LEN`] bytes.
 fn keep_tail(tail: &mut Vec<u8>, bytes: &[u8]) {
     let bytes = &bytes[bytes.len().saturating_sub(HEAD_LEN)..];
@@ -149,6 +162,7 @@ impl Decoder for JsonRpcCodec {
                 skip.size += buf.len();
                 skip.saw(buf);
                 buf.clear();
+                release_if_large(buf, 0);
                 self.scanned = 0;
                 return Ok(None);
             };
@@ -156,6 +170,7 @@ impl Decoder for JsonRpcCodec {
             let size = skip.size + end;
             let Some(Skipping { head, tail, .. }) = self.skipping.take() else { return Ok(None) };
             buf.advance(end + 1);
+            release_if_large(buf, end);
             self.scanned = 0;
             return Ok(Some(Err(FrameError::TooLarge { size, max: self.max_frame, head, tail })));
         }
@@ -164,11 +179,13 @@ impl Decoder for JsonRpcCodec {
                 let head = buf[..HEAD_LEN.min(end)].to_vec();
                 let tail = buf[end.saturating_sub(HEAD_LEN)..end].to_vec();
                 buf.advance(end + 1);
+                release_if_large(buf, end);
                 self.scanned = 0;
                 Ok(Some(Err(FrameError::TooLarge { size: end, max: self.max_frame, head, tail })))
             }
             Some(end) => {
                 let line = buf.split_to(end + 1);
+                release_if_large(buf, end);
                 self.scanned = 0;
                 Ok(Some(decode_line(&line[..end])))
             }
@@ -177,6 +194,7 @@ impl Decoder for JsonRpcCodec {
                 skip.saw(buf);
                 self.skipping = Some(skip);
                 buf.clear();
+                release_if_large(buf, 0);
                 self.scanned = 0;
                 Ok(None)
             }

@@ -17,7 +17,7 @@ impl Connection {
     ) -> Result<Admitted, CallError> {
         let (server, tool) = (self.config.name.clone(), label.to_string());
         match &self.state {
-            _ if self.stopping => return Err(CallError::Stopped { server, tool }),
+            _ if self.phase == Phase::Stopping => return Err(CallError::Stopped { server, tool }),
             _ if !self.enabled => return Err(CallError::Disabled { server, tool }),
             ServerState::Failed { error, .. } => return Err(CallError::Failed { server, tool, error: error.clone() }),
             _ => {}

@@ -11,12 +11,15 @@
 //! - a name listed twice: the first tool keeps it, the others are left out
 //!   with a warning;
 //! - tools excluded by the server's allow/deny lists leave silently: the
-//!   user asked for it.
+//!   user asked for it;
+//! - tools whose schemas have the same text share one parsed schema: a
+//!   parsed schema costs 10 to 20 times its text, and servers with many
+//!   tools often repeat the same argument shapes.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use rmcp::model::Tool;
+use rmcp::model::{JsonObject, Tool};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -24,48 +27,53 @@ use crate::config::ToolFilter;
 use crate::protocol::json_kind;
 use crate::protocol::schema::ToolContract;
 
-/// The tools of one complete listing, judged.
-#[derive(Debug, Default)]
+/// The tools of one listing, judged page by page as the pages come.
+#[derive(Default)]
 pub(super) struct ToolIntake {
     pub(super) tools: Vec<Tool>,
     /// What calls to each tool are checked against, by the server's tool name.
     pub(super) contracts: HashMap<String, Arc<ToolContract>>,
     /// One sentence per tool left out or changed.
     pub(super) warnings: Vec<String>,
+    /// Tools seen so far, all pages together (for their positions).
+    taken: usize,
+    names: HashSet<String>,
+    schemas: SharedSchemas,
 }
 
 impl ToolIntake {
-    pub(super) fn judge(raw: Vec<Box<RawValue>>, filter: &ToolFilter) -> ToolIntake {
-        let mut intake = ToolIntake::default();
-        let mut seen = HashSet::new();
-        for (index, item) in raw.into_iter().enumerate() {
-            let position = index + 1;
-            let ReadTool { tool, repairs, task_required } = match read_tool(&item) {
-                Ok(read) => read,
-                Err(Unreadable { name, problem }) => {
-                    let who = name.map_or(format!("tool #{position}"), |name| format!("tool `{name}` (#{position})"));
-                    intake.warnings.push(format!("{who} was left out: {problem}"));
-                    continue;
-                }
-            };
-            drop(item);
-            let name = tool.name.to_string();
-            intake.warnings.extend(repairs.into_iter().map(|repair| format!("tool `{name}`: {repair}")));
-            if name.is_empty() {
-                intake.warnings.push(format!("tool #{position} has an empty name and was left out"));
-                continue;
-            }
-            if !seen.insert(name.clone()) {
-                intake.warnings.push(format!("tool `{name}` is listed more than once; the first one is kept, #{position} was left out"));
-                continue;
-            }
-            if !filter.permits(&name) {
-                continue;
-            }
-            intake.contracts.insert(name, Arc::new(ToolContract::of(&tool, task_required)));
-            intake.tools.push(tool);
+    /// Judges the tools of one page, read straight from the page's text.
+    pub(super) fn take_page(&mut self, items: Vec<&RawValue>, filter: &ToolFilter) {
+        for item in items {
+            self.taken += 1;
+            self.take_one(item, filter);
         }
-        intake
+    }
+
+    fn take_one(&mut self, item: &RawValue, filter: &ToolFilter) {
+        let position = self.taken;
+        let extras = Extras::of(item);
+        let ReadTool { mut tool, repairs, task_required } = match read_tool(item, &extras) {
+            Ok(read) => read,
+            Err(Unreadable { name, problem }) => {
+                let who = name.map_or(format!("tool #{position}"), |name| format!("tool `{name}` (#{position})"));
+                return self.warnings.push(format!("{who} was left out: {problem}"));
+            }
+        };
+        self.schemas.share(&extras, &mut tool);
+        let name = tool.name.to_string();
+        self.warnings.extend(repairs.into_iter().map(|repair| format!("tool `{name}`: {repair}")));
+        if name.is_empty() {
+            return self.warnings.push(format!("tool #{position} has an empty name and was left out"));
+        }
+        if !self.names.insert(name.clone()) {
+            let warning = format!("tool `{name}` is listed more than once; the first one is kept, #{position} was left out");
+            return self.warnings.push(warning);
+        }
+        if filter.permits(&name) {
+            self.contracts.insert(name, Arc::new(ToolContract::of(&tool, task_required)));
+            self.tools.push(tool);
+        }
     }
 }
 
@@ -84,8 +92,8 @@ struct ReadTool {
 
 /// Reads one listed tool: straight from its text when it is well formed,
 /// else through a repair of its schemas.
-fn read_tool(raw: &RawValue) -> Result<ReadTool, Unreadable> {
-    let task_required = task_required(raw);
+fn read_tool(raw: &RawValue, extras: &Extras) -> Result<ReadTool, Unreadable> {
+    let task_required = extras.task_required();
     if let Ok(tool) = serde_json::from_str::<Tool>(raw.get()) {
         return Ok(ReadTool { tool, repairs: Vec::new(), task_required });
     }
@@ -116,16 +124,60 @@ fn read_tool(raw: &RawValue) -> Result<ReadTool, Unreadable> {
     }
 }
 
-/// `execution.taskSupport = "required"` (2025-11-25 tasks), which
-/// `rmcp::model::Tool` does not keep.
-fn task_required(raw: &RawValue) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Extras {
-        #[serde(default)]
-        execution: Value,
+/// Parsed schemas by their text, while one listing is taken in.
+#[derive(Default)]
+struct SharedSchemas {
+    by_text: HashMap<Box<str>, Arc<JsonObject>>,
+}
+
+impl SharedSchemas {
+    /// Makes `tool` use the schemas already parsed for the same text.
+    fn share(&mut self, texts: &Extras, tool: &mut Tool) {
+        if let Some(text) = texts.input {
+            self.share_one(text.get(), &mut tool.input_schema);
+        }
+        if let (Some(text), Some(schema)) = (texts.output, tool.output_schema.as_mut()) {
+            self.share_one(text.get(), schema);
+        }
     }
-    serde_json::from_str::<Extras>(raw.get())
-        .is_ok_and(|extras| extras.execution.pointer("/taskSupport").and_then(Value::as_str) == Some("required"))
+
+    fn share_one(&mut self, text: &str, schema: &mut Arc<JsonObject>) {
+        match self.by_text.get(text) {
+            Some(shared) => *schema = shared.clone(),
+            None => {
+                self.by_text.insert(text.into(), schema.clone());
+            }
+        }
+    }
+}
+
+/// What a listed tool's text tells besides `rmcp::model::Tool`, read in
+/// one pass without copying: its schemas' texts and its task support.
+#[derive(Default, serde::Deserialize)]
+struct Extras<'a> {
+    #[serde(borrow, rename = "inputSchema")]
+    input: Option<&'a RawValue>,
+    #[serde(borrow, rename = "outputSchema")]
+    output: Option<&'a RawValue>,
+    #[serde(borrow)]
+    execution: Option<&'a RawValue>,
+}
+
+impl<'a> Extras<'a> {
+    fn of(raw: &'a RawValue) -> Extras<'a> {
+        serde_json::from_str(raw.get()).unwrap_or_default()
+    }
+
+    /// `execution.taskSupport = "required"` (2025-11-25 tasks).
+    fn task_required(&self) -> bool {
+        #[derive(serde::Deserialize)]
+        struct Execution<'a> {
+            #[serde(borrow, rename = "taskSupport")]
+            task_support: Option<&'a str>,
+        }
+        let execution = self.execution.and_then(|raw| serde_json::from_str::<Execution>(raw.get()).ok());
+        execution.is_some_and(|e| e.task_support == Some("required"))
+    }
 }
 
 #[cfg(test)]
@@ -133,8 +185,10 @@ mod tests {
     use super::*;
 
     fn judge(tools: &[&str]) -> ToolIntake {
-        let raw = tools.iter().map(|t| RawValue::from_string(t.to_string()).unwrap()).collect();
-        ToolIntake::judge(raw, &ToolFilter::default())
+        let raw: Vec<Box<RawValue>> = tools.iter().map(|t| RawValue::from_string(t.to_string()).unwrap()).collect();
+        let mut intake = ToolIntake::default();
+        intake.take_page(raw.iter().map(|r| &**r).collect(), &ToolFilter::default());
+        intake
     }
 
     #[test]
@@ -165,5 +219,17 @@ mod tests {
             assert!(warnings.contains(expected), "missing {expected:?} in:\n{warnings}");
         }
         assert_eq!(intake.contracts.len(), 4);
+    }
+
+    #[test]
+    fn tools_with_the_same_schema_text_share_one_parsed_schema() {
+        let intake = judge(&[
+            r#"{"name":"a","inputSchema":{"type":"object","properties":{"x":{"type":"string"}}}}"#,
+            r#"{"name":"b","inputSchema":{"type":"object","properties":{"x":{"type":"string"}}}}"#,
+            r#"{"name":"c","inputSchema":{"type":"object"}}"#,
+        ]);
+        let [a, b, c] = [0, 1, 2].map(|i| &intake.tools[i].input_schema);
+        assert!(Arc::ptr_eq(a, b));
+        assert!(!Arc::ptr_eq(a, c));
     }
 }

@@ -10,8 +10,8 @@ use crate::protocol::pagination::{ListBounds, Paginator};
 
 /// What the pages of one listing have brought so far.
 enum Gathered {
-    /// Tools stay raw until the listing is complete, then each is judged alone.
-    Tools(Vec<Box<RawValue>>),
+    /// Tools are judged (each alone) as each page comes.
+    Tools(ToolIntake),
     /// Resources and prompts are only counted.
     Count(usize),
 }
@@ -32,7 +32,7 @@ impl Connection {
         state.running = true;
         let generation = run.generation;
         let gathered = match what {
-            Listing::Tools => Gathered::Tools(Vec::new()),
+            Listing::Tools => Gathered::Tools(ToolIntake::default()),
             Listing::Resources | Listing::Prompts => Gathered::Count(0),
         };
         self.list_page(generation, what, Paginator::new(what.method(), what.field(), bounds), gathered, ctx);
@@ -51,8 +51,8 @@ impl Connection {
             let server = act.config.name.clone();
             let page = outcome.and_then(|raw| {
                 let taken = match &mut gathered {
-                    Gathered::Tools(tools) => pages.take::<Box<RawValue>>(&raw).map(|(found, more)| {
-                        tools.extend(found);
+                    Gathered::Tools(intake) => pages.take::<&RawValue>(&raw).map(|(found, more)| {
+                        intake.take_page(found, &act.config.tools);
                         more
                     }),
                     Gathered::Count(count) => pages.take::<IgnoredAny>(&raw).map(|(found, more)| {
@@ -86,8 +86,7 @@ impl Connection {
 
     fn on_listed(&mut self, what: Listing, gathered: Gathered, ctx: &mut Context<Self>) {
         match gathered {
-            Gathered::Tools(raw) => {
-                let intake = ToolIntake::judge(raw, &self.config.tools);
+            Gathered::Tools(intake) => {
                 self.on_tools_listed(intake);
                 self.on_listed_count(what, None, ctx);
             }
@@ -109,6 +108,7 @@ impl Connection {
         state.done = true;
         let again = std::mem::take(&mut state.again);
         let first = !run.ready && run.listings.iter().all(|l| l.done);
+        let run_ready = run.ready;
         if first {
             run.ready = true;
             if let Some(timer) = run.startup_timer.take() {
@@ -120,21 +120,25 @@ impl Connection {
             let generation = self.generation;
             self.schedule_health_ping(generation, ctx);
         }
+        if !first && run_ready && self.state == ServerState::Pending && what == Listing::Tools {
+            // Re-enabled: the tools are back in the catalog.
+            self.set_state(ServerState::Connected);
+        }
         if again {
             self.list(what, ctx);
         }
     }
 
     fn on_tools_listed(&mut self, intake: ToolIntake) {
-        let ToolIntake { tools, contracts, warnings } = intake;
+        let ToolIntake { tools, contracts, warnings, .. } = intake;
         for warning in &warnings {
             tracing::warn!(server = %self.config.name, "{warning}");
         }
         tracing::info!(server = %self.config.name, tools = tools.len(), "tools listed");
         self.contracts = contracts;
         self.tool_warnings = warnings;
-        self.tools = tools.clone();
-        if self.enabled && !self.stopping {
+        self.tool_count = tools.len();
+        if self.enabled && self.phase != Phase::Stopping {
             self.registry.do_send_tools(ToolsChanged { server: self.config.name.clone(), tools });
         }
     }

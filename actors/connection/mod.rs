@@ -1,9 +1,9 @@
 //! One MCP server: its process, its framed stdio, its pending calls.
 //!
 //! Invariants:
-//! - at most `max_in_flight` caller requests are in `pending` at once
-//!   (`in_flight` counts them); at most `max_queued` wait in `queue`; the
-//!   next call is refused with `Overloaded` at once;
+//! - at most `max_in_flight` caller requests are on the wire at once and at
+//!   most `max_queued` wait behind them ([`book::CallBook`] keeps the count);
+//!   the next call is refused with `Overloaded` at once;
 //! - nothing is written to the child except through `outbox`, which holds
 //!   at most `max_in_flight` requests plus [`MAX_CONTROL_FRAMES`] control
 //!   frames, so a child that stops reading makes callers wait, not memory grow;
@@ -12,13 +12,18 @@
 //!   server going down (`ServerExited`, never resent), or by shutdown;
 //! - a request id is never reused within a connection's life, so a late
 //!   answer can only match nothing and is logged and dropped;
-//! - a panic in a handler is caught: the calls in flight get an error
-//!   reply, the process is killed and the restart policy applies.
+//! - every entry into the actor's code is guarded against panics
+//!   ([`guard`]): the calls in flight get an error reply, the process is
+//!   killed and the restart policy applies;
+//! - the connection holds no strong address of itself; only the Hub does.
 //!
-//! The actor's code, by concern: this file (state, process lifecycle,
-//! going down, status), `negotiation` (eras and what is restored after a
-//! restart), `listing` (tools, resources, prompts), `wire` (writing and
-//! reading frames) and `calls` (callers' requests and tool calls).
+//! The actor's code, by concern: this file (state, enabling, reconnecting,
+//! status, shutdown), `run` (one run of the process: start, exit, restart
+//! or give up), `process` (the seam to the child process), `negotiation`
+//! (eras and what is restored after a restart), `listing` and `intake`
+//! (tools, resources, prompts), `wire` (writing and reading frames),
+//! `unmatched` (answers that cannot be used), `calls` (callers' requests and
+//! tool calls), `book` (call bookkeeping) and `guard` (panic isolation).
 
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
@@ -29,11 +34,10 @@ use std::time::{Duration, Instant};
 use actix::dev::MessageResponse;
 use actix::prelude::*;
 use actix::WeakAddr;
-use rmcp::model::{CallToolResult, Tool};
+use rmcp::model::CallToolResult;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::io::AsyncWriteExt;
-use tokio::process::ChildStdin;
 use tokio::sync::oneshot;
 use tokio_util::codec::FramedRead;
 
@@ -54,6 +58,8 @@ mod guard;
 mod intake;
 mod listing;
 mod negotiation;
+mod process;
+mod run;
 mod unmatched;
 mod wire;
 
@@ -68,6 +74,8 @@ use crate::transport::{ExitInfo, ExitWatch};
 use book::{CallBook, Pending, Queued};
 use listing::{Counts, Listing, ListingState};
 use negotiation::Peer;
+use process::Process;
+use run::{Outbound, Run};
 
 /// Lines of stderr kept for status and error messages.
 pub const STDERR_TAIL_LINES: usize = 50;
@@ -135,41 +143,6 @@ fn too_large(size: usize, max: usize) -> String {
     )
 }
 
-struct Outbound {
-    /// The request this frame carries, `None` for control frames.
-    request: Option<RequestId>,
-    bytes: Vec<u8>,
-}
-
-/// One run of the server process.
-struct Run {
-    generation: u64,
-    pid: u32,
-    group: ProcessGroup,
-    exit_watch: ExitWatch,
-    /// The open `subscriptions/listen` request of a modern server.
-    listen: Option<RequestId>,
-    /// `None` while a write is under way (the write owns it) or once closed.
-    stdin: Option<ChildStdin>,
-    close_stdin: bool,
-    outbox: VecDeque<Outbound>,
-    control_frames: usize,
-    started_at: Instant,
-    ready: bool,
-    /// The start-up time-out, cancelled once ready: actix polls every
-    /// future of a context on each wake-up, so none may linger.
-    startup_timer: Option<SpawnHandle>,
-    stdout_open: bool,
-    stderr_open: bool,
-    exit: Option<ExitInfo>,
-    /// The state of each kind of listing, by [`Listing`].
-    listings: [ListingState; 3],
-    /// The id of the `server/discover` request while the era is being found.
-    probing: Option<RequestId>,
-    /// The era is agreed (`initialize` or `server/discover` answered).
-    negotiated: bool,
-}
-
 /// Where a connection tells what its server offers: the catalog (the
 /// Registry), reached through the two messages only, so that the
 /// connection does not depend on the Registry (which routes to it).
@@ -222,7 +195,9 @@ pub struct Connection {
     calls: CallBook,
     run: Option<Run>,
     stderr_tail: VecDeque<String>,
-    tools: Vec<Tool>,
+    /// Tools of the last listing that went to the catalog (the Registry
+    /// keeps the only copy of the tools themselves).
+    tool_count: usize,
     /// Tools of the last listing left out or changed, one sentence each.
     tool_warnings: Vec<String>,
     /// What calls to each tool are checked against.
@@ -240,14 +215,27 @@ pub struct Connection {
     /// Why the current run is ending, when we know better than its exit status.
     run_error: Option<(ConnectError, Ending)>,
     last_error: Option<String>,
-    stopping: bool,
+    /// Serving, reconnecting on purpose, or stopping for good.
+    phase: Phase,
     /// Enabled servers list their tools and take calls; a disabled one keeps
     /// its process (if it has one) but its tools leave the catalog.
     enabled: bool,
-    /// A deliberate reconnect is under way: the next exit restarts at once.
-    reconnecting: bool,
     #[cfg(feature = "fault-injection")]
     panic_next: bool,
+}
+
+/// Where a connection is in its life. Whether it is enabled is kept apart
+/// (`Connection::enabled`): the user's toggle holds in every phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Running its server, or restarting it as the policy says.
+    Serving,
+    /// A deliberate reconnect is under way: the next exit restarts at once,
+    /// and what was in flight fails with `Stopped`.
+    Reconnecting,
+    /// Stopped for good (`Shutdown`): no restarts, and nobody is told of
+    /// state changes (the server is no longer theirs).
+    Stopping,
 }
 
 /// Connection values alive in this process (tests of ownership: removing a
@@ -290,7 +278,7 @@ impl Connection {
             calls: CallBook::default(),
             run: None,
             stderr_tail: VecDeque::with_capacity(STDERR_TAIL_LINES),
-            tools: Vec::new(),
+            tool_count: 0,
             tool_warnings: Vec::new(),
             contracts: HashMap::new(),
             peer: None,
@@ -301,9 +289,8 @@ impl Connection {
             session: Session::new(Era::Legacy, protocol::LATEST_LEGACY_VERSION, capabilities),
             run_error: None,
             last_error: None,
-            stopping: false,
+            phase: Phase::Serving,
             enabled: config_enabled,
-            reconnecting: false,
             #[cfg(feature = "fault-injection")]
             panic_next: false,
         }
@@ -337,7 +324,7 @@ impl Connection {
 
     fn report_if_changed(&self, before: ServerState) {
         let after = self.reported_state();
-        if after != before && !self.stopping {
+        if after != before && self.phase != Phase::Stopping {
             self.hub.do_send(StateChanged { server: self.config.name.clone(), state: after });
         }
     }
@@ -349,194 +336,6 @@ impl Connection {
     fn next_request_id(&mut self) -> RequestId {
         self.next_id += 1;
         RequestId::Number(self.next_id)
-    }
-
-    fn current_run(&mut self, generation: u64) -> Option<&mut Run> {
-        self.run.as_mut().filter(|run| run.generation == generation)
-    }
-
-    fn start_process(&mut self, ctx: &mut Context<Self>) {
-        if self.stopping || self.run.is_some() {
-            return;
-        }
-        if self.config.transport != Transport::Stdio {
-            let error = format!(
-                "server `{}`: {} transport: connecting to remote servers is not built yet (it comes with the remote-transports work); the entry is stored and listed only",
-                self.config.name,
-                self.config.transport.as_str()
-            );
-            return self.give_up(error, ctx);
-        }
-        let process = match stdio::spawn(&self.config) {
-            Ok(process) => process,
-            Err(error) => {
-                // A missing command does not appear by restarting: fail now.
-                tracing::error!(server = %self.name(), "{error}");
-                self.give_up(error.to_string(), ctx);
-                return;
-            }
-        };
-        self.generation += 1;
-        let generation = self.generation;
-        tracing::info!(server = %self.name(), pid = process.pid, "started {}", self.config.command);
-        self.run = Some(Run {
-            generation,
-            pid: process.pid,
-            group: process.group,
-            exit_watch: process.exit.clone(),
-            stdin: Some(process.stdin),
-            close_stdin: false,
-            outbox: VecDeque::new(),
-            control_frames: 0,
-            started_at: Instant::now(),
-            ready: false,
-            startup_timer: None,
-            stdout_open: true,
-            stderr_open: true,
-            exit: None,
-            listings: Default::default(),
-            probing: None,
-            listen: None,
-            negotiated: false,
-        });
-        self.run_error = None;
-        ctx.add_stream(FramedRead::new(process.stdout, JsonRpcCodec::new(self.config.limits.max_frame)));
-        ctx.add_stream(FramedRead::new(process.stderr, LogLines::default()));
-        // The exit is awaited off the context (see `startup_timer`) and reported as a message.
-        let me = ctx.address().downgrade();
-        actix_rt::spawn(async move {
-            let exit = process.exit.wait().await;
-            if let Some(me) = me.upgrade() {
-                me.do_send(Exited { generation, exit });
-            }
-        });
-        let startup_timer = self.later(self.config.timeouts.startup, "the start-up time-out", ctx, move |act, _| {
-            if act.current_run(generation).is_some_and(|run| !run.ready) {
-                let error = act.startup_timed_out();
-                act.abort_run(error, Ending::Failure);
-            }
-        });
-        if let Some(run) = self.run.as_mut() {
-            run.startup_timer = Some(startup_timer);
-        }
-        self.negotiate(generation, ctx);
-    }
-
-    /// Why the start-up did not finish in time, naming the step that was
-    /// running: the handshake, or the listing pages still unanswered.
-    fn startup_timed_out(&self) -> ConnectError {
-        let (server, after) = (self.config.name.clone(), self.config.timeouts.startup);
-        let Some(run) = self.run.as_ref() else {
-            return ConnectError::HandshakeTimeout { server, method: methods::INITIALIZE.into(), after };
-        };
-        if !run.negotiated {
-            // Under `auto`, the discover probe is part of the `initialize` handshake.
-            let method = if self.config.era == ConfiguredEra::Modern { methods::DISCOVER } else { methods::INITIALIZE };
-            return ConnectError::HandshakeTimeout { server, method: method.into(), after };
-        }
-        let steps: Vec<String> = [Listing::Tools, Listing::Resources, Listing::Prompts]
-            .into_iter()
-            .filter(|what| run.listings[*what as usize].running)
-            .map(|what| format!("{} page {}", what.method(), run.listings[what as usize].page))
-            .collect();
-        let step = match steps.is_empty() {
-            true => "the listing".to_string(),
-            false => steps.join(" and "),
-        };
-        ConnectError::StartupTimeout { server, step, after }
-    }
-
-    /// Ends the current run because of `error`: the process group is killed
-    /// and the exit path decides what comes next.
-    fn abort_run(&mut self, error: ConnectError, ending: Ending) {
-        tracing::warn!(server = %self.config.name, "{error}");
-        if let Some(run) = self.run.as_ref() {
-            run.group.signal(libc::SIGKILL);
-        }
-        self.run_error = Some((error, ending));
-    }
-
-    fn on_exit(&mut self, generation: u64, exit: ExitInfo, ctx: &mut Context<Self>) {
-        let Some(run) = self.current_run(generation) else { return };
-        run.exit = Some(exit);
-        self.later(DRAIN_AFTER_EXIT, "the end of a run", ctx, move |act, ctx| act.finish_run(generation, ctx));
-        self.finish_run_if_drained(generation, ctx);
-    }
-
-    fn on_stdout_closed(&mut self, ctx: &mut Context<Self>) {
-        let Some(run) = self.run.as_mut() else { return };
-        run.stdout_open = false;
-        let generation = run.generation;
-        if run.exit.is_none() {
-            self.later(EXIT_AFTER_EOF, "a server that closed stdout", ctx, move |act, _| {
-                let name = act.config.name.clone();
-                if let Some(run) = act.current_run(generation).filter(|run| run.exit.is_none()) {
-                    tracing::warn!(server = %name, "closed stdout but did not exit; killing it");
-                    run.group.signal(libc::SIGKILL);
-                }
-            });
-        }
-        self.finish_run_if_drained(generation, ctx);
-    }
-
-    fn finish_run_if_drained(&mut self, generation: u64, ctx: &mut Context<Self>) {
-        if self.current_run(generation).is_some_and(|run| run.exit.is_some() && !run.stdout_open && !run.stderr_open) {
-            self.finish_run(generation, ctx);
-        }
-    }
-
-    /// The process is gone and its output read: fail what was in flight,
-    /// then restart (through the Supervisor) or give up.
-    fn finish_run(&mut self, generation: u64, ctx: &mut Context<Self>) {
-        if self.current_run(generation).is_none() {
-            return;
-        }
-        let Some(run) = self.run.take() else { return };
-        let exit = run.exit.unwrap_or(ExitInfo { code: None, signal: None });
-        let stderr_tail = self.stderr_tail();
-        let stopped = self.stopping || self.reconnecting;
-        self.calls.fail_all(|| match stopped {
-            true => Failure::Stopped,
-            false => Failure::Exited { exit, stderr_tail: stderr_tail.clone() },
-        });
-        if run.ready && !self.stopping {
-            self.registry.do_send_down(ServerDown { server: self.config.name.clone() });
-        }
-        tracing::warn!(server = %self.config.name, pid = run.pid, "server process ended: {exit}");
-        if self.stopping {
-            return;
-        }
-        if std::mem::take(&mut self.reconnecting) {
-            self.set_state(ServerState::Pending);
-            ctx.stop();
-            return;
-        }
-        let (error, ending) = match self.run_error.take() {
-            Some((error, _)) if error.is_permanent() => return self.give_up(error.to_string(), ctx),
-            Some((error, ending)) => (error.to_string(), ending),
-            None if !run.ready => {
-                (ConnectError::Exited { server: self.config.name.clone(), exit, stderr_tail: Vec::new() }.to_string(), Ending::Failure)
-            }
-            None => (format!("server exited ({exit})"), if exit.is_clean() { Ending::Clean } else { Ending::Failure }),
-        };
-        self.last_error = Some(error.clone());
-        match self.restarts.on_down(Instant::now(), run.started_at.elapsed(), ending) {
-            Decision::Restart { attempt, after } => {
-                tracing::info!(server = %self.config.name, attempt, "restarting in {after:?}");
-                self.set_state(ServerState::Restarting { attempt, next_in: after });
-                // The Supervisor restarts the actor; `started` schedules the spawn.
-                ctx.stop();
-            }
-            Decision::GiveUp { reason } => self.give_up(format!("{error}; {reason}"), ctx),
-        }
-    }
-
-    /// Marks the server failed: no more restarts, waiting calls fail.
-    fn give_up(&mut self, error: String, _ctx: &mut Context<Self>) {
-        tracing::error!(server = %self.config.name, "failed: {error}");
-        self.last_error = Some(error.clone());
-        self.calls.fail_queued(|| Failure::GaveUp(error.clone()));
-        self.set_state(ServerState::Failed { error, stderr_tail: self.stderr_tail.iter().cloned().collect() });
     }
 
     /// Enables or disables the server (see [`SetEnabled`]).
@@ -554,7 +353,11 @@ impl Connection {
             self.state = ServerState::Pending;
             self.start_process(ctx);
         } else if self.run.as_ref().is_some_and(|run| run.ready) {
-            self.registry.do_send_tools(ToolsChanged { server, tools: self.tools.clone() });
+            // The catalog left this server's tools out while it was disabled,
+            // and the connection keeps no copy: list them afresh, and report
+            // the server connected once they are back in the catalog.
+            self.state = ServerState::Pending;
+            self.list(Listing::Tools, ctx);
         }
         self.report_if_changed(before);
     }
@@ -563,16 +366,14 @@ impl Connection {
     /// (its calls in flight fail with `Stopped`); a failed one gets a new
     /// restart budget. A deliberate reconnect is not counted as a crash.
     fn reconnect(&mut self, ctx: &mut Context<Self>) {
-        if self.stopping {
+        if self.phase == Phase::Stopping {
             return;
         }
         self.restarts.forgive();
         match self.run.as_mut() {
             Some(run) => {
-                self.reconnecting = true;
-                run.close_stdin = true;
-                run.stdin = None;
-                actix_rt::spawn(stdio::shutdown(run.group, run.exit_watch.clone(), self.config.timeouts.shutdown_grace));
+                self.phase = Phase::Reconnecting;
+                actix_rt::spawn(run.process.stop(self.config.timeouts.shutdown_grace));
             }
             None if self.enabled => {
                 self.last_error = None;
@@ -588,13 +389,13 @@ impl Connection {
         ServerStatus {
             name: self.config.name.clone(),
             state: self.reported_state(),
-            pid: run.map(|r| r.pid),
+            pid: run.map(|r| r.process.pid()),
             era: self.peer.as_ref().map(|p| p.era.as_str().to_string()),
             protocol_version: self.peer.as_ref().map(|p| p.version.clone()),
             server_info: self.peer.as_ref().and_then(|p| p.info.clone()),
             resources: self.counts.resources,
             prompts: self.counts.prompts,
-            tools: self.tools.len(),
+            tools: self.tool_count,
             in_flight: self.calls.in_flight(),
             queued: self.calls.queued(),
             restarts: self.restarts.total_restarts(),
@@ -637,22 +438,6 @@ impl Supervised for Connection {
     }
 }
 
-/// The server process of run `generation` has exited and been reaped.
-#[derive(Message)]
-#[rtype(result = "()")]
-struct Exited {
-    generation: u64,
-    exit: ExitInfo,
-}
-
-impl Handler<Exited> for Connection {
-    type Result = ();
-
-    fn handle(&mut self, msg: Exited, ctx: &mut Context<Self>) {
-        let _ = self.guarded("the exit of the server", ctx, |act, ctx| act.on_exit(msg.generation, msg.exit, ctx));
-    }
-}
-
 impl Handler<SetEnabled> for Connection {
     type Result = ();
 
@@ -690,16 +475,14 @@ impl Handler<Shutdown> for Connection {
 impl Connection {
     /// Stops the server for good (see [`Shutdown`]).
     fn shut_down(&mut self) -> Reply<()> {
-        self.stopping = true;
+        self.phase = Phase::Stopping;
         self.calls.fail_queued(|| Failure::Stopped);
         let Some(run) = self.run.as_mut() else { return Reply::Ready(()) };
         // Closing stdin is the polite request to exit (MCP's stdio shutdown).
-        run.close_stdin = true;
-        run.stdin = None;
-        let (group, exit, grace) = (run.group, run.exit_watch.clone(), self.config.timeouts.shutdown_grace);
+        let stopped = run.process.stop(self.config.timeouts.shutdown_grace);
         let name = self.config.name.clone();
         Reply::later(async move {
-            let exit = stdio::shutdown(group, exit, grace).await;
+            let exit = stopped.await;
             tracing::info!(server = %name, "stopped ({exit})");
         })
     }

@@ -51,10 +51,10 @@ impl Connection {
     /// Starts writing the outbox unless a write is already under way.
     fn flush(&mut self, ctx: &mut Context<Self>) {
         let Some(run) = self.run.as_mut() else { return };
-        if run.outbox.is_empty() || run.stdin.is_none() {
+        if run.outbox.is_empty() || !run.process.can_write() {
             return;
         }
-        let Some(mut stdin) = run.stdin.take() else { return };
+        let Some(mut stdin) = run.process.take_input() else { return };
         let batch = if run.outbox.len() == 1 {
             run.outbox.pop_front().map(|o| o.bytes).unwrap_or_default()
         } else {
@@ -72,11 +72,11 @@ impl Connection {
             let name = act.config.name.clone();
             let Some(run) = act.current_run(generation) else { return };
             match result {
-                Ok(()) if !run.close_stdin => {
-                    run.stdin = Some(stdin);
-                    act.flush(ctx);
+                Ok(()) => {
+                    if run.process.return_input(stdin) {
+                        act.flush(ctx);
+                    }
                 }
-                Ok(()) => {}
                 // The exit path reports what happened to the process.
                 Err(e) => tracing::debug!(server = %name, "writing to the server failed: {e}"),
             }

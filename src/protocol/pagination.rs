@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
 /// How far one listing may go.
@@ -64,11 +64,11 @@ impl Paginator {
     /// Takes the answer to the page asked for: its items, and whether
     /// another page is to be asked for. The error is a sentence saying what
     /// was wrong with the page and which page it was.
-    pub fn take<T: DeserializeOwned>(&mut self, answer: &RawValue) -> Result<(Vec<T>, bool), String> {
+    pub fn take<'a, T: Deserialize<'a>>(&mut self, answer: &'a RawValue) -> Result<(Vec<T>, bool), String> {
         let page_no = self.page();
         let (method, field) = (self.method, self.field);
         let wrong = |what: String| format!("{method} page {page_no}: {what}");
-        let members: HashMap<Cow<'_, str>, &RawValue> = serde_json::from_str(answer.get())
+        let members: HashMap<Cow<'a, str>, &'a RawValue> = serde_json::from_str(answer.get())
             .map_err(|_| wrong(format!("the answer is {}, not an object with a `{field}` list", describe(answer))))?;
         let list = members.get(field).ok_or_else(|| wrong(format!("the answer has no `{field}` list")))?;
         let found: Vec<T> = serde_json::from_str(list.get()).map_err(|e| wrong(format!("the `{field}` list cannot be read: {e}")))?;
