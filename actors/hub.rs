@@ -141,7 +141,7 @@ impl Hub {
         let name = config.name.clone();
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
         let links = connection::Links {
-            registry: self.registry.clone(),
+            registry: connection::CatalogLink::of(&self.registry),
             hub: ctx.address().recipient(),
             events: ctx.address().recipient(),
             handlers: self.handlers.clone(),

@@ -30,6 +30,7 @@
 pub mod client_requests;
 pub mod connection;
 pub mod hub;
+pub mod messages;
 pub mod operation;
 pub mod progress;
 pub mod registry;
@@ -215,6 +216,8 @@ pub struct ServerStatus {
     pub uptime: Option<Duration>,
     pub last_error: Option<String>,
     pub stderr_tail: Vec<String>,
+    /// Problems worth a user's attention: tools left out, names disambiguated or in collision.
+    pub warnings: Vec<String>,
 }
 
 fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

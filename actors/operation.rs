@@ -5,113 +5,25 @@
 //! in [`super::hub::ToServer`], which routes it by server name). It runs as
 //! a short conversation of [`Request`]s with the connection, so it shares
 //! the connection's back-pressure, time-outs and cancellation with tool
-//! calls; list operations follow every `nextCursor` (at most
-//! [`MAX_PAGES`] pages, and a cursor that repeats is an error).
+//! calls; list operations follow every `nextCursor` through the same
+//! bounded [`Paginator`] as the connection's own listings.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use rmcp::model::{
     ArgumentInfo, CompletionInfo, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Reference, Resource, ResourceTemplate,
 };
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::client_requests::Answerer;
-use super::connection::{Connection, Request};
+use super::connection::Connection;
+pub use super::messages::{LogLevel, RootsChanged, SetLogLevel, SubscribeResource, UnsubscribeResource};
 use super::reply::Reply;
-use super::rounds;
+pub use super::rounds::Requester;
 use crate::error::CallError;
 use crate::protocol::{error_codes, methods};
-
-/// Pages of one listing followed at most.
-pub const MAX_PAGES: usize = 1_000;
-
-/// Talks to one connection on a caller's behalf.
-#[derive(Clone)]
-pub struct Requester {
-    connection: Addr<Connection>,
-    server: String,
-    answerer: Arc<Answerer>,
-}
-
-impl Requester {
-    pub(crate) fn new(connection: Addr<Connection>, server: impl Into<String>, answerer: Arc<Answerer>) -> Requester {
-        Requester { connection, server: server.into(), answerer }
-    }
-
-    pub fn server(&self) -> &str {
-        &self.server
-    }
-
-    pub(crate) fn answerer(&self) -> &Arc<Answerer> {
-        &self.answerer
-    }
-
-    /// Sends one request, finishes it if the server needs more rounds
-    /// (see `actors/rounds.rs`), and parses the result as `T`.
-    pub async fn request<T: DeserializeOwned>(&self, method: &str, params: Value, label: String) -> Result<T, CallError> {
-        let request = Request { method: method.into(), params: params.clone(), label: label.clone(), timeout: None, progress: None };
-        let mut raw = self.raw(request).await?;
-        if rounds::may_need_rounds(&raw) {
-            raw = Box::pin(rounds::finish(self, method, params, &label, raw)).await?;
-        }
-        serde_json::from_str(raw.get()).map_err(|e| CallError::Protocol {
-            server: self.server.clone(),
-            tool: label,
-            message: e.to_string(),
-        })
-    }
-
-    /// Sends one request and parses its result as `T`, with no further rounds.
-    pub async fn request_once<T: DeserializeOwned>(&self, method: &str, params: Value, label: String) -> Result<T, CallError> {
-        let raw = self.raw(Request { method: method.into(), params, label: label.clone(), timeout: None, progress: None }).await?;
-        serde_json::from_str(raw.get()).map_err(|e| CallError::Protocol {
-            server: self.server.clone(),
-            tool: label,
-            message: e.to_string(),
-        })
-    }
-
-    pub async fn raw(&self, request: Request) -> Result<Box<serde_json::value::RawValue>, CallError> {
-        let label = request.label.clone();
-        match self.connection.send(request).await {
-            Ok(answer) => answer,
-            Err(_) => Err(CallError::Stopped { server: self.server.clone(), tool: label }),
-        }
-    }
-
-    /// Every item of a paginated list: the `field` array of each page.
-    pub async fn list_all<T: DeserializeOwned>(&self, method: &str, field: &str) -> Result<Vec<T>, CallError> {
-        let mut items = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..MAX_PAGES {
-            let params = match &cursor {
-                Some(cursor) => json!({ "cursor": cursor }),
-                None => json!({}),
-            };
-            let mut page: Value = self.request(method, params, method.to_string()).await?;
-            let protocol = |message: String| CallError::Protocol { server: self.server.clone(), tool: method.to_string(), message };
-            let found = match page.get_mut(field).map(Value::take) {
-                Some(found) => found,
-                None => return Err(protocol(format!("the answer has no `{field}` list"))),
-            };
-            items.extend(serde_json::from_value::<Vec<T>>(found).map_err(|e| protocol(e.to_string()))?);
-            match page.get("nextCursor").and_then(Value::as_str) {
-                None => return Ok(items),
-                Some(next) if cursor.as_deref() == Some(next) => {
-                    return Err(protocol(format!("pagination does not advance (cursor {next:?} repeats)")));
-                }
-                Some(next) => cursor = Some(next.to_string()),
-            }
-        }
-        Err(CallError::Protocol { server: self.server.clone(), tool: method.to_string(), message: format!("more than {MAX_PAGES} pages") })
-    }
-}
 
 type Flow<T> = Pin<Box<dyn Future<Output = Result<T, CallError>>>>;
 
@@ -125,7 +37,8 @@ impl<M: Operation> Handler<M> for Connection {
     type Result = Reply<Result<M::Output, CallError>>;
 
     fn handle(&mut self, operation: M, ctx: &mut Context<Self>) -> Self::Result {
-        Reply::Later(operation.run(self.requester(ctx)))
+        let requester = self.requester(ctx);
+        Reply::Later(operation.run(requester))
     }
 }
 
@@ -172,21 +85,6 @@ impl Operation for ReadResource {
         let label = format!("{} {}", methods::RESOURCES_READ, self.uri);
         Box::pin(async move { requester.request(methods::RESOURCES_READ, json!({ "uri": self.uri }), label).await })
     }
-}
-
-/// Asks for `notifications/resources/updated` of one resource (legacy:
-/// `resources/subscribe`; modern: part of the connection's listen stream).
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "Result<(), CallError>")]
-pub struct SubscribeResource {
-    pub uri: String,
-}
-
-/// Stops the updates of [`SubscribeResource`].
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "Result<(), CallError>")]
-pub struct UnsubscribeResource {
-    pub uri: String,
 }
 
 /// Every prompt of the server.
@@ -248,48 +146,6 @@ impl Operation for Complete {
         })
     }
 }
-
-/// MCP log levels, least to most severe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LogLevel {
-    Debug,
-    Info,
-    Notice,
-    Warning,
-    Error,
-    Critical,
-    Alert,
-    Emergency,
-}
-
-impl LogLevel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LogLevel::Debug => "debug",
-            LogLevel::Info => "info",
-            LogLevel::Notice => "notice",
-            LogLevel::Warning => "warning",
-            LogLevel::Error => "error",
-            LogLevel::Critical => "critical",
-            LogLevel::Alert => "alert",
-            LogLevel::Emergency => "emergency",
-        }
-    }
-}
-
-/// Sets the lowest level of `notifications/message` the server sends
-/// (legacy: `logging/setLevel`; modern: rides on every later request).
-#[derive(Message, Debug, Clone, Copy)]
-#[rtype(result = "Result<(), CallError>")]
-pub struct SetLogLevel(pub LogLevel);
-
-/// Tells the server its roots changed (`notifications/roots/list_changed`);
-/// it will ask for them again. For embedders whose roots handler answers
-/// differently over time.
-#[derive(Message, Debug, Clone, Copy)]
-#[rtype(result = "Result<(), CallError>")]
-pub struct RootsChanged;
 
 /// Pings the server; answers the round trip.
 #[derive(Message, Debug, Clone, Copy)]

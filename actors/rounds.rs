@@ -15,18 +15,112 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use actix::WeakRecipient;
+use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::client_requests::Answerer;
-use super::connection::Request;
-use super::operation::Requester;
+use super::messages::Request;
 use crate::error::CallError;
 use crate::protocol::methods;
+use crate::protocol::pagination::{ListBounds, Paginator};
 
 pub const MAX_INPUT_ROUNDS: usize = 10;
 pub const MIN_POLL: Duration = Duration::from_millis(50);
 pub const MAX_POLL: Duration = Duration::from_secs(5);
+
+/// Talks to one connection on a caller's behalf (the typed operations and
+/// the rounds of a call). It holds the connection weakly (the Hub holds the
+/// only strong address): once the server is removed, its requests fail
+/// with `Stopped`.
+#[derive(Clone)]
+pub struct Requester {
+    connection: WeakRecipient<Request>,
+    server: String,
+    answerer: Arc<Answerer>,
+    bounds: ListBounds,
+}
+
+impl Requester {
+    pub(crate) fn new(
+        connection: WeakRecipient<Request>,
+        server: impl Into<String>,
+        answerer: Arc<Answerer>,
+        bounds: ListBounds,
+    ) -> Requester {
+        Requester { connection, server: server.into(), answerer, bounds }
+    }
+
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    pub(crate) fn answerer(&self) -> &Arc<Answerer> {
+        &self.answerer
+    }
+
+    /// Sends one request, finishes it if the server needs more rounds
+    /// (see `actors/rounds.rs`), and parses the result as `T`.
+    pub async fn request<T: DeserializeOwned>(&self, method: &str, params: Value, label: String) -> Result<T, CallError> {
+        let raw = self.finished(method, params, label.clone()).await?;
+        self.parse(&raw, label)
+    }
+
+    /// Sends one request and parses its result as `T`, with no further rounds.
+    pub async fn request_once<T: DeserializeOwned>(&self, method: &str, params: Value, label: String) -> Result<T, CallError> {
+        let raw = self.raw(Request { method: method.into(), params, label: label.clone(), timeout: None, progress: None }).await?;
+        self.parse(&raw, label)
+    }
+
+    /// Sends one request and finishes it if the server needs more rounds.
+    async fn finished(&self, method: &str, params: Value, label: String) -> Result<Box<RawValue>, CallError> {
+        let request = Request { method: method.into(), params: params.clone(), label: label.clone(), timeout: None, progress: None };
+        let raw = self.raw(request).await?;
+        match may_need_rounds(&raw) {
+            true => Box::pin(finish(self, method, params, &label, raw)).await,
+            false => Ok(raw),
+        }
+    }
+
+    fn parse<T: DeserializeOwned>(&self, raw: &RawValue, label: String) -> Result<T, CallError> {
+        serde_json::from_str(raw.get()).map_err(|e| CallError::Protocol {
+            server: self.server.clone(),
+            tool: label,
+            message: e.to_string(),
+        })
+    }
+
+    pub async fn raw(&self, request: Request) -> Result<Box<RawValue>, CallError> {
+        let label = request.label.clone();
+        let Some(connection) = self.connection.upgrade() else {
+            return Err(CallError::Stopped { server: self.server.clone(), tool: label });
+        };
+        match connection.send(request).await {
+            Ok(answer) => answer,
+            Err(_) => Err(CallError::Stopped { server: self.server.clone(), tool: label }),
+        }
+    }
+
+    /// Every item of a paginated list: the `field` array of each page,
+    /// followed with the connection's one bounded [`Paginator`].
+    pub async fn list_all<T: DeserializeOwned>(&self, method: &'static str, field: &'static str) -> Result<Vec<T>, CallError> {
+        let mut pages = Paginator::new(method, field, self.bounds);
+        let mut items = Vec::new();
+        loop {
+            let raw = self.finished(method, pages.params(), method.to_string()).await?;
+            let (found, more) = pages.take::<T>(&raw).map_err(|message| CallError::Protocol {
+                server: self.server.clone(),
+                tool: method.to_string(),
+                message,
+            })?;
+            items.extend(found);
+            if !more {
+                return Ok(items);
+            }
+        }
+    }
+}
 
 /// A cheap look at a raw result: could it need more rounds? (A final
 /// result has no `resultType` other than "complete" and no task.)

@@ -7,12 +7,16 @@
 //! - a frame longer than `max_frame` is skipped up to its newline and
 //!   reported once, with its first bytes ([`FrameError::TooLarge::head`]) so
 //!   that the reader can tell which request it answered;
-//! - a trailing `\r` (CRLF line endings) is JSON whitespace and is accepted.
+//! - a trailing `\r` (CRLF line endings) is JSON whitespace and is accepted;
+//! - after a large frame the read buffer is given back: a connection that
+//!   once received a big answer does not keep that much memory for life.
 
 use bytes::{Buf, BytesMut};
 use tokio_util::codec::Decoder;
 
-use crate::protocol::Message;
+use serde::Deserialize;
+
+use crate::protocol::{Message, RequestId};
 
 /// Default largest frame: 16 MiB.
 pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
@@ -23,14 +27,43 @@ const HEAD_LEN: usize = 256;
 /// What was wrong with one line. The stream continues after each of these.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FrameError {
+    /// `head` and `tail` are the frame's first and last bytes (at most
+    /// 256 each), where its id may be found ([`peek_id`], [`peek_tail_id`]).
     #[error("frame of {size} bytes or more exceeds the {max} byte limit (max_frame); it was skipped")]
-    TooLarge { size: usize, max: usize, head: Vec<u8> },
+    TooLarge { size: usize, max: usize, head: Vec<u8>, tail: Vec<u8> },
     #[error("blank line")]
     Blank,
     #[error("line is not valid UTF-8: {preview}")]
-    InvalidUtf8 { preview: String },
+    InvalidUtf8 { preview: String, salvage: Salvage },
     #[error("line is not JSON-RPC ({reason}): {preview}")]
-    NotJsonRpc { reason: String, preview: String },
+    NotJsonRpc { reason: String, preview: String, salvage: Salvage },
+}
+
+/// What can still be told about a line that is not a usable message, so
+/// that the request it answers can be failed at once.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Salvage {
+    /// It has the shape of an answer: a JSON object with a `result`,
+    /// `error` or `id` member and no `method`.
+    pub is_answer: bool,
+    /// Its top-level `id`, when it has a usable one.
+    pub id: Option<RequestId>,
+}
+
+impl Salvage {
+    /// Reads what it can of `line`, invalid UTF-8 replaced.
+    pub fn of(line: &[u8]) -> Salvage {
+        let text = String::from_utf8_lossy(line);
+        let Ok(members) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text) else {
+            return Salvage::default();
+        };
+        if members.contains_key("method") {
+            return Salvage::default();
+        }
+        let is_answer = ["result", "error", "id"].iter().any(|key| members.contains_key(*key));
+        let id = members.get("id").and_then(|id| RequestId::deserialize(id).ok());
+        Salvage { is_answer, id }
+    }
 }
 
 impl FrameError {
@@ -56,6 +89,33 @@ pub struct JsonRpcCodec {
 struct Skipping {
     size: usize,
     head: Vec<u8>,
+    /// The last bytes seen so far (at most [`HEAD_LEN`]).
+    tail: Vec<u8>,
+}
+
+impl Skipping {
+    fn saw(&mut self, bytes: &[u8]) {
+        keep_tail(&mut self.tail, bytes);
+    }
+}
+
+/// Read buffers larger than this are reallocated to their content after a frame.
+const KEEP_CAPACITY: usize = 1024 * 1024;
+
+/// Gives the memory of a large frame back, keeping the unread bytes: after
+/// a split the rest of the buffer still shares the frame's allocation.
+fn release_if_large(buf: &mut BytesMut, frame_len: usize) {
+    if frame_len > KEEP_CAPACITY || buf.capacity() > KEEP_CAPACITY {
+        *buf = BytesMut::from(&buf[..]);
+    }
+}
+
+/// Appends `bytes` to `tail`, keeping only the last [`HEAD_LEN`] bytes.
+fn keep_tail(tail: &mut Vec<u8>, bytes: &[u8]) {
+    let bytes = &bytes[bytes.len().saturating_sub(HEAD_LEN)..];
+    tail.extend_from_slice(bytes);
+    let excess = tail.len().saturating_sub(HEAD_LEN);
+    tail.drain(..excess);
 }
 
 impl JsonRpcCodec {
@@ -86,8 +146,8 @@ fn decode_line(line: &[u8]) -> Frame {
         return Err(FrameError::Blank);
     }
     Message::parse(line).map_err(|reason| match std::str::from_utf8(line) {
-        Err(_) => FrameError::InvalidUtf8 { preview: preview(line) },
-        Ok(_) => FrameError::NotJsonRpc { reason, preview: preview(line) },
+        Err(_) => FrameError::InvalidUtf8 { preview: preview(line), salvage: Salvage::of(line) },
+        Ok(_) => FrameError::NotJsonRpc { reason, preview: preview(line), salvage: Salvage::of(line) },
     })
 }
 
@@ -100,30 +160,41 @@ impl Decoder for JsonRpcCodec {
         if let Some(skip) = &mut self.skipping {
             let Some(end) = newline else {
                 skip.size += buf.len();
+                skip.saw(buf);
                 buf.clear();
+                release_if_large(buf, 0);
                 self.scanned = 0;
                 return Ok(None);
             };
-            let skip = self.skipping.take().unwrap_or_else(|| unreachable!());
+            skip.saw(&buf[..end]);
+            let size = skip.size + end;
+            let Some(Skipping { head, tail, .. }) = self.skipping.take() else { return Ok(None) };
             buf.advance(end + 1);
+            release_if_large(buf, end);
             self.scanned = 0;
-            return Ok(Some(Err(FrameError::TooLarge { size: skip.size + end, max: self.max_frame, head: skip.head })));
+            return Ok(Some(Err(FrameError::TooLarge { size, max: self.max_frame, head, tail })));
         }
         match newline {
             Some(end) if end > self.max_frame => {
                 let head = buf[..HEAD_LEN.min(end)].to_vec();
+                let tail = buf[end.saturating_sub(HEAD_LEN)..end].to_vec();
                 buf.advance(end + 1);
+                release_if_large(buf, end);
                 self.scanned = 0;
-                Ok(Some(Err(FrameError::TooLarge { size: end, max: self.max_frame, head })))
+                Ok(Some(Err(FrameError::TooLarge { size: end, max: self.max_frame, head, tail })))
             }
             Some(end) => {
                 let line = buf.split_to(end + 1);
+                release_if_large(buf, end);
                 self.scanned = 0;
                 Ok(Some(decode_line(&line[..end])))
             }
             None if buf.len() > self.max_frame => {
-                self.skipping = Some(Skipping { size: buf.len(), head: buf[..HEAD_LEN.min(buf.len())].to_vec() });
+                let mut skip = Skipping { size: buf.len(), head: buf[..HEAD_LEN.min(buf.len())].to_vec(), tail: Vec::new() };
+                skip.saw(buf);
+                self.skipping = Some(skip);
                 buf.clear();
+                release_if_large(buf, 0);
                 self.scanned = 0;
                 Ok(None)
             }
@@ -139,7 +210,7 @@ impl Decoder for JsonRpcCodec {
             return Ok(Some(frame));
         }
         if let Some(skip) = self.skipping.take() {
-            return Ok(Some(Err(FrameError::TooLarge { size: skip.size, max: self.max_frame, head: skip.head })));
+            return Ok(Some(Err(FrameError::TooLarge { size: skip.size, max: self.max_frame, head: skip.head, tail: skip.tail })));
         }
         if buf.is_empty() {
             return Ok(None);
@@ -167,6 +238,30 @@ pub fn peek_id(head: &[u8]) -> Option<crate::protocol::RequestId> {
     let rest = body[at + 4..].trim_start().strip_prefix(':')?.trim_start();
     let end = rest.find([',', '}']).unwrap_or(rest.len());
     serde_json::from_str(rest[..end].trim()).ok()
+}
+
+/// Finds the top-level `"id"` of a JSON-RPC frame from its last bytes, for
+/// an oversized response whose id comes last. Only an id that is the last
+/// member of the outermost object (followed by the closing brace alone) and
+/// follows a `,` or `{` is trusted.
+pub fn peek_tail_id(tail: &[u8]) -> Option<RequestId> {
+    // The tail may start inside a multi-byte character: skip its rest.
+    let start = (0..4.min(tail.len())).find(|&at| std::str::from_utf8(&tail[at..]).is_ok())?;
+    let text = std::str::from_utf8(&tail[start..]).ok()?;
+    let body = text.trim_end().strip_suffix('}')?.trim_end();
+    let at = body.rfind("\"id\"")?;
+    if !body[..at].trim_end().ends_with([',', '{']) {
+        return None;
+    }
+    let value = body[at + 4..].trim_start().strip_prefix(':')?.trim();
+    serde_json::from_str(value).ok()
+}
+
+/// Whether an oversized frame's ends show it to be a request or notification
+/// (a `"method"` member) rather than an answer.
+pub fn names_a_method(head: &[u8], tail: &[u8]) -> bool {
+    let has = |bytes: &[u8]| bytes.windows(8).any(|w| w == b"\"method\"");
+    has(head) || has(tail)
 }
 
 #[cfg(test)]
@@ -230,6 +325,41 @@ mod tests {
         let pieces: Vec<&[u8]> = big.as_bytes().chunks(7).chain([&ok[..]]).collect();
         let mut codec = JsonRpcCodec::new(40);
         assert_eq!(decode_all(&mut codec, &pieces), ["too large 136", "ok Some(Number(2)) 1"]);
+    }
+
+    #[test]
+    fn peeks_the_id_of_an_oversized_frame_from_its_end() {
+        assert_eq!(peek_tail_id(br#"xxxx"}]},"id":42}"#), Some(RequestId::Number(42)));
+        assert_eq!(peek_tail_id(b"x\"}]} , \"id\" : \"a\" }\r"), Some(RequestId::String("a".into())));
+        assert_eq!(peek_tail_id(br#"{"x":{"id":5}}"#), None);
+        assert_eq!(peek_tail_id(br#""id":5}"#), None);
+        let mut codec = JsonRpcCodec::new(40);
+        let big = format!("{{\"jsonrpc\":\"2.0\",\"result\":\"{}\",\"id\":9}}\n", "x".repeat(300));
+        let pieces: Vec<&[u8]> = big.as_bytes().chunks(7).collect();
+        let mut buf = BytesMut::new();
+        let mut tails = Vec::new();
+        for piece in pieces {
+            buf.extend_from_slice(piece);
+            while let Some(frame) = codec.decode(&mut buf).unwrap() {
+                if let Err(FrameError::TooLarge { tail, .. }) = frame {
+                    tails.push(peek_tail_id(&tail));
+                }
+            }
+        }
+        assert_eq!(tails, [Some(RequestId::Number(9))]);
+    }
+
+    #[test]
+    fn unusable_answers_are_salvaged() {
+        let both = br#"{"jsonrpc":"2.0","id":4,"result":{},"error":{"code":1,"message":"x"}}"#;
+        assert_eq!(Salvage::of(both), Salvage { is_answer: true, id: Some(RequestId::Number(4)) });
+        let utf8 = b"{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"t\":\"\xff\"}}";
+        assert!(matches!(
+            decode_line(utf8),
+            Err(FrameError::InvalidUtf8 { salvage: Salvage { is_answer: true, id: Some(RequestId::Number(3)) }, .. })
+        ));
+        assert_eq!(Salvage::of(br#"{"method":"x","id":1,"params":5,"result":1}"#), Salvage::default());
+        assert_eq!(Salvage::of(b"Server started"), Salvage::default());
     }
 
     #[test]

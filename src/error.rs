@@ -38,6 +38,9 @@ pub enum CallError {
     #[error("`{tool}` on server `{server}` did not answer within {after:?}; it was cancelled. Raise the call's or the server's timeout if the tool is just slow")]
     Timeout { server: String, tool: String, after: Duration },
 
+    #[error("`{tool}` on server `{server}` got no usable answer within {after:?}; it was cancelled. Meanwhile the server sent lines that could not be matched to a request: {}. {}", .unusable.join("; "), unusable_advice(.unusable))]
+    NoUsableAnswer { server: String, tool: String, after: Duration, unusable: Vec<String> },
+
     #[error("server `{server}` is overloaded ({in_flight} calls in flight, {queued} queued); `{tool}` was refused at once. Retry later or raise max_in_flight/max_queued")]
     Overloaded { server: String, tool: String, in_flight: usize, queued: usize },
 
@@ -63,6 +66,14 @@ pub enum CallError {
     Stopped { server: String, tool: String },
 }
 
+/// What to do about answers that could not be matched.
+fn unusable_advice(unusable: &[String]) -> &'static str {
+    match unusable.iter().any(|line| line.contains("max_frame")) {
+        true => "Raise the server's max_frame if its answers are that large",
+        false => "The server does not follow JSON-RPC; report this to its authors",
+    }
+}
+
 fn tail_suffix(tail: &[String]) -> String {
     match tail.len() {
         0 => String::new(),
@@ -86,15 +97,23 @@ pub enum ConnectError {
     UnsupportedVersion { server: String, got: String, supported: String },
 
     #[error(
-        "server `{server}` did not answer initialize within {after:?}; is it an MCP server speaking newline-delimited JSON-RPC on stdout?"
+        "server `{server}` did not answer {method} within {after:?}; is it an MCP server speaking newline-delimited JSON-RPC on stdout?"
     )]
-    HandshakeTimeout { server: String, after: Duration },
+    HandshakeTimeout { server: String, method: String, after: Duration },
+
+    #[error(
+        "server `{server}` completed the handshake but did not finish start-up within {after:?}: {step} was still unanswered. If the server is just slow to list, raise its start-up time-out"
+    )]
+    StartupTimeout { server: String, step: String, after: Duration },
 
     #[error("server `{server}` refused {method}: JSON-RPC error {code}: {message}")]
     Rpc { server: String, method: String, code: i64, message: String },
 
     #[error("server `{server}` sent a malformed answer to {method}: {message}")]
     Protocol { server: String, method: String, message: String },
+
+    #[error("server `{server}`: {message}")]
+    Listing { server: String, message: String },
 
     #[error("server `{server}` exited during start-up ({exit}){}", tail_suffix(.stderr_tail))]
     Exited { server: String, exit: ExitInfo, stderr_tail: Vec<String> },

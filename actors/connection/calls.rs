@@ -17,14 +17,14 @@ impl Connection {
     ) -> Result<Admitted, CallError> {
         let (server, tool) = (self.config.name.clone(), label.to_string());
         match &self.state {
-            _ if self.stopping => return Err(CallError::Stopped { server, tool }),
+            _ if self.phase == Phase::Stopping => return Err(CallError::Stopped { server, tool }),
             _ if !self.enabled => return Err(CallError::Disabled { server, tool }),
             ServerState::Failed { error, .. } => return Err(CallError::Failed { server, tool, error: error.clone() }),
             _ => {}
         }
-        let send_now = self.queue.is_empty() && self.can_send_call();
-        if !send_now && self.queue.len() >= self.config.limits.max_queued {
-            return Err(CallError::Overloaded { server, tool, in_flight: self.in_flight, queued: self.queue.len() });
+        let send_now = !self.calls.has_queued() && self.can_send_call();
+        if !send_now && self.calls.queued() >= self.config.limits.max_queued {
+            return Err(CallError::Overloaded { server, tool, in_flight: self.calls.in_flight(), queued: self.calls.queued() });
         }
         let id = self.next_request_id();
         let progress = progress.map(|sink| ProgressRoute { sink, clock: ProgressClock::new() });
@@ -32,25 +32,22 @@ impl Connection {
         let clock = progress.as_ref().map(|route| route.clock.clone());
         let (reply, answer) = oneshot::channel();
         if send_now {
-            self.put_on_wire(id.clone(), frame, Pending { reply, counted: true, progress }, ctx);
+            self.put_on_wire(id.clone(), frame, Pending::new(reply, true, progress), ctx);
         } else {
-            self.queue.push_back(Queued { id: id.clone(), frame, reply, progress });
+            self.calls.enqueue(Queued { id: id.clone(), frame, reply, progress });
         }
         Ok(Admitted { id, answer, clock })
     }
 
     fn forget(&mut self, id: &RequestId, reason: &str, ctx: &mut Context<Self>) -> Whereabouts {
-        if let Some(at) = self.queue.iter().position(|q| &q.id == id) {
-            self.queue.remove(at);
+        if self.calls.unqueue(id) {
             return match self.run.as_ref().is_some_and(|run| run.ready) {
                 true => Whereabouts::Queued,
                 false => Whereabouts::WaitingForServer(self.state.clone()),
             };
         }
-        let Some(pending) = self.pending.remove(id) else { return Whereabouts::Gone };
-        if pending.counted {
-            self.in_flight -= 1;
-        }
+        let Some(pending) = self.calls.take(id) else { return Whereabouts::Gone };
+        let unusable = self.calls.unusable_during(&pending);
         if let Some(run) = self.run.as_mut() {
             let before = run.outbox.len();
             run.outbox.retain(|o| o.request.as_ref() != Some(id));
@@ -60,7 +57,7 @@ impl Connection {
             }
         }
         self.pump(ctx);
-        Whereabouts::OnTheWire
+        Whereabouts::OnTheWire { unusable }
     }
 
     /// Admits a caller's request and returns its eventual raw answer; the
@@ -84,7 +81,7 @@ impl Connection {
         };
         let timeout = timeout.unwrap_or(self.config.timeouts.call);
         let max = self.config.timeouts.max_call;
-        let mut guard = ForgetOnDrop { connection: Some(ctx.address()), id };
+        let mut guard = ForgetOnDrop { connection: Some(ctx.address().downgrade()), id };
         Box::pin(async move {
             tokio::pin!(answer);
             let started = tokio::time::Instant::now();
@@ -105,6 +102,9 @@ impl Connection {
                             Whereabouts::WaitingForServer(ServerState::Restarting { attempt, .. }) => {
                                 CallError::Restarting { server, tool, attempt, after }
                             }
+                            Whereabouts::OnTheWire { unusable } if !unusable.is_empty() => {
+                                CallError::NoUsableAnswer { server, tool, after, unusable }
+                            }
                             _ => CallError::Timeout { server, tool, after },
                         });
                     }
@@ -112,6 +112,11 @@ impl Connection {
             };
             outcome.map_err(|failure| failure.into_call_error(&server, &label))
         })
+    }
+
+    fn guarded_call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
+        let label = call.name.clone();
+        self.guarded_reply(&label, ctx, |act, ctx| act.call(call, ctx))
     }
 
     /// A tool call: checked against the tool's filter and `inputSchema`,
@@ -203,21 +208,6 @@ struct Admitted {
 /// The raw answer to a caller's request, still to come.
 type Answer = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Box<RawValue>, CallError>>>>;
 
-/// Sends any request to the server on a caller's behalf and answers with
-/// the raw result. It takes one of the `max_in_flight` slots like a tool
-/// call, has the same time-out and cancellation, and fails the same way.
-#[derive(Message, Debug)]
-#[rtype(result = "Result<Box<RawValue>, CallError>")]
-pub struct Request {
-    pub method: String,
-    /// A JSON object, or `Value::Null` for none.
-    pub params: serde_json::Value,
-    /// Names the request in errors: a tool name, `resources/read URI`, ...
-    pub label: String,
-    pub timeout: Option<Duration>,
-    pub progress: Option<ProgressSink>,
-}
-
 impl Handler<Request> for Connection {
     type Result = Reply<Result<Box<RawValue>, CallError>>;
 
@@ -235,32 +225,24 @@ impl Handler<CallTool> for Connection {
     type Result = Reply<Result<CallToolResult, CallError>>;
 
     fn handle(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Self::Result {
-        self.call(call, ctx)
+        self.guarded_call(call, ctx)
     }
-}
-
-/// A call routed here by the Registry together with its caller's reply
-/// channel, so the answer goes straight back to the caller (no relay task).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Routed {
-    pub call: CallTool,
-    pub reply: Option<OneshotSender<Result<CallToolResult, CallError>>>,
 }
 
 impl Handler<Routed> for Connection {
     type Result = ();
 
     fn handle(&mut self, routed: Routed, ctx: &mut Context<Self>) {
-        let reply = self.call(routed.call, ctx);
+        let reply = self.guarded_call(routed.call, ctx);
         <Reply<_> as MessageResponse<Self, CallTool>>::handle(reply, ctx, routed.reply);
     }
 }
 
 /// Tells the connection to forget a call when its caller's future is
-/// dropped before the answer came (the caller went away).
+/// dropped before the answer came (the caller went away). It holds the
+/// connection weakly, so a waiting call never keeps a removed server alive.
 struct ForgetOnDrop {
-    pub(super) connection: Option<Addr<Connection>>,
+    pub(super) connection: Option<WeakAddr<Connection>>,
     pub(super) id: RequestId,
 }
 
@@ -270,7 +252,7 @@ impl ForgetOnDrop {
     }
 
     async fn forget(&mut self, reason: &'static str) -> Whereabouts {
-        match self.connection.take() {
+        match self.connection.take().and_then(|connection| connection.upgrade()) {
             Some(connection) => connection.send(Forget { id: self.id.clone(), reason }).await.unwrap_or(Whereabouts::Gone),
             None => Whereabouts::Gone,
         }
@@ -279,7 +261,7 @@ impl ForgetOnDrop {
 
 impl Drop for ForgetOnDrop {
     fn drop(&mut self) {
-        if let Some(connection) = self.connection.take() {
+        if let Some(connection) = self.connection.take().and_then(|connection| connection.upgrade()) {
             connection.do_send(Forget { id: self.id.clone(), reason: "the caller went away" });
         }
     }

@@ -1,7 +1,20 @@
-//! Listing what a server offers: tools, resources and prompts, every page,
-//! at connect and again on each `list_changed`.
+//! Listing what a server offers: tools, resources and prompts, every page
+//! (through one bounded [`Paginator`]), at connect and again on each
+//! `list_changed`.
 
+use serde::de::IgnoredAny;
+
+use super::intake::ToolIntake;
 use super::*;
+use crate::protocol::pagination::{ListBounds, Paginator};
+
+/// What the pages of one listing have brought so far.
+enum Gathered {
+    /// Tools are judged (each alone) as each page comes.
+    Tools(ToolIntake),
+    /// Resources and prompts are only counted.
+    Count(usize),
+}
 
 impl Connection {
     /// Lists every page of `what`, then takes the items in. One listing of
@@ -9,6 +22,7 @@ impl Connection {
     /// afterwards. Listings use uncounted internal requests, so they are
     /// sent before the server is ready and never take a caller's slot.
     pub(super) fn list(&mut self, what: Listing, ctx: &mut Context<Self>) {
+        let bounds = self.list_bounds();
         let Some(run) = self.run.as_mut() else { return };
         let state = &mut run.listings[what as usize];
         if state.running {
@@ -17,48 +31,47 @@ impl Connection {
         }
         state.running = true;
         let generation = run.generation;
-        self.list_page(generation, what, None, Vec::new(), ctx);
+        let gathered = match what {
+            Listing::Tools => Gathered::Tools(ToolIntake::default()),
+            Listing::Resources | Listing::Prompts => Gathered::Count(0),
+        };
+        self.list_page(generation, what, Paginator::new(what.method(), what.field(), bounds), gathered, ctx);
     }
 
-    fn list_page(
-        &mut self,
-        generation: u64,
-        what: Listing,
-        cursor: Option<String>,
-        mut items: Vec<serde_json::Value>,
-        ctx: &mut Context<Self>,
-    ) {
-        let params = match &cursor {
-            Some(cursor) => serde_json::json!({ "cursor": cursor }),
-            None => serde_json::json!({}),
-        };
-        let answer = self.request(what.method(), &params, ctx);
-        ctx.spawn(answer.into_actor(self).map(move |outcome, act, ctx| {
-            if act.current_run(generation).is_none() {
-                return;
-            }
+    pub(super) fn list_bounds(&self) -> ListBounds {
+        ListBounds { max_pages: self.config.limits.max_list_pages, max_items: self.config.limits.max_list_items }
+    }
+
+    fn list_page(&mut self, generation: u64, what: Listing, mut pages: Paginator, mut gathered: Gathered, ctx: &mut Context<Self>) {
+        if let Some(run) = self.current_run(generation) {
+            run.listings[what as usize].page = pages.page();
+        }
+        let answer = self.request(what.method(), &pages.params(), ctx);
+        self.when_answered(generation, answer, "a list answer", ctx, move |act, outcome, ctx| {
             let server = act.config.name.clone();
-            let page = flatten(outcome).and_then(|raw| parse::<serde_json::Value>(&raw).map_err(Failure::Internal));
-            let page = page.and_then(|mut page| {
-                let found = page.get_mut(what.field()).map(serde_json::Value::take);
-                let found = found.and_then(|f| serde_json::from_value::<Vec<serde_json::Value>>(f).ok());
-                let found = found.ok_or_else(|| Failure::Internal(format!("the answer has no `{}` list", what.field())))?;
-                Ok((found, page.get("nextCursor").and_then(|c| c.as_str()).map(str::to_string)))
+            let page = outcome.and_then(|raw| {
+                let taken = match &mut gathered {
+                    Gathered::Tools(intake) => pages.take::<&RawValue>(&raw).map(|(found, more)| {
+                        intake.take_page(found, &act.config.tools);
+                        more
+                    }),
+                    Gathered::Count(count) => pages.take::<IgnoredAny>(&raw).map(|(found, more)| {
+                        *count += found.len();
+                        more
+                    }),
+                };
+                taken.map_err(Failure::Malformed)
             });
-            let (found, next) = match page {
-                Ok(page) => page,
-                Err(failure) => return act.on_listing_failed(what, failure.into_connect_error(&server, what.method()), ctx),
-            };
-            items.extend(found);
-            match next {
-                Some(next) if Some(&next) == cursor.as_ref() || items.len() > MAX_LIST_PAGES * 100 => {
-                    let message = format!("pagination does not advance (cursor {next:?} repeats)");
-                    act.on_listing_failed(what, ConnectError::Protocol { server, method: what.method().into(), message }, ctx);
+            match page {
+                Ok(true) => act.list_page(generation, what, pages, gathered, ctx),
+                Ok(false) => act.on_listed(what, gathered, ctx),
+                Err(Failure::Malformed(message)) => act.on_listing_failed(what, ConnectError::Listing { server, message }, ctx),
+                Err(failure) => {
+                    let step = format!("{} page {}", what.method(), pages.page());
+                    act.on_listing_failed(what, failure.into_connect_error(&server, &step), ctx)
                 }
-                Some(next) => act.list_page(generation, what, Some(next), items, ctx),
-                None => act.on_listed(what, items, ctx),
             }
-        }));
+        });
     }
 
     /// A tools listing that fails ends the run; resources and prompts are
@@ -71,15 +84,13 @@ impl Connection {
         self.on_listed_count(what, None, ctx);
     }
 
-    fn on_listed(&mut self, what: Listing, items: Vec<serde_json::Value>, ctx: &mut Context<Self>) {
-        match what {
-            Listing::Tools => {
-                let server = self.config.name.clone();
-                let tools = items.into_iter().filter_map(|tool| ListedTool::parse(&server, tool)).collect();
-                self.on_tools_listed(tools);
+    fn on_listed(&mut self, what: Listing, gathered: Gathered, ctx: &mut Context<Self>) {
+        match gathered {
+            Gathered::Tools(intake) => {
+                self.on_tools_listed(intake);
                 self.on_listed_count(what, None, ctx);
             }
-            Listing::Resources | Listing::Prompts => self.on_listed_count(what, Some(items.len()), ctx),
+            Gathered::Count(count) => self.on_listed_count(what, Some(count), ctx),
         }
     }
 
@@ -97,6 +108,7 @@ impl Connection {
         state.done = true;
         let again = std::mem::take(&mut state.again);
         let first = !run.ready && run.listings.iter().all(|l| l.done);
+        let run_ready = run.ready;
         if first {
             run.ready = true;
             if let Some(timer) = run.startup_timer.take() {
@@ -108,22 +120,26 @@ impl Connection {
             let generation = self.generation;
             self.schedule_health_ping(generation, ctx);
         }
+        if !first && run_ready && self.state == ServerState::Pending && what == Listing::Tools {
+            // Re-enabled: the tools are back in the catalog.
+            self.set_state(ServerState::Connected);
+        }
         if again {
             self.list(what, ctx);
         }
     }
 
-    fn on_tools_listed(&mut self, mut listed: Vec<ListedTool>) {
-        listed.retain(|listed| self.config.tools.permits(&listed.tool.name));
-        self.contracts = listed
-            .iter()
-            .map(|listed| (listed.tool.name.to_string(), Arc::new(ToolContract::of(&listed.tool, listed.task_required))))
-            .collect();
-        let tools: Vec<Tool> = listed.into_iter().map(|listed| listed.tool).collect();
+    fn on_tools_listed(&mut self, intake: ToolIntake) {
+        let ToolIntake { tools, contracts, warnings, .. } = intake;
+        for warning in &warnings {
+            tracing::warn!(server = %self.config.name, "{warning}");
+        }
         tracing::info!(server = %self.config.name, tools = tools.len(), "tools listed");
-        self.tools = tools.clone();
-        if self.enabled && !self.stopping {
-            self.registry.do_send(ToolsChanged { server: self.config.name.clone(), tools });
+        self.contracts = contracts;
+        self.tool_warnings = warnings;
+        self.tool_count = tools.len();
+        if self.enabled && self.phase != Phase::Stopping {
+            self.registry.do_send_tools(ToolsChanged { server: self.config.name.clone(), tools });
         }
     }
 }
@@ -137,7 +153,7 @@ pub(super) enum Listing {
 }
 
 impl Listing {
-    fn method(self) -> &'static str {
+    pub(super) fn method(self) -> &'static str {
         match self {
             Listing::Tools => methods::TOOLS_LIST,
             Listing::Resources => methods::RESOURCES_LIST,
@@ -166,28 +182,8 @@ pub(super) struct ListingState {
     pub(super) again: bool,
     /// Listed at least once in this run.
     pub(super) done: bool,
-}
-
-/// A listed tool, with what `rmcp::model::Tool` does not keep.
-struct ListedTool {
-    pub(super) tool: Tool,
-    /// `execution.taskSupport = "required"` (2025-11-25 tasks).
-    pub(super) task_required: bool,
-}
-
-impl ListedTool {
-    /// A tool that is not valid is left out with a warning: one bad tool
-    /// must not take its server's other tools down.
-    fn parse(server: &str, value: serde_json::Value) -> Option<ListedTool> {
-        let task_required = value.pointer("/execution/taskSupport").and_then(|t| t.as_str()) == Some("required");
-        match serde_json::from_value::<Tool>(value) {
-            Ok(tool) => Some(ListedTool { tool, task_required }),
-            Err(error) => {
-                tracing::warn!(server, "a tool in tools/list is not valid and is left out: {error}");
-                None
-            }
-        }
-    }
+    /// The page asked for last (from 1), for start-up errors.
+    pub(super) page: usize,
 }
 
 /// Resources and prompts a server offers, counted at connect for the status.

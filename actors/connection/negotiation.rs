@@ -26,16 +26,12 @@ impl Connection {
             "clientInfo": self.session.client_info(),
         });
         let answer = self.request(methods::INITIALIZE, &params, ctx);
-        ctx.spawn(answer.into_actor(self).map(move |outcome, act, ctx| {
-            if act.current_run(generation).is_some() {
-                act.on_initialize(outcome, ctx);
-            }
-        }));
+        self.when_answered(generation, answer, "the initialize answer", ctx, |act, outcome, ctx| act.on_initialize(outcome, ctx));
     }
 
-    fn on_initialize(&mut self, outcome: Result<Outcome, oneshot::error::RecvError>, ctx: &mut Context<Self>) {
+    fn on_initialize(&mut self, outcome: Outcome, ctx: &mut Context<Self>) {
         let server = self.config.name.clone();
-        let init = match flatten(outcome).and_then(|raw| parse::<serde_json::Value>(&raw).map_err(Failure::Internal)) {
+        let init = match outcome.and_then(|raw| parse::<serde_json::Value>(&raw).map_err(Failure::Internal)) {
             Ok(init) => init,
             // A dual-era server that a late `server/discover` already made
             // modern refuses `initialize`: under `auto`, speak modern.
@@ -54,7 +50,21 @@ impl Connection {
             }
             Err(failure) => return self.abort_run(failure.into_connect_error(&server, methods::INITIALIZE), Ending::Failure),
         };
-        let version = init.get("protocolVersion").and_then(|v| v.as_str()).unwrap_or_default().to_string();
+        let version = match init.get("protocolVersion") {
+            Some(serde_json::Value::String(version)) => version.clone(),
+            _ => {
+                let message = match &init {
+                    serde_json::Value::Object(_) => {
+                        "the answer has no protocolVersion (a string naming the version the server agreed to)".to_string()
+                    }
+                    other => format!(
+                        "the answer is {}, not an object with protocolVersion, capabilities and serverInfo",
+                        protocol::json_kind(other)
+                    ),
+                };
+                return self.abort_run(ConnectError::Protocol { server, method: methods::INITIALIZE.into(), message }, Ending::Failure);
+            }
+        };
         if !protocol::is_supported_legacy_version(&version) {
             let error =
                 ConnectError::UnsupportedVersion { server, got: version, supported: protocol::SUPPORTED_LEGACY_VERSIONS.join(", ") };
@@ -75,19 +85,19 @@ impl Connection {
             run.probing = Some(id.clone());
         }
         if probe {
-            ctx.run_later(self.config.timeouts.discover, move |act, ctx| {
+            self.later(self.config.timeouts.discover, "the server/discover time-out", ctx, move |act, ctx| {
                 if act.current_run(generation).is_some_and(|run| run.probing.as_ref() == Some(&id)) {
-                    act.pending.remove(&id);
+                    act.calls.take(&id);
                     let after = act.config.timeouts.discover;
                     act.fall_back(generation, format!("no answer to server/discover within {after:?}"), ctx);
                 }
             });
         }
-        ctx.spawn(answer.into_actor(self).map(move |outcome, act, ctx| {
-            if act.current_run(generation).is_some_and(|run| run.probing.is_some()) {
-                act.on_discover(generation, flatten(outcome), probe, ctx);
+        self.when_answered(generation, answer, "the server/discover answer", ctx, move |act, outcome, ctx| {
+            if act.run.as_ref().is_some_and(|run| run.probing.is_some()) {
+                act.on_discover(generation, outcome, probe, ctx);
             }
-        }));
+        });
     }
 
     /// The modern version to offer: the one a server asked for in a -32022
@@ -163,6 +173,9 @@ impl Connection {
     /// The era is agreed: restore the log level and subscriptions of
     /// earlier runs, list what the server offers, then serve.
     fn on_negotiated(&mut self, ctx: &mut Context<Self>) {
+        if let Some(run) = self.run.as_mut() {
+            run.negotiated = true;
+        }
         if let Some(level) = self.log_level {
             self.apply_log_level(level, ctx);
         }
@@ -202,7 +215,7 @@ impl Connection {
     fn listen(&mut self, ctx: &mut Context<Self>) {
         let Some(peer) = self.peer.clone() else { return };
         if let Some(old) = self.run.as_mut().and_then(|run| run.listen.take()) {
-            self.pending.remove(&old);
+            self.calls.take(&old);
             self.notify(methods::CANCELLED, &serde_json::json!({ "requestId": old, "reason": "subscriptions changed" }), ctx);
         }
         let mut filter = serde_json::Map::new();
@@ -252,14 +265,14 @@ impl Connection {
     /// (an error answer counts as alive).
     pub(super) fn schedule_health_ping(&mut self, generation: u64, ctx: &mut Context<Self>) {
         let Some(every) = self.config.timeouts.health_ping else { return };
-        ctx.run_later(every, move |act, ctx| {
+        self.later(every, "the health ping", ctx, move |act, ctx| {
             if act.current_run(generation).is_none() {
                 return;
             }
             let limit = act.config.timeouts.call;
-            let answer = act.request(methods::PING, &serde_json::json!({}), ctx);
+            let (id, answer) = act.request_with_id(methods::PING, &serde_json::json!({}), ctx);
             let ping = async move { tokio::time::timeout(limit, answer).await };
-            ctx.spawn(ping.into_actor(act).map(move |outcome, act, ctx| {
+            act.after(ping, "the health ping's answer", ctx, move |act, outcome, ctx| {
                 if act.current_run(generation).is_none() {
                     return;
                 }
@@ -267,6 +280,8 @@ impl Connection {
                     Ok(Ok(Ok(_) | Err(Failure::Rpc(_)))) => act.schedule_health_ping(generation, ctx),
                     Ok(_) => {}
                     Err(_) => {
+                        // The ping is given up on: it leaves the books now, not when the run ends.
+                        act.calls.take(&id);
                         let message = format!("no answer to the health ping within {limit:?}; restarting it");
                         act.abort_run(
                             ConnectError::Protocol { server: act.config.name.clone(), method: methods::PING.into(), message },
@@ -274,7 +289,7 @@ impl Connection {
                         );
                     }
                 }
-            }));
+            });
         });
     }
 }
@@ -319,7 +334,8 @@ impl Handler<SubscribeResource> for Connection {
     type Result = Reply<Result<(), CallError>>;
 
     fn handle(&mut self, msg: SubscribeResource, ctx: &mut Context<Self>) -> Self::Result {
-        self.set_subscription(msg.uri, true, ctx)
+        let label = format!("{} {}", methods::RESOURCES_SUBSCRIBE, msg.uri);
+        self.guarded_reply(&label, ctx, |act, ctx| act.set_subscription(msg.uri, true, ctx))
     }
 }
 
@@ -327,7 +343,8 @@ impl Handler<UnsubscribeResource> for Connection {
     type Result = Reply<Result<(), CallError>>;
 
     fn handle(&mut self, msg: UnsubscribeResource, ctx: &mut Context<Self>) -> Self::Result {
-        self.set_subscription(msg.uri, false, ctx)
+        let label = format!("{} {}", methods::RESOURCES_UNSUBSCRIBE, msg.uri);
+        self.guarded_reply(&label, ctx, |act, ctx| act.set_subscription(msg.uri, false, ctx))
     }
 }
 
@@ -335,12 +352,14 @@ impl Handler<RootsChanged> for Connection {
     type Result = Result<(), CallError>;
 
     fn handle(&mut self, _: RootsChanged, ctx: &mut Context<Self>) -> Self::Result {
-        if !self.run.as_ref().is_some_and(|run| run.ready) {
+        let tool = methods::ROOTS_LIST_CHANGED;
+        let done = self.guarded(tool, ctx, |act, ctx| {
             // A server that is not up yet asks for the roots when it needs them.
-            return Ok(());
-        }
-        self.notify(methods::ROOTS_LIST_CHANGED, &serde_json::json!({}), ctx);
-        Ok(())
+            if act.run.as_ref().is_some_and(|run| run.ready) {
+                act.notify(methods::ROOTS_LIST_CHANGED, &serde_json::json!({}), ctx);
+            }
+        });
+        done.map_err(|panic| Failure::Internal(panic).into_call_error(&self.config.name, tool))
     }
 }
 
@@ -348,6 +367,12 @@ impl Handler<SetLogLevel> for Connection {
     type Result = Reply<Result<(), CallError>>;
 
     fn handle(&mut self, SetLogLevel(level): SetLogLevel, ctx: &mut Context<Self>) -> Self::Result {
+        self.guarded_reply(methods::SET_LOG_LEVEL, ctx, |act, ctx| act.set_log_level(level, ctx))
+    }
+}
+
+impl Connection {
+    fn set_log_level(&mut self, level: LogLevel, ctx: &mut Context<Self>) -> Reply<Result<(), CallError>> {
         let server = self.config.name.clone();
         // Modern servers take the level with each request, announced or not.
         if self.peer.as_ref().is_some_and(|peer| peer.era == Era::Legacy && !peer.has("logging", None)) {

@@ -19,7 +19,7 @@ impl Connection {
         let id = self.next_request_id();
         let (reply, answer) = oneshot::channel();
         let frame = self.session.request_frame(&id, method, params, false);
-        self.put_on_wire(id.clone(), frame, Pending { reply, counted: false, progress: None }, ctx);
+        self.put_on_wire(id.clone(), frame, Pending::new(reply, false, None), ctx);
         (id, answer)
     }
 
@@ -33,11 +33,7 @@ impl Connection {
             return;
         };
         run.outbox.push_back(Outbound { request: Some(id.clone()), bytes: frame });
-        let counted = pending.counted;
-        self.pending.insert(id, pending);
-        if counted {
-            self.in_flight += 1;
-        }
+        self.calls.insert(id, pending);
         self.flush(ctx);
     }
 
@@ -55,10 +51,10 @@ impl Connection {
     /// Starts writing the outbox unless a write is already under way.
     fn flush(&mut self, ctx: &mut Context<Self>) {
         let Some(run) = self.run.as_mut() else { return };
-        if run.outbox.is_empty() || run.stdin.is_none() {
+        if run.outbox.is_empty() || !run.process.can_write() {
             return;
         }
-        let Some(mut stdin) = run.stdin.take() else { return };
+        let Some(mut stdin) = run.process.take_input() else { return };
         let batch = if run.outbox.len() == 1 {
             run.outbox.pop_front().map(|o| o.bytes).unwrap_or_default()
         } else {
@@ -72,63 +68,50 @@ impl Connection {
             let result = stdin.write_all(&batch).await;
             (stdin, result)
         };
-        ctx.spawn(write.into_actor(self).map(move |(stdin, result), act, ctx| {
+        self.after(write, "a finished write", ctx, move |act, (stdin, result), ctx| {
             let name = act.config.name.clone();
             let Some(run) = act.current_run(generation) else { return };
             match result {
-                Ok(()) if !run.close_stdin => {
-                    run.stdin = Some(stdin);
-                    act.flush(ctx);
+                Ok(()) => {
+                    if run.process.return_input(stdin) {
+                        act.flush(ctx);
+                    }
                 }
-                Ok(()) => {}
                 // The exit path reports what happened to the process.
                 Err(e) => tracing::debug!(server = %name, "writing to the server failed: {e}"),
             }
-        }));
+        });
     }
 
     /// Moves waiting calls onto the wire while there are free slots.
     pub(super) fn pump(&mut self, ctx: &mut Context<Self>) {
         while self.can_send_call() {
-            let Some(call) = self.queue.pop_front() else { break };
-            if call.reply.is_closed() {
-                continue;
-            }
-            self.put_on_wire(call.id, call.frame, Pending { reply: call.reply, counted: true, progress: call.progress }, ctx);
+            let Some(call) = self.calls.next_queued() else { break };
+            self.put_on_wire(call.id, call.frame, Pending::new(call.reply, true, call.progress), ctx);
         }
     }
 
     pub(super) fn can_send_call(&self) -> bool {
-        self.run.as_ref().is_some_and(|run| run.ready) && self.in_flight < self.config.limits.max_in_flight
+        self.run.as_ref().is_some_and(|run| run.ready) && self.calls.in_flight() < self.config.limits.max_in_flight
     }
 
     fn on_frame(&mut self, frame: Frame, ctx: &mut Context<Self>) {
         match frame {
             Ok(RpcMessage::Response { id: Some(id), outcome }) => self.on_response(id, outcome.map_err(Failure::Rpc), ctx),
-            Ok(RpcMessage::Response { id: None, outcome }) => {
-                tracing::warn!(server = %self.name(), "the server reported an error about a message it could not read: {outcome:?}");
-            }
+            Ok(RpcMessage::Response { id: None, outcome }) => self.on_unreadable_report(outcome, ctx),
             Ok(RpcMessage::Request { id, method, params }) => self.on_server_request(id, method, params, ctx),
             Ok(RpcMessage::Notification { method, params }) => self.on_notification(&method, params, ctx),
-            Err(FrameError::TooLarge { size, max, head }) => {
-                tracing::warn!(server = %self.name(), "skipped a frame of {size}+ bytes on stdout (max_frame is {max})");
-                if let Some(id) = peek_id(&head) {
-                    self.on_response(id, Err(Failure::TooLarge { size, max }), ctx);
-                }
-            }
             Err(noise) if noise.is_noise() => tracing::trace!(server = %self.name(), "{noise}"),
-            Err(bad) => tracing::warn!(server = %self.name(), "skipped a line on stdout: {bad}"),
+            Err(bad) => self.on_bad_line(bad, ctx),
         }
     }
 
-    fn on_response(&mut self, id: RequestId, outcome: Outcome, ctx: &mut Context<Self>) {
-        let Some(pending) = self.pending.remove(&id) else {
-            tracing::debug!(server = %self.name(), %id, "ignored an answer to an unknown or abandoned request");
-            return;
+    pub(super) fn on_response(&mut self, id: RequestId, outcome: Outcome, ctx: &mut Context<Self>) {
+        let Some(pending) = self.calls.take(&id) else {
+            return self.on_unknown_id(id, outcome, ctx);
         };
         let _ = pending.reply.send(outcome);
         if pending.counted {
-            self.in_flight -= 1;
             self.pump(ctx);
         }
     }
@@ -143,7 +126,7 @@ impl Connection {
         let params = params.and_then(|raw| serde_json::from_str(raw.get()).ok());
         let generation = self.generation;
         let answer = async move { answerer.answer(&method, params).await };
-        ctx.spawn(answer.into_actor(self).map(move |outcome, act, ctx| {
+        self.after(answer, "the answer to a server's request", ctx, move |act, outcome, ctx| {
             if act.current_run(generation).is_none() {
                 return;
             }
@@ -152,7 +135,7 @@ impl Connection {
                 Err(error) => protocol::response_frame::<()>(&id, Err(error)),
             };
             act.push_control(frame, ctx);
-        }));
+        });
     }
 
     fn on_notification(&mut self, method: &str, params: Option<Box<RawValue>>, ctx: &mut Context<Self>) {
@@ -191,7 +174,7 @@ impl Connection {
     /// Routes a progress notification to its request's sink (token = request id).
     fn on_progress(&mut self, params: &serde_json::Value) {
         let token = params.get("progressToken").cloned().and_then(|t| serde_json::from_value::<RequestId>(t).ok());
-        let Some(route) = token.and_then(|id| self.pending.get(&id)).and_then(|p| p.progress.as_ref()) else {
+        let Some(route) = token.and_then(|id| self.calls.get(&id)).and_then(|p| p.progress.as_ref()) else {
             tracing::debug!(server = %self.config.name, "progress for no running request: {params}");
             return;
         };
@@ -205,6 +188,8 @@ impl Connection {
     }
 
     fn on_stderr_line(&mut self, line: String) {
+        #[cfg(feature = "fault-injection")]
+        assert!(!line.contains(super::guard::PANIC_ON_STDERR_LINE), "injected fault in a stderr line");
         tracing::info!(target: "mcpvisor::server", server = %self.config.name, "{line}");
         if self.stderr_tail.len() == STDERR_TAIL_LINES {
             self.stderr_tail.pop_front();
@@ -235,21 +220,23 @@ impl StreamHandler<Result<Frame, std::io::Error>> for Connection {
     }
 
     fn finished(&mut self, ctx: &mut Context<Self>) {
-        self.on_stdout_closed(ctx);
+        let _ = self.guarded("the end of stdout", ctx, |act, ctx| act.on_stdout_closed(ctx));
     }
 }
 
 impl StreamHandler<Result<String, std::io::Error>> for Connection {
-    fn handle(&mut self, item: Result<String, std::io::Error>, _: &mut Context<Self>) {
+    fn handle(&mut self, item: Result<String, std::io::Error>, ctx: &mut Context<Self>) {
         if let Ok(line) = item {
-            self.on_stderr_line(line);
+            let _ = self.guarded("a stderr line", ctx, |act, _| act.on_stderr_line(line));
         }
     }
 
     fn finished(&mut self, ctx: &mut Context<Self>) {
-        let Some(run) = self.run.as_mut() else { return };
-        run.stderr_open = false;
-        let generation = run.generation;
-        self.finish_run_if_drained(generation, ctx);
+        let _ = self.guarded("the end of stderr", ctx, |act, ctx| {
+            let Some(run) = act.run.as_mut() else { return };
+            run.stderr_open = false;
+            let generation = run.generation;
+            act.finish_run_if_drained(generation, ctx);
+        });
     }
 }

@@ -51,7 +51,9 @@ pub async fn tools(cli: &Cli, out: &Out, args: &ToolsArgs) -> Result<u8, Failure
         .filter(|entry| args.server.as_ref().is_none_or(|server| &entry.server == server))
         .filter(|entry| needle.as_deref().is_none_or(|needle| matches(entry, needle)))
         .collect();
-    out.json(&shown.iter().map(|entry| tool_json(entry)).collect::<Vec<_>>());
+    if out.json {
+        out.json(&shown.iter().map(|entry| tool_json(entry)).collect::<Vec<_>>());
+    }
     let mut rows = vec![vec!["SERVER".into(), "TOOL".into(), "DESCRIPTION".into()]];
     rows.extend(
         shown.iter().map(|entry| vec![entry.server.clone(), entry.tool.name.to_string(), first_line(entry.tool.description.as_deref())]),

@@ -80,11 +80,16 @@ pub struct Limits {
     pub max_queued: usize,
     /// Largest accepted frame from the server, in bytes.
     pub max_frame: usize,
+    /// Pages of one `*/list` followed at most; a server still handing out
+    /// cursors after that is in error.
+    pub max_list_pages: usize,
+    /// Items of one `*/list` (all pages together) taken at most.
+    pub max_list_items: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_in_flight: 64, max_queued: 1024, max_frame: DEFAULT_MAX_FRAME }
+        Limits { max_in_flight: 64, max_queued: 1024, max_frame: DEFAULT_MAX_FRAME, max_list_pages: 1_000, max_list_items: 100_000 }
     }
 }
 

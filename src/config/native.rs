@@ -777,7 +777,7 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
         config.era = Era::Legacy;
         config.roots = vec!["/a".into(), "file:///b".into()];
         config.tools = ToolFilter { allow: vec!["get_*".into()], deny: vec![] };
-        config.limits = crate::config::Limits { max_in_flight: 4, max_queued: 8, max_frame: 4096 };
+        config.limits = crate::config::Limits { max_in_flight: 4, max_queued: 8, max_frame: 4096, ..Default::default() };
         config
     }
 

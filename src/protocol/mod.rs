@@ -6,6 +6,7 @@
 
 mod jsonrpc;
 pub mod methods;
+pub mod pagination;
 pub mod schema;
 pub mod session;
 mod version;
@@ -13,3 +14,15 @@ mod version;
 pub use jsonrpc::{error_codes, notification_frame, request_frame, response_frame, ErrorObject, Message, RequestId};
 pub use session::{Era, Session};
 pub use version::{is_modern_version, is_supported_legacy_version, LATEST_LEGACY_VERSION, MODERN_VERSIONS, SUPPORTED_LEGACY_VERSIONS};
+
+/// A JSON value's kind as a phrase, for error messages ("null", "a string", ...).
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
