@@ -27,7 +27,7 @@ use crate::actors::operation::{
     Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, LogLevel, Ping, ReadResource, RootsChanged, SetLogLevel,
     SubscribeResource, UnsubscribeResource,
 };
-use crate::actors::{CallTool, Event, ListTools, Registry, ServerStatus, ToolEntry};
+use crate::actors::{CallTool, Event, IntoArguments, ListTools, Registry, ServerStatus, ToolEntry};
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::error::{CallError, ManageError};
 
@@ -92,18 +92,29 @@ impl Drop for Inner {
 
 impl Handle {
     /// Calls a tool by its exposed name (`mcp__{server}__{tool}`).
-    pub async fn call_tool(&self, name: &str, arguments: Option<JsonObject>) -> Result<CallToolResult, CallError> {
-        self.call(CallTool { name: name.to_string(), arguments, timeout: None, progress: None }).await
+    ///
+    /// `arguments` is what [`CallTool::new`] takes (see [`IntoArguments`]):
+    /// a JSON object, or null/`None` for none; anything else fails with
+    /// `CallError::InvalidArguments` before reaching the server.
+    ///
+    /// A call made before the server that owns the name has listed its
+    /// tools (just after [`Runtime::start`] or [`Handle::add_server`])
+    /// waits for that listing, within the call's time-out.
+    pub async fn call_tool(&self, name: &str, arguments: impl IntoArguments) -> Result<CallToolResult, CallError> {
+        self.call(CallTool::new(name, arguments)).await
     }
 
     /// Calls a tool with every option of [`CallTool`].
     pub async fn call(&self, call: CallTool) -> Result<CallToolResult, CallError> {
         let tool = call.name.clone();
-        self.inner.registry.send(call).await.unwrap_or(Err(CallError::Stopped { server: String::new(), tool }))
+        self.inner.registry.send(call).await.unwrap_or(Err(CallError::RuntimeStopped { tool }))
     }
 
     /// Calls a tool by its server's name and the server's own tool name.
     pub async fn call_on(&self, server: &str, call: CallTool) -> Result<CallToolResult, CallError> {
+        if let Some(message) = call.arguments_error {
+            return Err(CallError::InvalidArguments { server: server.to_string(), tool: call.name, message });
+        }
         self.to_server(server, call).await
     }
 
@@ -165,7 +176,7 @@ impl Handle {
         crate::actors::Connection: actix::Handler<M>,
     {
         let routed = self.inner.hub.send(hub::ToServer { server: server.to_string(), message }).await;
-        routed.unwrap_or_else(|_| Err(CallError::Stopped { server: server.to_string(), tool: String::new() }))
+        routed.unwrap_or_else(|_| Err(CallError::RuntimeStopped { tool: String::new() }))
     }
 
     /// The catalog: every connected server's tools, sorted by exposed name.

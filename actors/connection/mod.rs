@@ -634,6 +634,7 @@ impl Connection {
             uptime: run.filter(|r| r.ready).map(|r| r.started_at.elapsed()),
             last_error: self.last_error.clone(),
             stderr_tail: self.stderr_tail(),
+            warnings: Vec::new(),
         }
     }
 }
