@@ -35,6 +35,9 @@ pub struct Hub {
     initial: Vec<ServerConfig>,
     handlers: ClientHandlers,
     shut_down: bool,
+    /// End the processes reparented to us once every server is stopped
+    /// (`RuntimeConfig::end_orphans`, and we are a subreaper).
+    end_orphans: bool,
 }
 
 /// Starts a server (or reports why it cannot be added).
@@ -114,7 +117,8 @@ pub struct InjectPanic(pub String);
 impl Hub {
     /// Starts a hub with its registry and servers in the current actix System.
     pub fn start(config: RuntimeConfig) -> Addr<Hub> {
-        if config.subreaper && !crate::transport::stdio::become_subreaper() {
+        let subreaper = config.subreaper && crate::transport::stdio::become_subreaper();
+        if config.subreaper && !subreaper {
             tracing::warn!("could not become a child subreaper; orphans of killed servers are left to init");
         }
         let registry = Registry::default().start();
@@ -126,6 +130,7 @@ impl Hub {
             initial: config.servers,
             handlers: config.handlers,
             shut_down: false,
+            end_orphans: config.end_orphans && subreaper,
         }
         .start()
     }
@@ -374,8 +379,12 @@ impl Handler<Shutdown> for Hub {
         for waiter in self.ready_waiters.drain(..) {
             let _ = waiter.send(());
         }
+        let end_orphans = self.end_orphans;
         Reply::later(async move {
             join_all(slots.iter().map(|slot| slot.connection.send(connection::Shutdown))).await;
+            if end_orphans {
+                let _ = tokio::task::spawn_blocking(crate::transport::stdio::end_orphans).await;
+            }
         })
     }
 }

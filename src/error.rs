@@ -106,6 +106,9 @@ pub enum ConnectError {
     #[error("server `{server}`: cannot start `{command}`: {reason} (PATH={path})")]
     Spawn { server: String, command: String, reason: String, path: String },
 
+    #[error("server `{server}`: cannot start `{command}`: working directory `{cwd}` {problem}; create it or change the server's `cwd`")]
+    WorkingDirectory { server: String, command: String, cwd: String, problem: String },
+
     #[error(
         "server `{server}` answered initialize with protocol version {got:?}; mcpvisor speaks {supported}. Upgrade the server or mcpvisor"
     )]
