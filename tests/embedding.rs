@@ -128,3 +128,65 @@ async fn arguments_that_are_not_an_object_are_refused_and_errors_name_no_cli_com
     assert!(matches!(&stopped, Err(CallError::RuntimeStopped { tool }) if tool == "mcp__args__echo"), "{stopped:?}");
     assert!(!stopped.unwrap_err().to_string().contains("``"));
 }
+
+/// A tokio-only program answers sampling, elicitation and roots with async
+/// closures: no actix System of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_closures_answer_the_servers_requests_in_both_eras() {
+    use mcpvisor::{ClientHandlers, ElicitResult, ElicitationAction, Root};
+    let handlers = ClientHandlers::default()
+        .sampling_fn(|request| async move {
+            let asked = request.params["messages"][0]["content"]["text"].as_str().unwrap_or_default().to_string();
+            tokio::task::yield_now().await;
+            let answer = json!({"role": "assistant", "content": {"type": "text", "text": format!("closure says: {asked}")}, "model": "m"});
+            Ok(answer.as_object().cloned().unwrap_or_default())
+        })
+        .elicitation_fn(|request| async move {
+            let mut result = ElicitResult::new(ElicitationAction::Accept);
+            result.content = Some(json!({"asked_by": request.server}));
+            Ok(result)
+        })
+        .roots_fn(|request| async move { Ok(vec![Root { uri: format!("file:///srv/{}", request.server), name: None }]) });
+    let servers = [("old", "legacy"), ("new", "modern")].map(|(name, era)| demo(name, &["--era", era]));
+    let mut config = RuntimeConfig::new(servers);
+    config.handlers = handlers;
+    let handle = Runtime::start(config).unwrap();
+    for server in ["old", "new"] {
+        let call = |tool: &str, arguments| handle.call_on(server, CallTool::new(tool, arguments));
+        let sampled = call("sample", json!({"prompt": "hello"})).await.unwrap();
+        assert!(text(&sampled).contains("closure says: hello"), "{server}: {sampled:?}");
+        let elicited = serde_json::to_string(&call("elicit", json!({"message": "Who?"})).await.unwrap()).unwrap();
+        assert!(elicited.contains("accept") && elicited.contains(server), "{server}: {elicited}");
+        let roots = call("roots", json!({})).await.unwrap();
+        assert!(serde_json::to_string(&roots).unwrap().contains(&format!("file:///srv/{server}")), "{server}: {roots:?}");
+    }
+    handle.shutdown().await;
+}
+
+/// A subscriber that does not read keeps at most `EVENT_BUFFER` events;
+/// the oldest are dropped and counted, none is lost without a count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unread_subscription_is_bounded_and_counts_what_it_dropped() {
+    use mcpvisor::{Event, EVENT_BUFFER};
+    let handle = start(vec![demo("chatty", &[])]).await;
+    let mut events = handle.subscribe();
+    handle.set_log_level("chatty", mcpvisor::LogLevel::Debug).await.unwrap(); // the subscription is in place once the hub answered
+    let total = EVENT_BUFFER + 300;
+    for i in 0..=total {
+        let message = if i == total { "last".to_string() } else { format!("log {i}") };
+        handle.call_on("chatty", CallTool::new("log", json!({"level": "error", "message": message}))).await.unwrap();
+    }
+    let mut received = 0;
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(20), events.recv()).await.expect("the last log arrives").unwrap();
+        let Event::Log { data, .. } = event else { continue };
+        if data.to_string().contains("last") {
+            break;
+        }
+        received += 1;
+    }
+    assert!(received <= EVENT_BUFFER, "{received} events were held for a reader that did not read");
+    assert!(events.missed() > 0);
+    assert_eq!(received as u64 + events.missed(), total as u64, "every event is either delivered or counted as missed");
+    handle.shutdown().await;
+}
