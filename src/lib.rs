@@ -9,10 +9,10 @@
 //! | [`handle`] | [`Runtime::start`] and the `Send + Sync + Clone` [`Handle`] for non-actix programs |
 //! | [`protocol`] | the JSON-RPC envelope, MCP method names and versions, the agreed era ([`protocol::Session`]), tool schema checks |
 //! | [`codec`] | newline-delimited JSON-RPC framing with a frame-size limit |
-//! | [`transport`] | child processes over stdio: process groups, environment, shutdown |
+//! | [`transport`] | child processes over stdio: process groups, environment, shutdown, orphans, parent-death signal |
 //! | [`config`] | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
 //! | [`restart`] | restart policy, backoff and intensity, as plain data |
-//! | [`naming`] | exposed tool names `mcp__{server}__{tool}` |
+//! | [`naming`] | exposed tool names `mcp__{server}__{tool}`, and how names that read alike are told apart |
 //! | [`error`] | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
 //! | [`demo_server`] | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
 //! | [`cli`] | the `mcpvisor` command line |
