@@ -152,9 +152,10 @@ impl Hub {
             handlers: self.handlers.clone(),
         };
         let kept = config.clone();
-        let call_timeout = config.timeouts.call;
+        let (call_timeout, max_waiting) = (config.timeouts.call, config.limits.max_queued);
         let connection = Supervisor::start(move |_| Connection::new(config, links));
-        let registration = RegisterServer { server: name.clone(), connection: connection.downgrade(), state: state.clone(), call_timeout };
+        let registration =
+            RegisterServer { server: name.clone(), connection: connection.downgrade(), state: state.clone(), call_timeout, max_waiting };
         self.registry.do_send(registration);
         self.servers.insert(name, Slot { connection, state, config: kept });
         Ok(())

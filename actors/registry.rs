@@ -23,6 +23,7 @@ use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 use actix::WeakAddr;
 use rmcp::model::CallToolResult;
+use tokio::sync::oneshot;
 
 use super::connection::{Connection, Routed};
 use super::{CallTool, Event, ListTools, ServerDown, ServerState, Subscribe, ToolEntry, ToolsChanged};
@@ -38,6 +39,8 @@ struct ServerRoutes {
     state: ServerState,
     /// The server's default call time-out (bounds a waiting call).
     call_timeout: Duration,
+    /// How many calls may wait for its first listing (its `max_queued`).
+    max_waiting: usize,
 }
 
 type CallReply = OneshotSender<Result<CallToolResult, CallError>>;
@@ -70,6 +73,8 @@ pub struct RegisterServer {
     /// `Pending`, or `Disabled` for a server configured disabled.
     pub state: ServerState,
     pub call_timeout: Duration,
+    /// Calls that may wait for the first listing (the server's `max_queued`).
+    pub max_waiting: usize,
 }
 
 /// Removes a server and all its tools (sent by the Hub when it removes one).
@@ -91,16 +96,6 @@ pub struct ServerStateChanged {
 #[derive(Message)]
 #[rtype(result = "BTreeMap<String, Vec<String>>")]
 pub struct NamingWarnings;
-
-/// A call parked until a server lists its tools (sent to itself).
-#[derive(Message)]
-#[rtype(result = "()")]
-struct Park {
-    call: CallTool,
-    reply: Option<CallReply>,
-    candidates: Vec<String>,
-    timeout: Duration,
-}
 
 impl Actor for Registry {
     type Context = Context<Self>;
@@ -151,6 +146,12 @@ impl Registry {
             .find_map(|(server, s)| refused_by_state(server, name, &s.state))
     }
 
+    /// Whether as many calls wait for `server`'s first listing as it may queue.
+    fn waiting_full(&self, server: &str) -> bool {
+        let limit = self.servers.get(server).map_or(0, |s| s.max_waiting);
+        self.waiting.values().filter(|w| w.candidates.iter().any(|c| c == server)).count() >= limit
+    }
+
     /// Routes `call`, or returns the error to answer.
     fn route(&self, call: CallTool) -> Result<(Addr<Connection>, CallTool), CallError> {
         let Some(route) = self.catalog.route(&call.name) else {
@@ -172,6 +173,11 @@ impl Registry {
         let ids: Vec<u64> = self.waiting.keys().copied().collect();
         for id in ids {
             let Some(waiting) = self.waiting.get_mut(&id) else { continue };
+            if waiting.reply.as_ref().is_none_or(|reply| reply.is_closed()) {
+                // The caller gave up: the call must not run.
+                self.waiting.remove(&id);
+                continue;
+            }
             let name = waiting.call.name.clone();
             let known = self.catalog.route(&name).is_some();
             let candidates = self.candidates(&name);
@@ -230,8 +236,14 @@ impl Handler<RegisterServer> for Registry {
     type Result = ();
 
     fn handle(&mut self, msg: RegisterServer, _: &mut Context<Self>) {
-        let routes =
-            ServerRoutes { connection: msg.connection, up: false, listed: false, state: msg.state, call_timeout: msg.call_timeout };
+        let routes = ServerRoutes {
+            connection: msg.connection,
+            up: false,
+            listed: false,
+            state: msg.state,
+            call_timeout: msg.call_timeout,
+            max_waiting: msg.max_waiting,
+        };
         self.servers.insert(msg.server.clone(), routes);
         let changes = self.catalog.register(&msg.server);
         self.publish_changes(changes);
@@ -308,19 +320,32 @@ impl Handler<ListTools> for Registry {
     }
 }
 
-/// The Registry's answer to a call: an immediate error, the call handed
-/// on to its connection with the caller's reply channel, or the call
-/// parked until a server that may own its name has listed.
+/// The Registry's answer to a call: at once (an error, or the call handed
+/// on to its connection with the caller's reply channel), or later, once a
+/// server that may own its name has listed.
 pub enum Routing {
     Now(Result<(Addr<Connection>, CallTool), CallError>),
-    Wait { call: CallTool, candidates: Vec<String>, timeout: Duration },
+    Later(oneshot::Receiver<Result<CallToolResult, CallError>>),
 }
 
 impl MessageResponse<Registry, CallTool> for Routing {
-    fn handle(self, ctx: &mut Context<Registry>, reply: Option<CallReply>) {
+    fn handle(self, _: &mut Context<Registry>, reply: Option<CallReply>) {
         match self {
             Routing::Now(answer) => deliver(answer, reply),
-            Routing::Wait { call, candidates, timeout } => ctx.notify(Park { call, reply, candidates, timeout }),
+            // Passes the answer on; a caller that goes away drops `answer`,
+            // which tells the registry not to run the call.
+            Routing::Later(answer) => {
+                actix_rt::spawn(async move {
+                    let Some(mut reply) = reply else {
+                        let _ = answer.await;
+                        return;
+                    };
+                    tokio::select! {
+                        result = answer => if let Ok(result) = result { let _ = reply.send(result); },
+                        () = reply.closed() => {}
+                    }
+                });
+            }
         }
     }
 }
@@ -328,31 +353,26 @@ impl MessageResponse<Registry, CallTool> for Routing {
 impl Handler<CallTool> for Registry {
     type Result = Routing;
 
-    fn handle(&mut self, call: CallTool, _: &mut Context<Self>) -> Self::Result {
-        if self.catalog.route(&call.name).is_none() {
-            let candidates = self.candidates(&call.name);
-            if !candidates.is_empty() {
-                let longest = candidates.iter().filter_map(|s| self.servers.get(s)).map(|s| s.call_timeout).max();
-                let timeout = call.timeout.or(longest).unwrap_or_default();
-                return Routing::Wait { call, candidates, timeout };
-            }
+    fn handle(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Self::Result {
+        if self.catalog.route(&call.name).is_some() {
+            return Routing::Now(self.route(call));
         }
-        Routing::Now(self.route(call))
-    }
-}
-
-impl Handler<Park> for Registry {
-    type Result = ();
-
-    fn handle(&mut self, msg: Park, ctx: &mut Context<Self>) {
+        let candidates = self.candidates(&call.name);
+        if candidates.is_empty() {
+            return Routing::Now(self.route(call));
+        }
+        if let Some(full) = candidates.iter().find(|server| self.waiting_full(server)) {
+            let queued = self.waiting.values().filter(|w| w.candidates.contains(full)).count();
+            return Routing::Now(Err(CallError::Overloaded { server: full.clone(), tool: call.name, in_flight: 0, queued }));
+        }
+        let longest = candidates.iter().filter_map(|s| self.servers.get(s)).map(|s| s.call_timeout).max();
+        let timeout = call.timeout.or(longest).unwrap_or_default();
+        let (reply, answer) = oneshot::channel();
         let id = self.next_waiting;
         self.next_waiting += 1;
-        let waiting =
-            Waiting { call: msg.call, reply: msg.reply, candidates: msg.candidates, started: Instant::now(), timeout: msg.timeout };
-        self.waiting.insert(id, waiting);
-        ctx.run_later(msg.timeout, move |act, _| act.expire(id));
-        // A listing may have arrived between the call and this message.
-        self.recheck_waiting();
+        self.waiting.insert(id, Waiting { call, reply: Some(reply), candidates, started: Instant::now(), timeout });
+        ctx.run_later(timeout, move |act, _| act.expire(id));
+        Routing::Later(answer)
     }
 }
 

@@ -89,10 +89,15 @@ async fn a_waiting_call_fails_clearly_when_its_server_never_lists_fails_or_is_di
     let mut disabled = demo("off", &[]);
     disabled.enabled = false;
     let missing = ServerConfig::stdio("broken", "/nonexistent/mcp-server", Vec::<String>::new());
-    let handle = Runtime::start(RuntimeConfig::new([demo("mute", &["--no-initialize"]), disabled, missing])).unwrap();
+    let mut mute = demo("mute", &["--no-initialize"]);
+    mute.limits.max_queued = 1;
+    let handle = Runtime::start(RuntimeConfig::new([mute, disabled, missing])).unwrap();
 
-    let call = CallTool::new("mcp__mute__echo", json!({"text": "x"})).with_timeout(Duration::from_millis(300));
-    let silent = handle.call(call).await;
+    // No more calls wait than the server may queue (here 1): the other is refused at once.
+    let call = || handle.call(CallTool::new("mcp__mute__echo", json!({"text": "x"})).with_timeout(Duration::from_millis(300)));
+    let (one, two) = tokio::join!(call(), call());
+    let (silent, refused) = if matches!(one, Err(CallError::Overloaded { .. })) { (two, one) } else { (one, two) };
+    assert!(matches!(&refused, Err(CallError::Overloaded { server, queued: 1, .. }) if server == "mute"), "{refused:?}");
     assert!(
         matches!(&silent, Err(CallError::NotListed { server, tool, .. }) if server == "mute" && tool == "mcp__mute__echo"),
         "{silent:?}"
