@@ -186,7 +186,7 @@ pub enum ConfigError {
     )]
     PromptedInput { file: std::path::PathBuf, server: String, field: String, id: String },
 
-    #[error("{}: no server named \"{server}\" in this file; `mcpvisor list` shows where each server is defined", .file.display())]
+    #[error("{}: no server named \"{server}\" in this file", .file.display())]
     UnknownServer { file: std::path::PathBuf, server: String },
 
     #[error("{}: not a known MCP configuration ({message}); mcpvisor reads .mcp.json, .cursor/mcp.json, .vscode/mcp.json and opencode.json", .file.display())]

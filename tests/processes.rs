@@ -100,3 +100,24 @@ async fn a_missing_working_directory_is_reported_as_such() {
     }
     handle.shutdown().await;
 }
+
+/// What an embedding program gets: mcpvisor waits only for its servers'
+/// groups, so the program's own children keep their exit status for it,
+/// and (without `end_orphans`) its own orphans survive a shutdown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedding_programs_own_children_and_orphans_are_left_to_it() {
+    let handle = start(vec![demo("crasher", &[])]).await;
+    let mut own = std::process::Command::new("sh").args(["-c", "exit 7"]).spawn().unwrap();
+    let orphaner = std::process::Command::new("sh").args(["-c", "sleep 60 >/dev/null 2>&1 & echo $!"]).output().unwrap();
+    let orphan: u32 = String::from_utf8_lossy(&orphaner.stdout).trim().parse().unwrap();
+    let _cleanup = KillOnDrop(vec![orphan]);
+    wait_status(&handle, "crasher", |_| alive(own.id()).is_some_and(|p| p.state == 'Z')).await;
+
+    // A server exits and its group is reaped while our child waits, unreaped.
+    let _ = handle.call_tool("mcp__crasher__crash", None).await;
+    wait_connected_with_restarts(&handle, "crasher", 1).await;
+    handle.shutdown().await;
+
+    assert_eq!(own.wait().unwrap().code(), Some(7), "the program's child kept its exit status");
+    assert!(alive(orphan).is_some_and(|p| p.state != 'Z'), "the program's orphan was ended: {:?}", alive(orphan));
+}
