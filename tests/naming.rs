@@ -7,6 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
+use mcpvisor::config::{Era, ServerConfig};
 
 /// Exposed name → server, for every tool of the catalog.
 async fn catalog(servers: &[&str]) -> (BTreeMap<String, String>, BTreeMap<String, Vec<String>>) {
@@ -48,6 +49,24 @@ async fn each_disambiguated_name_reaches_its_own_server() {
         let grandchild = result.structured_content.as_ref().and_then(|v| v["pid"].as_u64()).unwrap() as u32;
         let group = alive(grandchild).map(|p| p.pgrp);
         assert_eq!(group, Some(server_pid as i32), "{} ran on another server than {}", entry.name, entry.server);
+    }
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_of_one_server_that_read_alike_repeat_or_have_no_name_are_kept_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/processes/stubborn_server.py");
+    let mut odd = ServerConfig::stdio("odd", "python3", [fixture, dir.path().to_str().unwrap(), "--odd-tools"]);
+    odd.era = Era::Legacy;
+    let handle = start(vec![odd]).await;
+    let tools: BTreeMap<String, String> = handle.list_tools().await.into_iter().map(|t| (t.tool.name.to_string(), t.name)).collect();
+    assert_eq!(tools.get("x_y").map(String::as_str), Some("mcp__odd__x_y"), "the exact name keeps the readable form");
+    let dotted = tools.get("x.y").expect("x.y is kept");
+    assert!(dotted.starts_with("mcp__odd__x_y_") && dotted.len() == "mcp__odd__x_y_".len() + 8, "{dotted}");
+    let warnings = status_of(&handle, "odd").await.warnings.join("\n");
+    for said in ["`x.y` is exposed as", "`x_y` more than once", "empty name"] {
+        assert!(warnings.contains(said), "no warning saying {said:?}: {warnings}");
     }
     handle.shutdown().await;
 }

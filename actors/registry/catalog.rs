@@ -252,6 +252,9 @@ fn assign(
     let plain = |tool: &str| ExposedName { server, segment, tool, tool_hashed: false }.build();
     let mut groups: BTreeMap<String, Vec<Tool>> = BTreeMap::new();
     for tool in tools {
+        if tool.name.is_empty() {
+            warnings.push(format!("the server lists a tool with an empty name; it is exposed as `{}`", plain("")));
+        }
         let group = groups.entry(plain(&tool.name)).or_default();
         if group.iter().any(|kept| kept.name == tool.name) {
             warnings.push(format!("the server lists tool `{}` more than once; the first is kept", tool.name));

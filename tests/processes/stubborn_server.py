@@ -9,7 +9,9 @@ Usage: stubborn_server.py DIR [--ignore-term] [--ignore-eof]
 - tool `spawn_detached`: forks a child that calls setsid() (leaving the
   server's process group) and sleeps an hour; its pid goes to
   DIR/detached.pid and into the answer;
-- tool `hang`: writes DIR/hanging, then never answers.
+- tool `hang`: writes DIR/hanging, then never answers;
+- `--odd-tools`: also lists `x.y`, `x_y` twice and a tool with an empty
+  name (names that read alike, a duplicate, an empty name).
 """
 
 import json
@@ -23,7 +25,7 @@ FLAGS = sys.argv[2:]
 
 TOOLS = [
     {"name": name, "description": name, "inputSchema": {"type": "object", "properties": {}}}
-    for name in ("spawn_detached", "hang")
+    for name in ("spawn_detached", "hang") + (("x.y", "x_y", "x_y", "") if "--odd-tools" in FLAGS else ())
 ]
 
 
