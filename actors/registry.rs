@@ -126,11 +126,13 @@ impl Registry {
     }
 
     /// Servers that could still list `name`: registered, not listed yet,
-    /// in a state that will list, and whose names can look like it.
+    /// in a state that will list, and whose names can look like it. (A
+    /// connection lists before it reports `Connected`, so one that is
+    /// connected and has not listed will not.)
     fn candidates(&self, name: &str) -> Vec<String> {
         self.servers
             .iter()
-            .filter(|(_, s)| !s.listed && !refusal_of(&s.state))
+            .filter(|(_, s)| !s.listed && !refusal_of(&s.state) && s.state != ServerState::Connected)
             .filter(|(server, _)| self.catalog.segment(server).is_some_and(|segment| crate::naming::may_belong_to(name, segment)))
             .map(|(server, _)| server.clone())
             .collect()
