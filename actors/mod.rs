@@ -62,7 +62,7 @@ pub struct CallTool {
     /// the time-out out (up to the server's `max_call`).
     pub progress: Option<ProgressSink>,
     /// Set by [`CallTool::new`] when the arguments were not a JSON object:
-    /// the call is refused with `CallError::InvalidArguments`.
+    /// the connection refuses the call with `CallError::InvalidArguments`.
     pub arguments_error: Option<String>,
 }
 

@@ -161,9 +161,6 @@ impl Registry {
         };
         let server = route.server.clone();
         let tool = route.tool.name.to_string();
-        if let Some(message) = call.arguments_error {
-            return Err(CallError::InvalidArguments { server, tool, message });
-        }
         let Some(connection) = self.servers.get(&server).and_then(|s| s.connection.upgrade()) else {
             return Err(CallError::Stopped { server, tool });
         };

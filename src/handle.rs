@@ -113,9 +113,6 @@ impl Handle {
 
     /// Calls a tool by its server's name and the server's own tool name.
     pub async fn call_on(&self, server: &str, call: CallTool) -> Result<CallToolResult, CallError> {
-        if let Some(message) = call.arguments_error {
-            return Err(CallError::InvalidArguments { server: server.to_string(), tool: call.name, message });
-        }
         self.to_server(server, call).await
     }
 
