@@ -1,8 +1,10 @@
 //! Requests a server sends to its client: `roots/list`,
 //! `sampling/createMessage` and `elicitation/create`.
 //!
-//! An embedder answers them with actors of its own ([`ClientHandlers`], one
-//! `Recipient` per kind, each message naming the server). Without one:
+//! An embedder answers them through [`ClientHandlers`], one [`Answering`]
+//! per kind, each request naming the server: an async function
+//! ([`ClientHandlers::sampling_fn`] and its siblings, for any tokio program)
+//! or an actor's `Recipient` (inside actix). Without one:
 //! - roots: the server's configured `roots`, else its working directory;
 //! - sampling: refused with a JSON-RPC error that says how to enable it
 //!   (and sampling is then not announced among the client's capabilities);
@@ -12,9 +14,12 @@
 //! requests; modern servers ask for them inside `input_required` results.
 
 use std::fmt;
+use std::future::Future;
 use std::path::Path;
+use std::sync::Arc;
 
 use actix::prelude::*;
+use futures::future::BoxFuture;
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, JsonObject};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -69,12 +74,69 @@ pub struct ElicitationRequest {
     pub prefilled: JsonObject,
 }
 
+/// Who answers one kind of server request.
+pub enum Answering<M>
+where
+    M: Message + Send,
+    M::Result: Send,
+{
+    /// An actor (its mailbox must stay open: a closed one answers "gone").
+    Actor(Recipient<M>),
+    /// An async function, run on the runtime's thread.
+    Function(Arc<dyn Fn(M) -> BoxFuture<'static, M::Result> + Send + Sync>),
+}
+
+impl<M> Answering<M>
+where
+    M: Message + Send + 'static,
+    M::Result: Send,
+{
+    /// Answers with `function`: `|request| async move { ... }`.
+    pub fn function<F, Fut>(function: F) -> Self
+    where
+        F: Fn(M) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = M::Result> + Send + 'static,
+    {
+        Answering::Function(Arc::new(move |request| Box::pin(function(request))))
+    }
+
+    /// The answer, or `None` when the answering actor is gone.
+    async fn ask(&self, request: M) -> Option<M::Result> {
+        match self {
+            Answering::Actor(recipient) => recipient.send(request).await.ok(),
+            Answering::Function(function) => Some(function(request).await),
+        }
+    }
+}
+
+impl<M: Message + Send> From<Recipient<M>> for Answering<M>
+where
+    M::Result: Send,
+{
+    fn from(recipient: Recipient<M>) -> Self {
+        Answering::Actor(recipient)
+    }
+}
+
+impl<M> Clone for Answering<M>
+where
+    M: Message + Send,
+    M::Result: Send,
+{
+    fn clone(&self) -> Self {
+        match self {
+            Answering::Actor(recipient) => Answering::Actor(recipient.clone()),
+            Answering::Function(function) => Answering::Function(function.clone()),
+        }
+    }
+}
+
 /// The embedder's answerers of server-to-client requests.
 #[derive(Clone, Default)]
 pub struct ClientHandlers {
-    pub roots: Option<Recipient<RootsRequest>>,
-    pub sampling: Option<Recipient<SamplingRequest>>,
-    pub elicitation: Option<Recipient<ElicitationRequest>>,
+    pub roots: Option<Answering<RootsRequest>>,
+    pub sampling: Option<Answering<SamplingRequest>>,
+    pub elicitation: Option<Answering<ElicitationRequest>>,
 }
 
 impl fmt::Debug for ClientHandlers {
@@ -88,6 +150,36 @@ impl fmt::Debug for ClientHandlers {
 }
 
 impl ClientHandlers {
+    /// Answers `roots/list` with `function`, e.g. `|request| async move { Ok(vec![...]) }`.
+    pub fn roots_fn<F, Fut>(mut self, function: F) -> Self
+    where
+        F: Fn(RootsRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<Root>, Refusal>> + Send + 'static,
+    {
+        self.roots = Some(Answering::function(function));
+        self
+    }
+
+    /// Answers `sampling/createMessage` with `function` (and announces sampling).
+    pub fn sampling_fn<F, Fut>(mut self, function: F) -> Self
+    where
+        F: Fn(SamplingRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<JsonObject, Refusal>> + Send + 'static,
+    {
+        self.sampling = Some(Answering::function(function));
+        self
+    }
+
+    /// Answers `elicitation/create` with `function`.
+    pub fn elicitation_fn<F, Fut>(mut self, function: F) -> Self
+    where
+        F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ElicitResult, Refusal>> + Send + 'static,
+    {
+        self.elicitation = Some(Answering::function(function));
+        self
+    }
+
     /// The capabilities the client announces: roots and elicitation always
     /// (they have defaults), sampling only when someone can answer it.
     pub fn capabilities(&self) -> Value {
@@ -129,7 +221,7 @@ impl Answerer {
             methods::PING => Ok(json!({})),
             methods::ROOTS_LIST => {
                 let roots = match &self.handlers.roots {
-                    Some(handler) => handler.send(RootsRequest { server: self.server.clone() }).await.map_err(|_| gone("roots"))?,
+                    Some(handler) => handler.ask(RootsRequest { server: self.server.clone() }).await.ok_or_else(|| gone("roots"))?,
                     None => Ok(self.roots.clone()),
                 };
                 roots.map(|roots| json!({ "roots": roots })).map_err(refused)
@@ -141,7 +233,7 @@ impl Answerer {
                     )));
                 };
                 let params = object(params).map_err(invalid)?;
-                let answer = handler.send(SamplingRequest { server: self.server.clone(), params }).await.map_err(|_| gone("sampling"))?;
+                let answer = handler.ask(SamplingRequest { server: self.server.clone(), params }).await.ok_or_else(|| gone("sampling"))?;
                 answer.map(Value::Object).map_err(refused)
             }
             methods::ELICITATION_CREATE => {
@@ -153,9 +245,9 @@ impl Answerer {
                 };
                 let prefilled = schema_defaults(&value);
                 let answer = handler
-                    .send(ElicitationRequest { server: self.server.clone(), request, prefilled })
+                    .ask(ElicitationRequest { server: self.server.clone(), request, prefilled })
                     .await
-                    .map_err(|_| gone("elicitation"))?;
+                    .ok_or_else(|| gone("elicitation"))?;
                 answer.map(|result| serde_json::to_value(result).unwrap_or(Value::Null)).map_err(refused)
             }
             other => {

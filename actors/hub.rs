@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 
 use super::client_requests::ClientHandlers;
 use super::connection::{self, Connection, GetStatus, StateChanged};
-use super::registry::{RegisterServer, Registry, UnregisterServer};
+use super::registry::{NamingWarnings, RegisterServer, Registry, ServerStateChanged, UnregisterServer};
 use super::reply::Reply;
 use super::{Event, ServerState, ServerStatus, Subscribe};
 use crate::config::{RuntimeConfig, ServerConfig};
@@ -35,6 +35,9 @@ pub struct Hub {
     initial: Vec<ServerConfig>,
     handlers: ClientHandlers,
     shut_down: bool,
+    /// End the processes reparented to us once every server is stopped
+    /// (`RuntimeConfig::end_orphans`, and we are a subreaper).
+    end_orphans: bool,
 }
 
 /// Starts a server (or reports why it cannot be added).
@@ -114,7 +117,8 @@ pub struct InjectPanic(pub String);
 impl Hub {
     /// Starts a hub with its registry and servers in the current actix System.
     pub fn start(config: RuntimeConfig) -> Addr<Hub> {
-        if config.subreaper && !crate::transport::stdio::become_subreaper() {
+        let subreaper = config.subreaper && crate::transport::stdio::become_subreaper();
+        if config.subreaper && !subreaper {
             tracing::warn!("could not become a child subreaper; orphans of killed servers are left to init");
         }
         let registry = Registry::default().start();
@@ -126,6 +130,7 @@ impl Hub {
             initial: config.servers,
             handlers: config.handlers,
             shut_down: false,
+            end_orphans: config.end_orphans && subreaper,
         }
         .start()
     }
@@ -147,8 +152,11 @@ impl Hub {
             handlers: self.handlers.clone(),
         };
         let kept = config.clone();
+        let (call_timeout, max_waiting) = (config.timeouts.call, config.limits.max_queued);
         let connection = Supervisor::start(move |_| Connection::new(config, links));
-        self.registry.do_send(RegisterServer { server: name.clone(), connection: connection.downgrade() });
+        let registration =
+            RegisterServer { server: name.clone(), connection: connection.downgrade(), state: state.clone(), call_timeout, max_waiting };
+        self.registry.do_send(registration);
         self.servers.insert(name, Slot { connection, state, config: kept });
         Ok(())
     }
@@ -283,6 +291,7 @@ impl Handler<StateChanged> for Hub {
     fn handle(&mut self, msg: StateChanged, _: &mut Context<Self>) {
         let Some(slot) = self.servers.get_mut(&msg.server) else { return };
         slot.state = msg.state.clone();
+        self.registry.do_send(ServerStateChanged { server: msg.server.clone(), state: msg.state.clone() });
         self.publish(Event::ServerState { server: msg.server, state: msg.state });
         self.wake_ready_waiters();
     }
@@ -293,7 +302,12 @@ impl Handler<Status> for Hub {
 
     fn handle(&mut self, _: Status, _: &mut Context<Self>) -> Self::Result {
         let asks: Vec<_> = self.servers.values().map(|slot| slot.connection.send(GetStatus)).collect();
-        Reply::later(async move { join_all(asks).await.into_iter().filter_map(Result::ok).collect() })
+        let warnings = self.registry.send(NamingWarnings);
+        Reply::later(async move {
+            let mut warnings = warnings.await.unwrap_or_default();
+            let statuses = join_all(asks).await.into_iter().filter_map(Result::ok);
+            statuses.map(|status| with_naming_warnings(status, &mut warnings)).collect()
+        })
     }
 }
 
@@ -303,8 +317,18 @@ impl Handler<ServerStatusOf> for Hub {
     fn handle(&mut self, msg: ServerStatusOf, _: &mut Context<Self>) -> Self::Result {
         let Some(slot) = self.servers.get(&msg.0) else { return Reply::Ready(None) };
         let ask = slot.connection.send(GetStatus);
-        Reply::later(async move { ask.await.ok() })
+        let warnings = self.registry.send(NamingWarnings);
+        Reply::later(async move {
+            let mut warnings = warnings.await.unwrap_or_default();
+            ask.await.ok().map(|status| with_naming_warnings(status, &mut warnings))
+        })
     }
+}
+
+/// Adds the registry's warnings about the server's names to its status.
+fn with_naming_warnings(mut status: ServerStatus, warnings: &mut BTreeMap<String, Vec<String>>) -> ServerStatus {
+    status.warnings.extend(warnings.remove(&status.name).unwrap_or_default());
+    status
 }
 
 impl Handler<WaitReady> for Hub {
@@ -356,8 +380,12 @@ impl Handler<Shutdown> for Hub {
         for waiter in self.ready_waiters.drain(..) {
             let _ = waiter.send(());
         }
+        let end_orphans = self.end_orphans;
         Reply::later(async move {
             join_all(slots.iter().map(|slot| slot.connection.send(connection::Shutdown))).await;
+            if end_orphans {
+                let _ = tokio::task::spawn_blocking(crate::transport::stdio::end_orphans).await;
+            }
         })
     }
 }

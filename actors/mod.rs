@@ -62,15 +62,20 @@ pub struct CallTool {
     /// Where the call's progress notifications go; each one also pushes
     /// the time-out out (up to the server's `max_call`).
     pub progress: Option<ProgressSink>,
+    /// Set by [`CallTool::new`] when the arguments were not a JSON object:
+    /// the connection refuses the call with `CallError::InvalidArguments`.
+    pub arguments_error: Option<String>,
 }
 
 impl CallTool {
-    pub fn new(name: impl Into<String>, arguments: serde_json::Value) -> Self {
-        let arguments = match arguments {
-            serde_json::Value::Object(map) => Some(map),
-            _ => None,
+    /// `arguments`: a JSON object, or null/`None` for none; anything else
+    /// makes the call fail with `CallError::InvalidArguments`.
+    pub fn new(name: impl Into<String>, arguments: impl IntoArguments) -> Self {
+        let (arguments, arguments_error) = match arguments.into_arguments() {
+            Ok(arguments) => (arguments, None),
+            Err(message) => (None, Some(message)),
         };
-        CallTool { name: name.into(), arguments, timeout: None, progress: None }
+        CallTool { name: name.into(), arguments, timeout: None, progress: None, arguments_error }
     }
 
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
@@ -81,6 +86,35 @@ impl CallTool {
     pub fn with_progress(mut self, sink: ProgressSink) -> Self {
         self.progress = Some(sink);
         self
+    }
+}
+
+/// What a tool call's arguments can be given as: a JSON object
+/// (`serde_json::Value`, [`JsonObject`], `Option<JsonObject>`); null and
+/// `None` mean none; other JSON values are refused with the message returned.
+pub trait IntoArguments {
+    fn into_arguments(self) -> Result<Option<JsonObject>, String>;
+}
+
+impl IntoArguments for serde_json::Value {
+    fn into_arguments(self) -> Result<Option<JsonObject>, String> {
+        match self {
+            serde_json::Value::Object(map) => Ok(Some(map)),
+            serde_json::Value::Null => Ok(None),
+            other => Err(format!("arguments must be a JSON object (or absent), not {}", crate::error::json_kind(&other))),
+        }
+    }
+}
+
+impl IntoArguments for JsonObject {
+    fn into_arguments(self) -> Result<Option<JsonObject>, String> {
+        Ok(Some(self))
+    }
+}
+
+impl IntoArguments for Option<JsonObject> {
+    fn into_arguments(self) -> Result<Option<JsonObject>, String> {
+        Ok(self)
     }
 }
 
@@ -133,7 +167,7 @@ pub enum Event {
         added: Vec<String>,
         removed: Vec<String>,
     },
-    /// Two tools map to one exposed name: the first keeps it, the other is left out.
+    /// Two tools read alike as `name`: `kept` keeps the readable name, `rejected` is exposed under a disambiguated one.
     NameCollision {
         name: String,
         kept: String,

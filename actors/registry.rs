@@ -1,43 +1,66 @@
 //! The catalog of every connected server's tools, and call routing.
 //!
 //! Invariants:
-//! - an exposed name maps to exactly one (server, tool); when two tools map
-//!   to one name, the one registered first keeps it and the collision is
-//!   logged and sent to subscribers, never silently overwritten;
+//! - an exposed name maps to exactly one (server, tool); names that read
+//!   alike are told apart deterministically and every such case is kept as
+//!   a warning of the server (see [`catalog`]), never silently dropped;
 //! - a server that went down leaves the listing but keeps its routes, so a
 //!   call made during a restart reaches the connection, which holds it until
 //!   the server is back (within the call's time-out);
+//! - a call by a name no listing has shown yet waits when a configured,
+//!   enabled server that has not listed its tools could own it, until that
+//!   server lists (then it is routed or refused as unknown), fails, is
+//!   disabled or removed, or the call's time-out passes;
 //! - the registry holds only weak addresses of connections: the Hub decides
 //!   their lifetime.
 
+pub mod catalog;
+
 use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
 
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 use actix::WeakAddr;
-use rmcp::model::{CallToolResult, Tool};
+use rmcp::model::CallToolResult;
+use tokio::sync::oneshot;
 
 use super::connection::{Connection, Routed};
-use super::{CallTool, Event, ListTools, ServerDown, Subscribe, ToolEntry, ToolsChanged};
+use super::{CallTool, Event, ListTools, ServerDown, ServerState, Subscribe, ToolEntry, ToolsChanged};
 use crate::error::CallError;
-use crate::naming::exposed_name;
-
-struct Route {
-    server: String,
-    tool: Tool,
-}
+use catalog::{Catalog, Change};
 
 struct ServerRoutes {
     connection: WeakAddr<Connection>,
-    /// Exposed names this server owns.
-    names: Vec<String>,
     up: bool,
+    /// Whether the server has listed its tools since it was registered.
+    listed: bool,
+    /// Its state as the Hub last saw it.
+    state: ServerState,
+    /// The server's default call time-out (bounds a waiting call).
+    call_timeout: Duration,
+    /// How many calls may wait for its first listing (its `max_queued`).
+    max_waiting: usize,
+}
+
+type CallReply = OneshotSender<Result<CallToolResult, CallError>>;
+
+/// A call waiting for a server's first listing.
+struct Waiting {
+    call: CallTool,
+    reply: Option<CallReply>,
+    /// Servers that have not listed yet and may own the name.
+    candidates: Vec<String>,
+    started: Instant,
+    timeout: Duration,
 }
 
 #[derive(Default)]
 pub struct Registry {
-    routes: BTreeMap<String, Route>,
+    catalog: Catalog,
     servers: HashMap<String, ServerRoutes>,
+    waiting: BTreeMap<u64, Waiting>,
+    next_waiting: u64,
     subscribers: Vec<Recipient<Event>>,
 }
 
@@ -47,6 +70,11 @@ pub struct Registry {
 pub struct RegisterServer {
     pub server: String,
     pub connection: WeakAddr<Connection>,
+    /// `Pending`, or `Disabled` for a server configured disabled.
+    pub state: ServerState,
+    pub call_timeout: Duration,
+    /// Calls that may wait for the first listing (the server's `max_queued`).
+    pub max_waiting: usize,
 }
 
 /// Removes a server and all its tools (sent by the Hub when it removes one).
@@ -55,6 +83,19 @@ pub struct RegisterServer {
 pub struct UnregisterServer {
     pub server: String,
 }
+
+/// A server's new state, as the Hub heard it.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ServerStateChanged {
+    pub server: String,
+    pub state: ServerState,
+}
+
+/// Each server's naming warnings (collisions, duplicates), by server name.
+#[derive(Message)]
+#[rtype(result = "BTreeMap<String, Vec<String>>")]
+pub struct NamingWarnings;
 
 impl Actor for Registry {
     type Context = Context<Self>;
@@ -68,14 +109,125 @@ impl Registry {
         }
     }
 
-    /// Drops a server's names; returns them.
-    fn drop_names(&mut self, server: &str) -> Vec<String> {
-        let Some(entry) = self.servers.get_mut(server) else { return Vec::new() };
-        let names = std::mem::take(&mut entry.names);
-        for name in &names {
-            self.routes.remove(name);
+    /// Publishes catalog changes and collisions; a renamed server that is
+    /// down keeps its routes but shows nothing.
+    fn publish_changes(&mut self, changes: Vec<Change>) {
+        for collision in self.catalog.take_collisions() {
+            tracing::warn!(name = %collision.name, kept = %collision.kept, rejected = %collision.rejected, "tool names read alike; disambiguated");
+            self.publish(Event::NameCollision { name: collision.name, kept: collision.kept, rejected: collision.rejected });
         }
-        names
+        for change in changes {
+            let up = self.servers.get(&change.server).is_some_and(|s| s.up);
+            let added = if up { change.added } else { Vec::new() };
+            if !added.is_empty() || !change.removed.is_empty() {
+                self.publish(Event::Catalog { server: change.server, added, removed: change.removed });
+            }
+        }
+    }
+
+    /// Servers that could still list `name`: registered, not listed yet,
+    /// in a state that will list, and whose names can look like it. (A
+    /// connection lists before it reports `Connected`, so one that is
+    /// connected and has not listed will not.)
+    fn candidates(&self, name: &str) -> Vec<String> {
+        self.servers
+            .iter()
+            .filter(|(_, s)| !s.listed && !refusal_of(&s.state) && s.state != ServerState::Connected)
+            .filter(|(server, _)| self.catalog.segment(server).is_some_and(|segment| crate::naming::may_belong_to(name, segment)))
+            .map(|(server, _)| server.clone())
+            .collect()
+    }
+
+    /// Why a call by `name` cannot wait: a server that may own it but
+    /// failed, is disabled or needs authorisation without ever listing.
+    fn unlisted_refusal(&self, name: &str) -> Option<CallError> {
+        self.servers
+            .iter()
+            .filter(|(_, s)| !s.listed)
+            .filter(|(server, _)| self.catalog.segment(server).is_some_and(|segment| crate::naming::may_belong_to(name, segment)))
+            .find_map(|(server, s)| refused_by_state(server, name, &s.state))
+    }
+
+    /// Whether as many calls wait for `server`'s first listing as it may queue.
+    fn waiting_full(&self, server: &str) -> bool {
+        let limit = self.servers.get(server).map_or(0, |s| s.max_waiting);
+        self.waiting.values().filter(|w| w.candidates.iter().any(|c| c == server)).count() >= limit
+    }
+
+    /// Routes `call`, or returns the error to answer.
+    fn route(&self, call: CallTool) -> Result<(Addr<Connection>, CallTool), CallError> {
+        let Some(route) = self.catalog.route(&call.name) else {
+            return Err(self.unlisted_refusal(&call.name).unwrap_or(CallError::UnknownTool { name: call.name }));
+        };
+        let server = route.server.clone();
+        let tool = route.tool.name.to_string();
+        let Some(connection) = self.servers.get(&server).and_then(|s| s.connection.upgrade()) else {
+            return Err(CallError::Stopped { server, tool });
+        };
+        Ok((connection, CallTool { name: tool, ..call }))
+    }
+
+    /// Looks again at every waiting call after a listing or a state change.
+    fn recheck_waiting(&mut self) {
+        let ids: Vec<u64> = self.waiting.keys().copied().collect();
+        for id in ids {
+            let Some(waiting) = self.waiting.get_mut(&id) else { continue };
+            if waiting.reply.as_ref().is_none_or(|reply| reply.is_closed()) {
+                // The caller gave up: the call must not run.
+                self.waiting.remove(&id);
+                continue;
+            }
+            let name = waiting.call.name.clone();
+            let known = self.catalog.route(&name).is_some();
+            let candidates = self.candidates(&name);
+            let Some(waiting) = self.waiting.get_mut(&id) else { continue };
+            waiting.candidates.retain(|server| candidates.contains(server));
+            if !known && !waiting.candidates.is_empty() {
+                continue;
+            }
+            let Some(mut waiting) = self.waiting.remove(&id) else { continue };
+            let left = waiting.timeout.saturating_sub(waiting.started.elapsed());
+            waiting.call.timeout = Some(left);
+            let answer = self.route(waiting.call);
+            deliver(answer, waiting.reply);
+        }
+    }
+
+    fn expire(&mut self, id: u64) {
+        let Some(waiting) = self.waiting.remove(&id) else { return };
+        let error =
+            CallError::NotListed { server: waiting.candidates.join("`, `"), tool: waiting.call.name, after: waiting.started.elapsed() };
+        if let Some(reply) = waiting.reply {
+            let _ = reply.send(Err(error));
+        }
+    }
+}
+
+/// States in which a server that has not listed will not list by itself.
+fn refusal_of(state: &ServerState) -> bool {
+    matches!(state, ServerState::Failed { .. } | ServerState::Disabled | ServerState::NeedsAuth)
+}
+
+fn refused_by_state(server: &str, name: &str, state: &ServerState) -> Option<CallError> {
+    let (server, tool) = (server.to_string(), name.to_string());
+    match state {
+        ServerState::Failed { error, .. } => Some(CallError::Failed { server, tool, error: error.clone() }),
+        ServerState::Disabled => Some(CallError::Disabled { server, tool }),
+        ServerState::NeedsAuth => Some(CallError::NeedsAuth { server, tool }),
+        _ => None,
+    }
+}
+
+/// Hands a routed call to its connection, or answers the error.
+fn deliver(answer: Result<(Addr<Connection>, CallTool), CallError>, reply: Option<CallReply>) {
+    match answer {
+        // If the connection is gone, the dropped reply reaches the caller as a mailbox error.
+        Ok((connection, call)) => connection.do_send(Routed { call, reply }),
+        Err(error) => {
+            if let Some(reply) = reply {
+                let _ = reply.send(Err(error));
+            }
+        }
     }
 }
 
@@ -83,7 +235,17 @@ impl Handler<RegisterServer> for Registry {
     type Result = ();
 
     fn handle(&mut self, msg: RegisterServer, _: &mut Context<Self>) {
-        self.servers.insert(msg.server, ServerRoutes { connection: msg.connection, names: Vec::new(), up: false });
+        let routes = ServerRoutes {
+            connection: msg.connection,
+            up: false,
+            listed: false,
+            state: msg.state,
+            call_timeout: msg.call_timeout,
+            max_waiting: msg.max_waiting,
+        };
+        self.servers.insert(msg.server.clone(), routes);
+        let changes = self.catalog.register(&msg.server);
+        self.publish_changes(changes);
     }
 }
 
@@ -91,11 +253,10 @@ impl Handler<UnregisterServer> for Registry {
     type Result = ();
 
     fn handle(&mut self, msg: UnregisterServer, _: &mut Context<Self>) {
-        let removed = self.drop_names(&msg.server);
         self.servers.remove(&msg.server);
-        if !removed.is_empty() {
-            self.publish(Event::Catalog { server: msg.server, added: Vec::new(), removed });
-        }
+        let changes = self.catalog.unregister(&msg.server);
+        self.publish_changes(changes);
+        self.recheck_waiting();
     }
 }
 
@@ -103,34 +264,12 @@ impl Handler<ToolsChanged> for Registry {
     type Result = ();
 
     fn handle(&mut self, msg: ToolsChanged, _: &mut Context<Self>) {
-        if !self.servers.contains_key(&msg.server) {
-            return;
-        }
-        let old = self.drop_names(&msg.server);
-        let mut names = Vec::with_capacity(msg.tools.len());
-        let mut collisions = Vec::new();
-        for tool in msg.tools {
-            let name = exposed_name(&msg.server, &tool.name);
-            if let Some(existing) = self.routes.get(&name) {
-                let kept = format!("{}/{}", existing.server, existing.tool.name);
-                let rejected = format!("{}/{}", msg.server, tool.name);
-                tracing::warn!(name, kept, rejected, "two tools map to one exposed name; the second is left out of the catalog");
-                collisions.push(Event::NameCollision { name, kept, rejected });
-                continue;
-            }
-            self.routes.insert(name.clone(), Route { server: msg.server.clone(), tool });
-            names.push(name);
-        }
-        let added = names.iter().filter(|n| !old.contains(n)).cloned().collect();
-        let removed = old.iter().filter(|n| !names.contains(n)).cloned().collect();
-        if let Some(entry) = self.servers.get_mut(&msg.server) {
-            entry.names = names;
-            entry.up = true;
-        }
-        for event in collisions {
-            self.publish(event);
-        }
-        self.publish(Event::Catalog { server: msg.server, added, removed });
+        let Some(entry) = self.servers.get_mut(&msg.server) else { return };
+        entry.up = true;
+        entry.listed = true;
+        let changes = self.catalog.install(&msg.server, msg.tools);
+        self.publish_changes(changes);
+        self.recheck_waiting();
     }
 }
 
@@ -140,9 +279,28 @@ impl Handler<ServerDown> for Registry {
     fn handle(&mut self, msg: ServerDown, _: &mut Context<Self>) {
         if let Some(entry) = self.servers.get_mut(&msg.server) {
             entry.up = false;
-            let removed = entry.names.clone();
+            let removed = self.catalog.names(&msg.server).to_vec();
             self.publish(Event::Catalog { server: msg.server, added: Vec::new(), removed });
         }
+    }
+}
+
+impl Handler<ServerStateChanged> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, msg: ServerStateChanged, _: &mut Context<Self>) {
+        if let Some(entry) = self.servers.get_mut(&msg.server) {
+            entry.state = msg.state;
+            self.recheck_waiting();
+        }
+    }
+}
+
+impl Handler<NamingWarnings> for Registry {
+    type Result = MessageResult<NamingWarnings>;
+
+    fn handle(&mut self, _: NamingWarnings, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.servers.keys().map(|server| (server.clone(), self.catalog.warnings(server))).collect())
     }
 }
 
@@ -152,8 +310,8 @@ impl Handler<ListTools> for Registry {
     fn handle(&mut self, _: ListTools, _: &mut Context<Self>) -> Self::Result {
         let up = |server: &str| self.servers.get(server).is_some_and(|s| s.up);
         MessageResult(
-            self.routes
-                .iter()
+            self.catalog
+                .routes()
                 .filter(|(_, route)| up(&route.server))
                 .map(|(name, route)| ToolEntry { name: name.clone(), server: route.server.clone(), tool: route.tool.clone() })
                 .collect(),
@@ -161,23 +319,32 @@ impl Handler<ListTools> for Registry {
     }
 }
 
-/// The Registry's answer to a call: an immediate error, or the call handed
-/// on to its connection with the caller's reply channel.
+/// The Registry's answer to a call: at once (an error, or the call handed
+/// on to its connection with the caller's reply channel), or later, once a
+/// server that may own its name has listed.
 pub enum Routing {
-    Refused(CallError),
-    Forward { connection: Addr<Connection>, call: CallTool },
+    Now(Result<(Addr<Connection>, CallTool), CallError>),
+    Later(oneshot::Receiver<Result<CallToolResult, CallError>>),
 }
 
 impl MessageResponse<Registry, CallTool> for Routing {
-    fn handle(self, _: &mut Context<Registry>, reply: Option<OneshotSender<Result<CallToolResult, CallError>>>) {
+    fn handle(self, _: &mut Context<Registry>, reply: Option<CallReply>) {
         match self {
-            Routing::Refused(error) => {
-                if let Some(reply) = reply {
-                    let _ = reply.send(Err(error));
-                }
+            Routing::Now(answer) => deliver(answer, reply),
+            // Passes the answer on; a caller that goes away drops `answer`,
+            // which tells the registry not to run the call.
+            Routing::Later(answer) => {
+                actix_rt::spawn(async move {
+                    let Some(mut reply) = reply else {
+                        let _ = answer.await;
+                        return;
+                    };
+                    tokio::select! {
+                        result = answer => if let Ok(result) = result { let _ = reply.send(result); },
+                        () = reply.closed() => {}
+                    }
+                });
             }
-            // If the connection is gone, the dropped reply reaches the caller as a mailbox error.
-            Routing::Forward { connection, call } => connection.do_send(Routed { call, reply }),
         }
     }
 }
@@ -185,16 +352,26 @@ impl MessageResponse<Registry, CallTool> for Routing {
 impl Handler<CallTool> for Registry {
     type Result = Routing;
 
-    fn handle(&mut self, call: CallTool, _: &mut Context<Self>) -> Self::Result {
-        let Some(route) = self.routes.get(&call.name) else {
-            return Routing::Refused(CallError::UnknownTool { name: call.name });
-        };
-        let server = route.server.clone();
-        let tool = route.tool.name.to_string();
-        let Some(connection) = self.servers.get(&server).and_then(|s| s.connection.upgrade()) else {
-            return Routing::Refused(CallError::Stopped { server, tool });
-        };
-        Routing::Forward { connection, call: CallTool { name: tool, ..call } }
+    fn handle(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Self::Result {
+        if self.catalog.route(&call.name).is_some() {
+            return Routing::Now(self.route(call));
+        }
+        let candidates = self.candidates(&call.name);
+        if candidates.is_empty() {
+            return Routing::Now(self.route(call));
+        }
+        if let Some(full) = candidates.iter().find(|server| self.waiting_full(server)) {
+            let queued = self.waiting.values().filter(|w| w.candidates.contains(full)).count();
+            return Routing::Now(Err(CallError::Overloaded { server: full.clone(), tool: call.name, in_flight: 0, queued }));
+        }
+        let longest = candidates.iter().filter_map(|s| self.servers.get(s)).map(|s| s.call_timeout).max();
+        let timeout = call.timeout.or(longest).unwrap_or_default();
+        let (reply, answer) = oneshot::channel();
+        let id = self.next_waiting;
+        self.next_waiting += 1;
+        self.waiting.insert(id, Waiting { call, reply: Some(reply), candidates, started: Instant::now(), timeout });
+        ctx.run_later(timeout, move |act, _| act.expire(id));
+        Routing::Later(answer)
     }
 }
 

@@ -41,7 +41,7 @@ async fn embed() -> Result<(), Box<dyn std::error::Error>> {
                 let server = if task % 2 == 0 { "left" } else { "right" };
                 let mut total = 0.0;
                 for i in 0..25 {
-                    let result = handle.call_tool(&format!("mcp__{server}__add"), json!({"a": task, "b": i}).as_object().cloned()).await?;
+                    let result = handle.call_tool(&format!("mcp__{server}__add"), json!({"a": task, "b": i})).await?;
                     total += result.structured_content.as_ref().and_then(|v| v["sum"].as_f64()).unwrap_or_default();
                 }
                 Ok::<_, CallError>((task, server, total))

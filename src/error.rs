@@ -12,10 +12,10 @@ use crate::transport::ExitInfo;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CallError {
-    #[error("no tool named `{name}` is in the catalog; list the tools (`mcpvisor tools`) and check that its server is connected")]
+    #[error("no tool named `{name}` is in the catalog; check the name against the listed tools and that its server is connected")]
     UnknownTool { name: String },
 
-    #[error("no server named `{server}`; `mcpvisor list` shows the configured servers")]
+    #[error("no server named `{server}` is configured")]
     UnknownServer { server: String },
 
     #[error(
@@ -29,7 +29,7 @@ pub enum CallError {
     #[error("server `{server}` is disabled; enable it to call `{tool}`")]
     Disabled { server: String, tool: String },
 
-    #[error("server `{server}` was still restarting (attempt {attempt}) when the call to `{tool}` gave up after {after:?}; check `mcpvisor status` and the server's stderr")]
+    #[error("server `{server}` was still restarting (attempt {attempt}) when the call to `{tool}` gave up after {after:?}; check the server's status and its stderr")]
     Restarting { server: String, tool: String, attempt: u32, after: Duration },
 
     #[error("server `{server}` exited ({exit}) while `{tool}` was in flight; the call was not resent because tools may have side effects{}", tail_suffix(.stderr_tail))]
@@ -62,8 +62,34 @@ pub enum CallError {
     #[error("transport to server `{server}` failed during `{tool}`: {message}")]
     Transport { server: String, tool: String, message: String },
 
-    #[error("the runtime or server `{server}` was shut down before `{tool}` finished")]
+    #[error("server `{server}` was stopped (removed, changed or shut down) before {} finished", what(.tool))]
     Stopped { server: String, tool: String },
+
+    #[error("the runtime was shut down before {} finished", what(.tool))]
+    RuntimeStopped { tool: String },
+
+    #[error("server `{server}` had not listed its tools yet when the call to `{tool}` gave up after {after:?}; wait until the server is connected or give the call a longer timeout")]
+    NotListed { server: String, tool: String, after: Duration },
+}
+
+/// "an array", "a string", ...: what a JSON value is, for messages.
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// "`tool`", or "the request" when no tool is concerned.
+fn what(tool: &str) -> String {
+    match tool {
+        "" => "the request".to_string(),
+        tool => format!("`{tool}`"),
+    }
 }
 
 /// What to do about answers that could not be matched.
@@ -90,6 +116,9 @@ fn tail_suffix(tail: &[String]) -> String {
 pub enum ConnectError {
     #[error("server `{server}`: cannot start `{command}`: {reason} (PATH={path})")]
     Spawn { server: String, command: String, reason: String, path: String },
+
+    #[error("server `{server}`: cannot start `{command}`: working directory `{cwd}` {problem}; create it or change the server's `cwd`")]
+    WorkingDirectory { server: String, command: String, cwd: String, problem: String },
 
     #[error(
         "server `{server}` answered initialize with protocol version {got:?}; mcpvisor speaks {supported}. Upgrade the server or mcpvisor"
@@ -132,7 +161,7 @@ impl ConnectError {
 pub enum ManageError {
     #[error("a server named `{0}` already exists; remove it first or choose another name")]
     DuplicateServer(String),
-    #[error("no server named `{0}`; `mcpvisor list` shows the configured ones")]
+    #[error("no server named `{0}` is configured")]
     UnknownServer(String),
     #[error("invalid configuration for server `{server}`: {message}")]
     InvalidConfig { server: String, message: String },
@@ -176,7 +205,7 @@ pub enum ConfigError {
     )]
     PromptedInput { file: std::path::PathBuf, server: String, field: String, id: String },
 
-    #[error("{}: no server named \"{server}\" in this file; `mcpvisor list` shows where each server is defined", .file.display())]
+    #[error("{}: no server named \"{server}\" in this file", .file.display())]
     UnknownServer { file: std::path::PathBuf, server: String },
 
     #[error("{}: not a known MCP configuration ({message}); mcpvisor reads .mcp.json, .cursor/mcp.json, .vscode/mcp.json and opencode.json", .file.display())]

@@ -18,7 +18,8 @@ use rmcp::model::{
     ArgumentInfo, CallToolResult, CompletionInfo, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Reference, Resource,
     ResourceTemplate,
 };
-use tokio::sync::oneshot;
+use tokio::sync::mpsc::error::TryRecvError;
+use tokio::sync::{broadcast, oneshot};
 
 use crate::actors::hub::{
     self, AddServer, GetRegistry, Hub, Reconnect, RemoveServer, ServerStatusOf, SetServers, SetServersResult, Status, Toggle, WaitReady,
@@ -27,7 +28,7 @@ use crate::actors::operation::{
     Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, LogLevel, Ping, ReadResource, RootsChanged, SetLogLevel,
     SubscribeResource, UnsubscribeResource,
 };
-use crate::actors::{CallTool, Event, ListTools, Registry, ServerStatus, ToolEntry};
+use crate::actors::{CallTool, Event, IntoArguments, ListTools, Registry, ServerStatus, ToolEntry};
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::error::{CallError, ManageError};
 
@@ -92,14 +93,22 @@ impl Drop for Inner {
 
 impl Handle {
     /// Calls a tool by its exposed name (`mcp__{server}__{tool}`).
-    pub async fn call_tool(&self, name: &str, arguments: Option<JsonObject>) -> Result<CallToolResult, CallError> {
-        self.call(CallTool { name: name.to_string(), arguments, timeout: None, progress: None }).await
+    ///
+    /// `arguments` is what [`CallTool::new`] takes (see [`IntoArguments`]):
+    /// a JSON object, or null/`None` for none; anything else fails with
+    /// `CallError::InvalidArguments` before reaching the server.
+    ///
+    /// A call made before the server that owns the name has listed its
+    /// tools (just after [`Runtime::start`] or [`Handle::add_server`])
+    /// waits for that listing, within the call's time-out.
+    pub async fn call_tool(&self, name: &str, arguments: impl IntoArguments) -> Result<CallToolResult, CallError> {
+        self.call(CallTool::new(name, arguments)).await
     }
 
     /// Calls a tool with every option of [`CallTool`].
     pub async fn call(&self, call: CallTool) -> Result<CallToolResult, CallError> {
         let tool = call.name.clone();
-        self.inner.registry.send(call).await.unwrap_or(Err(CallError::Stopped { server: String::new(), tool }))
+        self.inner.registry.send(call).await.unwrap_or(Err(CallError::RuntimeStopped { tool }))
     }
 
     /// Calls a tool by its server's name and the server's own tool name.
@@ -165,7 +174,7 @@ impl Handle {
         crate::actors::Connection: actix::Handler<M>,
     {
         let routed = self.inner.hub.send(hub::ToServer { server: server.to_string(), message }).await;
-        routed.unwrap_or_else(|_| Err(CallError::Stopped { server: server.to_string(), tool: String::new() }))
+        routed.unwrap_or_else(|_| Err(CallError::RuntimeStopped { tool: String::new() }))
     }
 
     /// The catalog: every connected server's tools, sorted by exposed name.
@@ -211,9 +220,12 @@ impl Handle {
         self.inner.hub.send(SetServers(servers)).await.map_err(|_| ManageError::RuntimeStopped)
     }
 
-    /// Delivers server state changes and catalog changes to `events` until it is dropped.
-    pub fn subscribe(&self) -> tokio::sync::mpsc::UnboundedReceiver<Event> {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    /// Delivers server states, catalog changes, log messages and resource
+    /// updates until the returned [`Events`] is dropped. At most
+    /// [`EVENT_BUFFER`] events wait unread; past that the oldest are dropped
+    /// and counted (see [`Events::missed`]), so a slow reader costs no memory.
+    pub fn subscribe(&self) -> Events {
+        let (tx, rx) = broadcast::channel(EVENT_BUFFER);
         let forwarder = EventForwarder { tx };
         let hub = self.inner.hub.clone();
         let registry = self.inner.registry.clone();
@@ -224,7 +236,7 @@ impl Handle {
             hub.do_send(crate::actors::Subscribe(recipient.clone()));
             registry.do_send(crate::actors::Subscribe(recipient));
         })));
-        rx
+        Events { rx, missed: 0 }
     }
 
     /// The hub's address, for code running inside the runtime's actix System.
@@ -241,9 +253,59 @@ impl Handle {
     }
 }
 
-/// Bridges actix events to a tokio channel.
+/// Events a subscriber may leave unread before the oldest are dropped.
+pub const EVENT_BUFFER: usize = 1024;
+
+/// A subscription's events (see [`Handle::subscribe`]).
+pub struct Events {
+    rx: broadcast::Receiver<Event>,
+    missed: u64,
+}
+
+impl Events {
+    /// The next event; `None` once the runtime has stopped. Events dropped
+    /// because this reader fell [`EVENT_BUFFER`] behind are skipped, counted
+    /// in [`Events::missed`] and logged.
+    pub async fn recv(&mut self) -> Option<Event> {
+        loop {
+            match self.rx.recv().await {
+                Ok(event) => return Some(event),
+                Err(broadcast::error::RecvError::Lagged(count)) => self.lagged(count),
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// The next event if one is waiting.
+    pub fn try_recv(&mut self) -> Result<Event, TryRecvError> {
+        loop {
+            match self.rx.try_recv() {
+                Ok(event) => return Ok(event),
+                Err(broadcast::error::TryRecvError::Lagged(count)) => self.lagged(count),
+                Err(broadcast::error::TryRecvError::Empty) => return Err(TryRecvError::Empty),
+                Err(broadcast::error::TryRecvError::Closed) => return Err(TryRecvError::Disconnected),
+            }
+        }
+    }
+
+    /// How many events were dropped, in total, because this reader fell behind.
+    pub fn missed(&self) -> u64 {
+        self.missed
+    }
+
+    fn lagged(&mut self, count: u64) {
+        self.missed += count;
+        tracing::warn!(
+            missed = count,
+            total = self.missed,
+            "an event subscriber fell {EVENT_BUFFER} events behind; the oldest were dropped"
+        );
+    }
+}
+
+/// Bridges actix events to a subscription's channel.
 struct EventForwarder {
-    tx: tokio::sync::mpsc::UnboundedSender<Event>,
+    tx: broadcast::Sender<Event>,
 }
 
 impl actix::Actor for EventForwarder {
@@ -254,6 +316,7 @@ impl actix::Handler<Event> for EventForwarder {
     type Result = ();
 
     fn handle(&mut self, event: Event, ctx: &mut actix::Context<Self>) {
+        // Fails only when the subscriber dropped its `Events`.
         if self.tx.send(event).is_err() {
             actix::ActorContext::stop(ctx);
         }

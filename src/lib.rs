@@ -9,22 +9,30 @@
 //! | [`handle`] | [`Runtime::start`] and the `Send + Sync + Clone` [`Handle`] for non-actix programs |
 //! | [`protocol`] | the JSON-RPC envelope, MCP method names and versions, the agreed era ([`protocol::Session`]), tool schema checks |
 //! | [`codec`] | newline-delimited JSON-RPC framing with a frame-size limit |
-//! | [`transport`] | child processes over stdio: process groups, environment, shutdown |
+//! | [`transport`] | child processes over stdio: process groups, environment, shutdown, orphans, parent-death signal |
 //! | [`config`] | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
 //! | [`restart`] | restart policy, backoff and intensity, as plain data |
-//! | [`naming`] | exposed tool names `mcp__{server}__{tool}` |
+//! | [`naming`] | exposed tool names `mcp__{server}__{tool}`, and how names that read alike are told apart |
 //! | [`error`] | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
 //! | [`demo_server`] | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
 //! | [`cli`] | the `mcpvisor` command line |
 //!
-//! Embedding from any tokio program:
+//! Embedding from any tokio program (this example runs as a test; it finds
+//! the `mcpvisor` binary in the target directory, where `cargo test`
+//! builds it before running doc tests):
 //!
-//! ```no_run
-//! # async fn run() -> std::io::Result<()> {
+//! ```
 //! use mcpvisor::{Runtime, config::{RuntimeConfig, ServerConfig}};
-//! let handle = Runtime::start(RuntimeConfig::new([ServerConfig::stdio("demo", "mcpvisor", ["demo-server"])]))?;
-//! let args = serde_json::json!({"text": "hi"}).as_object().cloned();
-//! let result = handle.call_tool("mcp__demo__echo", args).await;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| format!("{}/target", env!("CARGO_MANIFEST_DIR")));
+//! # let mcpvisor = format!("{target}/{}/mcpvisor", if cfg!(debug_assertions) { "debug" } else { "release" });
+//! # assert!(std::path::Path::new(&mcpvisor).exists(), "{mcpvisor} is missing: build the binary first (cargo build)");
+//! let handle = Runtime::start(RuntimeConfig::new([ServerConfig::stdio("demo", mcpvisor, ["demo-server"])]))?;
+//! // No need to wait for the server: a call made before it has listed its tools waits for it.
+//! let result = handle.call_tool("mcp__demo__echo", serde_json::json!({"text": "hi"})).await?;
+//! assert_eq!(result.content[0].as_text().map(|text| text.text.as_str()), Some("hi"));
+//! handle.shutdown().await;
 //! # Ok(()) }
 //! ```
 
@@ -41,7 +49,14 @@ pub mod protocol;
 pub mod restart;
 pub mod transport;
 
-pub use actors::{CallTool, Event, Progress, ProgressSink, ServerState, ServerStatus, ToolEntry};
+pub use actors::client_requests::{ClientHandlers, ElicitationRequest, Refusal, Root, RootsRequest, SamplingRequest};
+pub use actors::operation::LogLevel;
+pub use actors::{CallTool, Event, IntoArguments, Progress, ProgressSink, ServerState, ServerStatus, ToolEntry};
 pub use error::{CallError, ConfigError, ConnectError, ManageError};
-pub use handle::{Handle, Runtime};
-pub use rmcp::model::{CallToolResult, JsonObject, Tool};
+pub use handle::{Events, Handle, Runtime, EVENT_BUFFER};
+/// The MCP types of the public API (results, references of completions,
+/// elicitation answers), so a program needs no `rmcp` dependency of its own.
+pub use rmcp::model::{
+    ArgumentInfo, CallToolResult, CompletionInfo, ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptResult, JsonObject,
+    Prompt, PromptReference, ReadResourceResult, Reference, Resource, ResourceTemplate, ResourceTemplateReference, Tool,
+};

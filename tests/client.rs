@@ -31,7 +31,7 @@ async fn call(handle: &Handle, server: &str, tool: &str, arguments: Value) -> Re
 }
 
 /// Waits for the first event that `pick` accepts (bounded: 10 s).
-async fn next_event<T>(events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>, pick: impl Fn(Event) -> Option<T>) -> T {
+async fn next_event<T>(events: &mut mcpvisor::Events, pick: impl Fn(Event) -> Option<T>) -> T {
     let wait = async {
         while let Some(event) = events.recv().await {
             if let Some(found) = pick(event) {

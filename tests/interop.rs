@@ -191,9 +191,9 @@ fn user(roots: &[&str]) -> (ClientHandlers, Arc<Mutex<Asked>>) {
     });
     let user = rx.recv().expect("the user actor starts");
     let handlers = ClientHandlers {
-        roots: Some(user.clone().recipient()),
-        sampling: Some(user.clone().recipient()),
-        elicitation: Some(user.recipient()),
+        roots: Some(user.clone().recipient().into()),
+        sampling: Some(user.clone().recipient().into()),
+        elicitation: Some(user.recipient().into()),
     };
     (handlers, asked)
 }
@@ -239,12 +239,7 @@ async fn era_of(handle: &Handle, server: &str) -> (String, String) {
     (status.era.unwrap_or_default(), status.protocol_version.unwrap_or_default())
 }
 
-async fn next_event<T>(
-    events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
-    within: Duration,
-    what: &str,
-    pick: impl Fn(Event) -> Option<T>,
-) -> T {
+async fn next_event<T>(events: &mut mcpvisor::Events, within: Duration, what: &str, pick: impl Fn(Event) -> Option<T>) -> T {
     let wait = async {
         while let Some(event) = events.recv().await {
             if let Some(found) = pick(event) {

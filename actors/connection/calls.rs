@@ -128,6 +128,9 @@ impl Connection {
         if !self.config.tools.permits(&call.name) {
             return Reply::Ready(Err(CallError::NotPermitted { server, tool }));
         }
+        if let Some(message) = call.arguments_error.take() {
+            return Reply::Ready(Err(CallError::InvalidArguments { server, tool, message }));
+        }
         let contract = self.contracts.get(&call.name).cloned();
         if let Some(contract) = &contract {
             let arguments = serde_json::Value::Object(call.arguments.take().unwrap_or_default());

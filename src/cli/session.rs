@@ -57,8 +57,8 @@ impl Session {
         secrets::install(Scrubber::of(&configs));
         let startup_bound = configs.iter().filter(|c| c.enabled).map(|c| c.timeouts.startup).max().unwrap_or_default() + SETTLE_MARGIN;
         let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
-        let handle =
-            Runtime::start(RuntimeConfig::new(configs)).map_err(|e| Failure::connection(format!("cannot start the runtime: {e}")))?;
+        let handle = Runtime::start(RuntimeConfig { end_orphans: true, ..RuntimeConfig::new(configs) })
+            .map_err(|e| Failure::connection(format!("cannot start the runtime: {e}")))?;
         Ok(Session { handle, names, startup_bound })
     }
 

@@ -338,11 +338,17 @@ pub struct RuntimeConfig {
     /// embedding program that reaps its own orphans may turn it off. Only
     /// processes of the servers' own groups are ever reaped by mcpvisor.
     pub subreaper: bool,
+    /// On shutdown, end (SIGKILL) and reap every process reparented to this
+    /// one, such as a server's descendant that left its group with `setsid`.
+    /// Only for a process that runs mcpvisor and nothing else (the CLI),
+    /// where every orphan is a server's descendant; needs `subreaper`. Off
+    /// by default: an embedding program's own orphans would be ended too.
+    pub end_orphans: bool,
 }
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig { servers: Vec::new(), handlers: Default::default(), subreaper: true }
+        RuntimeConfig { servers: Vec::new(), handlers: Default::default(), subreaper: true, end_orphans: false }
     }
 }
 

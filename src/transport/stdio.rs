@@ -9,9 +9,16 @@
 //!   shutdown), the group is killed with SIGKILL on the way out;
 //! - orphans: a server's children outlive it only as zombies, and only
 //!   their new parent can reap them. With [`become_subreaper`] they are
-//!   reparented to this process, and the reaper reaps every process of the
-//!   server's group that became ours, and nothing else (other children of
-//!   an embedding program are never waited for here).
+//!   reparented to this process, and the reaper reaps the processes of the
+//!   server's group that became ours (by waiting on the group, without
+//!   scanning /proc), and nothing else: other children of an embedding
+//!   program are never waited for here;
+//! - a descendant that left the group (`setsid`) is out of reach of the
+//!   group's signals; [`end_orphans`] ends such processes on shutdown, for
+//!   a process that runs nothing but mcpvisor (see `RuntimeConfig::end_orphans`);
+//! - a server dies with the thread that spawned it (`PR_SET_PDEATHSIG`), so
+//!   a SIGKILLed mcpvisor leaves no server behind even if the server ignores
+//!   EOF on stdin and SIGTERM.
 
 use std::ffi::OsString;
 use std::process::Stdio;
@@ -106,12 +113,12 @@ pub struct ProcInfo {
 
 /// Every process of a group, from /proc (empty where /proc is not mounted).
 pub fn group_members(group: ProcessGroup) -> Vec<ProcInfo> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(proc_info)
-        .filter(|info| info.pgrp == group.0)
-        .collect()
+    all_processes().filter(|info| info.pgrp == group.0).collect()
+}
+
+fn all_processes() -> impl Iterator<Item = ProcInfo> {
+    let entries = std::fs::read_dir("/proc").into_iter().flatten();
+    entries.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok()).filter_map(proc_info)
 }
 
 /// Reads `/proc/PID/stat`: `pid (comm) state ppid pgrp ...`, where comm may
@@ -125,24 +132,74 @@ pub fn proc_info(pid: i32) -> Option<ProcInfo> {
     Some(ProcInfo { pid, state, ppid, pgrp })
 }
 
-/// Reaps the group's processes that were reparented to us, for a bounded
-/// time while SIGKILL takes effect.
-async fn reap_orphans(group: ProcessGroup) {
-    let me = std::process::id() as i32;
-    for _ in 0..50 {
-        let ours: Vec<ProcInfo> = group_members(group).into_iter().filter(|p| p.ppid == me).collect();
-        if ours.is_empty() {
-            return;
-        }
-        for orphan in ours {
+/// How often, and how far apart, a killed group is waited for.
+const REAP_ROUNDS: usize = 50;
+const REAP_PAUSE: Duration = Duration::from_millis(20);
+
+/// Reaps the processes of the group (whose leader is already reaped) that
+/// were reparented to us, for a bounded time while SIGKILL takes effect.
+/// `waitpid(-pgid)` waits only for our own children in that group, so it
+/// needs no /proc scan and never touches an embedding program's children.
+async fn reap_group(group: ProcessGroup) {
+    for _ in 0..REAP_ROUNDS {
+        loop {
             let mut status = 0;
-            // SAFETY: waitpid on a specific pid of our own children, non-blocking.
-            unsafe {
-                libc::waitpid(orphan.pid, &mut status, libc::WNOHANG);
+            // SAFETY: waitpid on a process group id (> 0, so -id is a group), non-blocking.
+            let reaped = unsafe { libc::waitpid(-group.0, &mut status, libc::WNOHANG) };
+            match reaped {
+                0 => break,          // ours in the group, still dying
+                pid if pid > 0 => {} // one reaped: look for the next
+                _ => return,         // ECHILD: nothing of the group is ours any more
             }
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(REAP_PAUSE).await;
     }
+}
+
+/// Ends every child of this process and reaps it, repeating as their own
+/// children are reparented here; returns how many were ended. Only for a
+/// process whose every child at this point is a server's orphan (all
+/// servers stopped, the process a subreaper, nothing else spawning): it
+/// waits for children it did not start. Blocking: run it off the actor
+/// thread.
+pub fn end_orphans() -> usize {
+    let me = std::process::id() as i32;
+    let mut ended = 0;
+    for _ in 0..REAP_ROUNDS {
+        let orphans: Vec<ProcInfo> = all_processes().filter(|p| p.ppid == me).collect();
+        if orphans.is_empty() {
+            break;
+        }
+        for orphan in &orphans {
+            tracing::warn!(pid = orphan.pid, "ending a process left behind by a server (it had left its server's process group)");
+            // SAFETY: kill/killpg have no memory-safety preconditions; the
+            // pid is a child of ours (> 0), and its group is signalled only
+            // when it leads it (a group made by `setsid`).
+            unsafe {
+                if orphan.pgrp == orphan.pid {
+                    libc::killpg(orphan.pid, libc::SIGKILL);
+                }
+                libc::kill(orphan.pid, libc::SIGKILL);
+            }
+        }
+        for orphan in orphans {
+            ended += usize::from(reap_child(orphan.pid));
+        }
+    }
+    ended
+}
+
+/// Waits (bounded) for one killed child; returns whether it was reaped.
+fn reap_child(pid: i32) -> bool {
+    for _ in 0..REAP_ROUNDS {
+        let mut status = 0;
+        // SAFETY: waitpid on one pid of our own children, non-blocking.
+        match unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } {
+            0 => std::thread::sleep(REAP_PAUSE),
+            reaped => return reaped == pid,
+        }
+    }
+    false
 }
 
 /// The environment a server starts with.
@@ -173,8 +230,21 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
         .process_group(0)
         .kill_on_drop(true);
     if let Some(cwd) = &config.cwd {
+        // Checked here because a missing directory makes spawn fail with
+        // NotFound, which reads as a missing command.
+        let problem = match std::fs::metadata(cwd) {
+            Ok(meta) if meta.is_dir() => None,
+            Ok(_) => Some("is not a directory".to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("does not exist".to_string()),
+            Err(e) => Some(format!("cannot be used ({e})")),
+        };
+        if let Some(problem) = problem {
+            let cwd = cwd.display().to_string();
+            return Err(ConnectError::WorkingDirectory { server: config.name.clone(), command: config.command.clone(), cwd, problem });
+        }
         command.current_dir(cwd);
     }
+    die_with_this_thread(&mut command);
     let mut child = command.spawn().map_err(|e| ConnectError::Spawn {
         server: config.name.clone(),
         command: config.command.clone(),
@@ -199,10 +269,39 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
         // The leader is gone: nothing else of its group may outlive it.
         guard.0 = None;
         group.signal(libc::SIGKILL);
-        reap_orphans(group).await;
+        reap_group(group).await;
         let _ = tx.send(Some(exit));
     });
     Ok(StdioProcess { pid, stdin, stdout, stderr, group, exit: ExitWatch(rx) })
+}
+
+/// Makes the child get SIGKILL when the thread that spawns it ends
+/// (`PR_SET_PDEATHSIG`), so a server outlives neither a SIGKILLed mcpvisor
+/// nor a runtime torn down without a shutdown, even if it ignores EOF on
+/// stdin and SIGTERM.
+///
+/// Linux ties the signal to the *thread* that forked the child, not to the
+/// process: servers are spawned by their connection actor, on the thread of
+/// the actix System that runs the Hub (the `mcpvisor-runtime` thread of
+/// [`crate::Runtime`]), which lives exactly as long as the runtime. Spawning
+/// from a short-lived thread would kill the server when that thread ends.
+fn die_with_this_thread(command: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the child between fork and exec and calls
+    // only async-signal-safe functions (prctl, getppid), allocating nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl: then no
+            // signal will come, so do not start at all.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Stops a server whose stdin the caller has already closed: waits `grace`

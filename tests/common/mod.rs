@@ -119,5 +119,5 @@ pub fn assistant_handlers() -> ClientHandlers {
         });
     });
     let assistant = rx.recv().expect("the assistant starts");
-    ClientHandlers { roots: None, sampling: Some(assistant.clone().recipient()), elicitation: Some(assistant.recipient()) }
+    ClientHandlers { roots: None, sampling: Some(assistant.clone().recipient().into()), elicitation: Some(assistant.recipient().into()) }
 }
