@@ -40,7 +40,7 @@ fn silent_handlers(asked: mpsc::UnboundedSender<()>) -> ClientHandlers {
         });
     });
     let silent = rx.recv().expect("the handler starts");
-    ClientHandlers { roots: None, sampling: Some(silent.recipient()), elicitation: None }
+    ClientHandlers { roots: None, sampling: Some(silent.recipient().into()), elicitation: None }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
