@@ -65,7 +65,7 @@ async fn tools_of_one_server_that_read_alike_repeat_or_have_no_name_are_kept_and
     let dotted = tools.get("x.y").expect("x.y is kept");
     assert!(dotted.starts_with("mcp__odd__x_y_") && dotted.len() == "mcp__odd__x_y_".len() + 8, "{dotted}");
     let warnings = status_of(&handle, "odd").await.warnings.join("\n");
-    for said in ["`x.y` is exposed as", "`x_y` more than once", "empty name"] {
+    for said in ["`x.y` is exposed as", "`x_y` is listed more than once", "empty name"] {
         assert!(warnings.contains(said), "no warning saying {said:?}: {warnings}");
     }
     handle.shutdown().await;

@@ -241,7 +241,9 @@ impl Catalog {
 
 /// Names for one server's listing: tools whose names sanitise alike are
 /// told apart (the exact one keeps the readable name); a name listed twice
-/// is kept once. Each such case adds a warning.
+/// is kept once. Each such case adds a warning. (A connection already leaves
+/// out repeated and empty names when it reads a listing; the catalog stays
+/// unambiguous even when handed them.)
 fn assign(
     server: &str,
     segment: &str,
