@@ -50,7 +50,7 @@ mod negotiation;
 mod wire;
 
 use crate::codec::{peek_id, Frame, FrameError, JsonRpcCodec};
-use crate::config::{Era as ConfiguredEra, Keyword, ServerConfig, Transport};
+use crate::config::{Era as ConfiguredEra, Keyword, Redactor, ServerConfig, Transport};
 use crate::error::{CallError, ConnectError};
 use crate::protocol::schema::ToolContract;
 use crate::protocol::{self, error_codes, methods, Era, ErrorObject, Message as RpcMessage, RequestId, Session};
@@ -255,6 +255,8 @@ pub struct Connection {
     queue: VecDeque<Queued>,
     run: Option<Run>,
     stderr_tail: VecDeque<String>,
+    /// Masks the secrets of `config` in each stderr line before it is logged or kept.
+    redactor: Redactor,
     tools: Vec<Tool>,
     /// What calls to each tool are checked against.
     contracts: HashMap<String, Arc<ToolContract>>,
@@ -288,6 +290,7 @@ impl Connection {
         let answerer = Arc::new(Answerer::new(&config.name, handlers, &config.roots, config.cwd.as_deref()));
         let restarts = RestartTracker::new(config.restart, config.restart_limits);
         let config_enabled = config.enabled;
+        let redactor = Redactor::from_configs([&config]);
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
         Connection {
             config: Arc::new(config),
@@ -304,6 +307,7 @@ impl Connection {
             queue: VecDeque::new(),
             run: None,
             stderr_tail: VecDeque::with_capacity(STDERR_TAIL_LINES),
+            redactor,
             tools: Vec::new(),
             contracts: HashMap::new(),
             peer: None,

@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::output::{warn, Failure};
-use super::secrets::{self, Scrubber};
+use super::output::{report_text, warn, Failure, Layout};
+use super::secrets;
 use super::servers::{env, Entry, Servers};
 use crate::actors::{ServerState, ServerStatus};
+use crate::config::Redactor;
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::{Handle, Runtime};
 
@@ -54,7 +55,7 @@ impl Session {
             config.validate()?;
             configs.push(config);
         }
-        secrets::install(Scrubber::of(&configs));
+        secrets::install(Redactor::from_configs(&configs));
         let startup_bound = configs.iter().filter(|c| c.enabled).map(|c| c.timeouts.startup).max().unwrap_or_default() + SETTLE_MARGIN;
         let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
         let handle =
@@ -179,7 +180,7 @@ impl Spinners {
     fn show(&self, statuses: &[ServerStatus]) {
         for (name, bar) in &self.bars {
             if let Some(status) = statuses.iter().find(|s| &s.name == name) {
-                bar.set_message(secrets::scrub(&describe(status)));
+                bar.set_message(report_text(&describe(status), Layout::OneLine));
             }
         }
     }
@@ -193,7 +194,8 @@ impl Spinners {
                 _ => "✗",
             };
             bar.set_style(ProgressStyle::with_template("{msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
-            bar.finish_with_message(format!("{mark} {name} {}", status.map(|s| secrets::scrub(&describe(s))).unwrap_or_default()));
+            let described = status.map(describe).unwrap_or_default();
+            bar.finish_with_message(report_text(&format!("{mark} {name} {described}"), Layout::OneLine));
         }
     }
 }
