@@ -97,3 +97,42 @@ fn secrets_are_redacted_in_listings_status_errors_and_logs() {
         assert!(!shown.contains(SECRET) && shown.contains("***") && shown.contains("debug"), "{args:?}:\n{shown}");
     }
 }
+
+#[test]
+fn a_named_file_with_a_bad_entry_or_no_server_is_an_error_not_the_demo() {
+    let sandbox = Sandbox::new();
+    let cases = [
+        (r#"{"mcpServers": {"x": {"command": 5}}}"#, "f.json: server \"x\": `command` must be a string"),
+        (r#"{"mcpServers": {"x": {"command": "a", "args": [1]}}}"#, "f.json: server \"x\": `args[0]` must be a string"),
+        (r#"{"mcpServers": {"x": {"command": "a", "args": "x"}}}"#, "f.json: server \"x\": `args` must be an array of strings"),
+        (r#"{"mcpServers": {}}"#, "f.json defines no server"),
+    ];
+    for (text, expected) in cases {
+        sandbox.write("f.json", text);
+        for args in [vec!["--config", "f.json", "status"], vec!["--config", "f.json", "--json", "list"]] {
+            let output = sandbox.cmd(&args).output().unwrap();
+            assert_eq!(output.status.code(), Some(2), "{text} {args:?}");
+            assert!(stderr(&output).contains(expected), "{text} {args:?}: {}", stderr(&output));
+            assert!(!stdout(&output).contains("demo-server"), "the demo is not offered: {}", stdout(&output));
+        }
+    }
+    // The user file named by MCPVISOR_CONFIG, empty.
+    sandbox.write_user_file("# nothing yet\n");
+    let output = sandbox.cmd(["list"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("servers.toml defines no server"), "{}", stderr(&output));
+}
+
+#[test]
+fn the_demo_is_offered_only_when_nothing_is_configured_anywhere() {
+    let sandbox = Sandbox::new();
+    let (list, code) = sandbox.json(["--json", "list"]);
+    assert_eq!((code, list[0]["origin"].as_str()), (0, Some("built-in")));
+    // An editor's file in the project whose only server cannot be used: skipped, and no demo in its place.
+    sandbox.write(".mcp.json", r#"{"mcpServers": {"x": {"command": 5}}}"#);
+    let output = sandbox.cmd(["status"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    let error = stderr(&output);
+    assert!(error.contains("warning: skipped: ") && error.contains("`command` must be a string"), "{error}");
+    assert!(error.contains("no usable server"), "{error}");
+}

@@ -4,8 +4,15 @@
 //! directory) combined by precedence ([`crate::config::discover`]). With
 //! `--config FILE`, only that file: mcpvisor's TOML when it ends in
 //! `.toml`, else an editor's JSON, its format told by its name or shape.
-//! When no server is configured anywhere, one built-in server `demo` (this
-//! binary's `demo-server`) is there, so every command can be tried at once.
+//!
+//! A file the user named (`--config`, or `MCPVISOR_CONFIG` when it exists)
+//! is read strictly: a server that cannot be used is an error naming the
+//! file, the server and the field, and a file without servers is an error
+//! saying so. Editors' files found in the project are other programs'
+//! business: their unusable servers are skipped with a warning.
+//! Only when no server is defined anywhere (none loaded, none skipped, no
+//! file named) is one built-in server `demo` (this binary's `demo-server`)
+//! there, so every command can be tried at once.
 
 use std::path::{Path, PathBuf};
 
@@ -66,18 +73,35 @@ pub struct Servers {
 }
 
 impl Servers {
-    /// Loads the configuration; editors' servers that cannot be used are
-    /// skipped with a warning on stderr. Errors in mcpvisor's files fail.
+    /// Loads the configuration; editors' servers found in the project that
+    /// cannot be used are skipped with a warning on stderr. Errors in
+    /// mcpvisor's files and in a file the user named fail.
     pub fn load(cli: &Cli) -> Result<Servers, Failure> {
-        let loaded = match &cli.config {
-            Some(file) => load_file(&absolute(file)?)?,
-            None => Locations::new(Some(&current_dir()?), env).load()?,
+        let (loaded, named) = match &cli.config {
+            Some(file) => {
+                let file = absolute(file)?;
+                (load_file(&file)?, Some(file))
+            }
+            None => {
+                let locations = Locations::new(Some(&current_dir()?), env);
+                let named = env("MCPVISOR_CONFIG").filter(|v| !v.is_empty()).and(locations.user_file.clone());
+                (locations.load()?, named)
+            }
         };
         for skipped in &loaded.skipped {
             warn(format_args!("skipped: {skipped}"));
         }
         let mut entries: Vec<Entry> = loaded.servers.into_iter().map(Entry::from).collect();
         if entries.is_empty() {
+            if let Some(file) = named.filter(|file| loaded.files.contains(file)) {
+                return Err(Failure::usage(format!(
+                    "{} defines no server; add one with `mcpvisor add NAME -- COMMAND [ARGS...]`, or name another file",
+                    file.display()
+                )));
+            }
+            if !loaded.skipped.is_empty() {
+                return Err(Failure::usage("no usable server: every configured server was skipped (the warnings above say why)"));
+            }
             entries.push(built_in()?);
         }
         Ok(Servers { entries, files: loaded.files })
@@ -141,7 +165,7 @@ pub fn is_native(file: &Path) -> bool {
     file.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("toml"))
 }
 
-/// Only `file`: mcpvisor's TOML, or an editor's JSON.
+/// Only `file`: mcpvisor's TOML, or an editor's JSON, every server usable.
 fn load_file(file: &Path) -> Result<LoadedConfig, ConfigError> {
     let text = std::fs::read_to_string(file).map_err(|e| ConfigError::Io { file: file.into(), action: "read", reason: e.to_string() })?;
     let mut loaded = LoadedConfig { files: vec![file.into()], ..LoadedConfig::default() };
@@ -151,12 +175,9 @@ fn load_file(file: &Path) -> Result<LoadedConfig, ConfigError> {
             loaded.servers.push(defined(config, Origin::Native));
         }
     } else {
-        let (format, servers) = foreign::parse_each(file, &text, &Default::default())?;
-        for server in servers {
-            match server {
-                Ok(config) => loaded.servers.push(defined(ServerConfig { scope: Scope::Project, ..config }, Origin::Foreign(format))),
-                Err(error) => loaded.skipped.push(error),
-            }
+        let (format, servers) = foreign::parse(file, &text, &Default::default())?;
+        for config in servers {
+            loaded.servers.push(defined(ServerConfig { scope: Scope::Project, ..config }, Origin::Foreign(format)));
         }
     }
     Ok(loaded)
