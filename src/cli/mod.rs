@@ -57,6 +57,10 @@ pub struct Cli {
     /// No log output on stderr.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Start at most N servers in one command (default 200, or
+    /// $MCPVISOR_MAX_SERVERS); more is an error naming the count.
+    #[arg(long, global = true, value_name = "N")]
+    pub max_servers: Option<usize>,
     #[command(subcommand)]
     pub command: Command,
 }

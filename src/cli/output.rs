@@ -278,6 +278,32 @@ impl Out {
         }
     }
 
+    /// A JSON array of mcpvisor's report, redacted, written item by item:
+    /// the items are made only with `--json`, and never all at once, so a
+    /// long list costs one item's memory. The text is what pretty-printing
+    /// the whole array gives.
+    pub fn json_array<T: Serialize>(&self, items: impl IntoIterator<Item = T>) {
+        if !self.json {
+            return;
+        }
+        let mut items = items.into_iter().peekable();
+        if items.peek().is_none() {
+            return print_line("[]");
+        }
+        print_line("[");
+        while let Some(item) = items.next() {
+            let mut value = match serde_json::to_value(&item) {
+                Ok(value) => value,
+                Err(e) => return eprintln!("error: cannot write JSON: {e}"),
+            };
+            secrets::scrub_json(&mut value);
+            let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+            let separator = if items.peek().is_some() { "," } else { "" };
+            print_line(format_args!("  {}{separator}", text.replace('\n', "\n  ")));
+        }
+        print_line("]");
+    }
+
     /// The JSON value of a server's answer, exactly (nothing without `--json`).
     pub fn answer_json<T: Serialize + ?Sized>(&self, value: &T) {
         if self.json {

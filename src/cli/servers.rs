@@ -26,6 +26,9 @@ use super::Cli;
 /// The name of the server that is there when none is configured.
 pub const BUILT_IN: &str = "demo";
 
+/// How many servers one command starts at most, unless told otherwise.
+pub const DEFAULT_MAX_SERVERS: usize = 200;
+
 /// Where a server is defined.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DefinedIn {
@@ -70,6 +73,8 @@ pub struct Servers {
     pub entries: Vec<Entry>,
     /// The files read, lowest precedence first.
     pub files: Vec<PathBuf>,
+    /// How many servers one command may start.
+    pub max_started: usize,
 }
 
 impl Servers {
@@ -104,7 +109,26 @@ impl Servers {
             }
             entries.push(built_in()?);
         }
-        Ok(Servers { entries, files: loaded.files })
+        Ok(Servers { entries, files: loaded.files, max_started: max_servers(cli)? })
+    }
+
+    /// The servers a command about one server (`only`) or all of them
+    /// starts. Starting more enabled servers than [`Servers::max_started`]
+    /// at once is refused: a file of thousands of servers must not start
+    /// thousands of processes by surprise.
+    pub fn to_start(&self, only: Option<&str>) -> Result<Vec<&Entry>, Failure> {
+        if let Some(name) = only {
+            return Ok(vec![self.get(name)?]);
+        }
+        let enabled = self.entries.iter().filter(|entry| entry.config.enabled).count();
+        if enabled > self.max_started {
+            return Err(Failure::usage(format!(
+                "this would start {enabled} servers, more than the limit of {}; name one (e.g. `--server NAME`, `mcpvisor call NAME ...`), \
+                 disable some, or raise the limit with --max-servers {enabled} or MCPVISOR_MAX_SERVERS={enabled}",
+                self.max_started
+            )));
+        }
+        Ok(self.entries.iter().collect())
     }
 
     pub fn get(&self, name: &str) -> Result<&Entry, Failure> {
@@ -121,6 +145,18 @@ impl From<LoadedServer> for Entry {
             config: server.config,
             defined_in: DefinedIn::File { path: server.source, origin: server.origin, overrides: server.overrides },
         }
+    }
+}
+
+/// `--max-servers`, else `$MCPVISOR_MAX_SERVERS`, else [`DEFAULT_MAX_SERVERS`].
+fn max_servers(cli: &Cli) -> Result<usize, Failure> {
+    match (cli.max_servers, env("MCPVISOR_MAX_SERVERS").filter(|v| !v.is_empty())) {
+        (Some(max), _) => Ok(max),
+        (None, Some(text)) => text
+            .trim()
+            .parse()
+            .map_err(|_| Failure::usage(format!("MCPVISOR_MAX_SERVERS is {text:?}; set it to a whole number such as 500"))),
+        (None, None) => Ok(DEFAULT_MAX_SERVERS),
     }
 }
 

@@ -111,19 +111,11 @@ impl Session {
     }
 }
 
-/// The servers a command about one server (`--server S`) or all of them starts.
-fn selected<'a>(servers: &'a Servers, only: Option<&str>) -> Result<Vec<&'a Entry>, Failure> {
-    match only {
-        Some(name) => Ok(vec![servers.get(name)?]),
-        None => Ok(servers.entries.iter().collect()),
-    }
-}
-
 /// Starts the selected servers. With one server asked for by name, it must
 /// connect; with all, those that did not are named in a warning and the
 /// command goes on with the others.
 pub async fn start_selected(servers: &Servers, only: Option<&str>, leaving_out: &str) -> Result<Session, Failure> {
-    let session = Session::start(selected(servers, only)?).await?;
+    let session = Session::start(servers.to_start(only)?).await?;
     match only {
         Some(name) => {
             if let Err(failure) = session.require_connected(name).await {

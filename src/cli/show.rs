@@ -16,7 +16,7 @@ pub struct InfoArgs {
 
 pub fn list(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
-    out.json(&servers.entries.iter().map(entry_json).collect::<Vec<_>>());
+    out.json_array(servers.entries.iter().map(entry_json));
     let mut rows = vec![["SERVER", "STATE", "TRANSPORT", "COMMAND / URL", "DEFINED IN"].map(String::from).to_vec()];
     for entry in &servers.entries {
         let config = entry.config.redacted();

@@ -24,7 +24,7 @@ pub struct TestArgs {
 
 pub async fn status(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
-    let session = Session::start(&servers.entries).await?;
+    let session = Session::start(servers.to_start(None)?).await?;
     let statuses = session.handle.status().await;
     session.close().await;
     out.json(&statuses.iter().map(|status| status_json(status, &servers)).collect::<Vec<_>>());
