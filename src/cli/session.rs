@@ -134,6 +134,19 @@ pub async fn start_selected(servers: &Servers, only: Option<&str>, leaving_out: 
     Ok(session)
 }
 
+/// Shows each server's `warnings` (tools left out, names disambiguated or
+/// in collision) on stderr, one `warning:` line each. Read through the
+/// status' JSON form, so servers whose runtime reports none show none.
+pub fn warn_about(statuses: &[ServerStatus]) {
+    for status in statuses {
+        let value = serde_json::to_value(status).unwrap_or_default();
+        for warning in value.get("warnings").and_then(|w| w.as_array()).into_iter().flatten() {
+            let text = warning.as_str().map_or_else(|| warning.to_string(), str::to_string);
+            warn(format_args!("server `{}`: {text}", status.name));
+        }
+    }
+}
+
 /// A server's state in a few words, with its error when it has one.
 pub fn describe(status: &ServerStatus) -> String {
     let error = |error: &str| error.lines().next().unwrap_or_default().to_string();

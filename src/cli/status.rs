@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::output::{not_offered, table, Failure, Out, Paint, Piece};
 use super::servers::{Entry, Servers};
-use super::session::{describe, Session};
+use super::session::{describe, warn_about, Session};
 use super::{Cli, EXIT_CONNECTION};
 use crate::actors::{ServerState, ServerStatus};
 use crate::config::Keyword;
@@ -27,6 +27,9 @@ pub async fn status(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     let session = Session::start(servers.to_start(None)?).await?;
     let statuses = session.handle.status().await;
     session.close().await;
+    if !out.json {
+        warn_about(&statuses);
+    }
     out.json(&statuses.iter().map(|status| status_json(status, &servers)).collect::<Vec<_>>());
     let mut rows =
         vec![["SERVER", "STATE", "PID", "TOOLS", "RESOURCES", "PROMPTS", "ERA", "RESTARTS", "UPTIME"].map(String::from).to_vec()];

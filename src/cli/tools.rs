@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::arguments::tool_arguments;
 use super::output::{content_text, first_line, report_text, table, Failure, Layout, Out, Paint, Piece};
 use super::servers::{Entry, Servers};
-use super::session::{start_selected, Session};
+use super::session::{start_selected, warn_about, Session};
 use super::{Cli, EXIT_TOOL_ERROR};
 use crate::actors::{Progress, ProgressSink, ToolEntry};
 use crate::{CallTool, CallToolResult};
@@ -44,7 +44,11 @@ pub async fn tools(cli: &Cli, out: &Out, args: &ToolsArgs) -> Result<u8, Failure
     let servers = Servers::load(cli)?;
     let session = start_selected(&servers, args.server.as_deref(), "its tools are not listed").await?;
     let catalog = session.handle.list_tools().await;
+    let statuses = session.handle.status().await;
     session.close().await;
+    if !out.json {
+        warn_about(&statuses);
+    }
     let needle = args.search.as_deref().map(str::to_lowercase);
     let shown: Vec<&ToolEntry> = catalog
         .iter()
