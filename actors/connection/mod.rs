@@ -64,7 +64,7 @@ mod unmatched;
 mod wire;
 
 use crate::codec::{peek_id, Frame, FrameError, JsonRpcCodec};
-use crate::config::{Era as ConfiguredEra, Keyword, ServerConfig, Transport};
+use crate::config::{Era as ConfiguredEra, Keyword, Redactor, ServerConfig, Transport};
 use crate::error::{CallError, ConnectError};
 use crate::protocol::schema::ToolContract;
 use crate::protocol::{self, error_codes, methods, Era, ErrorObject, Message as RpcMessage, RequestId, Session};
@@ -195,6 +195,8 @@ pub struct Connection {
     calls: CallBook,
     run: Option<Run>,
     stderr_tail: VecDeque<String>,
+    /// Masks the secrets of `config` in each stderr line before it is logged or kept.
+    redactor: Redactor,
     /// Tools of the last listing that went to the catalog (the Registry
     /// keeps the only copy of the tools themselves).
     tool_count: usize,
@@ -264,6 +266,7 @@ impl Connection {
         let answerer = Arc::new(Answerer::new(&config.name, handlers, &config.roots, config.cwd.as_deref()));
         let restarts = RestartTracker::new(config.restart, config.restart_limits);
         let config_enabled = config.enabled;
+        let redactor = Redactor::from_configs([&config]);
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
         Connection {
             config: Arc::new(config),
@@ -278,6 +281,7 @@ impl Connection {
             calls: CallBook::default(),
             run: None,
             stderr_tail: VecDeque::with_capacity(STDERR_TAIL_LINES),
+            redactor,
             tool_count: 0,
             tool_warnings: Vec::new(),
             contracts: HashMap::new(),

@@ -190,6 +190,7 @@ impl Connection {
     fn on_stderr_line(&mut self, line: String) {
         #[cfg(feature = "fault-injection")]
         assert!(!line.contains(super::guard::PANIC_ON_STDERR_LINE), "injected fault in a stderr line");
+        let line = self.redactor.text(&line).into_owned();
         tracing::info!(target: "mcpvisor::server", server = %self.config.name, "{line}");
         if self.stderr_tail.len() == STDERR_TAIL_LINES {
             self.stderr_tail.pop_front();

@@ -7,7 +7,6 @@
 //! against what the design promises: exit 0 only if all held.
 
 use std::io::IsTerminal;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -29,12 +28,12 @@ struct Outcome {
     took: Duration,
 }
 
-pub fn run(json_output: bool) -> ExitCode {
+pub fn run(json_output: bool) -> u8 {
     let exe = match std::env::current_exe() {
         Ok(exe) => exe.to_string_lossy().into_owned(),
         Err(e) => {
             eprintln!("mcpvisor demo: cannot find this executable to start the demo servers: {e}");
-            return ExitCode::from(EXIT_CONNECTION);
+            return EXIT_CONNECTION;
         }
     };
     let servers = SERVERS.map(|name| ServerConfig::stdio(name, exe.clone(), ["demo-server"]));
@@ -42,7 +41,7 @@ pub fn run(json_output: bool) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("mcpvisor demo: cannot start a tokio runtime: {e}");
-            return ExitCode::from(EXIT_CONNECTION);
+            return EXIT_CONNECTION;
         }
     };
     let report = runtime.block_on(async move {
@@ -55,20 +54,20 @@ pub fn run(json_output: bool) -> ExitCode {
         Ok(report) => report,
         Err(e) => {
             eprintln!("mcpvisor demo: {e}");
-            return ExitCode::from(EXIT_CONNECTION);
+            return EXIT_CONNECTION;
         }
     };
     if json_output {
         print_line(serde_json::to_string_pretty(&report.json).unwrap_or_default());
     }
     if report.failures.is_empty() {
-        ExitCode::SUCCESS
+        0
     } else {
         eprintln!("\nThe demo did NOT behave as designed:");
         for failure in &report.failures {
             eprintln!("  - {failure}");
         }
-        ExitCode::from(EXIT_CONNECTION)
+        EXIT_CONNECTION
     }
 }
 

@@ -17,7 +17,7 @@
 //!
 //! Exit codes: 0 ok; 1 the tool answered `isError`; 2 usage or
 //! configuration error; 3 connection or protocol error (and a demo whose
-//! runtime did not behave as designed).
+//! runtime did not behave as designed); 4 the output could not be written.
 
 mod arguments;
 mod demo;
@@ -57,6 +57,10 @@ pub struct Cli {
     /// No log output on stderr.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Start at most N servers in one command (default 200, or
+    /// $MCPVISOR_MAX_SERVERS); more is an error naming the count.
+    #[arg(long, global = true, value_name = "N")]
+    pub max_servers: Option<usize>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -103,6 +107,8 @@ pub enum Command {
 pub const EXIT_TOOL_ERROR: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_CONNECTION: u8 = 3;
+/// The command's output could not be written to stdout (a full disk, an I/O error).
+pub const EXIT_OUTPUT: u8 = 4;
 /// The shell's convention for a command stopped by a signal (128 + SIGINT).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
@@ -112,7 +118,7 @@ pub fn main() -> ExitCode {
         Command::DemoServer(options) => ExitCode::from(demo_server::run(options.clone()).clamp(0, 255) as u8),
         Command::Demo => {
             init_logging(&cli, "error");
-            demo::run(cli.json)
+            output::exit_code(demo::run(cli.json))
         }
         _ => {
             // Servers' errors are reported by the commands themselves.

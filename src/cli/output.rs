@@ -6,14 +6,20 @@
 //! `--json` the same error is also printed on stdout as
 //! `{"error": {"message", "exit_code"}}`, so a script reading stdout
 //! always gets JSON.
+//!
+//! Everything for stdout goes through [`print_line`], which flushes and
+//! notices lost output; every human text goes through [`terminal_safe`].
 
+use std::borrow::Cow;
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use rmcp::model::{ContentBlock, ResourceContents};
 use serde::Serialize;
 
-use super::{secrets, EXIT_CONNECTION, EXIT_USAGE};
+use super::{secrets, EXIT_CONNECTION, EXIT_OUTPUT, EXIT_USAGE};
 use crate::error::{CallError, ConfigError, ManageError};
 
 /// Why a command stopped, and with which exit code.
@@ -65,46 +71,155 @@ impl From<CallError> for Failure {
 }
 
 /// Prints the failure, if any, and turns the result into the exit code.
+/// Output lost on stdout (see [`lost_output`]) makes it a failure too.
 pub fn finish(result: Result<u8, Failure>, json: bool) -> ExitCode {
-    match result {
-        Ok(code) => ExitCode::from(code),
+    let code = match result {
+        Ok(code) => code,
         Err(failure) => {
-            let message = secrets::scrub(&failure.message);
+            let message = secrets::scrub(&failure.message).into_owned();
             let mut lines = message.lines();
-            eprintln!("error: {}", lines.next().unwrap_or_default());
+            eprintln!("error: {}", terminal_safe(lines.next().unwrap_or_default(), Layout::OneLine));
             for line in lines {
-                eprintln!("  {}", line.trim_start());
+                eprintln!("  {}", terminal_safe(line.trim_start(), Layout::OneLine));
             }
             if json {
                 print_json(&serde_json::json!({"error": {"message": message, "exit_code": failure.code}}));
             }
-            ExitCode::from(failure.code)
+            failure.code
         }
+    };
+    exit_code(code)
+}
+
+/// `code`, unless output was lost on stdout: then an error on stderr and [`EXIT_OUTPUT`].
+pub fn exit_code(code: u8) -> ExitCode {
+    match lost_output() {
+        Some(error) => {
+            eprintln!("error: the output could not be written to stdout ({error}); it is incomplete");
+            ExitCode::from(if code == 0 { EXIT_OUTPUT } else { code })
+        }
+        None => ExitCode::from(code),
     }
 }
 
-/// Writes a line to stdout. A closed stdout (`mcpvisor ... | head`) is not
-/// an error worth a panic: the rest of the output is dropped. (SIGPIPE stays
-/// ignored, as Rust sets it: a server's closed stdin must not kill us.)
+/// Set once stdout cannot take more: a closed pipe (quietly) or a write error.
+static STDOUT_DONE: AtomicBool = AtomicBool::new(false);
+/// The write error that lost output, if any (a closed pipe is not one).
+static STDOUT_ERROR: Mutex<Option<String>> = Mutex::new(None);
+
+/// Writes a line to stdout and flushes it: every byte the command line
+/// prints on stdout goes through here. A closed pipe (`mcpvisor ... | head`)
+/// ends the output quietly, as Unix tools do (SIGPIPE stays ignored, as
+/// Rust sets it: a server's closed stdin must not kill us); any other write
+/// error ends it too and is reported by [`exit_code`].
 pub fn print_line(text: impl std::fmt::Display) {
     use std::io::Write;
-    let _ = writeln!(std::io::stdout().lock(), "{}", secrets::scrub(&text.to_string()));
+    if STDOUT_DONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    let Err(error) = writeln!(stdout, "{text}").and_then(|()| stdout.flush()) else { return };
+    STDOUT_DONE.store(true, Ordering::Relaxed);
+    if error.kind() != std::io::ErrorKind::BrokenPipe {
+        let mut lost = STDOUT_ERROR.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        lost.get_or_insert_with(|| error.to_string());
+    }
 }
 
-/// Pretty JSON on stdout.
+/// The error that made stdout lose output, if any.
+pub fn lost_output() -> Option<String> {
+    STDOUT_ERROR.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+}
+
+/// Pretty JSON on stdout, secrets masked inside its strings.
 pub fn print_json<T: Serialize + ?Sized>(value: &T) {
-    let mut value = match serde_json::to_value(value) {
-        Ok(value) => value,
-        Err(e) => return eprintln!("error: cannot write JSON: {e}"),
-    };
-    secrets::scrub_json(&mut value);
-    match serde_json::to_string_pretty(&value) {
+    match serde_json::to_value(value) {
+        Ok(mut value) => {
+            secrets::scrub_json(&mut value);
+            print_json_verbatim(&value);
+        }
+        Err(e) => eprintln!("error: cannot write JSON: {e}"),
+    }
+}
+
+/// Pretty JSON on stdout, exactly as given.
+fn print_json_verbatim<T: Serialize + ?Sized>(value: &T) {
+    match serde_json::to_string_pretty(value) {
         Ok(text) => print_line(text),
         Err(e) => eprintln!("error: cannot write JSON: {e}"),
     }
 }
 
+/// Whether a text may span lines when shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// A name, a table cell, a status: newlines and tabs are escaped too.
+    OneLine,
+    /// A message or a tool's text: newlines and tabs stay (`\r\n` becomes `\n`).
+    Block,
+}
+
+/// `text` safe to print on a terminal: control characters (C0, DEL, C1,
+/// so every escape sequence), and bidirectional overrides and isolates
+/// are shown escaped (`\u{1b}`, `\n`), so a server cannot move the
+/// cursor, recolour or retitle the terminal, or make text read otherwise
+/// than it is. Every human text goes through here; `--json` does not.
+pub fn terminal_safe(text: &str, layout: Layout) -> Cow<'_, str> {
+    let kept = |c: char| layout == Layout::Block && (c == '\n' || c == '\t');
+    let unsafe_char = |c: char| (c.is_control() && !kept(c)) || is_bidi_control(c);
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let text = if layout == Layout::Block { Cow::Owned(text.replace("\r\n", "\n")) } else { Cow::Borrowed(text) };
+    let mut safe = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            safe.extend(c.escape_default());
+        } else {
+            safe.push(c);
+        }
+    }
+    Cow::Owned(safe)
+}
+
+/// Characters that reorder the text around them (Trojan Source).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// A report's text as shown on a terminal: secrets masked, then made safe.
+pub fn report_text(text: &str, layout: Layout) -> String {
+    terminal_safe(&secrets::scrub(text), layout).into_owned()
+}
+
+/// How a piece of a human line is painted (on a terminal only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paint {
+    Plain,
+    Bold,
+    Dim,
+    Good,
+    Bad,
+    Warn,
+}
+
+/// A piece of a human line: its text and its paint. The text is made safe
+/// ([`Layout::OneLine`]) before the colour codes are put around it.
+#[derive(Debug, Clone)]
+pub struct Piece(pub Paint, pub String);
+
+impl Piece {
+    pub fn plain(text: impl Into<String>) -> Piece {
+        Piece(Paint::Plain, text.into())
+    }
+}
+
 /// Where a command's result goes: JSON, or text for people.
+///
+/// What mcpvisor reports ([`Out::line`], [`Out::json`]) is redacted; what
+/// a server answered ([`Out::answer`], [`Out::answer_json`]) is shown as
+/// answered (`secrets` says why). Human text is always made
+/// [`terminal_safe`]; JSON keeps exact values.
 #[derive(Debug, Clone, Copy)]
 pub struct Out {
     pub json: bool,
@@ -118,56 +233,95 @@ impl Out {
         Out { json, colour }
     }
 
-    /// A human line (nothing with `--json`).
+    /// A human line of mcpvisor's report (nothing with `--json`).
     pub fn line(&self, text: impl std::fmt::Display) {
         if !self.json {
-            print_line(text);
+            print_line(report_text(&text.to_string(), Layout::Block));
         }
     }
 
-    /// The JSON value (nothing without `--json`).
+    /// A human line made of painted pieces (nothing with `--json`).
+    pub fn pieces(&self, pieces: impl IntoIterator<Item = Piece>) {
+        if self.json {
+            return;
+        }
+        let mut line = String::new();
+        for Piece(paint, text) in pieces {
+            let text = report_text(&text, Layout::OneLine);
+            let code = match paint {
+                Paint::Plain => None,
+                Paint::Bold => Some("1"),
+                Paint::Dim => Some("2"),
+                Paint::Good => Some("32"),
+                Paint::Bad => Some("31"),
+                Paint::Warn => Some("33"),
+            };
+            match code.filter(|_| self.colour) {
+                Some(code) => line.push_str(&format!("\x1b[{code}m{text}\x1b[0m")),
+                None => line.push_str(&text),
+            }
+        }
+        print_line(line);
+    }
+
+    /// A human line of a server's answer, unredacted (nothing with `--json`).
+    pub fn answer(&self, text: impl std::fmt::Display) {
+        if !self.json {
+            print_line(terminal_safe(&text.to_string(), Layout::Block));
+        }
+    }
+
+    /// The JSON value of mcpvisor's report, redacted (nothing without `--json`).
     pub fn json<T: Serialize + ?Sized>(&self, value: &T) {
         if self.json {
             print_json(value);
         }
     }
 
-    pub fn bold(&self, text: &str) -> String {
-        self.paint("1", text)
+    /// A JSON array of mcpvisor's report, redacted, written item by item:
+    /// the items are made only with `--json`, and never all at once, so a
+    /// long list costs one item's memory. The text is what pretty-printing
+    /// the whole array gives.
+    pub fn json_array<T: Serialize>(&self, items: impl IntoIterator<Item = T>) {
+        if !self.json {
+            return;
+        }
+        let mut items = items.into_iter().peekable();
+        if items.peek().is_none() {
+            return print_line("[]");
+        }
+        print_line("[");
+        while let Some(item) = items.next() {
+            let mut value = match serde_json::to_value(&item) {
+                Ok(value) => value,
+                Err(e) => return eprintln!("error: cannot write JSON: {e}"),
+            };
+            secrets::scrub_json(&mut value);
+            let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+            let separator = if items.peek().is_some() { "," } else { "" };
+            print_line(format_args!("  {}{separator}", text.replace('\n', "\n  ")));
+        }
+        print_line("]");
     }
 
-    pub fn dim(&self, text: &str) -> String {
-        self.paint("2", text)
-    }
-
-    pub fn good(&self, text: &str) -> String {
-        self.paint("32", text)
-    }
-
-    pub fn bad(&self, text: &str) -> String {
-        self.paint("31", text)
-    }
-
-    pub fn warn(&self, text: &str) -> String {
-        self.paint("33", text)
-    }
-
-    fn paint(&self, code: &str, text: &str) -> String {
-        if self.colour {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
+    /// The JSON value of a server's answer, exactly (nothing without `--json`).
+    pub fn answer_json<T: Serialize + ?Sized>(&self, value: &T) {
+        if self.json {
+            print_json_verbatim(value);
         }
     }
 }
 
 /// A note on stderr that does not stop the command (`warning: ...`).
 pub fn warn(message: impl std::fmt::Display) {
-    eprintln!("warning: {}", secrets::scrub(&message.to_string()));
+    eprintln!("warning: {}", report_text(&message.to_string(), Layout::Block));
 }
 
-/// Rows padded into columns; the last column is not padded.
+/// Rows padded into columns; the last column is not padded. Cells are
+/// made [`terminal_safe`] on one line first, so no cell breaks the table.
 pub fn table(rows: &[Vec<String>]) -> Vec<String> {
+    let rows: Vec<Vec<Cow<'_, str>>> =
+        rows.iter().map(|row| row.iter().map(|cell| terminal_safe(cell, Layout::OneLine)).collect()).collect();
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> =
         (0..columns).map(|i| rows.iter().filter_map(|row| row.get(i)).map(|cell| cell.chars().count()).max().unwrap_or(0)).collect();
@@ -227,7 +381,23 @@ pub fn with_server<T: Serialize>(server: &str, item: &T) -> serde_json::Value {
 /// A list of a server that does not offer it is empty, not an error.
 pub fn offered<T>(result: Result<Vec<T>, CallError>) -> Result<Vec<T>, Failure> {
     match result {
-        Err(CallError::Unsupported { .. }) => Ok(Vec::new()),
+        Err(error) if not_offered(&error).is_some() => Ok(Vec::new()),
         other => other.map_err(Failure::from),
     }
 }
+
+/// Why `error` means the server does not offer what was asked, if it does:
+/// the runtime knows the capability is missing, or the server answered
+/// -32601 (method not found). The runtime sends `resources/list` and
+/// `prompts/list` whatever the server announced, so a server that
+/// announced only tools answers the latter, and that is no failure.
+pub fn not_offered(error: &CallError) -> Option<String> {
+    match error {
+        CallError::Unsupported { capability, .. } => Some(format!("not offered (no {capability} capability)")),
+        CallError::Rpc { code: METHOD_NOT_FOUND, tool, .. } => Some(format!("not offered (the server does not implement {tool})")),
+        _ => None,
+    }
+}
+
+/// JSON-RPC's "method not found".
+const METHOD_NOT_FOUND: i64 = -32601;

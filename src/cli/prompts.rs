@@ -1,7 +1,7 @@
 //! `prompts` (every server's prompts and their arguments) and `prompt`.
 
 use super::arguments::prompt_arguments;
-use super::output::{content_text, first_line, offered, table, with_server, Failure, Out};
+use super::output::{content_text, first_line, offered, table, with_server, Failure, Out, Paint, Piece};
 use super::servers::Servers;
 use super::session::start_selected;
 use super::Cli;
@@ -37,7 +37,7 @@ pub async fn prompts(cli: &Cli, out: &Out, args: &PromptsArgs) -> Result<u8, Fai
     if let Some(failure) = problem {
         return Err(failure);
     }
-    out.json(&prompts.iter().map(|(s, p)| with_server(s, p)).collect::<Vec<_>>());
+    out.answer_json(&prompts.iter().map(|(s, p)| with_server(s, p)).collect::<Vec<_>>());
     let mut rows = vec![["SERVER", "PROMPT", "ARGUMENTS", "DESCRIPTION"].map(String::from).to_vec()];
     for (server, prompt) in &prompts {
         let arguments: Vec<String> = prompt
@@ -49,10 +49,10 @@ pub async fn prompts(cli: &Cli, out: &Out, args: &PromptsArgs) -> Result<u8, Fai
         rows.push(vec![server.clone(), prompt.name.clone(), arguments.join(" "), first_line(prompt.description.as_deref())]);
     }
     for line in table(&rows) {
-        out.line(line);
+        out.answer(line);
     }
     if prompts.is_empty() {
-        out.line(out.dim("(no prompts)"));
+        out.pieces([Piece(Paint::Dim, "(no prompts)".into())]);
     }
     Ok(0)
 }
@@ -65,13 +65,13 @@ pub async fn prompt(cli: &Cli, out: &Out, args: &PromptArgs) -> Result<u8, Failu
     let result = session.handle.get_prompt(&args.server, &args.name, arguments).await;
     session.close().await;
     let result = result?;
-    out.json(&result);
+    out.answer_json(&result);
     if let Some(description) = &result.description {
-        out.line(out.dim(description));
+        out.answer(description);
     }
     for message in &result.messages {
         let role = serde_json::to_value(&message.role).ok().and_then(|r| r.as_str().map(String::from)).unwrap_or_default();
-        out.line(format!("{} {}", out.bold(&format!("{role}:")), content_text(&message.content)));
+        out.answer(format!("{role}: {}", content_text(&message.content)));
     }
     Ok(0)
 }

@@ -1,6 +1,6 @@
 //! `resources` (every server's resources and templates) and `read`.
 
-use super::output::{first_line, offered, resource_text, table, with_server, Failure, Out};
+use super::output::{first_line, offered, resource_text, table, with_server, Failure, Out, Paint, Piece};
 use super::servers::Servers;
 use super::session::start_selected;
 use super::Cli;
@@ -37,7 +37,7 @@ pub async fn resources(cli: &Cli, out: &Out, args: &ResourcesArgs) -> Result<u8,
     if let Some(failure) = problem {
         return Err(failure);
     }
-    out.json(&serde_json::json!({
+    out.answer_json(&serde_json::json!({
         "resources": resources.iter().map(|(s, r)| with_server(s, r)).collect::<Vec<_>>(),
         "templates": templates.iter().map(|(s, t)| with_server(s, t)).collect::<Vec<_>>(),
     }));
@@ -61,10 +61,10 @@ pub async fn resources(cli: &Cli, out: &Out, args: &ResourcesArgs) -> Result<u8,
         ]);
     }
     for line in table(&rows) {
-        out.line(line);
+        out.answer(line);
     }
     if rows.len() == 1 {
-        out.line(out.dim("(no resources)"));
+        out.pieces([Piece(Paint::Dim, "(no resources)".into())]);
     }
     Ok(0)
 }
@@ -75,9 +75,9 @@ pub async fn read(cli: &Cli, out: &Out, args: &ReadArgs) -> Result<u8, Failure> 
     let result = session.handle.read_resource(&args.server, &args.uri).await;
     session.close().await;
     let result = result?;
-    out.json(&result);
+    out.answer_json(&result);
     for contents in &result.contents {
-        out.line(resource_text(contents));
+        out.answer(resource_text(contents));
     }
     Ok(0)
 }

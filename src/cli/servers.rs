@@ -4,8 +4,15 @@
 //! directory) combined by precedence ([`crate::config::discover`]). With
 //! `--config FILE`, only that file: mcpvisor's TOML when it ends in
 //! `.toml`, else an editor's JSON, its format told by its name or shape.
-//! When no server is configured anywhere, one built-in server `demo` (this
-//! binary's `demo-server`) is there, so every command can be tried at once.
+//!
+//! A file the user named (`--config`, or `MCPVISOR_CONFIG` when it exists)
+//! is read strictly: a server that cannot be used is an error naming the
+//! file, the server and the field, and a file without servers is an error
+//! saying so. Editors' files found in the project are other programs'
+//! business: their unusable servers are skipped with a warning.
+//! Only when no server is defined anywhere (none loaded, none skipped, no
+//! file named) is one built-in server `demo` (this binary's `demo-server`)
+//! there, so every command can be tried at once.
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +25,9 @@ use super::Cli;
 
 /// The name of the server that is there when none is configured.
 pub const BUILT_IN: &str = "demo";
+
+/// How many servers one command starts at most, unless told otherwise.
+pub const DEFAULT_MAX_SERVERS: usize = 200;
 
 /// Where a server is defined.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,24 +73,62 @@ pub struct Servers {
     pub entries: Vec<Entry>,
     /// The files read, lowest precedence first.
     pub files: Vec<PathBuf>,
+    /// How many servers one command may start.
+    pub max_started: usize,
 }
 
 impl Servers {
-    /// Loads the configuration; editors' servers that cannot be used are
-    /// skipped with a warning on stderr. Errors in mcpvisor's files fail.
+    /// Loads the configuration; editors' servers found in the project that
+    /// cannot be used are skipped with a warning on stderr. Errors in
+    /// mcpvisor's files and in a file the user named fail.
     pub fn load(cli: &Cli) -> Result<Servers, Failure> {
-        let loaded = match &cli.config {
-            Some(file) => load_file(&absolute(file)?)?,
-            None => Locations::new(Some(&current_dir()?), env).load()?,
+        let (loaded, named) = match &cli.config {
+            Some(file) => {
+                let file = absolute(file)?;
+                (load_file(&file)?, Some(file))
+            }
+            None => {
+                let locations = Locations::new(Some(&current_dir()?), env);
+                let named = env("MCPVISOR_CONFIG").filter(|v| !v.is_empty()).and(locations.user_file.clone());
+                (locations.load()?, named)
+            }
         };
         for skipped in &loaded.skipped {
             warn(format_args!("skipped: {skipped}"));
         }
         let mut entries: Vec<Entry> = loaded.servers.into_iter().map(Entry::from).collect();
         if entries.is_empty() {
+            if let Some(file) = named.filter(|file| loaded.files.contains(file)) {
+                return Err(Failure::usage(format!(
+                    "{} defines no server; add one with `mcpvisor add NAME -- COMMAND [ARGS...]`, or name another file",
+                    file.display()
+                )));
+            }
+            if !loaded.skipped.is_empty() {
+                return Err(Failure::usage("no usable server: every configured server was skipped (the warnings above say why)"));
+            }
             entries.push(built_in()?);
         }
-        Ok(Servers { entries, files: loaded.files })
+        Ok(Servers { entries, files: loaded.files, max_started: max_servers(cli)? })
+    }
+
+    /// The servers a command about one server (`only`) or all of them
+    /// starts. Starting more enabled servers than [`Servers::max_started`]
+    /// at once is refused: a file of thousands of servers must not start
+    /// thousands of processes by surprise.
+    pub fn to_start(&self, only: Option<&str>) -> Result<Vec<&Entry>, Failure> {
+        if let Some(name) = only {
+            return Ok(vec![self.get(name)?]);
+        }
+        let enabled = self.entries.iter().filter(|entry| entry.config.enabled).count();
+        if enabled > self.max_started {
+            return Err(Failure::usage(format!(
+                "this would start {enabled} servers, more than the limit of {}; name one (e.g. `--server NAME`, `mcpvisor call NAME ...`), \
+                 disable some, or raise the limit with --max-servers {enabled} or MCPVISOR_MAX_SERVERS={enabled}",
+                self.max_started
+            )));
+        }
+        Ok(self.entries.iter().collect())
     }
 
     pub fn get(&self, name: &str) -> Result<&Entry, Failure> {
@@ -97,6 +145,18 @@ impl From<LoadedServer> for Entry {
             config: server.config,
             defined_in: DefinedIn::File { path: server.source, origin: server.origin, overrides: server.overrides },
         }
+    }
+}
+
+/// `--max-servers`, else `$MCPVISOR_MAX_SERVERS`, else [`DEFAULT_MAX_SERVERS`].
+fn max_servers(cli: &Cli) -> Result<usize, Failure> {
+    match (cli.max_servers, env("MCPVISOR_MAX_SERVERS").filter(|v| !v.is_empty())) {
+        (Some(max), _) => Ok(max),
+        (None, Some(text)) => text
+            .trim()
+            .parse()
+            .map_err(|_| Failure::usage(format!("MCPVISOR_MAX_SERVERS is {text:?}; set it to a whole number such as 500"))),
+        (None, None) => Ok(DEFAULT_MAX_SERVERS),
     }
 }
 
@@ -141,7 +201,7 @@ pub fn is_native(file: &Path) -> bool {
     file.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("toml"))
 }
 
-/// Only `file`: mcpvisor's TOML, or an editor's JSON.
+/// Only `file`: mcpvisor's TOML, or an editor's JSON, every server usable.
 fn load_file(file: &Path) -> Result<LoadedConfig, ConfigError> {
     let text = std::fs::read_to_string(file).map_err(|e| ConfigError::Io { file: file.into(), action: "read", reason: e.to_string() })?;
     let mut loaded = LoadedConfig { files: vec![file.into()], ..LoadedConfig::default() };
@@ -151,12 +211,9 @@ fn load_file(file: &Path) -> Result<LoadedConfig, ConfigError> {
             loaded.servers.push(defined(config, Origin::Native));
         }
     } else {
-        let (format, servers) = foreign::parse_each(file, &text, &Default::default())?;
-        for server in servers {
-            match server {
-                Ok(config) => loaded.servers.push(defined(ServerConfig { scope: Scope::Project, ..config }, Origin::Foreign(format))),
-                Err(error) => loaded.skipped.push(error),
-            }
+        let (format, servers) = foreign::parse(file, &text, &Default::default())?;
+        for config in servers {
+            loaded.servers.push(defined(ServerConfig { scope: Scope::Project, ..config }, Origin::Foreign(format)));
         }
     }
     Ok(loaded)

@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::output::{warn, Failure};
-use super::secrets::{self, Scrubber};
+use super::output::{report_text, warn, Failure, Layout};
+use super::secrets;
 use super::servers::{env, Entry, Servers};
 use crate::actors::{ServerState, ServerStatus};
+use crate::config::Redactor;
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::{Handle, Runtime};
 
@@ -54,7 +55,7 @@ impl Session {
             config.validate()?;
             configs.push(config);
         }
-        secrets::install(Scrubber::of(&configs));
+        secrets::install(Redactor::from_configs(&configs));
         let startup_bound = configs.iter().filter(|c| c.enabled).map(|c| c.timeouts.startup).max().unwrap_or_default() + SETTLE_MARGIN;
         let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
         let handle = Runtime::start(RuntimeConfig { end_orphans: true, ..RuntimeConfig::new(configs) })
@@ -110,19 +111,11 @@ impl Session {
     }
 }
 
-/// The servers a command about one server (`--server S`) or all of them starts.
-fn selected<'a>(servers: &'a Servers, only: Option<&str>) -> Result<Vec<&'a Entry>, Failure> {
-    match only {
-        Some(name) => Ok(vec![servers.get(name)?]),
-        None => Ok(servers.entries.iter().collect()),
-    }
-}
-
 /// Starts the selected servers. With one server asked for by name, it must
 /// connect; with all, those that did not are named in a warning and the
 /// command goes on with the others.
 pub async fn start_selected(servers: &Servers, only: Option<&str>, leaving_out: &str) -> Result<Session, Failure> {
-    let session = Session::start(selected(servers, only)?).await?;
+    let session = Session::start(servers.to_start(only)?).await?;
     match only {
         Some(name) => {
             if let Err(failure) = session.require_connected(name).await {
@@ -139,6 +132,19 @@ pub async fn start_selected(servers: &Servers, only: Option<&str>, leaving_out: 
         }
     }
     Ok(session)
+}
+
+/// Shows each server's `warnings` (tools left out, names disambiguated or
+/// in collision) on stderr, one `warning:` line each. Read through the
+/// status' JSON form, so servers whose runtime reports none show none.
+pub fn warn_about(statuses: &[ServerStatus]) {
+    for status in statuses {
+        let value = serde_json::to_value(status).unwrap_or_default();
+        for warning in value.get("warnings").and_then(|w| w.as_array()).into_iter().flatten() {
+            let text = warning.as_str().map_or_else(|| warning.to_string(), str::to_string);
+            warn(format_args!("server `{}`: {text}", status.name));
+        }
+    }
 }
 
 /// A server's state in a few words, with its error when it has one.
@@ -203,7 +209,7 @@ impl Spinners {
             Spinners::Each(bars) => {
                 for (name, bar) in bars {
                     if let Some(status) = statuses.iter().find(|s| &s.name == name) {
-                        bar.set_message(secrets::scrub(&describe(status)));
+                        bar.set_message(report_text(&describe(status), Layout::OneLine));
                     }
                 }
             }
@@ -226,7 +232,8 @@ impl Spinners {
                         _ => "✗",
                     };
                     bar.set_style(style("{msg}"));
-                    bar.finish_with_message(format!("{mark} {name} {}", status.map(|s| secrets::scrub(&describe(s))).unwrap_or_default()));
+                    let described = status.map(describe).unwrap_or_default();
+                    bar.finish_with_message(report_text(&format!("{mark} {name} {described}"), Layout::OneLine));
                 }
             }
             Spinners::Count(bar) => {

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::output::{table, Failure, Out};
+use super::output::{table, Failure, Out, Paint, Piece};
 use super::servers::{env, DefinedIn, Entry, Servers};
 use super::Cli;
 use crate::config::{Auth, Keyword, ServerConfig};
@@ -16,7 +16,7 @@ pub struct InfoArgs {
 
 pub fn list(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
-    out.json(&servers.entries.iter().map(entry_json).collect::<Vec<_>>());
+    out.json_array(servers.entries.iter().map(entry_json));
     let mut rows = vec![["SERVER", "STATE", "TRANSPORT", "COMMAND / URL", "DEFINED IN"].map(String::from).to_vec()];
     for entry in &servers.entries {
         let config = entry.config.redacted();
@@ -34,10 +34,17 @@ pub fn list(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     }
     if !servers.files.is_empty() {
         let files: Vec<String> = servers.files.iter().map(|f| f.display().to_string()).collect();
-        out.line(out.dim(&format!("\nFiles read (later ones win): {}", files.join(", "))));
+        out.line("");
+        out.pieces([Piece(Paint::Dim, format!("Files read (later ones win): {}", files.join(", ")))]);
     }
     if servers.entries.iter().any(|e| e.defined_in == DefinedIn::BuiltIn) {
-        out.line(out.dim("\nNo server is configured, so the built-in `demo` server is offered. Add yours with `mcpvisor add NAME -- COMMAND [ARGS...]`\nor `mcpvisor import .mcp.json`."));
+        out.line("");
+        out.pieces([Piece(
+            Paint::Dim,
+            "No server is configured, so the built-in `demo` server is offered. Add yours with `mcpvisor add NAME -- COMMAND [ARGS...]`"
+                .into(),
+        )]);
+        out.pieces([Piece(Paint::Dim, "or `mcpvisor import .mcp.json`.".into())]);
     }
     Ok(0)
 }
@@ -50,7 +57,7 @@ pub fn info(cli: &Cli, out: &Out, args: &InfoArgs) -> Result<u8, Failure> {
     value["problem"] = problem.clone().into();
     out.json(&value);
     let config = entry.config.redacted();
-    out.line(out.bold(&config.name));
+    out.pieces([Piece(Paint::Bold, config.name.clone())]);
     let mut rows = vec![vec!["defined in".to_string(), defined_in(&entry.defined_in)]];
     if let DefinedIn::File { overrides, .. } = &entry.defined_in {
         rows.extend(overrides.iter().map(|file| vec!["overrides".to_string(), file.display().to_string()]));
@@ -60,7 +67,7 @@ pub fn info(cli: &Cli, out: &Out, args: &InfoArgs) -> Result<u8, Failure> {
         out.line(format!("  {line}"));
     }
     if let Some(problem) = problem {
-        out.line(format!("  {} {problem}", out.bad("cannot start:")));
+        out.pieces([Piece::plain("  "), Piece(Paint::Bad, "cannot start:".into()), Piece::plain(format!(" {problem}"))]);
     }
     Ok(0)
 }

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::output::{table, Failure, Out};
+use super::output::{not_offered, table, Failure, Out, Paint, Piece};
 use super::servers::{Entry, Servers};
-use super::session::{describe, Session};
+use super::session::{describe, warn_about, Session};
 use super::{Cli, EXIT_CONNECTION};
 use crate::actors::{ServerState, ServerStatus};
 use crate::config::Keyword;
@@ -24,9 +24,12 @@ pub struct TestArgs {
 
 pub async fn status(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
-    let session = Session::start(&servers.entries).await?;
+    let session = Session::start(servers.to_start(None)?).await?;
     let statuses = session.handle.status().await;
     session.close().await;
+    if !out.json {
+        warn_about(&statuses);
+    }
     out.json(&statuses.iter().map(|status| status_json(status, &servers)).collect::<Vec<_>>());
     let mut rows =
         vec![["SERVER", "STATE", "PID", "TOOLS", "RESOURCES", "PROMPTS", "ERA", "RESTARTS", "UPTIME"].map(String::from).to_vec()];
@@ -42,9 +45,10 @@ pub async fn status(cli: &Cli, out: &Out) -> Result<u8, Failure> {
         out.line(line);
     }
     for s in statuses.iter().filter(|s| !matches!(s.state, ServerState::Connected | ServerState::Disabled)) {
-        out.line(format!("\n{} {}", out.bad(&format!("{}:", s.name)), describe(s)));
+        out.line("");
+        out.pieces([Piece(Paint::Bad, format!("{}:", s.name)), Piece::plain(format!(" {}", describe(s)))]);
         for line in tail(s) {
-            out.line(format!("  {}", out.dim(line)));
+            out.pieces([Piece::plain("  "), Piece(Paint::Dim, line.clone())]);
         }
     }
     Ok(0)
@@ -88,9 +92,9 @@ impl Steps<'_> {
     fn record(&mut self, step: &'static str, took: Duration, outcome: Result<String, String>) -> bool {
         let ok = outcome.is_ok();
         let detail = outcome.unwrap_or_else(|e| e);
-        let mark = if ok { self.out.good("✓") } else { self.out.bad("✗") };
+        let mark = if ok { Piece(Paint::Good, "✓".into()) } else { Piece(Paint::Bad, "✗".into()) };
         let ms = took.as_secs_f64() * 1000.0;
-        self.out.line(format!("  {mark} {step:<16} {ms:>8.1} ms  {detail}"));
+        self.out.pieces([Piece::plain("  "), mark, Piece::plain(format!(" {step:<16} {ms:>8.1} ms  {detail}"))]);
         self.done.push(Step { step, ok, ms, detail });
         ok
     }
@@ -105,7 +109,7 @@ impl Steps<'_> {
 pub async fn test(cli: &Cli, out: &Out, args: &TestArgs) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
     let entry = servers.get(&args.name)?;
-    out.line(format!("Testing {} ({})", out.bold(&format!("`{}`", args.name)), summary(entry)));
+    out.pieces([Piece::plain("Testing "), Piece(Paint::Bold, format!("`{}`", args.name)), Piece::plain(format!(" ({})", summary(entry)))]);
     let session = Session::launch([entry], |config| {
         config.enabled = true;
         config.restart = RestartPolicy::Never;
@@ -124,11 +128,11 @@ pub async fn test(cli: &Cli, out: &Out, args: &TestArgs) -> Result<u8, Failure> 
         if !stderr_tail.is_empty() {
             out.line("  last lines of the server's stderr:");
             for line in &stderr_tail {
-                out.line(format!("    {}", out.dim(line)));
+                out.pieces([Piece::plain("    "), Piece(Paint::Dim, line.clone())]);
             }
         }
         if let Some(hint) = steps.done.iter().find(|s| !s.ok).and_then(|s| hint(&s.detail)) {
-            out.line(format!("  {} {hint}", out.warn("hint:")));
+            out.pieces([Piece::plain("  "), Piece(Paint::Warn, "hint:".into()), Piece::plain(format!(" {hint}"))]);
         }
     } else {
         out.line(format!("`{}` works.", args.name));
@@ -206,11 +210,7 @@ async fn operations(session: &Session, name: &str, steps: &mut Steps<'_>) {
 
 /// A capability the server does not offer is not a failure.
 fn optional(result: Result<String, crate::CallError>) -> Result<String, String> {
-    match result {
-        Ok(text) => Ok(text),
-        Err(crate::CallError::Unsupported { capability, .. }) => Ok(format!("not offered (no {capability} capability)")),
-        Err(e) => Err(e.to_string()),
-    }
+    result.or_else(|error| not_offered(&error).ok_or_else(|| error.to_string()))
 }
 
 /// What to do about a failed step, from its message.

@@ -7,9 +7,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 
 use super::arguments::tool_arguments;
-use super::output::{content_text, first_line, table, Failure, Out};
+use super::output::{content_text, first_line, report_text, table, Failure, Layout, Out, Paint, Piece};
 use super::servers::{Entry, Servers};
-use super::session::{start_selected, Session};
+use super::session::{start_selected, warn_about, Session};
 use super::{Cli, EXIT_TOOL_ERROR};
 use crate::actors::{Progress, ProgressSink, ToolEntry};
 use crate::{CallTool, CallToolResult};
@@ -44,7 +44,11 @@ pub async fn tools(cli: &Cli, out: &Out, args: &ToolsArgs) -> Result<u8, Failure
     let servers = Servers::load(cli)?;
     let session = start_selected(&servers, args.server.as_deref(), "its tools are not listed").await?;
     let catalog = session.handle.list_tools().await;
+    let statuses = session.handle.status().await;
     session.close().await;
+    if !out.json {
+        warn_about(&statuses);
+    }
     let needle = args.search.as_deref().map(str::to_lowercase);
     let shown: Vec<&ToolEntry> = catalog
         .iter()
@@ -52,17 +56,18 @@ pub async fn tools(cli: &Cli, out: &Out, args: &ToolsArgs) -> Result<u8, Failure
         .filter(|entry| needle.as_deref().is_none_or(|needle| matches(entry, needle)))
         .collect();
     if out.json {
-        out.json(&shown.iter().map(|entry| tool_json(entry)).collect::<Vec<_>>());
+        // Built only when asked for: a catalog can hold 100,000 tools.
+        out.answer_json(&shown.iter().map(|entry| tool_json(entry)).collect::<Vec<_>>());
     }
     let mut rows = vec![vec!["SERVER".into(), "TOOL".into(), "DESCRIPTION".into()]];
     rows.extend(
         shown.iter().map(|entry| vec![entry.server.clone(), entry.tool.name.to_string(), first_line(entry.tool.description.as_deref())]),
     );
     for line in table(&rows) {
-        out.line(line);
+        out.answer(line);
     }
     if shown.is_empty() {
-        out.line(out.dim("(no tools)"));
+        out.pieces([Piece(Paint::Dim, "(no tools)".into())]);
     }
     Ok(0)
 }
@@ -92,7 +97,7 @@ pub async fn call(cli: &Cli, out: &Out, args: &CallArgs) -> Result<u8, Failure> 
     let result = call_started(&session, entry, args).await;
     session.close().await;
     let result = result?;
-    out.json(&result);
+    out.answer_json(&result);
     let failed = result.is_error == Some(true);
     if !out.json {
         let text = result_text(&result);
@@ -102,7 +107,7 @@ pub async fn call(cli: &Cli, out: &Out, args: &CallArgs) -> Result<u8, Failure> 
                 message: format!("`{}` of server `{}` answered with an error: {text}", args.tool, args.server),
             });
         }
-        out.line(text);
+        out.answer(text);
     }
     Ok(if failed { EXIT_TOOL_ERROR } else { 0 })
 }
@@ -157,7 +162,7 @@ async fn show_progress(mut progress: tokio::sync::mpsc::UnboundedReceiver<Progre
             Some(total) => format!("{}/{}", update.progress, total),
             None => format!("{}", update.progress),
         };
-        bar.set_message(format!("{count} {}", update.message.unwrap_or_default()));
+        bar.set_message(report_text(&format!("{count} {}", update.message.unwrap_or_default()), Layout::OneLine));
     }
 }
 

@@ -14,7 +14,7 @@
 //! Editors' files are other programs' business: a file or a server that
 //! cannot be read is skipped and reported in [`LoadedConfig::skipped`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::file::read_optional;
@@ -78,23 +78,38 @@ impl LoadedConfig {
     pub fn configs(&self) -> Vec<ServerConfig> {
         self.servers.iter().map(|server| server.config.clone()).collect()
     }
+}
 
+/// A [`LoadedConfig`] being built, with the position of each name in it
+/// (so that combining many servers is not quadratic).
+#[derive(Default)]
+struct Combining {
+    loaded: LoadedConfig,
+    positions: HashMap<String, usize>,
+}
+
+impl Combining {
     fn add(&mut self, mut config: ServerConfig, scope: Scope, source: &Path, origin: Origin) {
         config.scope = scope;
         let loaded = LoadedServer { config, source: source.into(), origin, overrides: Vec::new() };
-        match self.servers.iter_mut().find(|server| server.config.name == loaded.config.name) {
-            Some(earlier) => {
+        let servers = &mut self.loaded.servers;
+        match self.positions.get(&loaded.config.name) {
+            Some(&at) => {
+                let earlier = &mut servers[at];
                 let mut overrides = std::mem::take(&mut earlier.overrides);
                 overrides.push(earlier.source.clone());
                 *earlier = LoadedServer { overrides, ..loaded };
             }
-            None => self.servers.push(loaded),
+            None => {
+                self.positions.insert(loaded.config.name.clone(), servers.len());
+                servers.push(loaded);
+            }
         }
     }
 
     fn load_native(&mut self, path: &Path, scope: Scope) -> Result<(), ConfigError> {
         let Some(text) = read_optional(path)? else { return Ok(()) };
-        self.files.push(path.into());
+        self.loaded.files.push(path.into());
         for config in native::parse(path, &text)? {
             self.add(config, scope, path, Origin::Native);
         }
@@ -102,22 +117,18 @@ impl LoadedConfig {
     }
 
     fn load_foreign(&mut self, path: &Path) {
-        let parsed = read_optional(path).and_then(|text| match text {
-            Some(text) => foreign::parse_each(path, &text, &BTreeMap::new()).map(Some),
-            None => Ok(None),
+        let text = match read_optional(path) {
+            Ok(Some(text)) => text,
+            Ok(None) => return,
+            Err(error) => return self.loaded.skipped.push(error),
+        };
+        let read = foreign::for_each_server(path, &text, &BTreeMap::new(), |format, server| match server {
+            Ok(config) => self.add(config, Scope::Project, path, Origin::Foreign(format)),
+            Err(error) => self.loaded.skipped.push(error),
         });
-        match parsed {
-            Ok(None) => {}
-            Ok(Some((format, servers))) => {
-                self.files.push(path.into());
-                for server in servers {
-                    match server {
-                        Ok(config) => self.add(config, Scope::Project, path, Origin::Foreign(format)),
-                        Err(error) => self.skipped.push(error),
-                    }
-                }
-            }
-            Err(error) => self.skipped.push(error),
+        match read {
+            Ok(_) => self.loaded.files.push(path.into()),
+            Err(error) => self.loaded.skipped.push(error),
         }
     }
 }
@@ -146,7 +157,7 @@ impl Locations {
 
     /// Every file, combined by precedence.
     pub fn load(&self) -> Result<LoadedConfig, ConfigError> {
-        let mut loaded = LoadedConfig::default();
+        let mut loaded = Combining::default();
         if let Some(user) = &self.user_file {
             loaded.load_native(user, Scope::User)?;
         }
@@ -159,7 +170,7 @@ impl Locations {
                 loaded.load_native(&project, Scope::Project)?;
             }
         }
-        Ok(loaded)
+        Ok(loaded.loaded)
     }
 }
 

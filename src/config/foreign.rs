@@ -30,6 +30,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value as Json};
 
 use super::expand::{escape, Syntax};
@@ -66,9 +67,14 @@ impl Format {
     /// (shared by Claude and Cursor) counts as Claude Code.
     pub fn detect(value: &Json) -> Option<Format> {
         let root = value.as_object()?;
+        Format::from_keys(|key| root.contains_key(key))
+    }
+
+    /// [`Format::detect`] by the top-level keys a document has.
+    fn from_keys(has: impl Fn(&str) -> bool) -> Option<Format> {
         [("mcpServers", Format::ClaudeCode), ("servers", Format::VsCode), ("mcp", Format::OpenCode)]
             .into_iter()
-            .find(|(key, _)| root.contains_key(*key))
+            .find(|(key, _)| has(key))
             .map(|(_, format)| format)
     }
 
@@ -98,41 +104,65 @@ pub fn parse(path: &Path, text: &str, inputs: &BTreeMap<String, String>) -> Resu
 /// Like [`parse`], but a problem with one server is that server's own
 /// result; only problems with the file as a whole fail it. Servers come in
 /// the order of their names.
+///
+/// The document is not built as one JSON tree: its objects are read as
+/// maps of raw (borrowed) values, and each server is parsed on its own, so
+/// a file of many servers costs little more than its text.
 pub fn parse_each(path: &Path, text: &str, inputs: &BTreeMap<String, String>) -> Result<(Format, Vec<ServerResult>), ConfigError> {
-    let syntax_error = |message: String| ConfigError::Syntax { file: path.into(), syntax: "JSON", message };
-    let json: Json = serde_json::from_str(&jsonc::strip(text)).map_err(|error| syntax_error(error.to_string()))?;
-    let Some(root) = json.as_object() else {
-        return Err(syntax_error("the top level must be an object".into()));
-    };
-    let format = Format::from_path(path).or_else(|| Format::detect(&json)).ok_or_else(|| ConfigError::UnknownFormat {
-        file: path.into(),
-        message: "it has none of the keys mcpServers, servers or mcp".into(),
-    })?;
-    let context = Context { file: path, format, workspace: workspace_of(path), inputs };
-    let (key, entries) = server_entries(format, root);
-    let entries = match entries {
-        None => return Ok((format, Vec::new())),
-        Some(Json::Object(entries)) => entries,
-        Some(_) => {
-            let message = format!("`{key}` must be an object with one entry per server");
-            return Err(ConfigError::Syntax { file: path.into(), syntax: format.name(), message });
-        }
-    };
-    let servers = entries.iter().map(|(name, entry)| context.server(name, entry)).collect();
+    let mut servers = Vec::new();
+    let format = for_each_server(path, text, inputs, |_, server| servers.push(server))?;
     Ok((format, servers))
 }
 
+/// [`parse_each`], handing each server's result to `each` as it is read
+/// instead of collecting them. Problems with the file as a whole come
+/// before any server.
+pub fn for_each_server(
+    path: &Path,
+    text: &str,
+    inputs: &BTreeMap<String, String>,
+    mut each: impl FnMut(Format, ServerResult),
+) -> Result<Format, ConfigError> {
+    let syntax_error = |message: String| ConfigError::Syntax { file: path.into(), syntax: "JSON", message };
+    let text = jsonc::strip(text);
+    serde_json::from_str::<&RawValue>(&text).map_err(|error| syntax_error(error.to_string()))?;
+    let root = object(&text).ok_or_else(|| syntax_error("the top level must be an object".into()))?;
+    let format = Format::from_path(path).or_else(|| Format::from_keys(|key| root.contains_key(key))).ok_or_else(|| {
+        ConfigError::UnknownFormat { file: path.into(), message: "it has none of the keys mcpServers, servers or mcp".into() }
+    })?;
+    let context = Context { file: path, format, workspace: workspace_of(path), inputs };
+    let (key, entries) = server_entries(format, &root);
+    let Some(entries) = entries else { return Ok(format) };
+    let entries = object(entries.get()).ok_or_else(|| {
+        let message = format!("`{key}` must be an object with one entry per server");
+        ConfigError::Syntax { file: path.into(), syntax: format.name(), message }
+    })?;
+    for (name, entry) in entries {
+        let entry = serde_json::from_str::<Json>(entry.get()).map_err(|error| syntax_error(error.to_string()));
+        each(format, entry.and_then(|entry| context.server(&name, &entry)));
+    }
+    Ok(format)
+}
+
+/// A JSON object's members, their values unparsed; `None` if `json` is not an object.
+fn object(json: &str) -> Option<BTreeMap<String, &RawValue>> {
+    serde_json::from_str(json).ok()
+}
+
 /// Where the servers are, as a key path for messages and the value there.
-fn server_entries(format: Format, root: &Map<String, Json>) -> (&'static str, Option<&Json>) {
+fn server_entries<'t>(format: Format, root: &BTreeMap<String, &'t RawValue>) -> (&'static str, Option<&'t RawValue>) {
+    let member = |key: &str| root.get(key).copied();
     match format {
-        Format::ClaudeDesktop | Format::ClaudeCode | Format::Cursor => ("mcpServers", root.get("mcpServers")),
-        Format::VsCode => ("servers", root.get("servers")),
+        Format::ClaudeDesktop | Format::ClaudeCode | Format::Cursor => ("mcpServers", member("mcpServers")),
+        Format::VsCode => ("servers", member("servers")),
         Format::OpenCode => {
-            let mcp = root.get("mcp");
+            let mcp = member("mcp");
             // Newer files nest servers under `mcp.servers`; in older ones a
             // server named "servers" would have a `type` string.
-            match mcp.and_then(|mcp| mcp.get("servers")) {
-                Some(servers) if servers.is_object() && !servers.get("type").is_some_and(Json::is_string) => ("mcp.servers", Some(servers)),
+            let nested = mcp.and_then(|mcp| object(mcp.get())).and_then(|mcp| mcp.get("servers").copied());
+            let is_old_server = |servers: &RawValue| object(servers.get()).and_then(|s| s.get("type").map(|t| t.get().starts_with('"')));
+            match nested {
+                Some(servers) if object(servers.get()).is_some() && is_old_server(servers) != Some(true) => ("mcp.servers", Some(servers)),
                 _ => ("mcp", mcp),
             }
         }

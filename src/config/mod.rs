@@ -43,11 +43,10 @@
 //!
 //! # Redaction
 //!
-//! Everything shown or logged goes through [`ServerConfig::redacted`]:
-//! header values, auth secrets, env values whose names contain KEY, TOKEN,
-//! SECRET, PASSWORD, PASS, AUTH or CREDENTIAL, URL passwords and
-//! secret-looking query values become `***`, except values that are just
-//! one `${VAR}` reference.
+//! Everything shown or logged goes through one model ([`redact`]):
+//! [`ServerConfig::redacted`] for configurations, a [`Redactor`] for any
+//! other text or JSON. Values that cannot be secrets (numbers, booleans,
+//! common setting words, one `${VAR}` reference) are never masked.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -65,11 +64,11 @@ mod filter;
 pub mod foreign;
 mod jsonc;
 pub mod native;
-mod redact;
+pub mod redact;
 
 pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
 pub use filter::ToolFilter;
-pub use redact::MASK;
+pub use redact::{Redactor, MASK};
 
 /// Back-pressure bounds of one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,15 +1,41 @@
-//! Configurations safe to show: in listings, status output and logs.
+//! One redaction model for everything mcpvisor shows or logs: listings
+//! (`list`, `info`), status reports, errors, warnings, log lines and the
+//! stderr tails of servers.
 //!
-//! Rules: every header value and auth secret (token, password, API key
-//! value) is masked; the Basic auth username and the API key's header
-//! name are not secrets and stay. Env values are masked when their name
-//! looks like a secret (see [`looks_secret`]). In URLs, the password of the
-//! userinfo (or the user, when there is no password: tokens are often put
-//! there) and query values whose names look like secrets are masked.
-//! In `args`, the value of a flag whose name looks like a secret is masked
-//! (`--api-key VALUE`, `--token=VALUE`).
-//! A value that is exactly one `${VAR}` reference is shown as it is: it
-//! names the secret without holding it. Empty values stay empty.
+//! **What can be a secret** ([`could_be_secret`]): any value except an
+//! empty one, a number, one `${VAR}` reference (it names the secret without
+//! holding it) and the common setting words of [`COMMON_WORDS`] (booleans,
+//! log levels, modes), compared case-insensitively. So `MAX_TOKENS = "1000"`
+//! and `AUTH_REQUIRED = "false"` are shown as they are.
+//!
+//! **Configurations** ([`ServerConfig::redacted`]) are redacted field by
+//! field: header values and auth secrets (not the Basic username, not the
+//! API key's header name) and env values under secret-looking names
+//! ([`looks_secret`]) are replaced whole by [`MASK`] when they could be
+//! secrets; the value after a secret-looking flag in `args`
+//! (`--api-key X`) too; in every other text field (command, args, env
+//! values under neutral names, url) the secrets recognised by their shape
+//! are masked (see [`patterns`]: URL passwords, `Authorization`/`Bearer`
+//! credentials, well-known token shapes, `NAME=value` with a secret-looking
+//! name).
+//!
+//! **Any text** ([`Redactor::text`]): the same shapes, then every secret
+//! value of the configurations ([`Redactor::from_configs`]: what the field
+//! rules above mask, as written and as expanded) wherever it appears, at
+//! least [`MIN_SECRET_CHARS`] long: masking every `1` or `true` would garble
+//! output and protect nothing. Each line of a multi-line secret (a PEM key)
+//! is a secret of its own, so text read line by line (a server's stderr)
+//! never shows one; so is a secret's JSON-escaped form.
+//!
+//! **JSON** ([`Redactor::json`]) is redacted inside string values only, so
+//! it stays valid JSON with its keys, numbers, booleans and nulls intact.
+
+mod patterns;
+
+use std::borrow::Cow;
+use std::convert::Infallible;
+use std::ops::Range;
+use std::sync::Arc;
 
 use super::expand::{is_only_reference, Syntax, TextField};
 use super::ServerConfig;
@@ -17,173 +43,242 @@ use super::ServerConfig;
 /// What a hidden value is shown as.
 pub const MASK: &str = "***";
 
-/// Name fragments that mark an env variable or query parameter as a secret (case-insensitive).
-const SECRET_MARKERS: [&str; 7] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASS", "AUTH", "CREDENTIAL"];
+/// Secrets shorter than this are not searched for in text.
+pub const MIN_SECRET_CHARS: usize = 6;
+
+/// Name fragments that mark an env variable, flag or parameter as secret (case-insensitive).
+const SECRET_MARKERS: [&str; 8] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASS", "AUTH", "CREDENTIAL", "SIGNATURE"];
+
+/// Whole names that are secret too: URL signatures (`?sig=`) and password abbreviations.
+const SECRET_NAMES: [&str; 2] = ["sig", "pwd"];
+
+/// Values that are settings, not secrets, whatever their name.
+pub const COMMON_WORDS: [&str; 52] = [
+    "true",
+    "false",
+    "yes",
+    "no",
+    "on",
+    "off",
+    "none",
+    "null",
+    "nil",
+    "empty",
+    "enabled",
+    "disabled",
+    "enable",
+    "disable",
+    "required",
+    "optional",
+    "auto",
+    "default",
+    "always",
+    "never",
+    "bearer",
+    "basic",
+    "digest",
+    "oauth",
+    "oauth2",
+    "jwt",
+    "apikey",
+    "api_key",
+    "header",
+    "query",
+    "cookie",
+    "session",
+    "password",
+    "anonymous",
+    "debug",
+    "info",
+    "notice",
+    "warn",
+    "warning",
+    "error",
+    "trace",
+    "verbose",
+    "quiet",
+    "strict",
+    "read",
+    "write",
+    "readonly",
+    "public",
+    "private",
+    "local",
+    "remote",
+    "production",
+];
+
+/// Whether a variable, flag or parameter name looks like it holds a secret.
+pub(crate) fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_MARKERS.iter().any(|marker| upper.contains(marker))
+}
+
+/// [`looks_secret`], or one of [`SECRET_NAMES`]; leading dashes of flags are ignored.
+fn is_secret_name(name: &str) -> bool {
+    let name = name.trim_start_matches('-');
+    looks_secret(name) || SECRET_NAMES.iter().any(|secret| name.eq_ignore_ascii_case(secret))
+}
+
+/// Whether `value` can be a secret: not empty, not a number, not only a
+/// `${VAR}` reference, not one of [`COMMON_WORDS`].
+pub fn could_be_secret(value: &str) -> bool {
+    let value = value.trim();
+    !value.is_empty()
+        && value.parse::<f64>().is_err()
+        && !is_only_reference(value, Syntax::Braced)
+        && !COMMON_WORDS.iter().any(|word| value.eq_ignore_ascii_case(word))
+}
+
+/// Whether a flag (`--api-key`, not `--api-key=X`) announces a secret as the next argument.
+fn is_secret_flag(arg: &str) -> bool {
+    arg.starts_with('-') && !arg.contains('=') && is_secret_name(arg)
+}
+
+/// `text` with each span replaced by [`MASK`]; `spans` sorted, not overlapping, on character boundaries.
+fn mask_spans<'t>(text: &'t str, spans: &[Range<usize>]) -> Cow<'t, str> {
+    if spans.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for span in spans {
+        out.push_str(&text[copied..span.start]);
+        out.push_str(MASK);
+        copied = span.end;
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
 
 impl ServerConfig {
     /// The configuration with its secrets replaced by [`MASK`]; use it for
     /// everything shown to people or written to logs.
     pub fn redacted(&self) -> ServerConfig {
         let mut config = self.clone();
-        let never: Result<(), std::convert::Infallible> = config.visit_texts(|field, text| {
-            let syntax = field.syntax();
-            match field {
-                TextField::Command | TextField::Arg(_) | TextField::Cwd | TextField::Auth("username") => {}
-                TextField::Env(name) if !looks_secret(name) => {}
-                TextField::Url => *text = redact_url(text),
-                TextField::Env(_) | TextField::Header(_) | TextField::Auth(_) => *text = mask(text, syntax),
-            }
+        config.visit_secrets(|text, spans| *text = mask_spans(text, spans).into_owned());
+        config
+    }
+
+    /// Calls `found` with every text field and the byte ranges of it that hold secrets (maybe none).
+    fn visit_secrets(&mut self, mut found: impl FnMut(&mut String, &[Range<usize>])) {
+        let mut after_secret_flag = false;
+        let never: Result<(), Infallible> = self.visit_texts(|field, text| {
+            let follows_secret_flag = std::mem::take(&mut after_secret_flag);
+            let whole = |secret: bool| if secret { std::iter::once(0..text.len()).collect() } else { Vec::new() };
+            let spans = match field {
+                TextField::Cwd | TextField::Auth("username") => Vec::new(),
+                TextField::Env(name) if looks_secret(name) => whole(could_be_secret(text)),
+                TextField::Header(_) | TextField::Auth(_) => whole(could_be_secret(text) && !is_only_reference(text, field.syntax())),
+                TextField::Arg(_) if follows_secret_flag && !text.starts_with('-') => whole(could_be_secret(text)),
+                TextField::Arg(_) => {
+                    after_secret_flag = is_secret_flag(text);
+                    patterns::spans(text)
+                }
+                TextField::Command | TextField::Env(_) | TextField::Url => patterns::spans(text),
+            };
+            found(text, &spans);
             Ok(())
         });
         let Ok(()) = never;
-        redact_flag_values(&mut config.args);
-        config
     }
 }
 
-/// Whether a variable or parameter name looks like it holds a secret.
-pub(crate) fn looks_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    SECRET_MARKERS.iter().any(|marker| upper.contains(marker))
+/// Masks secrets in text and JSON: the shapes every secret has, and the
+/// values of the configurations it was made from. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    /// Longest first, so that a secret containing another is masked whole.
+    secrets: Arc<[String]>,
 }
 
-/// Masks the values of secret-looking flags: `--token=VALUE` and `--api-key VALUE`.
-fn redact_flag_values(args: &mut [String]) {
-    let mut secret_flag_before = false;
-    for arg in args.iter_mut() {
-        let follows_secret_flag = std::mem::take(&mut secret_flag_before);
-        if let Some((flag, value)) = arg.split_once('=').filter(|(flag, _)| flag.starts_with('-')) {
-            if looks_secret(flag) {
-                *arg = format!("{flag}={}", mask(value, Syntax::Braced));
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Redactor {{ {} secrets }}", self.secrets.len())
+    }
+}
+
+impl Redactor {
+    /// The secrets of these configurations: what [`ServerConfig::redacted`]
+    /// masks, as written and, for values with `${VAR}` references, as
+    /// expanded from the process environment.
+    pub fn from_configs<'a>(configs: impl IntoIterator<Item = &'a ServerConfig>) -> Redactor {
+        let mut secrets = Vec::new();
+        let mut collect = |config: &ServerConfig| {
+            config.clone().visit_secrets(|text, spans| secrets.extend(spans.iter().map(|span| text[span.clone()].to_string())));
+        };
+        for config in configs {
+            collect(config);
+            if let Ok(expanded) = config.expanded(|name| std::env::var(name).ok()) {
+                if expanded != *config {
+                    collect(&expanded);
+                }
             }
-        } else if arg.starts_with('-') {
-            secret_flag_before = looks_secret(arg);
-        } else if follows_secret_flag {
-            *arg = mask(arg, Syntax::Braced);
+        }
+        Redactor::with_secrets(secrets)
+    }
+
+    /// A redactor for these secret values; those shorter than
+    /// [`MIN_SECRET_CHARS`] are ignored.
+    pub fn with_secrets(secrets: impl IntoIterator<Item = String>) -> Redactor {
+        let mut all = Vec::new();
+        for secret in secrets {
+            if secret.contains(['\n', '\r']) {
+                all.extend(secret.lines().map(|line| line.trim().to_string()));
+            }
+            if let Some(escaped) = serde_json::to_string(&secret).ok().and_then(|quoted| Some(quoted.get(1..quoted.len() - 1)?.to_string()))
+            {
+                all.push(escaped);
+            }
+            all.push(secret);
+        }
+        all.retain(|secret| secret.chars().count() >= MIN_SECRET_CHARS);
+        all.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        all.dedup();
+        Redactor { secrets: all.into() }
+    }
+
+    /// `text` with its secrets masked; borrowed when there were none.
+    pub fn text<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let mut out = mask_spans(text, &patterns::spans(text));
+        // Masking can join pieces into a new occurrence (when a secret
+        // contains `***`); every round shortens the text, so this ends.
+        while let Some(masked) = self.mask_secrets(&out) {
+            out = Cow::Owned(masked);
+        }
+        out
+    }
+
+    /// The text with every occurrence of a known secret masked; `None` if there was none.
+    fn mask_secrets(&self, text: &str) -> Option<String> {
+        let mut spans = Vec::new();
+        for secret in self.secrets.iter() {
+            spans.extend(text.match_indices(secret.as_str()).map(|(at, _)| at..at + secret.len()));
+        }
+        if spans.is_empty() {
+            return None;
+        }
+        Some(mask_spans(text, &patterns::merge(spans)).into_owned())
+    }
+
+    /// Masks the secrets inside every string value of `value` (keys, numbers,
+    /// booleans and the structure stay). Deep values do not grow the stack.
+    pub fn json(&self, value: &mut serde_json::Value) {
+        let mut stack = vec![value];
+        while let Some(value) = stack.pop() {
+            match value {
+                serde_json::Value::String(text) => {
+                    if let Cow::Owned(masked) = self.text(text) {
+                        *text = masked;
+                    }
+                }
+                serde_json::Value::Array(items) => stack.extend(items.iter_mut()),
+                serde_json::Value::Object(map) => stack.extend(map.values_mut()),
+                _ => {}
+            }
         }
     }
-}
-
-fn mask(value: &str, syntax: Syntax) -> String {
-    if value.is_empty() || is_only_reference(value, syntax) {
-        value.into()
-    } else {
-        MASK.into()
-    }
-}
-
-/// Masks the userinfo secret and secret-looking query values of a URL.
-fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://").map(|at| at + 3) else {
-        return url.into();
-    };
-    let (scheme, rest) = url.split_at(scheme_end);
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let userinfo = match userinfo.split_once(':') {
-                Some((user, password)) => format!("{user}:{}", mask(password, Syntax::Braced)),
-                None => mask(userinfo, Syntax::Braced),
-            };
-            format!("{userinfo}@{host}")
-        }
-        None => authority.into(),
-    };
-    format!("{scheme}{authority}{}", redact_query(tail))
-}
-
-/// Masks the values of secret-looking parameters in `path?query#fragment`.
-fn redact_query(tail: &str) -> String {
-    let Some(query_start) = tail.find('?').map(|at| at + 1) else {
-        return tail.into();
-    };
-    let query_end = tail[query_start..].find('#').map_or(tail.len(), |at| query_start + at);
-    let query = tail[query_start..query_end]
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((name, value)) if looks_secret(name) => format!("{name}={}", mask(value, Syntax::Braced)),
-            _ => pair.into(),
-        })
-        .collect::<Vec<_>>()
-        .join("&");
-    format!("{}{query}{}", &tail[..query_start], &tail[query_end..])
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::{Auth, Transport};
-
-    #[test]
-    fn secret_names() {
-        for name in ["GITHUB_TOKEN", "api_key", "ApiKey", "DB_PASSWORD", "PASSPHRASE", "AUTH_HEADER", "GOOGLE_CREDENTIALS", "CLIENT_SECRET"]
-        {
-            assert!(looks_secret(name), "{name}");
-        }
-        for name in ["LOG_LEVEL", "PATH", "HOME", "REGION"] {
-            assert!(!looks_secret(name), "{name}");
-        }
-    }
-
-    #[test]
-    fn env_values_with_secret_names_are_masked_unless_only_a_reference() {
-        let config = ServerConfig::stdio("gh", "npx", ["-y", "server-github"])
-            .with_env("LOG_LEVEL", "info")
-            .with_env("GITHUB_TOKEN", "ghp_abc")
-            .with_env("API_KEY", "${API_KEY}")
-            .with_env("DB_PASSWORD", "${PW:-hunter2}")
-            .with_env("EMPTY_SECRET", "");
-        let shown = config.redacted();
-        assert_eq!(shown.env["LOG_LEVEL"], "info");
-        assert_eq!(shown.env["GITHUB_TOKEN"], MASK);
-        assert_eq!(shown.env["API_KEY"], "${API_KEY}");
-        assert_eq!(shown.env["DB_PASSWORD"], MASK, "a default may be a secret");
-        assert_eq!(shown.env["EMPTY_SECRET"], "");
-        assert_eq!(shown.args, config.args);
-        assert_eq!(shown.command, config.command);
-    }
-
-    #[test]
-    fn values_of_secret_flags_in_args_are_masked() {
-        let args = ["--api-key", "sk-123", "--token=ghp_x", "--verbose", "--path", "/data", "--password", "${PW}", "--auth-token=${T}"];
-        let shown = ServerConfig::stdio("s", "srv", args).redacted();
-        assert_eq!(
-            shown.args,
-            ["--api-key", MASK, "--token=***", "--verbose", "--path", "/data", "--password", "${PW}", "--auth-token=${T}"]
-        );
-    }
-
-    #[test]
-    fn headers_and_auth_are_masked() {
-        let mut config = ServerConfig::remote("api", Transport::Http, "https://example.com/mcp")
-            .with_header("X-Team", "core")
-            .with_header("Authorization", "Bearer ${TOKEN}")
-            .with_header("X-Api-Key", "${KEY}");
-        config.auth = Some(Auth::Basic { username: "me".into(), password: "pw".into() });
-        let shown = config.redacted();
-        assert_eq!(shown.headers["X-Team"], MASK, "every header value may be a secret");
-        assert_eq!(shown.headers["Authorization"], MASK);
-        assert_eq!(shown.headers["X-Api-Key"], "${KEY}");
-        assert_eq!(shown.auth, Some(Auth::Basic { username: "me".into(), password: MASK.into() }));
-
-        config.auth = Some(Auth::Bearer { token: "$TOKEN".into() });
-        assert_eq!(config.redacted().auth, Some(Auth::Bearer { token: "$TOKEN".into() }), "a bare reference in auth");
-        config.auth = Some(Auth::ApiKey { header: "X-Key".into(), value: "abc".into() });
-        assert_eq!(config.redacted().auth, Some(Auth::ApiKey { header: "X-Key".into(), value: MASK.into() }));
-    }
-
-    #[test]
-    fn urls() {
-        assert_eq!(redact_url("https://user:pw@host:8443/mcp"), "https://user:***@host:8443/mcp");
-        assert_eq!(redact_url("https://ghp_token@host/mcp"), "https://***@host/mcp");
-        assert_eq!(redact_url("https://${USER}:${PASSWORD}@host/"), "https://${USER}:${PASSWORD}@host/");
-        assert_eq!(redact_url("https://host/mcp?api_key=abc&x=1#frag"), "https://host/mcp?api_key=***&x=1#frag");
-        assert_eq!(redact_url("https://host/mcp?token=${T}"), "https://host/mcp?token=${T}");
-        assert_eq!(redact_url("https://host/a@b"), "https://host/a@b", "an @ in the path is not userinfo");
-        assert_eq!(redact_url("https://host"), "https://host");
-        assert_eq!(redact_url("not a url"), "not a url");
-        let config = ServerConfig::remote("r", Transport::Sse, "https://u:p@h/sse");
-        assert_eq!(config.redacted().url.as_deref(), Some("https://u:***@h/sse"));
-    }
-}
+mod tests;

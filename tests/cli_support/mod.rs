@@ -103,3 +103,11 @@ pub fn stdout(output: &std::process::Output) -> String {
 pub fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// A `[servers.NAME]` table running the Python fixture `tests/fixtures/SCRIPT` with `flags`.
+pub fn python_fixture_table(name: &str, script: &str, flags: &[&str]) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(script);
+    let args: Vec<String> =
+        std::iter::once(path.to_string_lossy().as_ref()).chain(flags.iter().copied()).map(|a| format!("{a:?}")).collect();
+    format!("[servers.{name}]\ncommand = \"python3\"\nargs = [{}]\n", args.join(", "))
+}

@@ -1,0 +1,203 @@
+//! mcpvisor's own TOML files (`servers.toml`, `.mcpvisor.toml`).
+//!
+//! One `[servers.NAME]` table per server; the keys are [`KEYS`]. Reading is
+//! strict: an unknown key or a value of the wrong type is an error naming
+//! the file, the server and the key. Writing goes through `toml_edit`, so
+//! comments, formatting and the order of everything not changed stay byte
+//! for byte: an existing key is updated in place (keeping its trailing
+//! comment), a key that no longer applies is removed, and a new key is
+//! appended only when its value differs from the default. Text is written
+//! raw: `${VAR}` references stay references.
+//!
+//! Not written: `scope` (it is where the file is) and `restart_limits`
+//! (backoff and intensity are set in code only).
+//!
+//! The code: `schema` (the keys and the shape of the document), `read`
+//! (a server's table into a [`ServerConfig`]) and `edit` (changes made in
+//! place with `toml_edit`).
+
+mod edit;
+mod read;
+mod schema;
+
+use std::path::Path;
+
+use super::file::read_optional;
+use super::ServerConfig;
+use crate::error::ConfigError;
+use schema::{parse_document, servers_table};
+
+pub use edit::{remove, set_enabled, upsert};
+pub use schema::{DEFAULT_MAX_RESTARTS, KEYS};
+
+/// The servers of the file, in file order; a missing file has none.
+pub fn load(path: &Path) -> Result<Vec<ServerConfig>, ConfigError> {
+    match read_optional(path)? {
+        Some(text) => parse(path, &text),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The servers of `text`; `path` is only named in errors.
+pub fn parse(path: &Path, text: &str) -> Result<Vec<ServerConfig>, ConfigError> {
+    let document = parse_document(path, text)?;
+    let Some(servers) = document.get("servers") else {
+        return Ok(Vec::new());
+    };
+    servers_table(path, servers)?.iter().map(|(name, item)| read::read_server(path, name, item)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Auth, Era, ToolFilter, Transport};
+    use crate::restart::RestartPolicy;
+    use std::fs;
+    use std::time::Duration;
+
+    const EXAMPLE: &str = r#"# my servers
+[servers.fs]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]
+env = { LOG_LEVEL = "info" }
+cwd = "/tmp"
+inherit_env = false
+enabled = true
+timeout = 60            # call time-out, seconds (float ok)
+startup_timeout = 30
+max_timeout = 600       # progress may push a call's time-out out to this
+health_ping = 30        # ping every 30 s; no answer within `timeout` restarts the server
+restart = "on-failure"  # never | on-failure | always
+max_restarts = 5
+era = "auto"            # auto | legacy | modern
+roots = ["/home/me/project"]
+tools = { allow = ["read_*"], deny = ["*delete*"] }
+max_in_flight = 64
+max_queued = 1024
+
+[servers.remote]
+transport = "http"      # stdio | http | sse (default: stdio when command is set)
+url = "https://example.com/mcp"
+headers = { "X-Team" = "core" }
+auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,password}, api_key {header,value}
+"#;
+
+    pub(super) fn file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("servers.toml");
+        fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    fn parse_error(text: &str) -> String {
+        parse(Path::new("servers.toml"), text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn reads_the_documented_example() {
+        let (_dir, path) = file(EXAMPLE);
+        let servers = load(&path).unwrap();
+        let mut fs =
+            ServerConfig::stdio("fs", "npx", ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]).with_env("LOG_LEVEL", "info");
+        fs.cwd = Some("/tmp".into());
+        fs.restart = RestartPolicy::OnFailure { max_restarts: 5 };
+        fs.roots = vec!["/home/me/project".into()];
+        fs.timeouts.health_ping = Some(Duration::from_secs(30));
+        fs.tools = ToolFilter { allow: vec!["read_*".into()], deny: vec!["*delete*".into()] };
+        let mut remote = ServerConfig::remote("remote", Transport::Http, "https://example.com/mcp").with_header("X-Team", "core");
+        remote.auth = Some(Auth::Bearer { token: "${GITHUB_TOKEN}".into() });
+        assert_eq!(servers, [fs, remote]);
+    }
+
+    #[test]
+    fn missing_file_has_no_servers_and_empty_file_too() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(load(&dir.path().join("none.toml")).unwrap(), []);
+        assert_eq!(parse(Path::new("x.toml"), "# nothing yet\n").unwrap(), []);
+    }
+
+    #[test]
+    fn inferred_transport_and_other_values() {
+        let servers = parse(
+            Path::new("x.toml"),
+            r#"
+            [servers]
+            a = { url = "https://a.example/mcp", timeout = 2.5, restart = "never", era = "modern" }
+            b = { transport = "sse", url = "http://localhost:9000/sse", auth = { type = "api_key", header = "X-Key", value = "$KEY" } }
+            c = { command = "c", restart = "on-failure", enabled = false, max_frame = 2048, max_queued = 0, shutdown_grace = 0.5 }
+            "#,
+        )
+        .unwrap();
+        assert_eq!(servers[0].transport, Transport::Http);
+        assert_eq!(servers[0].timeouts.call, Duration::from_millis(2500));
+        assert_eq!(servers[0].restart, RestartPolicy::Never);
+        assert_eq!(servers[0].era, Era::Modern);
+        assert_eq!(servers[1].transport, Transport::Sse);
+        assert_eq!(servers[1].auth, Some(Auth::ApiKey { header: "X-Key".into(), value: "$KEY".into() }));
+        assert_eq!(servers[2].restart, RestartPolicy::OnFailure { max_restarts: DEFAULT_MAX_RESTARTS });
+        assert!(!servers[2].enabled);
+        assert_eq!((servers[2].limits.max_frame, servers[2].limits.max_queued), (2048, 0));
+        assert_eq!(servers[2].timeouts.shutdown_grace, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_listing_the_known_ones() {
+        let message = parse_error("[servers.fs]\ncommand = \"x\"\ncomand = \"y\"\n");
+        assert!(
+            message.starts_with("servers.toml: server \"fs\": unknown key `comand`; the known keys are transport, command, args"),
+            "{message}"
+        );
+        let message = parse_error("[server.fs]\ncommand = \"x\"\n");
+        assert_eq!(message, "servers.toml: top level: unknown key `server`; the known keys are servers");
+        let message = parse_error("[servers.fs]\ncommand = \"x\"\ntools = { allow = [], block = [] }\n");
+        assert_eq!(message, "servers.toml: server \"fs\": unknown key `tools.block`; the known keys are allow, deny");
+        let message = parse_error("[servers.r]\nurl = \"https://x\"\nauth = { type = \"bearer\", token = \"t\", user = \"u\" }\n");
+        assert_eq!(message, "servers.toml: server \"r\": unknown key `auth.user`; the known keys are type, token");
+    }
+
+    #[test]
+    fn bad_values_name_the_server_and_the_field_and_say_what_to_write() {
+        let cases = [
+            ("command = 5", "`command` must be a string, not integer"),
+            ("command = \"x\"\nargs = [\"a\", 1]", "`args[1]` must be a string, not integer"),
+            ("command = \"x\"\nenv = { A = true }", "`env.A` must be a string, not boolean"),
+            ("command = \"x\"\ntimeout = \"60\"", "`timeout` must be a number of seconds greater than zero, like 60 or 2.5"),
+            ("command = \"x\"\ntimeout = 0", "`timeout` must be a number of seconds greater than zero"),
+            ("command = \"x\"\ntimeout = nan", "`timeout` must be a number of seconds greater than zero"),
+            ("command = \"x\"\ntimeout = 1e300", "`timeout` must be a number of seconds greater than zero"),
+            ("command = \"x\"\nmax_in_flight = 0", "`max_in_flight` must be a whole number of at least 1"),
+            ("command = \"x\"\nmax_queued = -1", "`max_queued` must be a whole number of at least 0"),
+            ("command = \"x\"\nrestart = \"sometimes\"", "`restart` is \"sometimes\"; write one of never | on-failure | always"),
+            ("command = \"x\"\nmax_restarts = 3", "`max_restarts` applies only with restart = \"on-failure\""),
+            ("command = \"x\"\nera = \"new\"", "`era` is \"new\"; write one of auto | legacy | modern"),
+            ("transport = \"websocket\"", "`transport` is \"websocket\"; write one of stdio | http | sse"),
+            ("command = \"x\"\nurl = \"https://x\"", "`transport` is needed when both `command` and `url` are set"),
+            ("url = \"https://x\"\nauth = { token = \"t\" }", "`auth.type` is missing"),
+            (
+                "url = \"https://x\"\nauth = { type = \"basic\", username = \"u\" }",
+                "`auth.password` is missing; basic auth needs username and password",
+            ),
+            ("url = \"https://x\"\nauth = { type = \"oauth\" }", "`auth.type` is \"oauth\"; write \"bearer\", \"basic\" or \"api_key\""),
+            ("url = \"https://x\"\nheaders = [\"a\"]", "`headers` must be a table, like { NAME = \"value\" }, not array"),
+            ("args = [\"a\"]", "invalid configuration for server `s`: `command` is empty"),
+            ("url = \"ftp://x\"", "`url` must be an http:// or https:// URL"),
+        ];
+        for (body, expected) in cases {
+            let message = parse_error(&format!("[servers.s]\n{body}\n"));
+            assert!(message.starts_with("servers.toml: "), "{message}");
+            assert!(message.contains("server \"s\"") || message.contains("server `s`"), "{message}");
+            assert!(message.contains(expected), "{body:?}: {message}");
+        }
+        assert!(parse_error("[servers]\ns = 1\n").contains("`servers.s` must be a table: write [servers.s]"));
+        assert!(parse_error("servers = 1\n").contains("`servers` must be a table"));
+        assert!(parse_error("[servers.s\n").starts_with("servers.toml: not valid TOML: "));
+    }
+
+    #[test]
+    fn references_in_the_url_are_checked_after_expansion() {
+        let servers = parse(Path::new("x.toml"), "[servers.r]\nurl = \"${BASE_URL}/mcp\"\n").unwrap();
+        assert_eq!(servers[0].url.as_deref(), Some("${BASE_URL}/mcp"));
+        let expanded = servers[0].expanded(|_| Some("ftp://nope".into())).unwrap();
+        assert!(expanded.validate().is_err());
+    }
+}

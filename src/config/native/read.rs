@@ -1,0 +1,183 @@
+//! Reading one server's table: strict, every error naming the file, the
+//! server and the key, and saying what to write.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use toml_edit::{Item, TableLike, Value};
+
+use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS, KEYS, TOOLS_KEYS};
+use crate::config::{Auth, Keyword, ServerConfig, ToolFilter, Transport};
+use crate::error::ConfigError;
+use crate::restart::RestartPolicy;
+
+/// Reads the values of one server's table, naming the file, the server and
+/// the key in every error.
+struct Reader<'a> {
+    file: &'a Path,
+    server: &'a str,
+}
+
+impl Reader<'_> {
+    fn invalid(&self, field: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::InvalidField { file: self.file.into(), server: self.server.into(), field: field.into(), message: message.into() }
+    }
+
+    fn unknown_key(&self, key: String, known: &[&'static str]) -> ConfigError {
+        ConfigError::UnknownKey { file: self.file.into(), server: Some(self.server.into()), key, known: known.to_vec() }
+    }
+
+    fn string(&self, field: &str, item: &Item) -> Result<String, ConfigError> {
+        item.as_str().map(str::to_owned).ok_or_else(|| self.invalid(field, format!("must be a string, not {}", item.type_name())))
+    }
+
+    fn bool(&self, field: &str, item: &Item) -> Result<bool, ConfigError> {
+        item.as_bool().ok_or_else(|| self.invalid(field, format!("must be true or false, not {}", item.type_name())))
+    }
+
+    fn strings(&self, field: &str, item: &Item) -> Result<Vec<String>, ConfigError> {
+        let array = item
+            .as_array()
+            .ok_or_else(|| self.invalid(field, format!("must be an array of strings, like [\"a\", \"b\"], not {}", item.type_name())))?;
+        let string = |(i, value): (usize, &Value)| {
+            value
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| self.invalid(&format!("{field}[{i}]"), format!("must be a string, not {}", value.type_name())))
+        };
+        array.iter().enumerate().map(string).collect()
+    }
+
+    fn table<'i>(&self, field: &str, item: &'i Item, example: &str) -> Result<&'i dyn TableLike, ConfigError> {
+        item.as_table_like().ok_or_else(|| self.invalid(field, format!("must be a table, like {example}, not {}", item.type_name())))
+    }
+
+    fn map(&self, field: &str, item: &Item) -> Result<BTreeMap<String, String>, ConfigError> {
+        let table = self.table(field, item, "{ NAME = \"value\" }")?;
+        table.iter().map(|(key, value)| Ok((key.to_owned(), self.string(&format!("{field}.{key}"), value)?))).collect()
+    }
+
+    fn keyword<K: Keyword>(&self, field: &str, item: &Item) -> Result<K, ConfigError> {
+        let word = self.string(field, item)?;
+        K::parse(&word).ok_or_else(|| self.invalid(field, format!("is {word:?}; write one of {}", K::choices())))
+    }
+
+    fn seconds(&self, field: &str, item: &Item) -> Result<Duration, ConfigError> {
+        let seconds = item.as_float().or_else(|| item.as_integer().map(|i| i as f64));
+        seconds
+            .filter(|s| *s > 0.0)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .ok_or_else(|| self.invalid(field, "must be a number of seconds greater than zero, like 60 or 2.5"))
+    }
+
+    fn count<T: TryFrom<i64>>(&self, field: &str, item: &Item, min: i64) -> Result<T, ConfigError> {
+        item.as_integer()
+            .filter(|n| *n >= min)
+            .and_then(|n| T::try_from(n).ok())
+            .ok_or_else(|| self.invalid(field, format!("must be a whole number of at least {min}")))
+    }
+
+    fn tools(&self, item: &Item) -> Result<ToolFilter, ConfigError> {
+        let table = self.table("tools", item, "{ allow = [\"read_*\"], deny = [\"*delete*\"] }")?;
+        let mut filter = ToolFilter::default();
+        for (key, value) in table.iter() {
+            let list = self.strings(&format!("tools.{key}"), value)?;
+            match key {
+                "allow" => filter.allow = list,
+                "deny" => filter.deny = list,
+                _ => return Err(self.unknown_key(format!("tools.{key}"), &TOOLS_KEYS)),
+            }
+        }
+        Ok(filter)
+    }
+
+    fn auth(&self, item: &Item) -> Result<Auth, ConfigError> {
+        let table = self.table("auth", item, "{ type = \"bearer\", token = \"${TOKEN}\" }")?;
+        let kind =
+            table.get("type").ok_or_else(|| self.invalid("auth.type", "is missing; write type = \"bearer\", \"basic\" or \"api_key\""))?;
+        let kind = self.string("auth.type", kind)?;
+        let known: &[&'static str] = match kind.as_str() {
+            "bearer" => &["type", "token"],
+            "basic" => &["type", "username", "password"],
+            "api_key" => &["type", "header", "value"],
+            _ => return Err(self.invalid("auth.type", format!("is {kind:?}; write \"bearer\", \"basic\" or \"api_key\""))),
+        };
+        if let Some((key, _)) = table.iter().find(|(key, _)| !known.contains(key)) {
+            return Err(self.unknown_key(format!("auth.{key}"), known));
+        }
+        let field = |key: &str| {
+            let path = format!("auth.{key}");
+            table
+                .get(key)
+                .ok_or_else(|| self.invalid(&path, format!("is missing; {kind} auth needs {}", known[1..].join(" and "))))
+                .and_then(|item| self.string(&path, item))
+        };
+        Ok(match kind.as_str() {
+            "bearer" => Auth::Bearer { token: field("token")? },
+            "basic" => Auth::Basic { username: field("username")?, password: field("password")? },
+            _ => Auth::ApiKey { header: field("header")?, value: field("value")? },
+        })
+    }
+
+    fn restart(&self, restart: Option<&Item>, max_restarts: Option<&Item>) -> Result<RestartPolicy, ConfigError> {
+        let kind = restart.map(|item| self.keyword::<Restart>("restart", item)).transpose()?;
+        let max_restarts = max_restarts.map(|item| self.count::<u32>("max_restarts", item, 0)).transpose()?;
+        Ok(match (kind, max_restarts) {
+            (Some(Restart::OnFailure), max) => RestartPolicy::OnFailure { max_restarts: max.unwrap_or(DEFAULT_MAX_RESTARTS) },
+            (_, Some(_)) => {
+                return Err(self.invalid("max_restarts", "applies only with restart = \"on-failure\"; set that or remove max_restarts"))
+            }
+            (Some(Restart::Never), None) => RestartPolicy::Never,
+            (Some(Restart::Always), None) => RestartPolicy::Always,
+            (None, None) => RestartPolicy::default(),
+        })
+    }
+}
+
+pub(super) fn read_server(path: &Path, name: &str, item: &Item) -> Result<ServerConfig, ConfigError> {
+    let r = Reader { file: path, server: name };
+    let table = item.as_table_like().ok_or_else(|| not_a_server_table(path, name))?;
+    let mut config = ServerConfig::stdio(name, "", Vec::<String>::new());
+    let mut transport = None;
+    for (key, item) in table.iter() {
+        match key {
+            "transport" => transport = Some(r.keyword::<Transport>(key, item)?),
+            "command" => config.command = r.string(key, item)?,
+            "args" => config.args = r.strings(key, item)?,
+            "env" => config.env = r.map(key, item)?,
+            "cwd" => config.cwd = Some(r.string(key, item)?.into()),
+            "inherit_env" => config.inherit_env = r.bool(key, item)?,
+            "url" => config.url = Some(r.string(key, item)?),
+            "headers" => config.headers = r.map(key, item)?,
+            "auth" => config.auth = Some(r.auth(item)?),
+            "enabled" => config.enabled = r.bool(key, item)?,
+            "timeout" => config.timeouts.call = r.seconds(key, item)?,
+            "startup_timeout" => config.timeouts.startup = r.seconds(key, item)?,
+            "shutdown_grace" => config.timeouts.shutdown_grace = r.seconds(key, item)?,
+            "max_timeout" => config.timeouts.max_call = r.seconds(key, item)?,
+            "health_ping" => config.timeouts.health_ping = Some(r.seconds(key, item)?),
+            "restart" | "max_restarts" => {}
+            "era" => config.era = r.keyword(key, item)?,
+            "roots" => config.roots = r.strings(key, item)?,
+            "tools" => config.tools = r.tools(item)?,
+            "max_in_flight" => config.limits.max_in_flight = r.count(key, item, 1)?,
+            "max_queued" => config.limits.max_queued = r.count(key, item, 0)?,
+            "max_frame" => config.limits.max_frame = r.count(key, item, 1024)?,
+            _ => return Err(r.unknown_key(key.into(), &KEYS)),
+        }
+    }
+    config.restart = r.restart(table.get("restart"), table.get("max_restarts"))?;
+    config.transport = match transport {
+        Some(transport) => transport,
+        None if config.url.is_some() && !config.command.is_empty() => {
+            return Err(
+                r.invalid("transport", "is needed when both `command` and `url` are set; write transport = \"stdio\", \"http\" or \"sse\"")
+            )
+        }
+        None if config.url.is_some() => Transport::Http,
+        None => Transport::Stdio,
+    };
+    config.validate().map_err(|source| ConfigError::Invalid { file: path.into(), source })?;
+    Ok(config)
+}
