@@ -42,6 +42,21 @@ async fn endless_cursors_fail_at_once_after_max_list_pages() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_list_has_the_same_page_limit_at_start_up_and_on_demand() {
+    let mut config = misbehaving("pages", &["endless-resources"]);
+    config.limits.max_list_pages = 20;
+    let handle = start(vec![config]).await;
+    // Resources are secondary at start-up: their endless listing ends, and the server serves its tools.
+    assert_eq!(status_of(&handle, "pages").await.state, ServerState::Connected);
+    match handle.list_resources("pages").await {
+        Err(CallError::Protocol { message, .. }) => {
+            assert!(message.starts_with("resources/list pagination did not end after 20 pages"), "{message}")
+        }
+        other => panic!("expected the page limit, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_start_up_time_out_names_the_step_that_was_running() {
     let mut config = misbehaving("lister", &["silent-list"]);
     // Long enough for the handshake on a loaded machine; the listing never ends.
