@@ -14,7 +14,13 @@
 //! context; actix's `Supervisor` then restarts the actor (its value, with the
 //! queue of waiting calls, is kept) and `started()` schedules the next spawn
 //! with `run_later`. Because the Hub holds the only strong `Addr`, dropping
-//! it ends the actor for good (actix restarts only connected actors).
+//! it ends the actor for good (actix restarts only connected actors): the
+//! Registry, calls and operations hold connections weakly.
+//!
+//! Module dependencies run one way: [`messages`] (what a connection takes)
+//! ← `rounds` ([`operation::Requester`]) ← [`connection`] ← [`operation`]
+//! ← [`hub`]; the [`registry`] routes to connections, which reach it back
+//! only through the [`ToolsChanged`] and [`ServerDown`] messages.
 //!
 //! Messages (all replies come back as futures; see [`reply::Reply`]):
 //!
@@ -26,6 +32,7 @@
 //! | [`hub::AddServer`], [`hub::RemoveServer`], [`hub::Shutdown`], [`hub::WaitReady`] | Hub | results |
 //! | [`hub::Status`] | Hub | `Vec<ServerStatus>` |
 //! | [`Subscribe`] | Hub (server states) / Registry (catalog) | — |
+//! | [`messages`]: `Request`, `Routed`, `Forget`, `GetStatus`, `SetLogLevel`, ... | Connection | see each |
 
 pub mod client_requests;
 pub mod connection;

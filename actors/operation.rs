@@ -6,7 +6,7 @@
 //! a short conversation of [`Request`]s with the connection, so it shares
 //! the connection's back-pressure, time-outs and cancellation with tool
 //! calls; list operations follow every `nextCursor` through the same
-//! bounded [`Paginator`] as the connection's own listings.
+//! bounded [`crate::protocol::pagination::Paginator`] as the connection's own listings.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -144,6 +144,9 @@ pub enum ConnectError {
     #[error("server `{server}`: {message}")]
     Listing { server: String, message: String },
 
+    #[error("server `{server}` answered {method} with something that is not a handshake: {message}")]
+    MalformedHandshake { server: String, method: String, message: String },
+
     #[error("server `{server}` exited during start-up ({exit}){}", tail_suffix(.stderr_tail))]
     Exited { server: String, exit: ExitInfo, stderr_tail: Vec<String> },
 }
@@ -151,7 +154,7 @@ pub enum ConnectError {
 impl ConnectError {
     /// Errors a restart cannot cure: restarting would repeat them exactly.
     pub fn is_permanent(&self) -> bool {
-        matches!(self, ConnectError::UnsupportedVersion { .. })
+        matches!(self, ConnectError::UnsupportedVersion { .. } | ConnectError::MalformedHandshake { .. })
     }
 }
 

@@ -106,9 +106,10 @@ impl CallBook {
         self.pending.contains_key(&other).then_some(other)
     }
 
-    /// The only request awaiting an answer, if exactly one is.
-    pub(super) fn only_request(&self) -> Option<RequestId> {
-        let mut ids = self.pending.keys();
+    /// The only request awaiting an answer, if exactly one is; `besides`
+    /// (a long-lived stream such as `subscriptions/listen`) does not count.
+    pub(super) fn only_request(&self, besides: Option<&RequestId>) -> Option<RequestId> {
+        let mut ids = self.pending.keys().filter(|id| Some(*id) != besides);
         match (ids.next(), ids.next()) {
             (Some(id), None) => Some(id.clone()),
             _ => None,
@@ -189,7 +190,11 @@ mod tests {
         assert!(book.take(&RequestId::Number(1)).is_some());
         assert!(book.take(&RequestId::Number(1)).is_none());
         assert_eq!(book.in_flight(), 1);
-        assert_eq!(book.only_request(), Some(RequestId::Number(3)));
+        assert_eq!(book.only_request(None), Some(RequestId::Number(3)));
+        let (d, _rd) = pending(false);
+        book.insert(RequestId::Number(4), d);
+        assert_eq!(book.only_request(None), None);
+        assert_eq!(book.only_request(Some(&RequestId::Number(4))), Some(RequestId::Number(3)));
         assert_eq!(book.same_id_other_type(&RequestId::String("3".into())), Some(RequestId::Number(3)));
         book.fail_all(|| Failure::Stopped);
         assert_eq!(book.in_flight(), 0);

@@ -106,8 +106,11 @@ fn read_tool(raw: &RawValue, extras: &Extras) -> Result<ReadTool, Unreadable> {
     match fields.get("inputSchema") {
         Some(Value::Object(_)) => {}
         other => {
-            let what = other.map_or("missing", json_kind);
-            repairs.push(format!("its inputSchema is {what}, not an object; it is kept, and its arguments are not checked"));
+            let problem = match other {
+                None => "it has no inputSchema".to_string(),
+                Some(other) => format!("its inputSchema is {}, not an object", json_kind(other)),
+            };
+            repairs.push(format!("{problem}; it is kept, and its arguments are not checked"));
             fields.insert("inputSchema".into(), serde_json::json!({ "type": "object" }));
         }
     }
@@ -207,7 +210,7 @@ mod tests {
         assert_eq!(names, ["ok", "no_schema", "null_schema", "text_schema"]);
         let warnings = intake.warnings.join("\n");
         for expected in [
-            "tool `no_schema`: its inputSchema is missing",
+            "tool `no_schema`: it has no inputSchema; it is kept",
             "tool `null_schema`: its inputSchema is null",
             "tool `text_schema`: its inputSchema is a string",
             "tool `text_schema`: its outputSchema is a number",

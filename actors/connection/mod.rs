@@ -2,7 +2,7 @@
 //!
 //! Invariants:
 //! - at most `max_in_flight` caller requests are on the wire at once and at
-//!   most `max_queued` wait behind them ([`book::CallBook`] keeps the count);
+//!   most `max_queued` wait behind them (`book::CallBook` keeps the count);
 //!   the next call is refused with `Overloaded` at once;
 //! - nothing is written to the child except through `outbox`, which holds
 //!   at most `max_in_flight` requests plus [`MAX_CONTROL_FRAMES`] control
@@ -13,7 +13,7 @@
 //! - a request id is never reused within a connection's life, so a late
 //!   answer can only match nothing and is logged and dropped;
 //! - every entry into the actor's code is guarded against panics
-//!   ([`guard`]): the calls in flight get an error reply, the process is
+//!   (`guard`): the calls in flight get an error reply, the process is
 //!   killed and the restart policy applies;
 //! - the connection holds no strong address of itself; only the Hub does.
 //!

@@ -62,7 +62,8 @@ impl Connection {
                         protocol::json_kind(other)
                     ),
                 };
-                return self.abort_run(ConnectError::Protocol { server, method: methods::INITIALIZE.into(), message }, Ending::Failure);
+                let error = ConnectError::MalformedHandshake { server, method: methods::INITIALIZE.into(), message };
+                return self.abort_run(error, Ending::Failure);
             }
         };
         if !protocol::is_supported_legacy_version(&version) {
@@ -237,7 +238,8 @@ impl Connection {
         let server = self.config.name.clone();
         actix_rt::spawn(async move {
             if let Ok(Err(failure)) = answer.await {
-                tracing::debug!(server = %server, "the listen stream ended: {failure:?}");
+                let ended = failure.into_call_error(&server, methods::SUBSCRIPTIONS_LISTEN);
+                tracing::debug!(server = %server, "the listen stream ended: {ended}");
             }
         });
     }

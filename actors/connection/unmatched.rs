@@ -40,7 +40,7 @@ impl Connection {
         let request = match salvage.id {
             Some(id) if self.calls.get(&id).is_some() => Some(id),
             Some(id) => self.calls.same_id_other_type(&id),
-            None => self.calls.only_request(),
+            None => self.calls.only_request(self.listen_request()),
         };
         self.fail_or_note(request, problem, ctx);
     }
@@ -71,8 +71,13 @@ impl Connection {
             Ok(_) => "a result with a null id".to_string(),
         };
         let problem = format!("the server reported that it could not read a request ({what})");
-        let request = self.calls.only_request();
+        let request = self.calls.only_request(self.listen_request());
         self.fail_or_note(request, problem, ctx);
+    }
+
+    /// The open `subscriptions/listen` request, whose answer is not awaited soon.
+    fn listen_request(&self) -> Option<&RequestId> {
+        self.run.as_ref().and_then(|run| run.listen.as_ref())
     }
 
     fn fail_or_note(&mut self, request: Option<RequestId>, problem: String, ctx: &mut Context<Self>) {
