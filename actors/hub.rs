@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 
 use super::client_requests::ClientHandlers;
 use super::connection::{self, Connection, GetStatus, StateChanged};
-use super::registry::{NamingWarnings, RegisterServer, Registry, ServerStateChanged, UnregisterServer};
+use super::registry::{NamingWarnings, RegisterServer, Registry, ServerStateChanged, StopWaiting, UnregisterServer};
 use super::reply::Reply;
 use super::{Event, ServerState, ServerStatus, Subscribe};
 use crate::config::{RuntimeConfig, ServerConfig};
@@ -376,6 +376,7 @@ impl Handler<Shutdown> for Hub {
 
     fn handle(&mut self, _: Shutdown, _: &mut Context<Self>) -> Self::Result {
         self.shut_down = true;
+        self.registry.do_send(StopWaiting);
         let slots: Vec<Slot> = std::mem::take(&mut self.servers).into_values().collect();
         for waiter in self.ready_waiters.drain(..) {
             let _ = waiter.send(());

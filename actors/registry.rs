@@ -92,6 +92,12 @@ pub struct ServerStateChanged {
     pub state: ServerState,
 }
 
+/// The runtime is shutting down: calls waiting for a first listing fail
+/// with `CallError::RuntimeStopped` (sent by the Hub).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct StopWaiting;
+
 /// Each server's naming warnings (collisions, duplicates), by server name.
 #[derive(Message)]
 #[rtype(result = "BTreeMap<String, Vec<String>>")]
@@ -292,6 +298,16 @@ impl Handler<ServerStateChanged> for Registry {
         if let Some(entry) = self.servers.get_mut(&msg.server) {
             entry.state = msg.state;
             self.recheck_waiting();
+        }
+    }
+}
+
+impl Handler<StopWaiting> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, _: StopWaiting, _: &mut Context<Self>) {
+        for (_, waiting) in std::mem::take(&mut self.waiting) {
+            deliver(Err(CallError::RuntimeStopped { tool: waiting.call.name }), waiting.reply);
         }
     }
 }

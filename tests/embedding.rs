@@ -43,6 +43,19 @@ fn a_hub_runs_inside_an_existing_actix_system() {
     });
 }
 
+#[test]
+fn a_call_waiting_for_a_first_listing_ends_when_the_hub_shuts_down() {
+    actix::System::new().block_on(async {
+        let hub = Hub::start(RuntimeConfig::new([demo("mute", &["--no-initialize"])]));
+        let registry = hub.send(GetRegistry).await.unwrap();
+        let waiting = registry.send(CallTool::new("mcp__mute__echo", json!({"text": "x"})).with_timeout(Duration::from_secs(600)));
+        let waiting = actix::spawn(waiting);
+        hub.send(Shutdown).await.unwrap();
+        let ended = tokio::time::timeout(Duration::from_secs(20), waiting).await.expect("the call ends with the hub").unwrap().unwrap();
+        assert!(matches!(&ended, Err(CallError::RuntimeStopped { tool }) if tool == "mcp__mute__echo"), "{ended:?}");
+    });
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removing_a_server_stops_it_fails_its_calls_as_stopped_and_drops_its_tools() {
     let handle = start(vec![demo("keep", &[]), demo("gone", &[])]).await;
