@@ -340,9 +340,13 @@ async fn pings_go_both_ways_and_a_silent_server_is_restarted_by_the_health_ping(
     silent.timeouts.health_ping = Some(Duration::from_millis(100));
     silent.timeouts.call = Duration::from_millis(300);
     let handle = start(vec![in_era("old", Era::Legacy), silent]).await;
+    let first = status_of(&handle, "silent").await.pid.unwrap();
     assert!(handle.ping("old").await.unwrap() < Duration::from_secs(5));
     let pong = call(&handle, "old", "ping_client", json!({})).await.unwrap();
     assert!(text(&pong).starts_with("pong in"), "{pong:?}");
-    let why = wait_status(&handle, "silent", |s| s.last_error.as_deref().is_some_and(|e| e.contains("health ping"))).await;
-    assert!(matches!(why.state, ServerState::Restarting { .. } | ServerState::Pending | ServerState::Connected), "{why:?}");
+    let why = wait_status(&handle, "silent", |s| s.restarts >= 1).await;
+    assert!(why.last_error.as_deref().is_some_and(|e| e.contains("health ping")), "restarted because of the health ping: {why:?}");
+    assert!(!matches!(why.state, ServerState::Failed { .. }), "{why:?}");
+    wait_status(&handle, "silent", |s| s.pid.is_some_and(|pid| pid != first)).await;
+    assert!(alive(first).is_none(), "the silent process was stopped: {:?}", alive(first));
 }
