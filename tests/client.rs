@@ -82,6 +82,7 @@ async fn a_modern_only_setting_fails_clearly_on_a_legacy_server() {
     let status = status_of(&handle, "old").await;
     let ServerState::Failed { error, .. } = &status.state else { panic!("{status:?}") };
     assert!(error.contains("era = modern") && error.contains("server/discover"), "{error}");
+    assert_eq!(status.restarts, 0, "a server of the wrong era fails at once: restarting cannot change its era");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
