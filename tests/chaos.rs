@@ -151,14 +151,16 @@ async fn calls_under_random_sigkills_all_end_in_time_and_nothing_leaks() {
     };
 
     let started = Instant::now();
-    let outcomes: Vec<String> = futures::stream::iter(0..total)
+    let outcomes: Vec<(String, Duration)> = futures::stream::iter(0..total)
         .map(|i| {
             let handle = handle.clone();
             async move {
-                match tokio::time::timeout(HUNG_AFTER, one_call(handle, i)).await {
+                let called = Instant::now();
+                let kind = match tokio::time::timeout(HUNG_AFTER, one_call(handle, i)).await {
                     Ok(outcome) => outcome_kind(&outcome),
                     Err(_) => "HUNG".into(),
-                }
+                };
+                (kind, called.elapsed())
             }
         })
         .buffer_unordered(CONCURRENCY)
@@ -169,9 +171,10 @@ async fn calls_under_random_sigkills_all_end_in_time_and_nothing_leaks() {
     killer.await.unwrap();
 
     let mut tally = BTreeMap::<String, usize>::new();
-    for kind in &outcomes {
+    for (kind, _) in &outcomes {
         *tally.entry(kind.clone()).or_default() += 1;
     }
+    let slowest = outcomes.iter().map(|(_, took)| *took).max().unwrap_or_default();
     let mut restarts = 0;
     let mut failed = Vec::new();
     for status in handle.status().await {
@@ -190,7 +193,7 @@ async fn calls_under_random_sigkills_all_end_in_time_and_nothing_leaks() {
     let groups = groups.lock().unwrap().clone();
     let leftovers: Vec<_> = all_processes().into_iter().filter(|p| p.pid != me && (groups.contains(&p.pgrp) || p.ppid == me)).collect();
     eprintln!(
-        "chaos: {total} calls in {duration:?} ({kills} kills, {restarts} restarts); outcomes {tally:?}; \
+        "chaos: {total} calls in {duration:?} ({kills} kills, {restarts} restarts); outcomes {tally:?}; slowest call {slowest:?}; \
          fds {fds_before} -> {fds_after}; VmRSS {rss_before} KiB -> {rss_peak_kib} KiB before shutdown -> {rss_after} KiB after"
     );
 
