@@ -84,7 +84,8 @@ pub struct ErrorObject {
 
 /// One incoming JSON-RPC message. Invariant: a `Request` has an id and a
 /// method; a `Response` has an id (null only for errors about unparseable
-/// requests) and exactly one of result or error.
+/// requests) and exactly one of result or error; a member given twice makes
+/// the message malformed.
 #[derive(Debug)]
 pub enum Message {
     Request { id: RequestId, method: String, params: Option<Box<RawValue>> },
