@@ -61,7 +61,7 @@ pub const TOOLS: [ToolSpec; 29] = [
     tool("add_prompt", "Add a prompt", "name: string", "Adds a prompt `name`; prompts/list_changed follows."),
     tool("add_resource", "Add a resource", "name: string", "Adds `demo://added/NAME`; resources/list_changed follows."),
     tool("received", "Received", "", "Reports the notifications received so far."),
-    tool("pause_reading", "Pause reading", "ms: integer", "Answers, then reads no input for `ms` milliseconds."),
+    tool("pause_reading", "Pause reading", "ms: integer", "Answers, then stops reading its input for `ms` ms."),
     tool("close_stdout", "Close stdout", "", "Closes stdout (the client sees EOF) and keeps running, unanswered."),
 ];
 
