@@ -158,6 +158,9 @@ impl Decoder for JsonRpcCodec {
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
         let newline = buf[self.scanned..].iter().position(|b| *b == b'\n').map(|i| i + self.scanned);
         if let Some(skip) = &mut self.skipping {
+            // The head is the frame's first bytes however the frame was cut into reads.
+            let room = HEAD_LEN.saturating_sub(skip.head.len());
+            skip.head.extend_from_slice(&buf[..room.min(newline.unwrap_or(buf.len()))]);
             let Some(end) = newline else {
                 skip.size += buf.len();
                 skip.saw(buf);
@@ -223,21 +226,33 @@ impl Decoder for JsonRpcCodec {
 }
 
 /// Finds the top-level `"id"` of a JSON-RPC frame from its first bytes, for an
-/// oversized response that cannot be parsed whole. Only ids that appear before
-/// any nested object or array are trusted.
+/// oversized response that cannot be parsed whole. The members before it
+/// are read as JSON (so an `"id"` inside a key, a string or a nested value
+/// is never taken for it), and the id must be followed by `,` or `}` (so a
+/// number cut short by the end of the head is not taken either).
 pub fn peek_id(head: &[u8]) -> Option<crate::protocol::RequestId> {
-    let text = std::str::from_utf8(head).ok().or_else(|| {
-        let valid = std::str::from_utf8(head).err()?.valid_up_to();
-        std::str::from_utf8(&head[..valid]).ok()
-    })?;
-    let body = text.trim_start().strip_prefix('{')?;
-    let at = body.find("\"id\"")?;
-    if body[..at].contains(['{', '[']) {
-        return None;
+    let valid = match std::str::from_utf8(head) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+    };
+    let mut rest = valid.trim_start().strip_prefix('{')?;
+    loop {
+        let (key, after) = next_json::<String>(rest)?;
+        let after = after.trim_start().strip_prefix(':')?;
+        if key == "id" {
+            let (id, after) = next_json(after)?;
+            return after.trim_start().starts_with([',', '}']).then_some(id);
+        }
+        let (serde::de::IgnoredAny, after) = next_json(after)?;
+        rest = after.trim_start().strip_prefix(',')?;
     }
-    let rest = body[at + 4..].trim_start().strip_prefix(':')?.trim_start();
-    let end = rest.find([',', '}']).unwrap_or(rest.len());
-    serde_json::from_str(rest[..end].trim()).ok()
+}
+
+/// The JSON value at the start of `text` (after whitespace) and the text after it.
+fn next_json<'a, T: serde::Deserialize<'a>>(text: &'a str) -> Option<(T, &'a str)> {
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<T>();
+    let value = values.next()?.ok()?;
+    Some((value, &text[values.byte_offset()..]))
 }
 
 /// Finds the top-level `"id"` of a JSON-RPC frame from its last bytes, for
@@ -374,6 +389,42 @@ mod tests {
         assert_eq!(peek_id(br#"{ "id" : "a-1" , "result""#), Some(RequestId::String("a-1".into())));
         assert_eq!(peek_id(br#"{"result":{"id":5,"#), None);
         assert_eq!(peek_id(b"garbage"), None);
+    }
+
+    /// Found by fuzzing (fuzz target `answer`): a text search took an `"id"`
+    /// inside a key or a string for the frame's id, and so failed another call.
+    #[test]
+    fn peek_id_reads_only_the_frames_own_id() {
+        assert_eq!(peek_id(br#"{"x\"id":5,"id":3,"result":{"#), Some(RequestId::Number(3)));
+        assert_eq!(peek_id(br#"{"jsonrpc":"2.0","note":"\"id\":7,","id":8,"result":"#), Some(RequestId::Number(8)));
+        assert_eq!(peek_id(br#"{"error":{"code":1,"message":"m"},"id":"e"}"#), Some(RequestId::String("e".into())));
+        // Cut short: 12 could be the start of 123.
+        assert_eq!(peek_id(br#"{"jsonrpc":"2.0","id":12"#), None);
+        assert_eq!(peek_id(br#"{"jsonrpc":"2.0","id":null,"error":"#), None);
+    }
+
+    /// Found by fuzzing (fuzz target `codec`): an oversized frame that
+    /// arrived in small reads kept only the bytes of the read that crossed
+    /// max_frame as its head, so its id could be missed.
+    #[test]
+    fn the_head_of_an_oversized_frame_does_not_depend_on_the_reads() {
+        let big = format!("{{\"jsonrpc\":\"2.0\",\"result\":\"{}\",\"id\":4}}\n", "x".repeat(100));
+        let head = |chunks: &[&[u8]]| {
+            let (mut codec, mut buf) = (JsonRpcCodec::new(20), BytesMut::new());
+            let mut heads = Vec::new();
+            for chunk in chunks {
+                buf.extend_from_slice(chunk);
+                while let Some(frame) = codec.decode(&mut buf).unwrap() {
+                    if let Err(FrameError::TooLarge { head, .. }) = frame {
+                        heads.push(head);
+                    }
+                }
+            }
+            heads
+        };
+        let whole = head(&[big.as_bytes()]);
+        assert_eq!(whole, [big.as_bytes()[..HEAD_LEN.min(big.len() - 1)].to_vec()]);
+        assert_eq!(head(&big.as_bytes().chunks(7).collect::<Vec<_>>()), whole);
     }
 
     fn message_line() -> impl Strategy<Value = String> {

@@ -69,7 +69,7 @@ fn status_json_reports_every_server() {
     let demo = &all[0];
     assert_eq!(
         (demo["state"].as_str(), demo["tools"].as_u64(), demo["resources"].as_u64(), demo["prompts"].as_u64()),
-        (Some("connected"), Some(25), Some(5), Some(2))
+        (Some("connected"), Some(27), Some(5), Some(2))
     );
     assert!(
         demo["pid"].as_u64().is_some() && demo["era"].is_string() && demo["protocol_version"].is_string() && demo["uptime_ms"].is_u64(),

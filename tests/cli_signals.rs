@@ -37,7 +37,11 @@ fn ctrl_c_stops_the_servers_and_exits_130() {
     let sandbox = Sandbox::new();
     let marker = format!("MCPVISOR_SIGNAL_TEST={}", std::process::id());
     let (key, value) = marker.split_once('=').unwrap();
-    sandbox.write_user_file(&format!("[servers.slow]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\nenv = {{ {key} = \"{value}\" }}\n"));
+    let requests = tempfile::NamedTempFile::new().unwrap();
+    let log = requests.path().to_str().unwrap();
+    sandbox.write_user_file(&format!(
+        "[servers.slow]\ncommand = {BIN:?}\nargs = [\"demo-server\", \"--request-log\", {log:?}]\nenv = {{ {key} = \"{value}\" }}\n"
+    ));
     let child = sandbox
         .std_cmd(["call", "slow", "sleep", "--arg", "ms=60000"])
         .stdout(std::process::Stdio::piped())
@@ -45,8 +49,9 @@ fn ctrl_c_stops_the_servers_and_exits_130() {
         .spawn()
         .unwrap();
     assert!(wait_for(Duration::from_secs(10), || processes_with(&marker).len() == 1), "the server started");
-    std::thread::sleep(Duration::from_millis(200)); // the call is in flight
-                                                    // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+    let call_received = || std::fs::read_to_string(requests.path()).unwrap_or_default().lines().any(|l| l == "tools/call sleep");
+    assert!(wait_for(Duration::from_secs(10), call_received), "the server received the call");
+    // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));

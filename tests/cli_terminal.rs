@@ -47,7 +47,7 @@ fn spinners_and_the_progress_bar_go_to_a_terminal_stderr_and_stdout_stays_clean(
     let (output, drawn) = run_on_terminal(sandbox.std_cmd(["call", "demo", "progress", "--arg", "steps=4", "--arg", "ms=300"]));
     assert!(output.status.success(), "terminal output:\n{drawn}");
     assert_eq!(String::from_utf8_lossy(&output.stdout), "done 4 steps\n", "stdout holds only the result");
-    assert!(drawn.contains("✓ demo connected (25 tools)"), "the spinner ends with the server's state:\n{drawn:?}");
+    assert!(drawn.contains("✓ demo connected (27 tools)"), "the spinner ends with the server's state:\n{drawn:?}");
     assert!(
         drawn.contains("demo/progress") && drawn.contains("step 2 of 4") && drawn.contains('%'),
         "a progress bar was drawn:\n{drawn:?}"

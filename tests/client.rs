@@ -82,6 +82,7 @@ async fn a_modern_only_setting_fails_clearly_on_a_legacy_server() {
     let status = status_of(&handle, "old").await;
     let ServerState::Failed { error, .. } = &status.state else { panic!("{status:?}") };
     assert!(error.contains("era = modern") && error.contains("server/discover"), "{error}");
+    assert_eq!(status.restarts, 0, "a server of the wrong era fails at once: restarting cannot change its era");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -340,9 +341,13 @@ async fn pings_go_both_ways_and_a_silent_server_is_restarted_by_the_health_ping(
     silent.timeouts.health_ping = Some(Duration::from_millis(100));
     silent.timeouts.call = Duration::from_millis(300);
     let handle = start(vec![in_era("old", Era::Legacy), silent]).await;
+    let first = status_of(&handle, "silent").await.pid.unwrap();
     assert!(handle.ping("old").await.unwrap() < Duration::from_secs(5));
     let pong = call(&handle, "old", "ping_client", json!({})).await.unwrap();
     assert!(text(&pong).starts_with("pong in"), "{pong:?}");
-    let why = wait_status(&handle, "silent", |s| s.last_error.as_deref().is_some_and(|e| e.contains("health ping"))).await;
-    assert!(matches!(why.state, ServerState::Restarting { .. } | ServerState::Pending | ServerState::Connected), "{why:?}");
+    let why = wait_status(&handle, "silent", |s| s.restarts >= 1).await;
+    assert!(why.last_error.as_deref().is_some_and(|e| e.contains("health ping")), "restarted because of the health ping: {why:?}");
+    assert!(!matches!(why.state, ServerState::Failed { .. }), "{why:?}");
+    wait_status(&handle, "silent", |s| s.pid.is_some_and(|pid| pid != first)).await;
+    assert!(alive(first).is_none(), "the silent process was stopped: {:?}", alive(first));
 }

@@ -38,22 +38,100 @@ async fn kill_9_mid_call_fails_the_call_restarts_and_serves_again() {
     assert_eq!(text(&result), "again");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_made_while_the_server_restarts_waits_for_it() {
-    let handle = start(vec![demo("s", &[])]).await;
+/// A demo server restarted only after a backoff of about `backoff`, so that
+/// a test can act while it is down.
+fn slow_to_restart(name: &str, backoff: Duration) -> ServerConfig {
+    let mut config = demo(name, &[]);
+    config.restart_limits.initial_backoff = backoff;
+    config.restart_limits.max_backoff = backoff;
+    config
+}
+
+/// Kills the server and waits until it is restarting (down, backoff running).
+async fn kill_and_wait_restarting(handle: &mcpvisor::Handle, server: &str) -> u32 {
     let mut events = handle.subscribe();
-    let pid = status_of(&handle, "s").await.pid.unwrap();
+    let pid = status_of(handle, server).await.pid.unwrap();
     kill(pid, libc::SIGKILL);
-    // Wait until the hub has seen the server go down, then call.
     loop {
         match events.recv().await {
-            Some(Event::ServerState { state: ServerState::Restarting { .. }, .. }) => break,
+            Some(Event::ServerState { server: s, state: ServerState::Restarting { .. } }) if s == server => return pid,
             Some(_) => {}
             None => panic!("event stream ended"),
         }
     }
-    let result = handle.call(CallTool::new("mcp__s__echo", json!({"text": "waited"})).with_timeout(Duration::from_secs(10))).await;
-    assert_eq!(text(&result.unwrap()), "waited");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_made_while_the_server_restarts_is_queued_and_served_after_the_restart() {
+    let handle = start(vec![slow_to_restart("s", Duration::from_secs(2))]).await;
+    let old = kill_and_wait_restarting(&handle, "s").await;
+    let h = handle.clone();
+    let call = tokio::spawn(async move {
+        h.call(CallTool::new("mcp__s__echo", json!({"text": "waited"})).with_timeout(Duration::from_secs(20))).await
+    });
+    let queued = wait_status(&handle, "s", |s| s.queued == 1).await;
+    assert!(matches!(queued.state, ServerState::Restarting { .. }), "the call waits in the queue of a server that is down: {queued:?}");
+    assert_eq!(text(&call.await.unwrap().unwrap()), "waited");
+    let after = status_of(&handle, "s").await;
+    assert_eq!((after.restarts, after.queued), (1, 0));
+    assert_ne!(after.pid, Some(old), "the answer came from the restarted process");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_times_out_while_the_server_restarts_fails_with_restarting() {
+    let handle = start(vec![slow_to_restart("s", Duration::from_secs(10))]).await;
+    kill_and_wait_restarting(&handle, "s").await;
+    let limit = Duration::from_millis(300);
+    let result = handle.call(CallTool::new("mcp__s__echo", json!({"text": "too early"})).with_timeout(limit)).await;
+    assert_eq!(result, Err(CallError::Restarting { server: "s".into(), tool: "echo".into(), attempt: 1, after: limit }));
+    assert_eq!(status_of(&handle, "s").await.queued, 0, "the call left the queue");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_calls_that_time_out_or_are_dropped_never_reach_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.log");
+    let mut config = demo("narrow", &["--request-log", log.to_str().unwrap()]);
+    config.limits.max_in_flight = 1;
+    let handle = start(vec![config]).await;
+    let h = handle.clone();
+    let first = tokio::spawn(async move { h.call_tool("mcp__narrow__sleep", args(json!({"ms": 1_500}))).await });
+    wait_status(&handle, "narrow", |s| s.in_flight == 1).await;
+
+    let limit = Duration::from_millis(200);
+    let timed_out = handle.call(CallTool::new("mcp__narrow__echo", json!({"text": "timed out in the queue"})).with_timeout(limit)).await;
+    assert_eq!(timed_out, Err(CallError::Timeout { server: "narrow".into(), tool: "echo".into(), after: limit }));
+    let h = handle.clone();
+    let dropped = tokio::spawn(async move { h.call_tool("mcp__narrow__add", args(json!({"a": 1, "b": 2}))).await });
+    wait_status(&handle, "narrow", |s| s.queued == 1).await;
+    dropped.abort();
+    wait_status(&handle, "narrow", |s| s.queued == 0).await;
+
+    assert_eq!(text(&first.await.unwrap().unwrap()), "slept 1500 ms");
+    // Calls are sent in order: once this one is answered, a queued call left behind would have been sent.
+    assert_eq!(text(&handle.call_tool("mcp__narrow__echo", args(json!({"text": "after"}))).await.unwrap()), "after");
+    let seen = std::fs::read_to_string(&log).unwrap();
+    let calls: Vec<&str> = seen.lines().filter(|l| l.starts_with("tools/call")).collect();
+    assert_eq!(calls, ["tools/call sleep", "tools/call echo"], "the server saw only the sleep and the last echo");
+    let cancellations = handle.call_tool("mcp__narrow__cancellations", None).await.unwrap();
+    assert_eq!(cancellations.structured_content.unwrap()["cancellations"], json!([]), "nothing to cancel for calls never sent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_closes_stdout_but_keeps_running_is_killed_and_restarted() {
+    let handle = start(vec![demo("half", &[])]).await;
+    let pid = status_of(&handle, "half").await.pid.unwrap();
+    let call = CallTool::new("mcp__half__close_stdout", json!({})).with_timeout(Duration::from_secs(20));
+    match handle.call(call).await {
+        Err(CallError::ServerExited { server, exit, .. }) => {
+            assert_eq!(server, "half");
+            assert_eq!(exit.signal, Some(libc::SIGKILL), "killed, since it would not exit by itself: {exit:?}");
+        }
+        other => panic!("expected the server to be killed while the call was in flight, got {other:?}"),
+    }
+    let status = wait_connected_with_restarts(&handle, "half", 1).await;
+    assert_ne!(status.pid, Some(pid));
+    assert!(alive(pid).is_none(), "the old process is gone and reaped: {:?}", alive(pid));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,6 +242,7 @@ async fn a_missing_command_fails_at_once_naming_the_path() {
         ServerState::Failed { error, .. } => assert!(error.contains("command not found") && error.contains("PATH="), "{error}"),
         other => panic!("expected failed, got {other:?}"),
     }
+    assert_eq!(status_of(&handle, "ghost").await.restarts, 0, "a missing command is not retried");
     // One broken server does not stop the others.
     assert_eq!(text(&handle.call_tool("mcp__fine__echo", args(json!({"text": "ok"}))).await.unwrap()), "ok");
 }
@@ -183,4 +262,32 @@ async fn a_handler_panic_becomes_an_error_reply_and_a_restart() {
 
     wait_connected_with_restarts(&handle, "fragile", 1).await;
     assert_eq!(text(&handle.call_tool("mcp__fragile__echo", args(json!({"text": "alive"}))).await.unwrap()), "alive");
+}
+
+/// The cap on control frames (notifications and answers to the server)
+/// waiting for a server that does not read: `MAX_CONTROL_FRAMES`.
+const CONTROL_FRAME_CAP: u64 = 256;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_messages_for_a_server_that_stops_reading_are_capped() {
+    let mut config = demo("behind", &[]);
+    config.era = mcpvisor::config::Era::Legacy;
+    let handle = start(vec![config]).await;
+    handle.call_tool("mcp__behind__pause_reading", args(json!({"ms": 5_000}))).await.unwrap();
+    // A frame far larger than a pipe's buffer: the write blocks until the server reads again.
+    let h = handle.clone();
+    let big = "x".repeat(1 << 20);
+    let blocked = tokio::spawn(async move {
+        h.call(CallTool::new("mcp__behind__echo", json!({"text": big})).with_timeout(Duration::from_secs(60))).await
+    });
+    wait_status(&handle, "behind", |s| s.in_flight == 1).await;
+    for _ in 0..1000 {
+        handle.roots_changed("behind").await.unwrap();
+    }
+    assert!(!blocked.is_finished(), "the server was still not reading while the notifications piled up");
+
+    assert_eq!(text(&blocked.await.unwrap().unwrap()).len(), 1 << 20);
+    let received = handle.call_tool("mcp__behind__received", None).await.unwrap().structured_content.unwrap();
+    assert_eq!(received["rootsListChanged"], CONTROL_FRAME_CAP, "only the cap's worth of notifications waited; the rest were dropped");
+    assert_eq!(text(&handle.call_tool("mcp__behind__echo", args(json!({"text": "caught up"}))).await.unwrap()), "caught up");
 }

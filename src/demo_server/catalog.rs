@@ -33,7 +33,7 @@ pub const MAX_BIG_BYTES: u64 = 256 * 1024 * 1024;
 const MAX_STEPS: u64 = 10_000;
 
 /// The catalog in `tools/list` order; tools added by `add_tool` follow.
-pub const TOOLS: [ToolSpec; 27] = [
+pub const TOOLS: [ToolSpec; 29] = [
     tool("echo", "Echo", "text: string", "Returns `text` unchanged."),
     tool("add", "Add", "a: number, b: number", "Adds `a` and `b`; also as `structuredContent.sum`."),
     tool("sleep", "Sleep", "ms: integer", "Sleeps `ms` milliseconds, then answers."),
@@ -61,6 +61,8 @@ pub const TOOLS: [ToolSpec; 27] = [
     tool("add_prompt", "Add a prompt", "name: string", "Adds a prompt `name`; prompts/list_changed follows."),
     tool("add_resource", "Add a resource", "name: string", "Adds `demo://added/NAME`; resources/list_changed follows."),
     tool("received", "Received", "", "Reports the notifications received so far."),
+    tool("pause_reading", "Pause reading", "ms: integer", "Answers, then stops reading its input for `ms` ms."),
+    tool("close_stdout", "Close stdout", "", "Closes stdout (the client sees EOF) and keeps running, unanswered."),
 ];
 
 /// The arguments of tools added by `add_tool`.
@@ -147,6 +149,8 @@ pub enum ToolCall {
     Touch(String),
     Extend(Addition, String),
     Received,
+    PauseReading(u64),
+    CloseStdout,
 }
 
 /// What `add_tool`, `add_prompt` and `add_resource` add.
@@ -251,6 +255,8 @@ pub fn parse_call(params: &Value, added: &[String]) -> Result<ToolCall, RpcError
         "add_prompt" => ToolCall::Extend(Addition::Prompt, args.name()?),
         "add_resource" => ToolCall::Extend(Addition::Resource, args.name()?),
         "received" => ToolCall::Received,
+        "pause_reading" => ToolCall::PauseReading(args.millis()?),
+        "close_stdout" => ToolCall::CloseStdout,
         _ if added.iter().any(|a| a == name) => ToolCall::Echo(args.string("text")?),
         _ => return Err(RpcError::invalid_params(format!("Unknown tool: {name}"))),
     })

@@ -17,6 +17,7 @@
 //! | `--no-initialize` | never answers `initialize` nor `server/discover` (handshake time-outs) |
 //! | `--stop-reading-after N` | stops reading stdin after N lines, keeps running |
 //! | `--exit-immediately CODE` | exits with CODE before reading anything |
+//! | `--request-log FILE` | appends `METHOD` (`tools/call TOOL` for calls) of every request received to FILE |
 //!
 //! # Eras
 //!
@@ -90,6 +91,8 @@
 //! | `media` | | text, image (PNG), audio (WAV), `resource_link`, embedded `resource` |
 //! | `touch` | `uri?` | bumps `demo://counter` (default URI), sends `notifications/resources/updated` |
 //! | `add_tool` / `add_prompt` / `add_resource` | `name` | adds one (tool echoes `text`; resource `demo://added/NAME`), sends the list_changed |
+//! | `pause_reading` | `ms` | answers, then reads no input for `ms` (a server that falls behind) |
+//! | `close_stdout` | | points stdout at /dev/null (the client sees EOF) and keeps running, unanswered |
 //! | `received` | | notifications received: `initializeRequests`, `initialized`, `rootsListChanged`, per-method counts, `cancellations` |
 //!
 //! Tasks (legacy): `tools/call` of `slow_task` with `params.task: {ttl?}`
@@ -154,6 +157,9 @@ pub struct DemoServerOptions {
     /// Stop reading stdin after this many lines (a server that stops reading its input).
     #[arg(long, value_name = "N")]
     pub stop_reading_after: Option<u64>,
+    /// Append the method (and tool name) of every request received to this file, one per line.
+    #[arg(long, value_name = "FILE")]
+    pub request_log: Option<std::path::PathBuf>,
     /// Items per page of every list (pagination is always exercised by default).
     #[arg(long, default_value_t = DEFAULT_PAGE_SIZE)]
     pub page_size: usize,
@@ -176,6 +182,7 @@ impl Default for DemoServerOptions {
             exit_immediately: None,
             no_initialize: false,
             stop_reading_after: None,
+            request_log: None,
             page_size: DEFAULT_PAGE_SIZE,
             era: Era::Dual,
             no_templates: false,
@@ -249,6 +256,10 @@ async fn serve(options: DemoServerOptions) -> i32 {
             Ok(_) => {
                 lines_read += 1;
                 server.handle_line(&line);
+                if let Some(pause) = server.take_pause() {
+                    log(format_args!("reading no input for {} ms (pause_reading)", pause.as_millis()));
+                    tokio::time::sleep(pause).await;
+                }
             }
             Err(e) => {
                 log(format_args!("cannot read stdin: {e}"));

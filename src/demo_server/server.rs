@@ -2,6 +2,7 @@
 //! take time in their own tasks, cancellation and what was received.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -69,6 +70,8 @@ pub struct State {
     in_flight: Mutex<HashMap<String, InFlight>>,
     next_seq: AtomicU64,
     pub received: Mutex<Received>,
+    /// Set by `pause_reading`: how long the input loop stops reading after the current line.
+    pause_reading: Mutex<Option<Duration>>,
     pub added: Mutex<Added>,
     /// The value of `demo://counter`.
     pub counter: AtomicU64,
@@ -132,6 +135,7 @@ impl Server {
             in_flight: Mutex::default(),
             next_seq: AtomicU64::new(0),
             received: Mutex::default(),
+            pause_reading: Mutex::default(),
             added: Mutex::default(),
             counter: AtomicU64::new(0),
             log_level: Mutex::new(Level::DEBUG),
@@ -171,8 +175,16 @@ impl Server {
         }
     }
 
+    /// How long to stop reading input, if `pause_reading` asked for it.
+    pub fn take_pause(&self) -> Option<Duration> {
+        lock(&self.state.pause_reading).take()
+    }
+
     fn handle_request(&self, id: Value, method: String, params: Value) {
         let options = &self.state.options;
+        if let Some(path) = &options.request_log {
+            log_request(path, &method, &params);
+        }
         if options.no_initialize && (method == "initialize" || (method == "server/discover" && options.era != Era::Legacy)) {
             return log(format_args!("not answering `{method}` (--no-initialize)"));
         }
@@ -253,6 +265,10 @@ impl Server {
                 let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
                 refuse(format!("tool `{name}` cannot be invoked as a task (execution.taskSupport \"forbidden\")"))
             }
+            (ToolCall::PauseReading(ms), None, _) => {
+                *lock(&self.state.pause_reading) = Some(Duration::from_millis(*ms));
+                Action::Reply(Ok(text_result(format!("reading no input for {ms} ms"))))
+            }
             _ => Action::Spawn(Job::Tool(call)),
         }
     }
@@ -323,5 +339,18 @@ impl Server {
         self.state.tasks.abort_all();
         drop(self);
         let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    }
+}
+
+/// Appends `method` (and a call's tool name) to the `--request-log` file.
+fn log_request(path: &std::path::Path, method: &str, params: &Value) {
+    let tool = params.get("name").and_then(Value::as_str).filter(|_| method == "tools/call");
+    let line = match tool {
+        Some(tool) => format!("{method} {tool}\n"),
+        None => format!("{method}\n"),
+    };
+    let appended = std::fs::OpenOptions::new().create(true).append(true).open(path).and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = appended {
+        log(format_args!("cannot append to the request log {}: {e}", path.display()));
     }
 }

@@ -88,6 +88,11 @@ pub async fn execute(call: ToolCall, state: &State, era: RequestEra, params: &Va
         ToolCall::Media => media_result(),
         ToolCall::Touch(uri) => touch(state, uri)?,
         ToolCall::Extend(addition, name) => extend(state, addition, name)?,
+        ToolCall::PauseReading(ms) => text_result(format!("reading no input for {ms} ms")),
+        ToolCall::CloseStdout => {
+            close_stdout();
+            text_result("stdout closed")
+        }
         ToolCall::Received => {
             let report = lock(&state.received).report();
             structured_result(report.to_string(), report)
@@ -187,5 +192,21 @@ fn spawn_grandchild() -> Value {
             structured_result(format!("started grandchild pid {pid}"), json!({ "pid": pid }))
         }
         Err(e) => error_result(format!("cannot start `sleep 3600`: {e}")),
+    }
+}
+
+/// Points fd 1 at /dev/null: the client's end of the pipe sees EOF, and later
+/// writes vanish, while the process keeps running.
+fn close_stdout() {
+    match std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        Ok(null) => {
+            // SAFETY: dup2 onto fd 1 with a valid open descriptor; `null` is closed after.
+            if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), 1) } < 0 {
+                log(format_args!("cannot close stdout: {}", std::io::Error::last_os_error()));
+            } else {
+                log("stdout closed (close_stdout); still running");
+            }
+        }
+        Err(e) => log(format_args!("cannot open /dev/null to close stdout: {e}")),
     }
 }

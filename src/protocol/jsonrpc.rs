@@ -84,7 +84,8 @@ pub struct ErrorObject {
 
 /// One incoming JSON-RPC message. Invariant: a `Request` has an id and a
 /// method; a `Response` has an id (null only for errors about unparseable
-/// requests) and exactly one of result or error.
+/// requests) and exactly one of result or error; a member given twice makes
+/// the message malformed.
 #[derive(Debug)]
 pub enum Message {
     Request { id: RequestId, method: String, params: Option<Box<RawValue>> },
@@ -106,6 +107,9 @@ impl<'de> Deserialize<'de> for Message {
 }
 
 struct MessageVisitor;
+
+/// The members of a message that mean something here.
+const MEMBERS: [&str; 5] = ["id", "method", "params", "result", "error"];
 
 /// `id` present-and-null differs from absent: a response with `"id": null` is
 /// an error about an unparseable request, a message without `id` is a notification.
@@ -130,7 +134,14 @@ impl<'de> Visitor<'de> for MessageVisitor {
         let mut params: Option<Box<RawValue>> = None;
         let mut result: Option<Box<RawValue>> = None;
         let mut error: Option<ErrorObject> = None;
+        let mut seen = [false; 5];
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            // A member given twice is malformed: which one counts is not defined.
+            if let Some(at) = MEMBERS.iter().position(|m| *m == key.as_ref()) {
+                if std::mem::replace(&mut seen[at], true) {
+                    return Err(de::Error::duplicate_field(MEMBERS[at]));
+                }
+            }
             match key.as_ref() {
                 "id" => {
                     id = match map.next_value::<Option<RequestId>>()? {
@@ -246,6 +257,16 @@ mod tests {
         for bad in [&br#"{"foo":1}"#[..], br#"[1,2]"#, br#"{"id":1}"#, br#"{"id":1,"result":1,"error":{"code":1,"message":""}}"#, b"12"] {
             assert!(Message::parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
         }
+    }
+
+    /// Found by fuzzing (fuzz target `answer`): with two ids the last one
+    /// counted, while the id read from the head of an oversized frame is the first.
+    #[test]
+    fn rejects_a_member_given_twice() {
+        let twice = br#"{"jsonrpc":"2.0","id":"4","id":1,"result":{}}"#;
+        assert!(Message::parse(twice).unwrap_err().starts_with("duplicate field `id`"));
+        assert!(Message::parse(br#"{"jsonrpc":"2.0","id":1,"result":1,"result":2}"#).is_err());
+        assert!(Message::parse(br#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"result":1,"extra":1,"extra":2}"#).is_ok());
     }
 
     #[test]
