@@ -7,7 +7,8 @@
 //!   `tools/list` with each, close their stdin, wait for them all;
 //! - `runtime`: `Runtime::start` with the N servers, wait until every one
 //!   is connected, `shutdown().await` (the library path);
-//! - `cli`: `mcpvisor --config FILE status` (the command a person runs).
+//! - `cli`: `mcpvisor --config FILE --max-servers N status` (the command a
+//!   person runs; above 200 servers it must be told that many are meant).
 //!
 //! `cargo bench --bench many_servers [-- N...]` prints one table; times are
 //! wall-clock medians of ROUNDS runs (env `ROUNDS`, default 3), ratios are to
@@ -70,7 +71,7 @@ fn measure(mode: &str, n: usize) -> (f64, u64) {
             let table: String = (0..n).map(|i| format!("[servers.s{i}]\ncommand = {SERVER:?}\nargs = [\"demo-server\"]\n\n")).collect();
             std::fs::write(&config, table).expect("config");
             let mut command = Command::new(SERVER);
-            command.arg("--config").arg(&config).arg("status").env("XDG_CONFIG_HOME", dir.path()).current_dir(dir.path());
+            command.arg("--config").arg(&config).arg("--max-servers").arg(n.max(1).to_string()).arg("status").env("XDG_CONFIG_HOME", dir.path()).current_dir(dir.path());
             command
         }
         _ => {
