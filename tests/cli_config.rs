@@ -4,7 +4,7 @@
 
 mod cli_support;
 
-use cli_support::{demo_table, stderr, stdout, Sandbox, BIN};
+use cli_support::{demo_table, reports_on, stderr, stdout, Sandbox, BIN};
 
 #[test]
 fn variables_are_expanded_when_a_server_starts() {
@@ -70,15 +70,7 @@ const SECRET: &str = "s3cr3t-value-123";
 #[test]
 fn secrets_are_redacted_in_listings_status_errors_and_logs() {
     let sandbox = leaky_sandbox();
-    for args in [
-        vec!["status"],
-        vec!["status", "--json"],
-        vec!["-vv", "status"],
-        vec!["test", "leaky"],
-        vec!["test", "leaky", "--json"],
-        vec!["call", "leaky", "x"],
-        vec!["call", "leaky", "x", "--json"],
-    ] {
+    for args in reports_on("leaky") {
         let output = sandbox.cmd(&args).env("LEAKY_SECRET", SECRET).output().unwrap();
         let shown = stdout(&output) + &stderr(&output);
         assert!(!shown.contains(SECRET), "{args:?} shows the secret:\n{shown}");

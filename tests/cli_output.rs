@@ -36,7 +36,13 @@ fn server_strings_cannot_inject_terminal_escapes_and_json_keeps_them_exact() {
     let names: Vec<&str> = tools.as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(names.contains(&"red\x1b[31malert") && names.contains(&"two\nlines"), "{names:?}");
 
-    for args in [vec!["call", "hostile", "nosuch"], vec!["call", "hostile", "red\x1b[31malert"], vec!["status"], vec!["test", "noisy"]] {
+    for args in [
+        vec!["call", "hostile", "nosuch"],
+        vec!["call", "hostile", "red\x1b[31malert"],
+        vec!["status"],
+        vec!["-v", "status"],
+        vec!["test", "noisy"],
+    ] {
         let output = sandbox.cmd(&args).output().unwrap();
         let shown = stdout(&output) + &stderr(&output);
         assert!(!has_raw_control(&shown), "{args:?}: raw control characters in:\n{shown:?}");

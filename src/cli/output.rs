@@ -319,25 +319,23 @@ pub fn warn(message: impl std::fmt::Display) {
 
 /// Rows padded into columns; the last column is not padded. Cells are
 /// made [`terminal_safe`] on one line first, so no cell breaks the table.
-pub fn table(rows: &[Vec<String>]) -> Vec<String> {
-    let rows: Vec<Vec<Cow<'_, str>>> =
-        rows.iter().map(|row| row.iter().map(|cell| terminal_safe(cell, Layout::OneLine)).collect()).collect();
+/// Lines are made one at a time, as they are printed.
+pub fn table(rows: &[Vec<String>]) -> impl Iterator<Item = String> + '_ {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> =
-        (0..columns).map(|i| rows.iter().filter_map(|row| row.get(i)).map(|cell| cell.chars().count()).max().unwrap_or(0)).collect();
-    rows.iter()
-        .map(|row| {
-            let mut line = String::new();
-            for (i, cell) in row.iter().enumerate() {
-                if i + 1 == row.len() {
-                    line.push_str(cell);
-                } else {
-                    line.push_str(&format!("{cell:<width$}  ", width = widths[i]));
-                }
+    let width = |cell: &String| terminal_safe(cell, Layout::OneLine).chars().count();
+    let widths: Vec<usize> = (0..columns).map(|i| rows.iter().filter_map(|row| row.get(i)).map(width).max().unwrap_or(0)).collect();
+    rows.iter().map(move |row| {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            let cell = terminal_safe(cell, Layout::OneLine);
+            if i + 1 == row.len() {
+                line.push_str(&cell);
+            } else {
+                line.push_str(&format!("{cell:<width$}  ", width = widths[i]));
             }
-            line.trim_end().to_string()
-        })
-        .collect()
+        }
+        line.trim_end().to_string()
+    })
 }
 
 /// A content block as text for people: text as it is, anything else as a

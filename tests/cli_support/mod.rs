@@ -111,3 +111,19 @@ pub fn python_fixture_table(name: &str, script: &str, flags: &[&str]) -> String 
         std::iter::once(path.to_string_lossy().as_ref()).chain(flags.iter().copied()).map(|a| format!("{a:?}")).collect();
     format!("[servers.{name}]\ncommand = \"python3\"\nargs = [{}]\n", args.join(", "))
 }
+
+/// Every way a command reports on server `name` (its status, its test, a
+/// failed call), as text and as JSON, with `-v` logs: where a secret of a
+/// server that failed must never show.
+pub fn reports_on(name: &str) -> Vec<Vec<String>> {
+    let commands: [&[&str]; 7] = [
+        &["status"],
+        &["status", "--json"],
+        &["-v", "status"],
+        &["test", name],
+        &["test", name, "--json"],
+        &["call", name, "x"],
+        &["call", name, "x", "--json"],
+    ];
+    commands.iter().map(|args| args.iter().map(|a| a.to_string()).collect()).collect()
+}

@@ -153,6 +153,8 @@ fn desired(config: &ServerConfig) -> Vec<Desired> {
         ("max_in_flight", count(config.limits.max_in_flight, defaults.limits.max_in_flight)),
         ("max_queued", count(config.limits.max_queued, defaults.limits.max_queued)),
         ("max_frame", count(config.limits.max_frame, defaults.limits.max_frame)),
+        ("max_list_pages", count(config.limits.max_list_pages, defaults.limits.max_list_pages)),
+        ("max_list_items", count(config.limits.max_list_items, defaults.limits.max_list_items)),
     ];
     fields.into_iter().map(|(key, (value, is_default))| Desired::new(key, value, is_default)).collect()
 }

@@ -74,6 +74,8 @@ roots = ["/home/me/project"]
 tools = { allow = ["read_*"], deny = ["*delete*"] }
 max_in_flight = 64
 max_queued = 1024
+max_list_pages = 1000   # a */list still handing out cursors after this many pages is an error
+max_list_items = 100000 # items of one */list, all pages together
 
 [servers.remote]
 transport = "http"      # stdio | http | sse (default: stdio when command is set)
@@ -124,7 +126,7 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
             [servers]
             a = { url = "https://a.example/mcp", timeout = 2.5, restart = "never", era = "modern" }
             b = { transport = "sse", url = "http://localhost:9000/sse", auth = { type = "api_key", header = "X-Key", value = "$KEY" } }
-            c = { command = "c", restart = "on-failure", enabled = false, max_frame = 2048, max_queued = 0, shutdown_grace = 0.5 }
+            c = { command = "c", restart = "on-failure", enabled = false, max_frame = 2048, max_queued = 0, shutdown_grace = 0.5, max_list_pages = 3, max_list_items = 40 }
             "#,
         )
         .unwrap();
@@ -137,6 +139,7 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
         assert_eq!(servers[2].restart, RestartPolicy::OnFailure { max_restarts: DEFAULT_MAX_RESTARTS });
         assert!(!servers[2].enabled);
         assert_eq!((servers[2].limits.max_frame, servers[2].limits.max_queued), (2048, 0));
+        assert_eq!((servers[2].limits.max_list_pages, servers[2].limits.max_list_items), (3, 40));
         assert_eq!(servers[2].timeouts.shutdown_grace, Duration::from_millis(500));
     }
 

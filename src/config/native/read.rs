@@ -164,6 +164,8 @@ pub(super) fn read_server(path: &Path, name: &str, item: &Item) -> Result<Server
             "max_in_flight" => config.limits.max_in_flight = r.count(key, item, 1)?,
             "max_queued" => config.limits.max_queued = r.count(key, item, 0)?,
             "max_frame" => config.limits.max_frame = r.count(key, item, 1024)?,
+            "max_list_pages" => config.limits.max_list_pages = r.count(key, item, 1)?,
+            "max_list_items" => config.limits.max_list_items = r.count(key, item, 1)?,
             _ => return Err(r.unknown_key(key.into(), &KEYS)),
         }
     }

@@ -13,7 +13,7 @@ use crate::error::ConfigError;
 pub const DEFAULT_MAX_RESTARTS: u32 = 5;
 
 /// The keys of a server table, in the order new keys are written.
-pub const KEYS: [&str; 23] = [
+pub const KEYS: [&str; 25] = [
     "transport",
     "command",
     "args",
@@ -37,6 +37,8 @@ pub const KEYS: [&str; 23] = [
     "max_in_flight",
     "max_queued",
     "max_frame",
+    "max_list_pages",
+    "max_list_items",
 ];
 
 pub(super) const TOP_LEVEL_KEYS: [&str; 1] = ["servers"];
