@@ -30,6 +30,11 @@ type Flow<T> = Pin<Box<dyn Future<Output = Result<T, CallError>>>>;
 /// An operation on one server, run as requests to its connection.
 pub trait Operation: Message<Result = Result<Self::Output, CallError>> + Send + 'static {
     type Output: 'static;
+    /// The server capability this operation needs (`"resources"`, ...);
+    /// a connected server that did not announce it is not asked at all.
+    const CAPABILITY: Option<&'static str> = None;
+    /// The method, for errors.
+    const METHOD: &'static str;
     fn run(self, requester: Requester) -> Flow<Self::Output>;
 }
 
@@ -37,6 +42,9 @@ impl<M: Operation> Handler<M> for Connection {
     type Result = Reply<Result<M::Output, CallError>>;
 
     fn handle(&mut self, operation: M, ctx: &mut Context<Self>) -> Self::Result {
+        if let Some(refusal) = M::CAPABILITY.and_then(|capability| self.unannounced(capability, M::METHOD)) {
+            return Reply::Ready(Err(refusal));
+        }
         let requester = self.requester(ctx);
         Reply::Later(operation.run(requester))
     }
@@ -49,6 +57,8 @@ pub struct ListResources;
 
 impl Operation for ListResources {
     type Output = Vec<Resource>;
+    const CAPABILITY: Option<&'static str> = Some("resources");
+    const METHOD: &'static str = methods::RESOURCES_LIST;
     fn run(self, requester: Requester) -> Flow<Vec<Resource>> {
         Box::pin(async move { requester.list_all(methods::RESOURCES_LIST, "resources").await })
     }
@@ -62,6 +72,8 @@ pub struct ListResourceTemplates;
 
 impl Operation for ListResourceTemplates {
     type Output = Vec<ResourceTemplate>;
+    const CAPABILITY: Option<&'static str> = Some("resources");
+    const METHOD: &'static str = methods::RESOURCE_TEMPLATES_LIST;
     fn run(self, requester: Requester) -> Flow<Vec<ResourceTemplate>> {
         Box::pin(async move {
             match requester.list_all(methods::RESOURCE_TEMPLATES_LIST, "resourceTemplates").await {
@@ -81,6 +93,8 @@ pub struct ReadResource {
 
 impl Operation for ReadResource {
     type Output = ReadResourceResult;
+    const CAPABILITY: Option<&'static str> = Some("resources");
+    const METHOD: &'static str = methods::RESOURCES_READ;
     fn run(self, requester: Requester) -> Flow<ReadResourceResult> {
         let label = format!("{} {}", methods::RESOURCES_READ, self.uri);
         Box::pin(async move { requester.request(methods::RESOURCES_READ, json!({ "uri": self.uri }), label).await })
@@ -94,6 +108,8 @@ pub struct ListPrompts;
 
 impl Operation for ListPrompts {
     type Output = Vec<Prompt>;
+    const CAPABILITY: Option<&'static str> = Some("prompts");
+    const METHOD: &'static str = methods::PROMPTS_LIST;
     fn run(self, requester: Requester) -> Flow<Vec<Prompt>> {
         Box::pin(async move { requester.list_all(methods::PROMPTS_LIST, "prompts").await })
     }
@@ -109,6 +125,8 @@ pub struct GetPrompt {
 
 impl Operation for GetPrompt {
     type Output = GetPromptResult;
+    const CAPABILITY: Option<&'static str> = Some("prompts");
+    const METHOD: &'static str = methods::PROMPTS_GET;
     fn run(self, requester: Requester) -> Flow<GetPromptResult> {
         let label = format!("{} {}", methods::PROMPTS_GET, self.name);
         let mut params = json!({ "name": self.name });
@@ -131,6 +149,7 @@ pub struct Complete {
 
 impl Operation for Complete {
     type Output = CompletionInfo;
+    const METHOD: &'static str = methods::COMPLETE;
     fn run(self, requester: Requester) -> Flow<CompletionInfo> {
         let mut params = json!({ "ref": self.reference, "argument": self.argument });
         if let Some(arguments) = self.context {
@@ -154,6 +173,7 @@ pub struct Ping;
 
 impl Operation for Ping {
     type Output = Duration;
+    const METHOD: &'static str = methods::PING;
     fn run(self, requester: Requester) -> Flow<Duration> {
         Box::pin(async move {
             let started = Instant::now();

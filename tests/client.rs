@@ -351,3 +351,21 @@ async fn pings_go_both_ways_and_a_silent_server_is_restarted_by_the_health_ping(
     wait_status(&handle, "silent", |s| s.pid.is_some_and(|pid| pid != first)).await;
     assert!(alive(first).is_none(), "the silent process was stopped: {:?}", alive(first));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_server_did_not_announce_is_not_asked_for() {
+    // The fixture announces only tools and would answer -32601 to the rest.
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tools_only_server.py");
+    let handle = start(vec![ServerConfig::stdio("lean", "python3", [fixture])]).await;
+    let unsupported = |result: Result<(), CallError>, wanted: &str| match result {
+        Err(CallError::Unsupported { server, capability, .. }) => assert_eq!((server.as_str(), capability.as_str()), ("lean", wanted)),
+        other => panic!("expected Unsupported({wanted}), got {other:?}"),
+    };
+    unsupported(handle.list_resources("lean").await.map(drop), "resources");
+    unsupported(handle.read_resource("lean", "file:///x").await.map(drop), "resources");
+    unsupported(handle.list_prompts("lean").await.map(drop), "prompts");
+    unsupported(handle.get_prompt("lean", "p", None).await.map(drop), "prompts");
+    let status = status_of(&handle, "lean").await;
+    assert_eq!((status.resources, status.prompts, status.restarts), (0, 0, 0));
+    handle.shutdown().await;
+}

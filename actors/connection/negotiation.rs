@@ -306,6 +306,20 @@ pub(super) struct Peer {
     pub(super) capabilities: serde_json::Value,
 }
 
+impl Connection {
+    /// `Unsupported` for `method` when the connected server did not announce
+    /// `capability`; `None` when it did, or has not connected yet (a request
+    /// then waits for it like a call).
+    pub(crate) fn unannounced(&self, capability: &str, method: &str) -> Option<CallError> {
+        let announced = self.peer.as_ref().is_none_or(|peer| peer.has(capability, None));
+        (!announced).then(|| CallError::Unsupported {
+            server: self.config.name.clone(),
+            tool: method.into(),
+            capability: capability.into(),
+        })
+    }
+}
+
 impl Peer {
     fn from_answer(era: Era, version: String, answer: &serde_json::Value) -> Peer {
         let info = answer
