@@ -90,3 +90,21 @@ fn a_closed_pipe_ends_the_output_quietly() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stderr(&output), "", "nothing to say about a reader that left");
 }
+
+#[test]
+fn status_and_tools_say_which_tools_were_left_out_or_renamed() {
+    let sandbox = Sandbox::new();
+    let state = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/processes/stubborn_server.py");
+    let table =
+        format!("[servers.odd]\ncommand = \"python3\"\nargs = [{fixture:?}, {:?}, \"--odd-tools\"]\nera = \"legacy\"\n", state.path());
+    sandbox.write_user_file(&table);
+    for command in [["status"], ["tools"]] {
+        let output = sandbox.cmd(command).output().unwrap();
+        let said = stderr(&output);
+        assert!(output.status.success(), "{said}");
+        for warning in ["warning: server `odd`: tool `x_y` is listed more than once", "empty name", "`x.y` is exposed as `mcp__odd__x_y_"] {
+            assert!(said.contains(warning), "`mcpvisor {}` does not say {warning:?}:\n{said}", command[0]);
+        }
+    }
+}

@@ -135,14 +135,11 @@ pub async fn start_selected(servers: &Servers, only: Option<&str>, leaving_out: 
 }
 
 /// Shows each server's `warnings` (tools left out, names disambiguated or
-/// in collision) on stderr, one `warning:` line each. Read through the
-/// status' JSON form, so servers whose runtime reports none show none.
+/// in collision) on stderr, one `warning:` line each.
 pub fn warn_about(statuses: &[ServerStatus]) {
     for status in statuses {
-        let value = serde_json::to_value(status).unwrap_or_default();
-        for warning in value.get("warnings").and_then(|w| w.as_array()).into_iter().flatten() {
-            let text = warning.as_str().map_or_else(|| warning.to_string(), str::to_string);
-            warn(format_args!("server `{}`: {text}", status.name));
+        for warning in &status.warnings {
+            warn(format_args!("server `{}`: {warning}", status.name));
         }
     }
 }
