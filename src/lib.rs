@@ -15,6 +15,7 @@
 //! | [`naming`] | exposed tool names `mcp__{server}__{tool}`, and how names that read alike are told apart |
 //! | [`error`] | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
 //! | [`demo_server`] | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
+//! | [`llm`] | model providers (OpenAI-compatible, Anthropic) behind one [`llm::ChatModel`] seam |
 //! | [`cli`] | the `mcpvisor` command line |
 //!
 //! Embedding from any tokio program (this example runs as a test; it finds
@@ -44,6 +45,7 @@ pub mod config;
 pub mod demo_server;
 pub mod error;
 pub mod handle;
+pub mod llm;
 pub mod naming;
 pub mod protocol;
 pub mod restart;
