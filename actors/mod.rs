@@ -108,7 +108,7 @@ impl IntoArguments for serde_json::Value {
         match self {
             serde_json::Value::Object(map) => Ok(Some(map)),
             serde_json::Value::Null => Ok(None),
-            other => Err(format!("arguments must be a JSON object (or absent), not {}", crate::error::json_kind(&other))),
+            other => Err(format!("arguments must be a JSON object (or absent), not {}", crate::protocol::json_kind(&other))),
         }
     }
 }

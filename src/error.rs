@@ -72,18 +72,6 @@ pub enum CallError {
     NotListed { server: String, tool: String, after: Duration },
 }
 
-/// "an array", "a string", ...: what a JSON value is, for messages.
-pub fn json_kind(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
-    }
-}
-
 /// "`tool`", or "the request" when no tool is concerned.
 fn what(tool: &str) -> String {
     match tool {

@@ -49,9 +49,7 @@ impl ChatModel for Anthropic {
 
     fn respond(&self, request: ChatRequest) -> EventStream {
         let inner = self.inner.clone();
-        futures::stream::once(async move { inner.open(request).await })
-            .flat_map(|opened| opened.unwrap_or_else(|error| futures::stream::iter([Err(error)]).boxed()))
-            .boxed()
+        super::opened_lazily(async move { inner.open(request).await })
     }
 }
 

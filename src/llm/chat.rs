@@ -91,20 +91,9 @@ impl ToolCall {
         let text = if self.arguments.trim().is_empty() { "{}" } else { self.arguments.as_str() };
         match serde_json::from_str::<serde_json::Value>(text) {
             Ok(serde_json::Value::Object(object)) => Ok(object),
-            Ok(other) => Err(format!("the arguments must be a JSON object, not {}", json_kind(&other))),
+            Ok(other) => Err(format!("the arguments must be a JSON object, not {}", crate::protocol::json_kind(&other))),
             Err(e) => Err(format!("the arguments are not valid JSON ({e})")),
         }
-    }
-}
-
-fn json_kind(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
     }
 }
 

@@ -50,6 +50,13 @@ pub trait ChatModel: Send + Sync {
     fn respond(&self, request: ChatRequest) -> EventStream;
 }
 
+/// The events of the answer `open` starts: nothing happens until the
+/// stream is first polled, and a failure to open is the stream's one item.
+fn opened_lazily(open: impl std::future::Future<Output = Result<EventStream, LlmError>> + Send + 'static) -> EventStream {
+    use futures::StreamExt;
+    futures::stream::once(open).flat_map(|opened| opened.unwrap_or_else(|error| futures::stream::iter([Err(error)]).boxed())).boxed()
+}
+
 /// The model `settings` describe.
 pub fn connect(settings: &ModelSettings) -> Result<Arc<dyn ChatModel>, LlmError> {
     let client = http::Client::new(settings)?;
