@@ -185,6 +185,15 @@ impl Answer {
     }
 }
 
+/// The reasoning and text of a message or a stream delta, in that order:
+/// `reasoning_content` / `reasoning` (what local servers use for visible
+/// reasoning), then `content`; empty pieces are skipped.
+fn prose(message: &Value) -> Vec<ChatEvent> {
+    let piece = |field: &str| message.get(field).and_then(Value::as_str).filter(|t| !t.is_empty()).map(str::to_string);
+    let reasoning = ["reasoning_content", "reasoning"].into_iter().filter_map(piece).map(ChatEvent::Reasoning);
+    reasoning.chain(piece("content").map(ChatEvent::Text)).collect()
+}
+
 /// A refusal reported inside a successful answer (`{"error": {...}}`).
 fn embedded_error(value: &Value) -> Option<LlmError> {
     let error = value.get("error")?;
@@ -208,14 +217,7 @@ impl Decoder for Answer {
         let mut events = Vec::new();
         for choice in chunk.get("choices").and_then(Value::as_array).into_iter().flatten() {
             let delta = &choice["delta"];
-            for field in ["reasoning_content", "reasoning"] {
-                if let Some(text) = delta.get(field).and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                    events.push(ChatEvent::Reasoning(text.to_string()));
-                }
-            }
-            if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                events.push(ChatEvent::Text(text.to_string()));
-            }
+            events.extend(prose(delta));
             for (position, call) in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
                 let index = call.get("index").and_then(Value::as_u64).unwrap_or(position as u64);
                 let function = &call["function"];
@@ -255,15 +257,7 @@ impl Decoder for Answer {
         }
         let choice = answer.get("choices").and_then(|c| c.get(0)).ok_or_else(|| Answer::protocol("the answer has no choices".into()))?;
         let message = &choice["message"];
-        let mut events = Vec::new();
-        for field in ["reasoning_content", "reasoning"] {
-            if let Some(text) = message.get(field).and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                events.push(ChatEvent::Reasoning(text.to_string()));
-            }
-        }
-        if let Some(text) = message.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-            events.push(ChatEvent::Text(text.to_string()));
-        }
+        let mut events = prose(message);
         for (index, call) in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
             let function = &call["function"];
             let arguments = match &function["arguments"] {
