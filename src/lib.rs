@@ -49,7 +49,10 @@ pub mod llm;
 pub mod naming;
 pub mod protocol;
 pub mod restart;
+pub mod sessions;
+pub mod tool_search;
 pub mod transport;
+pub mod user_dirs;
 
 pub use actors::client_requests::{ClientHandlers, ElicitationRequest, Refusal, Root, RootsRequest, SamplingRequest};
 pub use actors::operation::LogLevel;

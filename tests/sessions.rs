@@ -1,0 +1,104 @@
+//! The session history on disk: what a conversation's file holds, that it
+//! never holds a configured secret, and where it is kept.
+
+use std::os::unix::fs::PermissionsExt;
+
+use mcpvisor::config::{Redactor, ServerConfig};
+use mcpvisor::llm::chat::{ChatMessage, Part, StopReason, ToolCall, Usage};
+use mcpvisor::sessions::{NewSession, Record, SessionError, SessionId, SessionStore};
+
+/// A secret with no recognisable shape: only the configuration says it is
+/// one. Its backslash differs in JSON, where the file has it escaped.
+const SECRET: &str = "plain-looking-s3cret\\with-a-backslash";
+
+fn redactor() -> Redactor {
+    let config = ServerConfig::stdio("db", "db-server", ["--verbose"]).with_env("DB_PASSWORD", SECRET);
+    Redactor::from_configs([&config])
+}
+
+#[test]
+fn a_configured_secret_never_reaches_the_file_wherever_it_appears() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path());
+    let new = NewSession { model: "m".into(), cwd: None, system: Some(format!("The password is {SECRET}.")) };
+    let writer = store.create(new, redactor()).unwrap();
+    let arguments = serde_json::json!({"query": "select 1", "password": SECRET}).to_string();
+    let records = [
+        Record::Message { message: ChatMessage::user(format!("connect with {SECRET}")) },
+        Record::Message {
+            message: ChatMessage::Assistant {
+                text: String::new(),
+                tool_calls: vec![ToolCall { id: "c1".into(), name: "mcp__db__query".into(), arguments }],
+            },
+        },
+        Record::Message {
+            message: ChatMessage::Tool {
+                call_id: "c1".into(),
+                name: "mcp__db__query".into(),
+                content: vec![Part::Text { text: format!("connected as admin:{SECRET}; token ghp_abcdefghijklmnopqrstuvwxyz0123") }],
+                is_error: false,
+            },
+        },
+        Record::Summary { summary: format!("The user's password is {SECRET}."), replaced: 1 },
+        Record::TurnEnded { stop_reason: StopReason::EndTurn, usage: Usage::default() },
+    ];
+    for record in &records {
+        writer.append(record).unwrap();
+    }
+
+    let bytes = std::fs::read(writer.path()).unwrap();
+    let text = String::from_utf8(bytes).unwrap();
+    let escaped = serde_json::to_string(SECRET).unwrap();
+    for form in [SECRET, &escaped[1..escaped.len() - 1], "plain-looking-s3cret", "ghp_abcdefghijklmnopqrstuvwxyz0123"] {
+        assert!(!text.contains(form), "{form:?} was written:\n{text}");
+    }
+    assert_eq!(text.lines().count(), 1 + records.len(), "one line per record:\n{text}");
+
+    let saved = store.load(writer.id()).unwrap();
+    assert!(saved.warnings.is_empty(), "every line still parses: {:?}", saved.warnings);
+    assert_eq!(saved.started.system.as_deref(), Some("The password is ***."));
+    let ChatMessage::Assistant { tool_calls, .. } = &saved.messages[1] else { panic!("{:?}", saved.messages) };
+    assert_eq!(tool_calls[0].parsed_arguments().unwrap()["password"], "***", "the arguments stay JSON");
+}
+
+#[test]
+fn a_resumed_conversation_goes_on_in_the_same_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path());
+    let writer = store.create(NewSession { model: "m".into(), ..NewSession::default() }, Redactor::default()).unwrap();
+    writer.append(&Record::Message { message: ChatMessage::user("first") }).unwrap();
+    let id = writer.id().clone();
+    drop(writer);
+
+    let latest = store.latest().unwrap().expect("a conversation");
+    assert_eq!(latest, id);
+    let (saved, writer) = store.resume(&SessionId::parse(latest.as_str()).unwrap(), Redactor::default()).unwrap();
+    assert_eq!(saved.messages, vec![ChatMessage::user("first")]);
+    writer.append(&Record::Message { message: ChatMessage::user("second") }).unwrap();
+    assert_eq!(store.load(&id).unwrap().messages, vec![ChatMessage::user("first"), ChatMessage::user("second")]);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no second file");
+}
+
+#[test]
+fn an_id_from_a_user_never_reaches_outside_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("secret.jsonl"), "{}").unwrap();
+    for text in ["../secret", "/etc/passwd", "secret", "20261123-142501-042-7f3a9c/../../secret"] {
+        let error = SessionId::parse(text).unwrap_err();
+        assert!(matches!(error, SessionError::BadId { .. }), "{text}");
+        assert!(error.to_string().contains("is not a conversation id"), "{error}");
+    }
+}
+
+#[test]
+fn the_default_location_follows_xdg_data_home_and_files_are_private() {
+    let dir = tempfile::tempdir().unwrap();
+    // This test binary's only test that reads the environment.
+    std::env::set_var("XDG_DATA_HOME", dir.path());
+    let store = SessionStore::default_location().unwrap();
+    assert_eq!(store.dir(), dir.path().join("mcpvisor/sessions"));
+    let writer = store.create(NewSession::default(), Redactor::default()).unwrap();
+    assert_eq!(writer.path().parent(), Some(store.dir()));
+    assert_eq!(std::fs::metadata(store.dir()).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(std::fs::metadata(writer.path()).unwrap().permissions().mode() & 0o777, 0o600);
+}
