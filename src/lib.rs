@@ -16,6 +16,10 @@
 //! | [`error`] | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
 //! | [`demo_server`] | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
 //! | [`llm`] | model providers (OpenAI-compatible, Anthropic) behind one [`llm::ChatModel`] seam |
+//! | [`sessions`] | the agent's saved conversations: one JSON-lines file each, secrets masked, resumable |
+//! | [`tool_search`] | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
+//! | [`catalog_cache`] | each server's tool list kept on disk, so searches need not start every server |
+//! | [`user_dirs`] | where data and caches live (XDG base directories) |
 //! | [`cli`] | the `mcpvisor` command line |
 //!
 //! Embedding from any tokio program (this example runs as a test; it finds
@@ -39,6 +43,7 @@
 
 #[path = "../actors/mod.rs"]
 pub mod actors;
+pub mod catalog_cache;
 pub mod cli;
 pub mod codec;
 pub mod config;

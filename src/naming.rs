@@ -108,7 +108,7 @@ fn push_sanitised(out: &mut String, part: &str) {
 }
 
 /// FNV-1a over the parts, with a NUL between consecutive parts.
-fn fnv1a<const N: usize>(parts: [&[u8]; N]) -> u64 {
+pub(crate) fn fnv1a<const N: usize>(parts: [&[u8]; N]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for (i, part) in parts.iter().enumerate() {
         let separator: &[u8] = if i == 0 { &[] } else { &[0] };

@@ -11,7 +11,8 @@
 //! | `demo` | `demo` (and `demo-server`, run from here) |
 //!
 //! Shared parts: `servers` (which servers a command sees), `session` (a
-//! runtime for one command, with spinners), `arguments` (`--arg k=v`),
+//! runtime for one command, with spinners), `catalog` (the tools `tools`
+//! shows, live or from the tool cache), `arguments` (`--arg k=v`),
 //! `secrets` (scrubbing secret values from everything printed) and
 //! `output` (human or JSON output, errors, exit codes).
 //!
@@ -20,6 +21,7 @@
 //! runtime did not behave as designed); 4 the output could not be written.
 
 mod arguments;
+mod catalog;
 mod demo;
 mod manage;
 mod output;

@@ -120,7 +120,12 @@ impl Servers {
         if let Some(name) = only {
             return Ok(vec![self.get(name)?]);
         }
-        let enabled = self.entries.iter().filter(|entry| entry.config.enabled).count();
+        self.within_limit(self.entries.iter().collect())
+    }
+
+    /// `entries`, unless they hold more enabled servers than [`Servers::max_started`].
+    pub fn within_limit<'a>(&self, entries: Vec<&'a Entry>) -> Result<Vec<&'a Entry>, Failure> {
+        let enabled = entries.iter().filter(|entry| entry.config.enabled).count();
         if enabled > self.max_started {
             return Err(Failure::usage(format!(
                 "this would start {enabled} servers, more than the limit of {}; name one (e.g. `--server NAME`, `mcpvisor call NAME ...`), \
@@ -128,7 +133,7 @@ impl Servers {
                 self.max_started
             )));
         }
-        Ok(self.entries.iter().collect())
+        Ok(entries)
     }
 
     pub fn get(&self, name: &str) -> Result<&Entry, Failure> {

@@ -115,7 +115,12 @@ impl Session {
 /// connect; with all, those that did not are named in a warning and the
 /// command goes on with the others.
 pub async fn start_selected(servers: &Servers, only: Option<&str>, leaving_out: &str) -> Result<Session, Failure> {
-    let session = Session::start(servers.to_start(only)?).await?;
+    start_entries(servers.to_start(only)?, only, leaving_out).await
+}
+
+/// [`start_selected`] for the given entries (`only` among them).
+pub async fn start_entries(entries: Vec<&Entry>, only: Option<&str>, leaving_out: &str) -> Result<Session, Failure> {
+    let session = Session::start(entries).await?;
     match only {
         Some(name) => {
             if let Err(failure) = session.require_connected(name).await {

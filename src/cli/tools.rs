@@ -1,5 +1,6 @@
-//! `tools` (the catalog, searchable) and `call` (one tool call, with a
-//! progress bar while the tool reports progress).
+//! `tools` (the catalog, searchable, from the tool cache where it can:
+//! see `catalog`) and `call` (one tool call, with a progress bar while the
+//! tool reports progress).
 
 use std::time::Duration;
 
@@ -7,11 +8,14 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 
 use super::arguments::tool_arguments;
+use super::catalog;
 use super::output::{content_text, first_line, report_text, table, Failure, Layout, Out, Paint, Piece};
 use super::servers::{Entry, Servers};
 use super::session::{start_selected, warn_about, Session};
 use super::{Cli, EXIT_TOOL_ERROR};
 use crate::actors::{Progress, ProgressSink, ToolEntry};
+use crate::catalog_cache::CatalogCache;
+use crate::tool_search;
 use crate::{CallTool, CallToolResult};
 
 #[derive(Debug, clap::Args)]
@@ -19,9 +23,13 @@ pub struct ToolsArgs {
     /// Only this server's tools (only it is started).
     #[arg(long, value_name = "SERVER")]
     pub server: Option<String>,
-    /// Only tools whose name, title or description contains TEXT (case-insensitive).
+    /// Only tools matching the words of TEXT (names, titles, descriptions, server names), best first.
+    /// Answered from the tool cache for servers listed recently under the same configuration.
     #[arg(long, value_name = "TEXT")]
     pub search: Option<String>,
+    /// Start the servers and list their tools live even when the tool cache could answer.
+    #[arg(long)]
+    pub refresh: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -42,19 +50,23 @@ pub struct CallArgs {
 
 pub async fn tools(cli: &Cli, out: &Out, args: &ToolsArgs) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
-    let session = start_selected(&servers, args.server.as_deref(), "its tools are not listed").await?;
-    let catalog = session.handle.list_tools().await;
-    let statuses = session.handle.status().await;
-    session.close().await;
+    let only = args.server.as_deref();
+    let cache = CatalogCache::default_location();
+    let catalog = match (&args.search, &cache) {
+        (Some(_), Some(cache)) if !args.refresh => catalog::cached_or_live(&servers, only, cache).await?,
+        _ => catalog::live(&servers, only, cache.as_ref()).await?,
+    };
     if !out.json {
-        warn_about(&statuses);
+        warn_about(&catalog.statuses);
+        if let Some(note) = catalog.cache_note() {
+            eprintln!("note: {note}");
+        }
     }
-    let needle = args.search.as_deref().map(str::to_lowercase);
-    let shown: Vec<&ToolEntry> = catalog
-        .iter()
-        .filter(|entry| args.server.as_ref().is_none_or(|server| &entry.server == server))
-        .filter(|entry| needle.as_deref().is_none_or(|needle| matches(entry, needle)))
-        .collect();
+    let of_server: Vec<ToolEntry> = catalog.tools.into_iter().filter(|entry| only.is_none_or(|server| entry.server == server)).collect();
+    let shown: Vec<&ToolEntry> = match &args.search {
+        Some(query) => tool_search::search(query, &of_server, usize::MAX),
+        None => of_server.iter().collect(),
+    };
     if out.json {
         // Built only when asked for: a catalog can hold 100,000 tools.
         out.answer_json(&shown.iter().map(|entry| tool_json(entry)).collect::<Vec<_>>());
@@ -70,14 +82,6 @@ pub async fn tools(cli: &Cli, out: &Out, args: &ToolsArgs) -> Result<u8, Failure
         out.pieces([Piece(Paint::Dim, "(no tools)".into())]);
     }
     Ok(0)
-}
-
-fn matches(entry: &ToolEntry, needle: &str) -> bool {
-    let tool = &entry.tool;
-    [Some(tool.name.as_ref()), tool.title.as_deref(), tool.description.as_deref()]
-        .into_iter()
-        .flatten()
-        .any(|text| text.to_lowercase().contains(needle))
 }
 
 /// The tool as MCP describes it, plus its server and exposed name.

@@ -59,7 +59,7 @@ use crate::restart::{RestartLimits, RestartPolicy};
 pub mod discover;
 mod dotenv;
 mod expand;
-mod file;
+pub(crate) mod file;
 mod filter;
 pub mod foreign;
 mod jsonc;

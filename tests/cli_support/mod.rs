@@ -51,6 +51,8 @@ impl Sandbox {
             .current_dir(&self.project)
             .env("HOME", &self.home)
             .env("XDG_CONFIG_HOME", self.home.join("xdg"))
+            .env("XDG_CACHE_HOME", self.cache_home())
+            .env("XDG_DATA_HOME", self.home.join("data"))
             .env("MCPVISOR_CONFIG", &self.user_file)
             .env_remove("RUST_LOG")
             .env_remove("NO_COLOR");
@@ -74,6 +76,11 @@ impl Sandbox {
         let path = self.project.join(relative);
         write(&path, text);
         path
+    }
+
+    /// `XDG_CACHE_HOME` of every command (the tool cache is `mcpvisor/tools` in it).
+    pub fn cache_home(&self) -> PathBuf {
+        self.home.join("cache")
     }
 
     pub fn write_user_file(&self, text: &str) {
