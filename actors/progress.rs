@@ -7,7 +7,6 @@
 //! The caller's time-out then counts from the last progress, never past
 //! the server's `timeouts.max_call`.
 
-use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,6 +14,8 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use serde::Serialize;
 use tokio::sync::mpsc;
+
+use super::outlet::Outlet;
 
 /// One progress notification of a running request.
 #[derive(Message, Debug, Clone, PartialEq, Serialize)]
@@ -27,43 +28,23 @@ pub struct Progress {
 }
 
 /// Where a request's progress goes: an actor or a channel.
-#[derive(Clone)]
-pub struct ProgressSink(Sink);
-
-#[derive(Clone)]
-enum Sink {
-    Recipient(Recipient<Progress>),
-    Channel(mpsc::UnboundedSender<Progress>),
-}
+#[derive(Clone, Debug)]
+pub struct ProgressSink(Outlet<Progress>);
 
 impl ProgressSink {
     /// A sink whose notifications arrive on the returned receiver.
     pub fn channel() -> (ProgressSink, mpsc::UnboundedReceiver<Progress>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (ProgressSink(Sink::Channel(tx)), rx)
+        let (outlet, rx) = Outlet::channel();
+        (ProgressSink(outlet), rx)
     }
 
     /// A sink that sends each notification to an actor.
     pub fn recipient(recipient: Recipient<Progress>) -> ProgressSink {
-        ProgressSink(Sink::Recipient(recipient))
+        ProgressSink(Outlet::Recipient(recipient))
     }
 
     pub(crate) fn send(&self, progress: Progress) {
-        match &self.0 {
-            Sink::Recipient(recipient) => recipient.do_send(progress),
-            Sink::Channel(channel) => {
-                let _ = channel.send(progress);
-            }
-        }
-    }
-}
-
-impl fmt::Debug for ProgressSink {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self.0 {
-            Sink::Recipient(_) => "ProgressSink(recipient)",
-            Sink::Channel(_) => "ProgressSink(channel)",
-        })
+        self.0.send(progress)
     }
 }
 
