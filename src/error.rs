@@ -179,6 +179,10 @@ pub enum ConfigError {
     #[error("{}: server \"{server}\": `{field}` {message}", .file.display())]
     InvalidField { file: std::path::PathBuf, server: String, field: String, message: String },
 
+    /// A value outside the server tables (`[agent]`).
+    #[error("{}: `{field}` {message}", .file.display())]
+    InvalidSetting { file: std::path::PathBuf, field: String, message: String },
+
     #[error("{}: {source}", .file.display())]
     Invalid { file: std::path::PathBuf, source: ManageError },
 

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use super::file::read_optional;
 use super::foreign::{self, Format};
-use super::{native, Scope, ServerConfig};
+use super::{native, AgentSettings, Scope, ServerConfig};
 use crate::error::ConfigError;
 
 /// The project's own mcpvisor file, in the project directory.
@@ -67,6 +67,8 @@ pub struct LoadedConfig {
     pub files: Vec<PathBuf>,
     /// Why editors' files or servers were skipped.
     pub skipped: Vec<ConfigError>,
+    /// The `[agent]` tables of mcpvisor's files, combined (project over user).
+    pub agent: AgentSettings,
 }
 
 impl LoadedConfig {
@@ -110,9 +112,11 @@ impl Combining {
     fn load_native(&mut self, path: &Path, scope: Scope) -> Result<(), ConfigError> {
         let Some(text) = read_optional(path)? else { return Ok(()) };
         self.loaded.files.push(path.into());
-        for config in native::parse(path, &text)? {
+        let (servers, agent) = native::parse_with_agent(path, &text)?;
+        for config in servers {
             self.add(config, scope, path, Origin::Native);
         }
+        self.loaded.agent.merge(agent);
         Ok(())
     }
 

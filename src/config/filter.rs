@@ -27,7 +27,7 @@ impl ToolFilter {
 
 /// Wildcard matching with backtracking to the last `*`: linear in practice,
 /// `O(pattern × text)` at worst, never exponential.
-fn glob_match(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
     glob_match_counting(pattern, text, &mut 0)
 }
 

@@ -56,6 +56,7 @@ use crate::codec::DEFAULT_MAX_FRAME;
 use crate::error::ManageError;
 use crate::restart::{RestartLimits, RestartPolicy};
 
+pub mod agent;
 pub mod discover;
 mod dotenv;
 mod expand;
@@ -66,6 +67,7 @@ mod jsonc;
 pub mod native;
 pub mod redact;
 
+pub use agent::{AgentSettings, ConfirmMode};
 pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
 pub use filter::ToolFilter;
 pub use redact::{Redactor, MASK};

@@ -1,6 +1,7 @@
 //! mcpvisor's own TOML files (`servers.toml`, `.mcpvisor.toml`).
 //!
-//! One `[servers.NAME]` table per server; the keys are [`KEYS`]. Reading is
+//! One `[servers.NAME]` table per server; the keys are [`KEYS`]. The
+//! `[agent]` table is read by [`super::agent`]. Reading is
 //! strict: an unknown key or a value of the wrong type is an error naming
 //! the file, the server and the key. Writing goes through `toml_edit`, so
 //! comments, formatting and the order of everything not changed stay byte
@@ -23,7 +24,7 @@ mod schema;
 use std::path::Path;
 
 use super::file::read_optional;
-use super::ServerConfig;
+use super::{agent, AgentSettings, ServerConfig};
 use crate::error::ConfigError;
 use schema::{parse_document, servers_table};
 
@@ -40,11 +41,18 @@ pub fn load(path: &Path) -> Result<Vec<ServerConfig>, ConfigError> {
 
 /// The servers of `text`; `path` is only named in errors.
 pub fn parse(path: &Path, text: &str) -> Result<Vec<ServerConfig>, ConfigError> {
+    parse_with_agent(path, text).map(|(servers, _)| servers)
+}
+
+/// The servers and the `[agent]` settings of `text`.
+pub fn parse_with_agent(path: &Path, text: &str) -> Result<(Vec<ServerConfig>, AgentSettings), ConfigError> {
     let document = parse_document(path, text)?;
+    let agent = document.get("agent").map(|item| agent::read(path, item)).transpose()?.unwrap_or_default();
     let Some(servers) = document.get("servers") else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), agent));
     };
-    servers_table(path, servers)?.iter().map(|(name, item)| read::read_server(path, name, item)).collect()
+    let servers = servers_table(path, servers)?.iter().map(|(name, item)| read::read_server(path, name, item)).collect::<Result<_, _>>()?;
+    Ok((servers, agent))
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ pub const KEYS: [&str; 25] = [
     "max_list_items",
 ];
 
-pub(super) const TOP_LEVEL_KEYS: [&str; 1] = ["servers"];
+pub(super) const TOP_LEVEL_KEYS: [&str; 2] = ["servers", "agent"];
 pub(super) const TOOLS_KEYS: [&str; 2] = ["allow", "deny"];
 
 pub(super) fn parse_document(path: &Path, text: &str) -> Result<DocumentMut, ConfigError> {

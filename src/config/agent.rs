@@ -1,0 +1,251 @@
+//! The `[agent]` table of mcpvisor's TOML: which model the agent talks to,
+//! its limits, and when it asks the user before a tool call.
+//!
+//! ```toml
+//! [agent]
+//! provider = "openai"            # openai | anthropic | scripted
+//! model = "gpt-4o-mini"
+//! base_url = "http://localhost:11434/v1"
+//! confirm = "ask"                # always | never | ask (the default)
+//! max_turns = 50                 # model round trips per prompt
+//! context_tokens = 100000        # older turns are summarised as a request nears it
+//! stream = true
+//! system_prompt = "You are a careful assistant."
+//!
+//! [agent.servers.time]
+//! trust = true                   # never ask before this server's tools
+//!
+//! [agent.servers.github]
+//! confirm = "always"
+//! tools = { "get_*" = "never", delete_repo = "always" }
+//! ```
+//!
+//! Which rule decides a tool's confirmation, first match wins: the
+//! server's `tools` (glob patterns on the server's own tool names, in file
+//! order), the server's `confirm`, its `trust`, then the agent's `confirm`.
+//! The project file's values win over the user file's key by key; a
+//! server's override table is replaced whole.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use toml_edit::{Item, TableLike};
+
+use super::filter::glob_match;
+use super::Keyword;
+use crate::error::ConfigError;
+
+/// When the agent asks before calling a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfirmMode {
+    /// Before every call.
+    Always,
+    /// Never.
+    Never,
+    /// Unless the tool says it is read-only and not destructive, or the
+    /// user chose "allow always" for it in this session.
+    #[default]
+    Ask,
+}
+
+impl Keyword for ConfirmMode {
+    const CHOICES: &'static [(&'static str, Self)] =
+        &[("always", ConfirmMode::Always), ("never", ConfirmMode::Never), ("ask", ConfirmMode::Ask)];
+}
+
+/// The model providers a configuration may name.
+pub const PROVIDERS: [&str; 3] = ["openai", "anthropic", "scripted"];
+
+/// Confirmation overrides of one server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerConfirm {
+    /// Never ask before this server's tools (unless `confirm` or `tools` say otherwise).
+    pub trust: bool,
+    pub confirm: Option<ConfirmMode>,
+    /// Per tool: glob patterns on the server's own tool names, in file order.
+    pub tools: Vec<(String, ConfirmMode)>,
+}
+
+impl ServerConfirm {
+    /// The mode these overrides set for `tool`, if any.
+    pub fn mode_for(&self, tool: &str) -> Option<ConfirmMode> {
+        let by_tool = self.tools.iter().find(|(pattern, _)| glob_match(pattern, tool)).map(|(_, mode)| *mode);
+        by_tool.or(self.confirm).or(self.trust.then_some(ConfirmMode::Never))
+    }
+}
+
+/// Everything `[agent]` says; unset values come from flags, the environment or defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentSettings {
+    /// One of [`PROVIDERS`].
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub confirm: Option<ConfirmMode>,
+    pub max_turns: Option<usize>,
+    /// The model's context in tokens; older turns are summarised near it.
+    pub context_tokens: Option<u64>,
+    pub stream: Option<bool>,
+    pub system_prompt: Option<String>,
+    pub servers: BTreeMap<String, ServerConfirm>,
+}
+
+impl AgentSettings {
+    /// Takes every value `over` sets.
+    pub fn merge(&mut self, over: AgentSettings) {
+        let AgentSettings { provider, model, base_url, confirm, max_turns, context_tokens, stream, system_prompt, servers } = over;
+        self.provider = provider.or(self.provider.take());
+        self.model = model.or(self.model.take());
+        self.base_url = base_url.or(self.base_url.take());
+        self.confirm = confirm.or(self.confirm);
+        self.max_turns = max_turns.or(self.max_turns);
+        self.context_tokens = context_tokens.or(self.context_tokens);
+        self.stream = stream.or(self.stream);
+        self.system_prompt = system_prompt.or(self.system_prompt.take());
+        self.servers.extend(servers);
+    }
+
+    /// The mode the overrides set for `tool` of `server`, if any.
+    pub fn confirm_override(&self, server: &str, tool: &str) -> Option<ConfirmMode> {
+        self.servers.get(server).and_then(|overrides| overrides.mode_for(tool))
+    }
+}
+
+const AGENT_KEYS: [&str; 9] =
+    ["provider", "model", "base_url", "confirm", "max_turns", "context_tokens", "stream", "system_prompt", "servers"];
+const SERVER_KEYS: [&str; 3] = ["trust", "confirm", "tools"];
+
+/// Reads the `[agent]` table of `file`.
+pub(crate) fn read(file: &Path, item: &Item) -> Result<AgentSettings, ConfigError> {
+    let read = Reading { file };
+    let table = read.table("agent", item)?;
+    let mut settings = AgentSettings::default();
+    for (key, value) in table.iter() {
+        let field = format!("agent.{key}");
+        match key {
+            "provider" => {
+                let name = read.string(&field, value)?;
+                if !PROVIDERS.contains(&name.as_str()) {
+                    return Err(read.invalid(&field, format!("is {name:?}; write one of {}", PROVIDERS.join(" | "))));
+                }
+                settings.provider = Some(name);
+            }
+            "model" => settings.model = Some(read.string(&field, value)?),
+            "base_url" => settings.base_url = Some(read.string(&field, value)?),
+            "system_prompt" => settings.system_prompt = Some(read.string(&field, value)?),
+            "confirm" => settings.confirm = Some(read.keyword(&field, value)?),
+            "stream" => settings.stream = Some(value.as_bool().ok_or_else(|| read.invalid(&field, "must be true or false"))?),
+            "max_turns" => {
+                let turns =
+                    value.as_integer().filter(|n| *n >= 1).ok_or_else(|| read.invalid(&field, "must be a whole number of at least 1"))?;
+                settings.max_turns = Some(turns as usize);
+            }
+            "context_tokens" => {
+                let tokens = value
+                    .as_integer()
+                    .filter(|n| *n >= 1000)
+                    .ok_or_else(|| read.invalid(&field, "must be a whole number of at least 1000"))?;
+                settings.context_tokens = Some(tokens as u64);
+            }
+            "servers" => {
+                for (server, overrides) in read.table(&field, value)?.iter() {
+                    settings.servers.insert(server.to_string(), read.server(&format!("{field}.{server}"), overrides)?);
+                }
+            }
+            _ => return Err(read.unknown(&field, &AGENT_KEYS)),
+        }
+    }
+    Ok(settings)
+}
+
+/// Reads values of the `[agent]` table, naming the file and the key in every error.
+struct Reading<'a> {
+    file: &'a Path,
+}
+
+impl Reading<'_> {
+    fn invalid(&self, field: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::InvalidSetting { file: self.file.into(), field: field.into(), message: message.into() }
+    }
+
+    fn unknown(&self, field: &str, known: &[&str]) -> ConfigError {
+        self.invalid(field, format!("is not a known key; the known keys here are {}", known.join(", ")))
+    }
+
+    fn table<'i>(&self, field: &str, item: &'i Item) -> Result<&'i dyn TableLike, ConfigError> {
+        item.as_table_like().ok_or_else(|| self.invalid(field, format!("must be a table, not {}", item.type_name())))
+    }
+
+    fn string(&self, field: &str, item: &Item) -> Result<String, ConfigError> {
+        item.as_str().map(str::to_owned).ok_or_else(|| self.invalid(field, format!("must be a string, not {}", item.type_name())))
+    }
+
+    fn keyword<K: Keyword>(&self, field: &str, item: &Item) -> Result<K, ConfigError> {
+        let word = self.string(field, item)?;
+        K::parse(&word).ok_or_else(|| self.invalid(field, format!("is {word:?}; write one of {}", K::choices())))
+    }
+
+    fn server(&self, field: &str, item: &Item) -> Result<ServerConfirm, ConfigError> {
+        let mut overrides = ServerConfirm::default();
+        for (key, value) in self.table(field, item)?.iter() {
+            let field = format!("{field}.{key}");
+            match key {
+                "trust" => overrides.trust = value.as_bool().ok_or_else(|| self.invalid(&field, "must be true or false"))?,
+                "confirm" => overrides.confirm = Some(self.keyword(&field, value)?),
+                "tools" => {
+                    for (pattern, mode) in self.table(&field, value)?.iter() {
+                        overrides.tools.push((pattern.to_string(), self.keyword(&format!("{field}.{pattern}"), mode)?));
+                    }
+                }
+                _ => return Err(self.unknown(&field, &SERVER_KEYS)),
+            }
+        }
+        Ok(overrides)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<AgentSettings, String> {
+        let document: toml_edit::DocumentMut = text.parse().unwrap();
+        read(Path::new("servers.toml"), &document["agent"]).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn reads_every_key_and_the_overrides_in_order() {
+        let settings = parse(
+            "[agent]\nprovider = \"anthropic\"\nmodel = \"m\"\nconfirm = \"always\"\nmax_turns = 7\nstream = false\n\
+             [agent.servers.gh]\ntrust = true\ntools = { \"get_*\" = \"never\", delete_repo = \"always\", \"*\" = \"ask\" }\n",
+        )
+        .unwrap();
+        assert_eq!(settings.provider.as_deref(), Some("anthropic"));
+        assert_eq!((settings.confirm, settings.max_turns, settings.stream), (Some(ConfirmMode::Always), Some(7), Some(false)));
+        assert_eq!(settings.confirm_override("gh", "get_issue"), Some(ConfirmMode::Never));
+        assert_eq!(settings.confirm_override("gh", "delete_repo"), Some(ConfirmMode::Always));
+        assert_eq!(settings.confirm_override("gh", "create_issue"), Some(ConfirmMode::Ask), "the catch-all pattern comes before trust");
+        assert_eq!(settings.confirm_override("other", "x"), None);
+        let trusted = parse("[agent.servers.time]\ntrust = true\n").unwrap();
+        assert_eq!(trusted.confirm_override("time", "now"), Some(ConfirmMode::Never));
+    }
+
+    #[test]
+    fn errors_name_the_file_the_key_and_what_to_write() {
+        let error = parse("[agent]\nconfirm = \"sometimes\"\n").unwrap_err();
+        assert_eq!(error, "servers.toml: `agent.confirm` is \"sometimes\"; write one of always | never | ask");
+        assert!(parse("[agent]\nprovider = \"gemini\"\n").unwrap_err().contains("openai | anthropic | scripted"));
+        assert!(parse("[agent]\nmax_turns = 0\n").unwrap_err().contains("at least 1"));
+        assert!(parse("[agent]\nmodle = \"x\"\n").unwrap_err().contains("`agent.modle` is not a known key"));
+        assert!(parse("[agent.servers.gh]\ntrusted = true\n").unwrap_err().contains("`agent.servers.gh.trusted` is not a known key"));
+    }
+
+    #[test]
+    fn merging_keeps_what_the_later_file_does_not_set() {
+        let mut user = parse("[agent]\nmodel = \"a\"\nconfirm = \"never\"\n[agent.servers.x]\ntrust = true\n").unwrap();
+        user.merge(parse("[agent]\nmodel = \"b\"\n[agent.servers.x]\nconfirm = \"always\"\n").unwrap());
+        assert_eq!((user.model.as_deref(), user.confirm), (Some("b"), Some(ConfirmMode::Never)));
+        assert_eq!(user.servers["x"], ServerConfirm { trust: false, confirm: Some(ConfirmMode::Always), tools: vec![] });
+    }
+}
