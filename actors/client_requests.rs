@@ -101,7 +101,7 @@ where
     }
 
     /// The answer, or `None` when the answering actor is gone.
-    async fn ask(&self, request: M) -> Option<M::Result> {
+    pub(crate) async fn ask(&self, request: M) -> Option<M::Result> {
         match self {
             Answering::Actor(recipient) => recipient.send(request).await.ok(),
             Answering::Function(function) => Some(function(request).await),

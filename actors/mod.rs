@@ -34,11 +34,13 @@
 //! | [`Subscribe`] | Hub (server states) / Registry (catalog) | — |
 //! | [`messages`]: `Request`, `Routed`, `Forget`, `GetStatus`, `SetLogLevel`, ... | Connection | see each |
 
+pub mod agent;
 pub mod client_requests;
 pub mod connection;
 pub mod hub;
 pub mod messages;
 pub mod operation;
+pub mod outlet;
 pub mod progress;
 pub mod registry;
 pub mod reply;

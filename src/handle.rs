@@ -239,6 +239,18 @@ impl Handle {
         Events { rx, missed: 0 }
     }
 
+    /// Starts an [`Agent`](crate::actors::agent::Agent) on the runtime's
+    /// thread, calling tools through this runtime's registry. Its address
+    /// takes messages from any thread; `None` when the runtime has stopped.
+    pub async fn start_agent(&self, config: crate::actors::agent::AgentConfig) -> Option<Addr<crate::actors::agent::Agent>> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let registry = self.inner.registry.clone();
+        self.inner.hub.do_send(hub::Spawn(Box::new(move || {
+            let _ = tx.send(crate::actors::agent::Agent::start(registry, config));
+        })));
+        rx.await.ok()
+    }
+
     /// The hub's address, for code running inside the runtime's actix System.
     pub fn hub(&self) -> &Addr<Hub> {
         &self.inner.hub

@@ -103,8 +103,10 @@ pub fn body(model: &str, request: &ChatRequest, stream: bool) -> Value {
                 }
                 messages.push(message);
             }
-            ChatMessage::Tool { call_id, name, content, .. } => {
-                let text: Vec<&str> = content.iter().filter_map(Part::text).collect();
+            ChatMessage::Tool { call_id, name, content, is_error } => {
+                // The API has no error flag on tool results: it is said in the text.
+                let marker = is_error.then_some("[the tool call failed]");
+                let text: Vec<&str> = marker.into_iter().chain(content.iter().filter_map(Part::text)).collect();
                 messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": text.join("\n")}));
                 let images: Vec<Value> = content.iter().filter(|p| p.text().is_none()).map(part).collect();
                 if !images.is_empty() {
