@@ -8,6 +8,7 @@
 //! | [`settings`] | which provider, model, base URL and key, from flags, config and the SDKs' environment variables |
 //! | [`openai`] | the Chat Completions API (OpenAI, Ollama, vLLM, llama.cpp, LM Studio, OpenRouter, ...) |
 //! | [`anthropic`] | the Messages API |
+//! | [`scripted`] | a deterministic model with no key and no network, for the demo |
 //! | [`http`] | the HTTP client, retries with backoff, error classification, SSE decoding with limits |
 //! | [`error`] | [`LlmError`] |
 //!
@@ -26,6 +27,7 @@ pub mod chat;
 pub mod error;
 pub mod http;
 pub mod openai;
+pub mod scripted;
 pub mod settings;
 
 use std::sync::Arc;
