@@ -8,6 +8,7 @@
 //! | `tools` | `tools`, `call` |
 //! | `resources` | `resources`, `read` |
 //! | `prompts` | `prompts`, `prompt` |
+//! | `agent` | `agent` (one prompt, or a chat) |
 //! | `demo` | `demo` (and `demo-server`, run from here) |
 //!
 //! Shared parts: `servers` (which servers a command sees), `session` (a
@@ -20,6 +21,7 @@
 //! configuration error; 3 connection or protocol error (and a demo whose
 //! runtime did not behave as designed); 4 the output could not be written.
 
+mod agent;
 mod arguments;
 mod catalog;
 mod demo;
@@ -99,6 +101,8 @@ pub enum Command {
     Prompts(prompts::PromptsArgs),
     /// Get a prompt: `prompt SERVER NAME [--arg k=v]...`.
     Prompt(prompts::PromptArgs),
+    /// Talk to a model that uses every configured server's tools: `agent -p PROMPT` for one answer, or a chat.
+    Agent(agent::AgentArgs),
     /// Start three demo servers, call them concurrently, kill one with SIGKILL
     /// mid-call, and show what the callers got, the restart and the final status.
     Demo,
@@ -149,6 +153,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         Command::Read(args) => with_runtime(|| resources::read(cli, &out, args)),
         Command::Prompts(args) => with_runtime(|| prompts::prompts(cli, &out, args)),
         Command::Prompt(args) => with_runtime(|| prompts::prompt(cli, &out, args)),
+        Command::Agent(args) => agent::run(cli, args),
         Command::Demo | Command::DemoServer(_) => unreachable!("handled in main"),
     }
 }

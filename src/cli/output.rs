@@ -142,6 +142,17 @@ pub fn print_json<T: Serialize + ?Sized>(value: &T) {
     }
 }
 
+/// One line of compact JSON on stdout (JSON lines), secrets masked inside its strings.
+pub fn print_json_line<T: Serialize + ?Sized>(value: &T) {
+    match serde_json::to_value(value) {
+        Ok(mut value) => {
+            secrets::scrub_json(&mut value);
+            print_line(value);
+        }
+        Err(e) => eprintln!("error: cannot write JSON: {e}"),
+    }
+}
+
 /// Pretty JSON on stdout, exactly as given.
 fn print_json_verbatim<T: Serialize + ?Sized>(value: &T) {
     match serde_json::to_string_pretty(value) {

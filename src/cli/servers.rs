@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::discover::Origin;
-use crate::config::{foreign, native, LoadedConfig, LoadedServer, Locations, Scope, ServerConfig};
+use crate::config::{foreign, native, AgentSettings, LoadedConfig, LoadedServer, Locations, Scope, ServerConfig};
 use crate::error::ConfigError;
 
 use super::output::{warn, Failure};
@@ -75,6 +75,8 @@ pub struct Servers {
     pub files: Vec<PathBuf>,
     /// How many servers one command may start.
     pub max_started: usize,
+    /// The `[agent]` settings of mcpvisor's files.
+    pub agent: AgentSettings,
 }
 
 impl Servers {
@@ -109,7 +111,7 @@ impl Servers {
             }
             entries.push(built_in()?);
         }
-        Ok(Servers { entries, files: loaded.files, max_started: max_servers(cli)? })
+        Ok(Servers { entries, files: loaded.files, max_started: max_servers(cli)?, agent: loaded.agent })
     }
 
     /// The servers a command about one server (`only`) or all of them
@@ -212,9 +214,11 @@ fn load_file(file: &Path) -> Result<LoadedConfig, ConfigError> {
     let mut loaded = LoadedConfig { files: vec![file.into()], ..LoadedConfig::default() };
     let defined = |config: ServerConfig, origin: Origin| LoadedServer { config, source: file.into(), origin, overrides: Vec::new() };
     if is_native(file) {
-        for config in native::parse(file, &text)? {
+        let (servers, agent) = native::parse_with_agent(file, &text)?;
+        for config in servers {
             loaded.servers.push(defined(config, Origin::Native));
         }
+        loaded.agent = agent;
     } else {
         let (format, servers) = foreign::parse(file, &text, &Default::default())?;
         for config in servers {

@@ -238,6 +238,11 @@ impl Redactor {
         Redactor { secrets: all.into() }
     }
 
+    /// This redactor with `more` secret values.
+    pub fn with_more(&self, more: impl IntoIterator<Item = String>) -> Redactor {
+        Redactor::with_secrets(self.secrets.iter().cloned().chain(more))
+    }
+
     /// `text` with its secrets masked; borrowed when there were none.
     pub fn text<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let mut out = mask_spans(text, &patterns::spans(text));

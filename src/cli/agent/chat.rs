@@ -1,0 +1,287 @@
+//! `mcpvisor agent` without `-p`: a chat on the terminal.
+//!
+//! Answers stream as they come; each tool call is shown with its arguments
+//! and its outcome (sanitised, folded to a few lines); confirmations are
+//! asked on stderr. Ctrl-C cancels the running turn (the model stream is
+//! closed, the servers get `notifications/cancelled`); a second Ctrl-C, or
+//! Ctrl-C at an empty prompt twice, or Ctrl-D, ends the chat and stops
+//! every server. Commands: see [`HELP`].
+
+use std::io::Write;
+
+use actix::Addr;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::asking::{self, Lines};
+use super::history::{self, Opened};
+use super::oneshot::folded;
+use super::Setup;
+use crate::actors::agent::{Agent, AgentEvent, AgentStop, Cancel, History, Prompt, SetConfirm, SetModel};
+use crate::actors::outlet::Outlet;
+use crate::cli::output::{terminal_safe, Failure, Layout};
+use crate::cli::session::{describe, Session};
+use crate::config::{ConfirmMode, Keyword};
+use crate::llm::{ChatMessage, Part};
+
+pub const HELP: &str = "\
+/tools [words]     the tools offered (the best matches for the words)
+/servers           each server's state
+/reconnect [name]  restart a server (all that are not connected, without a name)
+/model NAME        talk to another model of the same provider
+/confirm MODE      always | never | ask: when to ask before a tool call
+/history           the conversation so far
+/clear             start a new conversation
+/help              this list
+Ctrl-C cancels the running answer; Ctrl-C twice or Ctrl-D ends the chat.";
+
+/// Arguments longer than this are shortened when a tool call is shown.
+const SHOWN_ARGUMENTS: usize = 300;
+
+struct Chat<'a> {
+    session: &'a Session,
+    setup: Setup,
+    lines: Lines,
+    agent: Addr<Agent>,
+    events: UnboundedReceiver<AgentEvent>,
+    /// Text was printed without a newline yet.
+    mid_line: bool,
+}
+
+pub async fn run(session: &Session, setup: Setup, opened: Opened) -> Result<u8, Failure> {
+    let lines = Lines::stdin();
+    let resumed = opened.messages.len();
+    let (agent, events) = start_agent(session, &setup, &lines, opened).await?;
+    let mut chat = Chat { session, setup, lines, agent, events, mid_line: false };
+    let tools = session.handle.list_tools().await.len();
+    println!("mcpvisor agent: {} with {tools} tools. /help lists the commands; Ctrl-D ends the chat.", chat.setup.model.label());
+    if resumed > 0 {
+        println!("(going on with a conversation of {resumed} messages; /history shows them)");
+    }
+    let mut interrupts = signal(SignalKind::interrupt()).map_err(|e| Failure::usage(format!("cannot watch Ctrl-C: {e}")))?;
+    let mut armed = false;
+    loop {
+        print!("> ");
+        let _ = std::io::stdout().flush();
+        let line = tokio::select! {
+            line = chat.lines.next() => line,
+            _ = interrupts.recv() => {
+                if armed { println!(); break; }
+                armed = true;
+                println!("\n(Ctrl-C again to end the chat)");
+                continue;
+            }
+        };
+        armed = false;
+        let Some(line) = line else {
+            println!();
+            break;
+        };
+        let line = line.trim();
+        let keep_going = match line.strip_prefix('/') {
+            Some(command) => chat.command(command).await?,
+            None if line.is_empty() => true,
+            None => chat.turn(line, &mut interrupts).await,
+        };
+        if !keep_going {
+            break;
+        }
+    }
+    Ok(0)
+}
+
+/// An agent for the `opened` conversation; its id is shown when it is saved.
+async fn start_agent(
+    session: &Session,
+    setup: &Setup,
+    lines: &Lines,
+    opened: Opened,
+) -> Result<(Addr<Agent>, UnboundedReceiver<AgentEvent>), Failure> {
+    if let Some(id) = opened.id() {
+        println!("(conversation {id}; go on with it later with `mcpvisor agent --resume {id}`)");
+    }
+    let (outlet, events) = Outlet::channel();
+    let mut config = setup.config(opened);
+    config.events = Some(outlet);
+    config.asker = Some(asking::terminal(lines));
+    let agent =
+        session.handle.start_agent(config).await.ok_or_else(|| Failure::connection("the runtime stopped before the agent started"))?;
+    Ok((agent, events))
+}
+
+impl Chat<'_> {
+    /// Runs one prompt; false when the user asked to end the chat meanwhile.
+    async fn turn(&mut self, prompt: &str, interrupts: &mut tokio::signal::unix::Signal) -> bool {
+        let mut turn = Box::pin(self.agent.send(Prompt::text(prompt)));
+        let mut cancelled = false;
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut turn => break outcome,
+                Some(event) = self.events.recv() => self.show(event),
+                _ = interrupts.recv() => {
+                    if cancelled {
+                        self.end_line();
+                        return false;
+                    }
+                    cancelled = true;
+                    self.agent.do_send(Cancel);
+                    self.end_line();
+                    println!("(cancelling; Ctrl-C again to end the chat)");
+                }
+            }
+        };
+        while let Ok(event) = self.events.try_recv() {
+            self.show(event);
+        }
+        self.end_line();
+        match outcome {
+            Ok(Ok(ended)) if ended.stop_reason != AgentStop::EndTurn => println!("(the turn ended: {})", ended.stop_reason.as_str()),
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => println!("error: {}", terminal_safe(&error.to_string(), Layout::Block)),
+            Err(_) => println!("error: the agent stopped"),
+        }
+        true
+    }
+
+    fn show(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::Text { text } => {
+                print!("{}", terminal_safe(&text, Layout::Block));
+                let _ = std::io::stdout().flush();
+                self.mid_line = !text.ends_with('\n');
+            }
+            AgentEvent::ToolCallRequested { tool, arguments, .. } => {
+                self.end_line();
+                let mut shown = arguments.to_string();
+                if let Some((cut, _)) = shown.char_indices().nth(SHOWN_ARGUMENTS) {
+                    shown.truncate(cut);
+                    shown.push('…');
+                }
+                println!("→ {}", terminal_safe(&format!("{tool} {shown}"), Layout::OneLine));
+            }
+            AgentEvent::ToolCallDenied { why, .. } => println!("  denied: {}", terminal_safe(&why, Layout::OneLine)),
+            AgentEvent::ToolCallProgress { progress, total, message, .. } => {
+                let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
+                println!("  … {progress}{of} {}", terminal_safe(message.as_deref().unwrap_or(""), Layout::OneLine));
+            }
+            AgentEvent::ToolCallFinished { tool, is_error, output, .. } => {
+                println!("{} {}", if is_error { "✗" } else { "✓" }, terminal_safe(&tool, Layout::OneLine));
+                for line in folded(&output) {
+                    println!("  {line}");
+                }
+            }
+            AgentEvent::Compacted { summarised, kept } => {
+                self.end_line();
+                println!("(summarised {summarised} earlier messages to save context; kept {kept})");
+            }
+            AgentEvent::HistoryFailed { error } => {
+                self.end_line();
+                println!("warning: the conversation is no longer saved: {}", terminal_safe(&error, Layout::OneLine));
+            }
+            _ => {}
+        }
+    }
+
+    fn end_line(&mut self) {
+        if self.mid_line {
+            println!();
+            self.mid_line = false;
+        }
+    }
+
+    /// Runs a `/command`; false for none (the chat ends only by Ctrl-C or Ctrl-D).
+    async fn command(&mut self, command: &str) -> Result<bool, Failure> {
+        let (name, rest) = command.split_once(char::is_whitespace).map_or((command, ""), |(n, r)| (n, r.trim()));
+        match name {
+            "help" => println!("{HELP}"),
+            "tools" => self.tools(rest).await,
+            "servers" => {
+                for status in self.session.handle.status().await {
+                    println!("{:<20} {}", terminal_safe(&status.name, Layout::OneLine), terminal_safe(&describe(&status), Layout::OneLine));
+                }
+            }
+            "reconnect" => self.reconnect(rest).await,
+            "model" if rest.is_empty() => println!("the model is {}; /model NAME changes it", self.setup.model.label()),
+            "model" => match self.setup.with_model(rest) {
+                Ok(()) => {
+                    self.agent.do_send(SetModel(self.setup.model.clone()));
+                    println!("the model is now {}", self.setup.model.label());
+                }
+                Err(failure) => println!("error: {}", failure.message),
+            },
+            "confirm" => match ConfirmMode::parse(rest) {
+                Some(mode) => {
+                    self.setup.mode = mode;
+                    self.agent.do_send(SetConfirm(mode));
+                    println!("confirmation: {rest}");
+                }
+                None => println!("/confirm takes one of {}", ConfirmMode::choices()),
+            },
+            "history" => match self.agent.send(History).await {
+                Ok(conversation) => conversation.messages.iter().for_each(|message| println!("{}", summary_line(message))),
+                Err(_) => println!("error: the agent stopped"),
+            },
+            "clear" => {
+                let (agent, events) = start_agent(self.session, &self.setup, &self.lines, history::start(&self.setup)).await?;
+                (self.agent, self.events) = (agent, events);
+                println!("(a new conversation)");
+            }
+            other => println!("unknown command /{}; /help lists them", terminal_safe(other, Layout::OneLine)),
+        }
+        Ok(true)
+    }
+
+    async fn tools(&self, words: &str) {
+        let catalog = self.session.handle.list_tools().await;
+        let shown: Vec<&crate::ToolEntry> =
+            if words.is_empty() { catalog.iter().collect() } else { crate::tool_search::search(words, &catalog, 20) };
+        for entry in &shown {
+            let description = entry.tool.description.as_deref().and_then(|d| d.lines().next()).unwrap_or("");
+            println!("{}  {}", terminal_safe(&entry.name, Layout::OneLine), terminal_safe(description, Layout::OneLine));
+        }
+        if shown.is_empty() {
+            println!("(no tools)");
+        }
+    }
+
+    async fn reconnect(&self, name: &str) {
+        let names: Vec<String> = match name {
+            "" => self
+                .session
+                .handle
+                .status()
+                .await
+                .into_iter()
+                .filter(|s| s.state != crate::ServerState::Connected)
+                .map(|s| s.name)
+                .collect(),
+            name => vec![name.to_string()],
+        };
+        if names.is_empty() {
+            println!("every server is connected");
+        }
+        for name in names {
+            match self.session.handle.reconnect(&name).await {
+                Ok(()) => println!("reconnecting {}", terminal_safe(&name, Layout::OneLine)),
+                Err(error) => println!("error: {}", terminal_safe(&error.to_string(), Layout::OneLine)),
+            }
+        }
+    }
+}
+
+/// One line per message of `/history`.
+fn summary_line(message: &ChatMessage) -> String {
+    let first = |text: &str| terminal_safe(text.lines().next().unwrap_or(""), Layout::OneLine).into_owned();
+    match message {
+        ChatMessage::User { content } => format!("you: {}", first(&content.iter().filter_map(Part::text).collect::<Vec<_>>().join(" "))),
+        ChatMessage::Assistant { text, tool_calls } => {
+            let calls: Vec<&str> = tool_calls.iter().map(|call| call.name.as_str()).collect();
+            let calls = if calls.is_empty() { String::new() } else { format!(" [calls {}]", calls.join(", ")) };
+            format!("assistant: {}{calls}", first(text))
+        }
+        ChatMessage::Tool { name, content, is_error, .. } => {
+            let text = content.iter().filter_map(Part::text).collect::<Vec<_>>().join(" ");
+            format!("{} {name}: {}", if *is_error { "✗" } else { "✓" }, first(&text))
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! `mcpvisor agent`: the Agent actor on the command line.
+//!
+//! With `-p PROMPT` it runs one prompt (`oneshot`): the final answer on
+//! stdout, tool activity on stderr, or every event as a JSON line with
+//! `--json`. Without it, an interactive chat on the terminal (`chat`).
+//!
+//! The model: `--provider`/`--model`/`--base-url` flags, then `[agent]` in
+//! the configuration, then the SDKs' environment variables
+//! ([`crate::llm::settings`]). When no model is named anywhere, the built-in
+//! `scripted` model answers (a note on stderr says so), so the command
+//! works on a fresh machine with no key.
+//!
+//! Confirmation (`--confirm`, `[agent] confirm`, default `ask`): asked on
+//! the terminal when stdin is one; otherwise a call that needs it is denied
+//! and the model and stderr are told why.
+//!
+//! Exit codes: 0 the turn ended normally (`end_turn`, `max_tokens`); 1 it
+//! ended otherwise (`max_turn_requests`, `refusal`, `cancelled`) or the
+//! model failed mid-turn; 2 usage or configuration (a refused key, an
+//! unknown model included); 3 the model could not be reached.
+
+mod asking;
+mod chat;
+mod history;
+mod oneshot;
+
+use std::sync::Arc;
+
+use clap::Args;
+
+use super::output::{warn, Failure};
+use super::servers::{env, Servers};
+use super::session::Session;
+use super::{Cli, EXIT_CONNECTION, EXIT_TOOL_ERROR};
+use crate::actors::agent::{AgentConfig, AgentError, AgentLimits, AgentStop, ConfirmPolicy, TurnEnded};
+use crate::config::{AgentSettings, ConfirmMode, Keyword};
+use crate::llm::settings::{Choices, MODEL_VAR};
+use crate::llm::{self, ChatModel, LlmError, ModelSettings, Provider};
+
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
+    /// Run this one prompt, print the answer and exit (else: an interactive chat).
+    #[arg(short = 'p', long = "prompt", value_name = "PROMPT")]
+    pub prompt: Option<String>,
+    /// The model's name (else [agent] model, else $MCPVISOR_MODEL).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// openai (Chat Completions, also Ollama, vLLM, llama.cpp, LM Studio, OpenRouter), anthropic, or scripted (built in, no key).
+    #[arg(long, value_name = "PROVIDER")]
+    pub provider: Option<String>,
+    /// The API's base URL (else [agent] base_url, else $OPENAI_BASE_URL / $ANTHROPIC_BASE_URL).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// When to ask before a tool call: always, never, ask (default: ask unless the tool is read-only).
+    #[arg(long, value_name = "MODE")]
+    pub confirm: Option<String>,
+    /// Model round trips per prompt (default 50).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<usize>,
+    /// Ask for whole answers instead of streamed ones.
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Go on with a saved conversation (its id is in the first --json event and in the chat's banner).
+    #[arg(long, value_name = "ID", conflicts_with = "continue_last")]
+    pub resume: Option<String>,
+    /// Go on with the most recent saved conversation.
+    #[arg(long = "continue")]
+    pub continue_last: bool,
+}
+
+/// What every agent of this command starts with; the chat changes the
+/// model and the mode as the user asks.
+pub struct Setup {
+    args: AgentArgs,
+    settings: AgentSettings,
+    pub model: Arc<dyn ChatModel>,
+    /// The model's API key, masked in saved conversations.
+    key: Option<String>,
+    pub mode: ConfirmMode,
+    limits: AgentLimits,
+    system: String,
+}
+
+impl Setup {
+    fn new(args: &AgentArgs, settings: &AgentSettings) -> Result<Setup, Failure> {
+        let mode = match &args.confirm {
+            Some(word) => ConfirmMode::parse(word)
+                .ok_or_else(|| Failure::usage(format!("--confirm {word}: write one of {}", ConfirmMode::choices())))?,
+            None => settings.confirm.unwrap_or_default(),
+        };
+        let limits = AgentLimits {
+            max_turns: args.max_turns.or(settings.max_turns).unwrap_or(50).max(1),
+            context_tokens: settings.context_tokens.unwrap_or(AgentLimits::default().context_tokens),
+            ..AgentLimits::default()
+        };
+        let (model, key) = model(args, settings)?;
+        Ok(Setup {
+            model,
+            key,
+            args: args.clone(),
+            settings: settings.clone(),
+            mode,
+            limits,
+            system: settings.system_prompt.clone().unwrap_or_else(default_system_prompt),
+        })
+    }
+
+    /// A new agent's configuration for the `opened` conversation (no events, no asker yet).
+    pub fn config(&self, opened: history::Opened) -> AgentConfig {
+        let mut config = AgentConfig::new(self.model.clone());
+        config.policy = ConfirmPolicy::new(self.mode, self.settings.clone());
+        config.limits = self.limits;
+        config.conversation.system = Some(opened.system.unwrap_or_else(|| self.system.clone()));
+        config.conversation.messages = opened.messages;
+        config.journal = opened.journal;
+        config
+    }
+
+    /// Switches to model `name` of the same provider.
+    pub fn with_model(&mut self, name: &str) -> Result<(), Failure> {
+        let args = AgentArgs { model: Some(name.to_string()), ..self.args.clone() };
+        (self.model, self.key) = model(&args, &self.settings)?;
+        self.args = args;
+        Ok(())
+    }
+}
+
+pub fn run(cli: &Cli, args: &AgentArgs) -> Result<u8, Failure> {
+    let servers = Servers::load(cli)?;
+    let setup = Setup::new(args, &servers.agent)?;
+    match &args.prompt {
+        Some(prompt) => super::with_runtime(|| async {
+            let session = start(&servers).await?;
+            let outcome = match history::open(args, &setup) {
+                Ok(opened) => oneshot::run(cli, &session, &setup, opened, prompt).await,
+                Err(failure) => Err(failure),
+            };
+            session.close().await;
+            outcome
+        }),
+        // Not `with_runtime`: Ctrl-C cancels a turn here instead of ending the command.
+        None => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Failure::connection(format!("cannot start a tokio runtime: {e}")))?;
+            runtime.block_on(async {
+                let session = start(&servers).await?;
+                let outcome = match history::open(args, &setup) {
+                    Ok(opened) => chat::run(&session, setup, opened).await,
+                    Err(failure) => Err(failure),
+                };
+                session.close().await;
+                outcome
+            })
+        }
+    }
+}
+
+/// Starts every configured server and waits until each has settled.
+async fn start(servers: &Servers) -> Result<Session, Failure> {
+    let session = Session::start(servers.to_start(None)?).await?;
+    for status in session.handle.status().await {
+        if !matches!(status.state, crate::ServerState::Connected | crate::ServerState::Disabled) {
+            warn(format_args!("server `{}` is {}; its tools are not offered", status.name, super::session::describe(&status)));
+        }
+    }
+    Ok(session)
+}
+
+/// The model the flags, the configuration and the environment name, and its key.
+fn model(args: &AgentArgs, settings: &AgentSettings) -> Result<(Arc<dyn ChatModel>, Option<String>), Failure> {
+    let provider = args.provider.clone().or_else(|| settings.provider.clone());
+    let named = args.model.is_some() || settings.model.is_some() || env(MODEL_VAR).is_some_and(|m| !m.trim().is_empty());
+    if provider.as_deref() == Some("scripted") || (provider.is_none() && !named) {
+        if provider.is_none() {
+            warn(format_args!(
+                "no model named (--model, {MODEL_VAR} or [agent] model): the built-in scripted demo model answers; it calls a tool your prompt names"
+            ));
+        }
+        return Ok((Arc::new(llm::scripted::Scripted), None));
+    }
+    let provider = match provider.as_deref() {
+        None => None,
+        Some(name) => {
+            Some(Provider::parse(name).ok_or_else(|| Failure::usage(format!("--provider {name}: write openai, anthropic or scripted")))?)
+        }
+    };
+    let choices = Choices {
+        provider,
+        model: args.model.clone().or_else(|| settings.model.clone()),
+        base_url: args.base_url.clone().or_else(|| settings.base_url.clone()),
+        api_key: None,
+        stream: if args.no_stream { Some(false) } else { settings.stream },
+    };
+    let settings = ModelSettings::resolve(choices, env).map_err(|e| Failure::usage(e.to_string()))?;
+    let model = llm::connect(&settings).map_err(|e| Failure::usage(e.to_string()))?;
+    Ok((model, settings.api_key))
+}
+
+fn default_system_prompt() -> String {
+    let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
+    format!(
+        "You are a capable assistant with tools from MCP servers (named mcp__SERVER__TOOL). Use them when they help; \
+         when a tool fails, read its error and correct the call or explain. The working directory is {cwd}."
+    )
+}
+
+/// The exit code of a turn's outcome.
+fn exit_code(outcome: &Result<TurnEnded, AgentError>) -> u8 {
+    match outcome {
+        Ok(ended) if matches!(ended.stop_reason, AgentStop::EndTurn | AgentStop::MaxTokens) => 0,
+        Ok(_) => EXIT_TOOL_ERROR,
+        Err(AgentError::Model(error)) if error.is_unreachable() => EXIT_CONNECTION,
+        Err(AgentError::Model(LlmError::Settings { .. } | LlmError::Auth { .. } | LlmError::UnknownModel { .. })) => super::EXIT_USAGE,
+        Err(_) => EXIT_TOOL_ERROR,
+    }
+}

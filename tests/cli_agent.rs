@@ -1,0 +1,178 @@
+//! `mcpvisor agent -p`: the real binary, the demo server as the tool
+//! server, and a scripted model server on loopback (or the built-in
+//! scripted model).
+
+mod cli_support;
+mod model_server;
+
+use cli_support::{demo_table, stderr, stdout, Sandbox};
+use model_server::{error_body, openai_stream, openai_whole, ModelServer, Reply};
+use serde_json::{json, Value};
+
+/// `agent ARGS` with no model variables from the outside and stdin closed (no terminal).
+fn agent(sandbox: &Sandbox, args: &[&str]) -> std::process::Command {
+    let mut command = sandbox.std_cmd(["agent"].iter().chain(args));
+    for var in ["MCPVISOR_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"] {
+        command.env_remove(var);
+    }
+    command.stdin(std::process::Stdio::null());
+    command
+}
+
+async fn output(mut command: std::process::Command) -> std::process::Output {
+    tokio::task::spawn_blocking(move || command.output().expect("mcpvisor runs")).await.unwrap()
+}
+
+fn sandbox_with_demo() -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.write_user_file(&demo_table("demo", &[]));
+    sandbox
+}
+
+fn tool_call(id: &str, name: &str, arguments: Value) -> Reply {
+    openai_stream(
+        vec![
+            json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}]}),
+        ],
+        "tool_calls",
+    )
+}
+
+fn says(text: &str) -> Reply {
+    openai_stream(vec![json!({"content": text})], "stop")
+}
+
+#[tokio::test]
+async fn without_a_model_the_built_in_scripted_model_calls_the_tool_the_prompt_names() {
+    let sandbox = sandbox_with_demo();
+    let out = output(agent(&sandbox, &["-p", "add 2 and 3"])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "`mcp__demo__add` answered: 5\n");
+    let err = stderr(&out);
+    assert!(
+        err.contains("built-in scripted demo model")
+            && err.contains("→ mcp__demo__add {\"a\":2.0,\"b\":3.0}")
+            && err.contains("✓ mcp__demo__add"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn json_prints_every_event_as_one_line() {
+    let sandbox = sandbox_with_demo();
+    let out = output(agent(&sandbox, &["-p", "echo hello", "--json"])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let events: Vec<Value> = stdout(&out).lines().map(|line| serde_json::from_str(line).expect("each line is JSON")).collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert!(kinds.contains(&"tool_call_finished") && kinds.last() == Some(&"turn_ended"), "{kinds:?}");
+    let finished = events.iter().find(|e| e["event"] == "tool_call_finished").unwrap();
+    assert_eq!((finished["tool"].clone(), finished["output"].clone()), (json!("mcp__demo__echo"), json!("hello")));
+}
+
+#[tokio::test]
+async fn without_a_terminal_a_call_that_needs_confirmation_is_denied_and_said_so() {
+    let sandbox = sandbox_with_demo();
+    let out = output(agent(&sandbox, &["-p", "sleep 5"])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("denied: it needs the user's confirmation") && err.contains("--confirm never"), "{err}");
+    assert!(stdout(&out).contains("was not made"), "the model heard of it: {}", stdout(&out));
+    let allowed = output(agent(&sandbox, &["-p", "sleep 5", "--confirm", "never"])).await;
+    assert_eq!(stdout(&allowed), "`mcp__demo__sleep` answered: slept 5 ms\n", "{}", stderr(&allowed));
+}
+
+#[tokio::test]
+async fn an_openai_compatible_server_drives_the_tools_with_the_key_sent_as_bearer() {
+    let sandbox = sandbox_with_demo();
+    let server = ModelServer::start([tool_call("c1", "mcp__demo__add", json!({"a": 20, "b": 22})), says("The answer is 42.")]).await;
+    let base = format!("{}/v1", server.url);
+    let mut command = agent(&sandbox, &["-p", "what is 20 + 22?", "--model", "m1", "--base-url", &base]);
+    command.env("OPENAI_API_KEY", "sk-test-key-123456");
+    let out = output(command).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "The answer is 42.\n");
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/v1/chat/completions");
+    assert_eq!(requests[0].headers["authorization"], "Bearer sk-test-key-123456");
+    assert_eq!(requests[0].body["model"], "m1");
+    let result = requests[1].body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap().clone();
+    assert_eq!((result["tool_call_id"].clone(), result["content"].clone()), (json!("c1"), json!("42")));
+}
+
+#[tokio::test]
+async fn exit_codes_tell_an_unreachable_model_a_refused_key_and_a_turn_that_did_not_finish() {
+    let sandbox = sandbox_with_demo();
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/v1", listener.local_addr().unwrap())
+    };
+    let out = output(agent(&sandbox, &["-p", "hi", "--model", "m", "--base-url", &closed])).await;
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("error:"), "{}", stderr(&out));
+
+    let server = ModelServer::start([Reply::Status(401, vec![], error_body("Incorrect API key provided", "invalid_api_key"))]).await;
+    let base = format!("{}/v1", server.url);
+    let out = output(agent(&sandbox, &["-p", "hi", "--model", "m", "--base-url", &base])).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("Incorrect API key provided"), "{}", stderr(&out));
+
+    let echo = |id: &str| tool_call(id, "mcp__demo__echo", json!({"text": id}));
+    let server = ModelServer::start([echo("1"), echo("2")]).await;
+    let base = format!("{}/v1", server.url);
+    let out = output(agent(&sandbox, &["-p", "loop", "--model", "m", "--base-url", &base, "--max-turns", "2"])).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("the turn ended with max_turn_requests"), "{}", stderr(&out));
+}
+
+#[tokio::test]
+async fn agent_settings_come_from_the_configuration_and_bad_ones_are_usage_errors() {
+    let sandbox = Sandbox::new();
+    let server = ModelServer::start([openai_whole(Some("configured"), vec![], "stop")]).await;
+    let table = demo_table("demo", &[]);
+    sandbox.write_user_file(&format!(
+        "[agent]\nprovider = \"openai\"\nmodel = \"from-file\"\nbase_url = \"{}/v1\"\nstream = false\n\n{table}",
+        server.url
+    ));
+    let out = output(agent(&sandbox, &["-p", "hi"])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "configured\n");
+    assert_eq!(server.requests()[0].body["model"], "from-file");
+    assert_eq!(server.requests()[0].body["stream"], json!(false));
+    sandbox.write_user_file(&format!("[agent]\nconfirm = \"maybe\"\n\n{table}"));
+    let out = output(agent(&sandbox, &["-p", "hi"])).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("`agent.confirm` is \"maybe\"; write one of always | never | ask"), "{}", stderr(&out));
+}
+
+#[tokio::test]
+async fn a_conversation_is_saved_without_secrets_and_resumed_by_its_id() {
+    let sandbox = sandbox_with_demo();
+    let out = output(agent(&sandbox, &["-p", "echo first words", "--json"])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let first: Value = serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();
+    assert_eq!(first["event"], "session");
+    let id = first["session_id"].as_str().expect("a session id").to_string();
+
+    let key = "sk-secret-abcdef123456";
+    let server = ModelServer::start([says(&format!("I remember. Your key is {key}."))]).await;
+    let base = format!("{}/v1", server.url);
+    let mut command = agent(&sandbox, &["-p", "what did I ask?", "--resume", &id, "--model", "m", "--base-url", &base]);
+    command.env("OPENAI_API_KEY", key);
+    let out = output(command).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("--resume {id}")), "{}", stderr(&out));
+    let messages = server.requests()[0].body["messages"].as_array().unwrap().clone();
+    let texts: Vec<String> = messages.iter().map(|m| m["content"].to_string()).collect();
+    assert!(texts.iter().any(|t| t.contains("echo first words")), "the earlier prompt is sent again: {texts:?}");
+    assert!(messages.iter().any(|m| m["role"] == "tool" && m["content"] == "first words"), "and the earlier tool result: {texts:?}");
+
+    let file = sandbox.home.join("data/mcpvisor/sessions").join(format!("{id}.jsonl"));
+    let saved = std::fs::read_to_string(&file).expect("the conversation file");
+    assert!(saved.contains("I remember. Your key is ***."), "{saved}");
+    assert!(!saved.contains(key), "the key is never written");
+    assert_eq!(saved.lines().filter(|l| l.contains("\"type\":\"turn_ended\"")).count(), 2);
+
+    let bad = output(agent(&sandbox, &["-p", "x", "--resume", "../../etc/passwd"])).await;
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("is not a conversation id"), "{}", stderr(&bad));
+}
