@@ -6,6 +6,7 @@
 //! gone. Stdio provides all four from a child process; a remote transport
 //! provides the same shapes over HTTP.
 
+pub mod credentials;
 pub mod stdio;
 
 use std::fmt;
