@@ -16,6 +16,7 @@
 //! | [`error`] | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
 //! | [`demo_server`] | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
 //! | [`llm`] | model providers (OpenAI-compatible, Anthropic) behind one [`llm::ChatModel`] seam |
+//! | [`builtin_tools`] | the agent's built-in tools (read, write, list, run a command) as the in-process server `builtin` |
 //! | [`cli`] | the `mcpvisor` command line |
 //!
 //! Embedding from any tokio program (this example runs as a test; it finds
@@ -39,6 +40,7 @@
 
 #[path = "../actors/mod.rs"]
 pub mod actors;
+pub mod builtin_tools;
 pub mod cli;
 pub mod codec;
 pub mod config;

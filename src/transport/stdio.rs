@@ -146,7 +146,7 @@ const REAP_PAUSE: Duration = Duration::from_millis(20);
 /// were reparented to us, for a bounded time while SIGKILL takes effect.
 /// `waitpid(-pgid)` waits only for our own children in that group, so it
 /// needs no /proc scan and never touches an embedding program's children.
-async fn reap_group(group: ProcessGroup) {
+pub(crate) async fn reap_group(group: ProcessGroup) {
     for _ in 0..REAP_ROUNDS {
         loop {
             let mut status = 0;
