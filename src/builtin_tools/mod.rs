@@ -27,7 +27,9 @@
 //!   `run_command` keeps the head and tail of its output within
 //!   [`BuiltinSettings::max_output_bytes`], saying how much was cut.
 //! - **Commands** run in a process group of their own that never outlives
-//!   the call: see [`command`].
+//!   the call: see [`command`]. The server's call time-out is raised above
+//!   [`BuiltinSettings::max_command_timeout`], so a command's own time-out
+//!   (which reports its output so far) always comes first.
 //! - **The machine is behind a seam** ([`Host`]): [`Local`] by default, an
 //!   editor's file system and terminals later ([`server_on`]).
 
