@@ -195,6 +195,11 @@ async fn run_command_reports_output_together_and_the_exit_code() {
         unknown.contains("no-such-command-here") && unknown.ends_with("\n[exit code 127]"),
         "the shell's own errors are captured: {unknown}"
     );
+    let syntax = refused(&handle, "run_command", json!({"command": "if then"})).await;
+    assert!(
+        syntax.to_lowercase().contains("syntax error") && syntax.ends_with("[exit code 2]"),
+        "even a script that does not parse: {syntax}"
+    );
     let nowhere = refused(&handle, "run_command", json!({"command": "true", "cwd": "missing"})).await;
     assert!(nowhere.contains("could not start the command in") && nowhere.contains("missing"), "{nowhere}");
     handle.shutdown().await;

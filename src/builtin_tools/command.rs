@@ -43,18 +43,26 @@ impl Drop for GroupGuard {
 }
 
 pub(super) async fn run(request: &CommandRequest) -> Result<CommandOutcome, HostError> {
-    // `exec 2>&1` first: stderr joins stdout in the one pipe, in order.
-    let script = format!("exec 2>&1; {}", request.command);
-    let mut child = Command::new("sh")
+    let mut command = Command::new("sh");
+    command
         .arg("-c")
-        .arg(script)
+        .arg(&request.command)
         .current_dir(&request.cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn()?;
+        .kill_on_drop(true);
+    // SAFETY: the closure runs in the child between fork and exec, after
+    // its stdio is set up, and calls only dup2 (async-signal-safe): stderr
+    // becomes the stdout pipe, so the two interleave in the order written.
+    unsafe {
+        command.pre_exec(|| match libc::dup2(1, 2) {
+            -1 => Err(std::io::Error::last_os_error()),
+            _ => Ok(()),
+        });
+    }
+    let mut child = command.spawn()?;
     let (Some(pid), Some(mut stdout)) = (child.id(), child.stdout.take()) else {
         return Err(std::io::Error::other("the shell ended before it could be watched").into());
     };
