@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::*;
 use futures::future::BoxFuture;
-use mcpvisor::config::{native, ServerConfig};
+use mcpvisor::config::{native, Keyword, ServerConfig};
 use mcpvisor::protocol::ErrorObject;
 use mcpvisor::{CallError, CallTool, CallToolResult, ContentBlock, JsonObject, ServerState, Tool, ToolHandler};
 use serde_json::json;
@@ -98,7 +98,7 @@ async fn a_panicking_handler_fails_its_call_as_an_exit_and_the_server_comes_back
 async fn a_time_out_cancels_the_call_and_drops_the_handlers_future() {
     let (config, mut drops) = server("rust");
     let handle = start(vec![config]).await;
-    let call = CallTool::new("mcp__rust__wait", json!({"text": "slow one"})).with_timeout(Duration::from_millis(200));
+    let call = CallTool::new("mcp__rust__wait", json!({"text": "slow one"})).with_timeout(Duration::from_secs(1));
     let timed_out = handle.call(call).await;
     assert!(matches!(&timed_out, Err(CallError::Timeout { server, tool, .. }) if server == "rust" && tool == "wait"), "{timed_out:?}");
     let dropped = tokio::time::timeout(Duration::from_secs(20), drops.recv()).await.expect("the future is dropped after the time-out");
@@ -151,6 +151,7 @@ fn an_in_process_config_is_clone_debug_and_equal_only_to_its_own_handler() {
     assert_eq!(config.clone(), config);
     assert_ne!(config, other, "two handlers are two servers");
     assert!(format!("{config:?}").contains("InProcessHandler(\"in_process::Tools\")"), "{config:?}");
+    assert_eq!(config.transport.as_str(), "in-process", "how status and listings name it");
     let mut mixed = config.clone();
     mixed.command = "node".into();
     assert!(mixed.validate().unwrap_err().to_string().contains("an in-process server has no `command`"));

@@ -27,7 +27,7 @@ use crate::transport::stdio::{reap_group, ProcessGroup};
 /// Between SIGTERM and SIGKILL at a time-out.
 pub const TERM_GRACE: Duration = Duration::from_secs(2);
 /// After the shell exits, how long the output may take to end.
-const DRAIN: Duration = Duration::from_secs(1);
+pub const DRAIN: Duration = Duration::from_secs(1);
 
 /// Kills the command's whole group when dropped (the call ended or was
 /// cancelled) and reaps what of it became ours.
