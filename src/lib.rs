@@ -9,7 +9,7 @@
 //! | [`handle`] | [`Runtime::start`] and the `Send + Sync + Clone` [`Handle`] for non-actix programs |
 //! | [`protocol`] | the JSON-RPC envelope, MCP method names and versions, the agreed era ([`protocol::Session`]), tool schema checks |
 //! | [`codec`] | newline-delimited JSON-RPC framing with a frame-size limit |
-//! | [`transport`] | child processes over stdio: process groups, environment, shutdown, orphans, parent-death signal |
+//! | [`transport`] | child processes over stdio (process groups, environment, shutdown, orphans, parent-death signal); in-process servers ([`ToolHandler`]) |
 //! | [`config`] | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
 //! | [`restart`] | restart policy, backoff and intensity, as plain data |
 //! | [`naming`] | exposed tool names `mcp__{server}__{tool}`, and how names that read alike are told apart |
@@ -20,6 +20,7 @@
 //! | [`tool_search`] | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
 //! | [`catalog_cache`] | each server's tool list kept on disk, so searches need not start every server |
 //! | [`user_dirs`] | where data and caches live (XDG base directories) |
+//! | [`builtin_tools`] | the agent's built-in tools (read, write, list, run a command) as the in-process server `builtin` |
 //! | [`cli`] | the `mcpvisor` command line |
 //!
 //! Embedding from any tokio program (this example runs as a test; it finds
@@ -44,6 +45,7 @@
 #[path = "../actors/mod.rs"]
 pub mod actors;
 pub mod catalog_cache;
+pub mod builtin_tools;
 pub mod cli;
 pub mod codec;
 pub mod config;
@@ -65,8 +67,11 @@ pub use actors::{CallTool, Event, IntoArguments, Progress, ProgressSink, ServerS
 pub use error::{CallError, ConfigError, ConnectError, ManageError};
 pub use handle::{Events, Handle, Runtime, EVENT_BUFFER};
 /// The MCP types of the public API (results, references of completions,
-/// elicitation answers), so a program needs no `rmcp` dependency of its own.
+/// elicitation answers, the tools and content of in-process servers), so a
+/// program needs no `rmcp` dependency of its own.
 pub use rmcp::model::{
-    ArgumentInfo, CallToolResult, CompletionInfo, ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptResult, JsonObject,
-    Prompt, PromptReference, ReadResourceResult, Reference, Resource, ResourceTemplate, ResourceTemplateReference, Tool,
+    ArgumentInfo, CallToolResult, CompletionInfo, ContentBlock, ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptResult,
+    JsonObject, Prompt, PromptReference, ReadResourceResult, Reference, Resource, ResourceTemplate, ResourceTemplateReference, Tool,
+    ToolAnnotations,
 };
+pub use transport::in_process::ToolHandler;

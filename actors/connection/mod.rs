@@ -393,7 +393,7 @@ impl Connection {
         ServerStatus {
             name: self.config.name.clone(),
             state: self.reported_state(),
-            pid: run.map(|r| r.process.pid()),
+            pid: run.and_then(|r| r.process.pid()),
             era: self.peer.as_ref().map(|p| p.era.as_str().to_string()),
             protocol_version: self.peer.as_ref().map(|p| p.version.clone()),
             server_info: self.peer.as_ref().and_then(|p| p.info.clone()),

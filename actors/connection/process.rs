@@ -1,24 +1,37 @@
-//! The seam between a connection and its server's process: the only code
-//! that knows the server is a child process over stdio (spawn, pid, process
-//! group, stdin, stdout and stderr, signals). A remote transport will put
-//! its own kind of peer beside this one; the rest of the connection sees
-//! frames and stderr lines arriving as stream items, the end as `Exited`,
-//! and writes through [`Process::take_input`].
+//! The seam between a connection and its server: the only code that knows
+//! what the server is. A child process over stdio (spawn, pid, process
+//! group, signals) or an in-process server (a task of the runtime over
+//! in-memory pipes, [`crate::transport::in_process`]); a remote transport
+//! will put its own kind of peer beside these. The rest of the connection
+//! sees frames and log lines arriving as stream items, the end as
+//! `Exited`, and writes through [`Process::take_input`]; the one thing it
+//! may not get is a pid.
 
 use std::future::Future;
 
-use tokio::process::ChildStdin;
+use futures::future::Either;
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::*;
+use crate::transport::in_process;
 
-/// One running server process.
+/// Where the connection writes frames to the server.
+pub(super) type Input = Box<dyn AsyncWrite + Unpin>;
+type Output = Box<dyn AsyncRead + Unpin>;
+
+/// What the server is, as far as stopping it goes.
+enum Kind {
+    Child { pid: u32, group: ProcessGroup },
+    InProcess(in_process::ServerTask),
+}
+
+/// One running server.
 pub(super) struct Process {
-    pid: u32,
-    group: ProcessGroup,
+    kind: Kind,
     exit: ExitWatch,
     /// `None` while a write is under way (the write owns it) or once closed.
-    stdin: Option<ChildStdin>,
-    /// Stdin was closed on purpose: a finished write does not reopen it.
+    input: Option<Input>,
+    /// The input was closed on purpose: a finished write does not reopen it.
     closing: bool,
 }
 
@@ -26,60 +39,83 @@ impl Process {
     /// Starts the server of run `generation` and attaches its output to the
     /// connection.
     pub(super) fn start(config: &ServerConfig, generation: u64, ctx: &mut Context<Connection>) -> Result<Process, ConnectError> {
-        let child = stdio::spawn(config)?;
-        ctx.add_stream(FramedRead::new(child.stdout, JsonRpcCodec::new(config.limits.max_frame)));
-        ctx.add_stream(FramedRead::new(child.stderr, LogLines::default()));
+        let (kind, exit, input, output, log): (Kind, ExitWatch, Input, Output, Output) = match &config.in_process {
+            Some(handler) => {
+                let peer = in_process::start(handler, &config.name);
+                (Kind::InProcess(peer.task), peer.exit, Box::new(peer.input), Box::new(peer.output), Box::new(peer.log))
+            }
+            None => {
+                let child = stdio::spawn(config)?;
+                let kind = Kind::Child { pid: child.pid, group: child.group };
+                (kind, child.exit, Box::new(child.stdin), Box::new(child.stdout), Box::new(child.stderr))
+            }
+        };
+        ctx.add_stream(FramedRead::new(output, JsonRpcCodec::new(config.limits.max_frame)));
+        ctx.add_stream(FramedRead::new(log, LogLines::default()));
         // The exit is awaited off the context (actix polls every future of
         // a context on each wake-up, so none may linger) and reported as a message.
         let me = ctx.address().downgrade();
-        let exit = child.exit.clone();
+        let exit_watch = exit.clone();
         actix_rt::spawn(async move {
-            let exit = exit.wait().await;
+            let exit = exit_watch.wait().await;
             if let Some(me) = me.upgrade() {
                 me.do_send(Exited { generation, exit });
             }
         });
-        Ok(Process { pid: child.pid, group: child.group, exit: child.exit, stdin: Some(child.stdin), closing: false })
+        Ok(Process { kind, exit, input: Some(input), closing: false })
     }
 
-    pub(super) fn pid(&self) -> u32 {
-        self.pid
+    /// The server's process id; `None` for a server without a process of its own.
+    pub(super) fn pid(&self) -> Option<u32> {
+        match self.kind {
+            Kind::Child { pid, .. } => Some(pid),
+            Kind::InProcess(_) => None,
+        }
     }
 
-    /// Kills the whole process group at once.
+    /// Ends the server at once: the whole process group is killed, or the
+    /// in-process server's task aborted.
     pub(super) fn kill(&self) {
-        self.group.signal(libc::SIGKILL);
+        match &self.kind {
+            Kind::Child { group, .. } => group.signal(libc::SIGKILL),
+            Kind::InProcess(task) => task.kill(),
+        }
     }
 
-    /// Stops the server politely: stdin is closed (MCP's stdio shutdown),
-    /// then SIGTERM and SIGKILL follow `grace` apart. The future ends once
-    /// the process has exited; it needs no access to the connection.
+    /// Stops the server politely: its input is closed (MCP's stdio
+    /// shutdown), then a child gets SIGTERM and SIGKILL `grace` apart, and
+    /// an in-process server is killed after `grace`. The future ends once
+    /// the server has ended; it needs no access to the connection.
     pub(super) fn stop(&mut self, grace: Duration) -> impl Future<Output = ExitInfo> + 'static {
         self.closing = true;
-        self.stdin = None;
-        stdio::shutdown(self.group, self.exit.clone(), grace)
+        self.input = None;
+        let exit = self.exit.clone();
+        match &self.kind {
+            Kind::Child { group, .. } => Either::Left(stdio::shutdown(*group, exit, grace)),
+            Kind::InProcess(task) => Either::Right(in_process::shutdown(task.clone(), exit, grace)),
+        }
     }
 
     /// The server's input, for one write; give it back with [`Process::return_input`].
-    pub(super) fn take_input(&mut self) -> Option<ChildStdin> {
-        self.stdin.take()
+    pub(super) fn take_input(&mut self) -> Option<Input> {
+        self.input.take()
     }
 
-    /// Gives the input back after a write; it is dropped if stdin was closed meanwhile.
-    pub(super) fn return_input(&mut self, stdin: ChildStdin) -> bool {
+    /// Gives the input back after a write; it is dropped if the input was closed meanwhile.
+    pub(super) fn return_input(&mut self, input: Input) -> bool {
         if self.closing {
             return false;
         }
-        self.stdin = Some(stdin);
+        self.input = Some(input);
         true
     }
 
     pub(super) fn can_write(&self) -> bool {
-        self.stdin.is_some()
+        self.input.is_some()
     }
 }
 
-/// The server process of run `generation` has exited and been reaped.
+/// The server of run `generation` has ended (a process: exited and been reaped).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(super) struct Exited {

@@ -43,7 +43,7 @@ impl Connection {
         if self.phase == Phase::Stopping || self.run.is_some() {
             return;
         }
-        if self.config.transport != Transport::Stdio {
+        if matches!(self.config.transport, Transport::Http | Transport::Sse) {
             let error = format!(
                 "server `{}`: {} transport: connecting to remote servers is not built yet (it comes with the remote-transports work); the entry is stored and listed only",
                 self.config.name,
@@ -62,7 +62,7 @@ impl Connection {
             }
         };
         self.generation = generation;
-        tracing::info!(server = %self.name(), pid = process.pid(), "started {}", self.config.command);
+        tracing::info!(server = %self.name(), pid = process.pid(), transport = self.config.transport.as_str(), "started {}", self.config.command);
         self.run = Some(Run {
             generation,
             process,

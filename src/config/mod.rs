@@ -55,6 +55,7 @@ use std::time::Duration;
 use crate::codec::DEFAULT_MAX_FRAME;
 use crate::error::ManageError;
 use crate::restart::{RestartLimits, RestartPolicy};
+use crate::transport::in_process::{InProcessHandler, ToolHandler};
 
 pub mod agent;
 pub mod discover;
@@ -136,6 +137,9 @@ pub enum Transport {
     Http,
     /// The older HTTP + server-sent events transport at `url`.
     Sse,
+    /// Tools written in Rust, served inside this process
+    /// ([`ServerConfig::in_process`]); never read from or written to a file.
+    InProcess,
 }
 
 /// Which generation of the MCP protocol to speak.
@@ -191,14 +195,25 @@ pub trait Keyword: Copy + PartialEq + 'static {
 }
 
 impl Keyword for Transport {
+    /// What a file may say: an in-process server is made in code only.
     const CHOICES: &'static [(&'static str, Self)] = &[("stdio", Transport::Stdio), ("http", Transport::Http), ("sse", Transport::Sse)];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::Http => "http",
+            Transport::Sse => "sse",
+            Transport::InProcess => "in-process",
+        }
+    }
 }
 
 impl Keyword for Era {
     const CHOICES: &'static [(&'static str, Self)] = &[("auto", Era::Auto), ("legacy", Era::Legacy), ("modern", Era::Modern)];
 }
 
-/// One MCP server: a child process over stdio, or a remote server over HTTP/SSE.
+/// One MCP server: a child process over stdio, a remote server over
+/// HTTP/SSE, or tools of this program served in-process.
 ///
 /// Text fields hold what the file says, `${VAR}` references included, so
 /// that writing a configuration back never bakes secrets in; the runtime
@@ -233,6 +248,9 @@ pub struct ServerConfig {
     pub restart: RestartPolicy,
     pub restart_limits: RestartLimits,
     pub limits: Limits,
+    /// The tools of an in-process server; set exactly when `transport` is
+    /// [`Transport::InProcess`].
+    pub in_process: Option<InProcessHandler>,
 }
 
 impl ServerConfig {
@@ -262,12 +280,25 @@ impl ServerConfig {
             restart: RestartPolicy::default(),
             restart_limits: RestartLimits::default(),
             limits: Limits::default(),
+            in_process: None,
         }
     }
 
     /// A remote server (`transport` should be `Http` or `Sse`) with every other field at its default.
     pub fn remote(name: impl Into<String>, transport: Transport, url: impl Into<String>) -> Self {
         ServerConfig { transport, url: Some(url.into()), ..ServerConfig::stdio(name, "", Vec::<String>::new()) }
+    }
+
+    /// A server whose tools are `handler`'s, served inside this process
+    /// (see [`crate::transport::in_process`]), with every other field at
+    /// its default. It speaks the `initialize` era: there is nothing to probe.
+    pub fn in_process(name: impl Into<String>, handler: impl ToolHandler) -> Self {
+        ServerConfig {
+            transport: Transport::InProcess,
+            era: Era::Legacy,
+            in_process: Some(InProcessHandler::new(handler)),
+            ..ServerConfig::stdio(name, "", Vec::<String>::new())
+        }
     }
 
     pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
@@ -289,6 +320,11 @@ impl ServerConfig {
         if self.name.is_empty() {
             return invalid("the server name is empty");
         }
+        if self.in_process.is_some() != (self.transport == Transport::InProcess) {
+            return invalid(
+                "an in-process handler goes with transport in-process, and only with it; build such a server with ServerConfig::in_process",
+            );
+        }
         match self.transport {
             Transport::Stdio => {
                 if self.command.is_empty() {
@@ -305,6 +341,11 @@ impl ServerConfig {
                 }
                 if !self.command.is_empty() {
                     return invalid("`command` is set on an http/sse server; remove it or set `transport` to stdio");
+                }
+            }
+            Transport::InProcess => {
+                if !self.command.is_empty() || self.url.is_some() || !self.headers.is_empty() || self.auth.is_some() {
+                    return invalid("an in-process server has no `command`, `url`, `headers` or `auth`; remove them");
                 }
             }
         }

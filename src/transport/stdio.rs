@@ -49,6 +49,12 @@ pub struct StdioProcess {
 pub struct ExitWatch(watch::Receiver<Option<ExitInfo>>);
 
 impl ExitWatch {
+    /// Watches `receiver`, which its sender sets once to the exit; a sender
+    /// dropped without setting it means the peer was killed.
+    pub(crate) fn new(receiver: watch::Receiver<Option<ExitInfo>>) -> Self {
+        ExitWatch(receiver)
+    }
+
     /// The exit, once known.
     pub fn get(&self) -> Option<ExitInfo> {
         *self.0.borrow()
@@ -140,7 +146,7 @@ const REAP_PAUSE: Duration = Duration::from_millis(20);
 /// were reparented to us, for a bounded time while SIGKILL takes effect.
 /// `waitpid(-pgid)` waits only for our own children in that group, so it
 /// needs no /proc scan and never touches an embedding program's children.
-async fn reap_group(group: ProcessGroup) {
+pub(crate) async fn reap_group(group: ProcessGroup) {
     for _ in 0..REAP_ROUNDS {
         loop {
             let mut status = 0;
@@ -272,7 +278,7 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
         reap_group(group).await;
         let _ = tx.send(Some(exit));
     });
-    Ok(StdioProcess { pid, stdin, stdout, stderr, group, exit: ExitWatch(rx) })
+    Ok(StdioProcess { pid, stdin, stdout, stderr, group, exit: ExitWatch::new(rx) })
 }
 
 /// Makes the child get SIGKILL when the thread that spawns it ends

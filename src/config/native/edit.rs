@@ -11,13 +11,20 @@ use super::read::read_server;
 use super::schema::{not_a_server_table, parse_document, servers_table_mut, Restart, DEFAULT_MAX_RESTARTS, KEYS};
 use crate::config::file::{read_optional, write_atomically};
 use crate::config::{Auth, Keyword, ServerConfig, ToolFilter, Transport};
-use crate::error::ConfigError;
+use crate::error::{ConfigError, ManageError};
 use crate::restart::RestartPolicy;
 
 /// Adds the server, or replaces the definition of the server of that name.
 /// Creates the file and its directory if needed.
 pub fn upsert(path: &Path, config: &ServerConfig) -> Result<(), ConfigError> {
     config.validate().map_err(|source| ConfigError::Invalid { file: path.into(), source })?;
+    if config.transport == Transport::InProcess {
+        let message = "an in-process server lives in the program that registered it and cannot be written to a file".into();
+        return Err(ConfigError::Invalid {
+            file: path.into(),
+            source: ManageError::InvalidConfig { server: config.name.clone(), message },
+        });
+    }
     edit(path, |document| {
         if !document.contains_key("servers") {
             let mut servers = Table::new();

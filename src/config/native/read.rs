@@ -63,6 +63,14 @@ impl Reader<'_> {
         K::parse(&word).ok_or_else(|| self.invalid(field, format!("is {word:?}; write one of {}", K::choices())))
     }
 
+    fn transport(&self, item: &Item) -> Result<Transport, ConfigError> {
+        if item.as_str() == Some(Transport::InProcess.as_str()) {
+            let why = "is \"in-process\": such a server is registered in code by the program that embeds mcpvisor, never read from a file; write \"stdio\", \"http\" or \"sse\"";
+            return Err(self.invalid("transport", why));
+        }
+        self.keyword("transport", item)
+    }
+
     fn seconds(&self, field: &str, item: &Item) -> Result<Duration, ConfigError> {
         let seconds = item.as_float().or_else(|| item.as_integer().map(|i| i as f64));
         seconds
@@ -142,7 +150,7 @@ pub(super) fn read_server(path: &Path, name: &str, item: &Item) -> Result<Server
     let mut transport = None;
     for (key, item) in table.iter() {
         match key {
-            "transport" => transport = Some(r.keyword::<Transport>(key, item)?),
+            "transport" => transport = Some(r.transport(item)?),
             "command" => config.command = r.string(key, item)?,
             "args" => config.args = r.strings(key, item)?,
             "env" => config.env = r.map(key, item)?,

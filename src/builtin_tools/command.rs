@@ -1,0 +1,169 @@
+//! `run_command` on this machine: `sh -c` in a process group of its own,
+//! stdin from /dev/null, stdout and stderr captured together and capped.
+//!
+//! Invariants:
+//! - nothing of the command's group outlives the call: when the shell
+//!   exits, what is left of its group (background jobs) is killed; at the
+//!   time-out the group gets SIGTERM, then SIGKILL [`TERM_GRACE`] later;
+//!   when the call is cancelled (its future dropped) the group is killed
+//!   at once. Killed processes that became ours (this process may be a
+//!   subreaper) are reaped, so none is left as a zombie;
+//! - memory held for the output is at most `output_limit` bytes: its
+//!   head and its tail are kept, the middle is counted and cut.
+//!
+//! A process that leaves the group (`setsid`) escapes these signals, as it
+//! escapes a terminal's; its output is waited for [`DRAIN`] at most.
+
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::process::{ChildStdout, Command};
+
+use super::host::{CommandOutcome, CommandRequest, HostError};
+use crate::transport::stdio::{reap_group, ProcessGroup};
+
+/// Between SIGTERM and SIGKILL at a time-out.
+pub const TERM_GRACE: Duration = Duration::from_secs(2);
+/// After the shell exits, how long the output may take to end.
+pub const DRAIN: Duration = Duration::from_secs(1);
+
+/// Kills the command's whole group when dropped (the call ended or was
+/// cancelled) and reaps what of it became ours.
+struct GroupGuard(ProcessGroup);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.0.signal(libc::SIGKILL);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(reap_group(self.0));
+        }
+    }
+}
+
+pub(super) async fn run(request: &CommandRequest) -> Result<CommandOutcome, HostError> {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(&request.command)
+        .current_dir(&request.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    // SAFETY: the closure runs in the child between fork and exec, after
+    // its stdio is set up, and calls only dup2 (async-signal-safe): stderr
+    // becomes the stdout pipe, so the two interleave in the order written.
+    unsafe {
+        command.pre_exec(|| match libc::dup2(1, 2) {
+            -1 => Err(std::io::Error::last_os_error()),
+            _ => Ok(()),
+        });
+    }
+    let mut child = command.spawn()?;
+    let (Some(pid), Some(mut stdout)) = (child.id(), child.stdout.take()) else {
+        return Err(std::io::Error::other("the shell ended before it could be watched").into());
+    };
+    let group = ProcessGroup(pid as i32);
+    let _guard = GroupGuard(group);
+    let mut output = Capture::new(request.output_limit);
+    let mut reading = true;
+    let ended = async {
+        match tokio::time::timeout(request.timeout, child.wait()).await {
+            Ok(status) => (status, false),
+            Err(_) => {
+                group.signal(libc::SIGTERM);
+                if let Ok(status) = tokio::time::timeout(TERM_GRACE, child.wait()).await {
+                    return (status, true);
+                }
+                group.signal(libc::SIGKILL);
+                (child.wait().await, true)
+            }
+        }
+    };
+    tokio::pin!(ended);
+    let (status, timed_out) = loop {
+        tokio::select! {
+            ended = &mut ended => break ended,
+            more = output.read_from(&mut stdout), if reading => reading = more,
+        }
+    };
+    group.signal(libc::SIGKILL);
+    let _ = tokio::time::timeout(DRAIN, async {
+        while reading {
+            reading = output.read_from(&mut stdout).await;
+        }
+    })
+    .await;
+    let status = status?;
+    let (text, cut) = output.finish();
+    let exit = crate::transport::ExitInfo::from_status(status);
+    Ok(CommandOutcome { output: text, cut, code: exit.code, signal: exit.signal, timed_out })
+}
+
+/// The head and the tail of an output, the middle counted.
+struct Capture {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    half: usize,
+    cut: usize,
+    buf: Vec<u8>,
+}
+
+impl Capture {
+    fn new(limit: usize) -> Self {
+        Capture { head: Vec::new(), tail: VecDeque::new(), half: limit / 2, cut: 0, buf: vec![0; 8192] }
+    }
+
+    /// Reads once; returns whether the output may go on.
+    async fn read_from(&mut self, stdout: &mut ChildStdout) -> bool {
+        match stdout.read(&mut self.buf).await {
+            Ok(0) | Err(_) => false,
+            Ok(n) => {
+                let buf = std::mem::take(&mut self.buf);
+                self.push(&buf[..n]);
+                self.buf = buf;
+                true
+            }
+        }
+    }
+
+    fn push(&mut self, mut bytes: &[u8]) {
+        let to_head = bytes.len().min(self.half - self.head.len().min(self.half));
+        self.head.extend_from_slice(&bytes[..to_head]);
+        bytes = &bytes[to_head..];
+        self.tail.extend(bytes);
+        let excess = self.tail.len().saturating_sub(self.half);
+        self.tail.drain(..excess);
+        self.cut += excess;
+    }
+
+    /// The output as text with a marker where it was cut, and the bytes cut.
+    fn finish(mut self) -> (String, usize) {
+        let head = String::from_utf8_lossy(&self.head);
+        let tail = String::from_utf8_lossy(self.tail.make_contiguous());
+        match self.cut {
+            0 => (format!("{head}{tail}"), 0),
+            cut => (format!("{head}\n[... {cut} bytes of output cut here ...]\n{tail}"), cut),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_keeps_the_head_and_the_tail() {
+        let mut capture = Capture::new(8);
+        for chunk in [&b"abc"[..], b"defgh", b"ijklmnop", b"q"] {
+            capture.push(chunk);
+        }
+        assert_eq!(capture.finish(), ("abcd\n[... 9 bytes of output cut here ...]\nnopq".to_string(), 9));
+        let mut small = Capture::new(8);
+        small.push(b"short");
+        assert_eq!(small.finish(), ("short".to_string(), 0));
+    }
+}

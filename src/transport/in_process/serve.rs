@@ -1,0 +1,139 @@
+//! The server side of an in-process server: one loop reading requests from
+//! its input pipe and writing answers to its output pipe, running tool
+//! calls concurrently inside its own task (so a panic in any of them ends
+//! the task, as a crash ends a process).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::future::{AbortHandle, Abortable, BoxFuture};
+use futures::stream::{FuturesUnordered, StreamExt};
+use rmcp::model::{CallToolResult, JsonObject, Tool};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncWriteExt, DuplexStream};
+use tokio_util::codec::FramedRead;
+
+use super::ToolHandler;
+use crate::codec::JsonRpcCodec;
+use crate::protocol::{self, error_codes, methods, ErrorObject, Message, RequestId};
+
+type Answer = Result<serde_json::Value, ErrorObject>;
+type Call = BoxFuture<'static, (RequestId, Result<CallToolResult, ErrorObject>)>;
+
+#[derive(Deserialize)]
+struct CallParams {
+    name: String,
+    #[serde(default)]
+    arguments: Option<JsonObject>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CancelParams {
+    request_id: RequestId,
+}
+
+/// Serves `handler` until its input ends (or the task is aborted).
+pub(super) async fn serve(handler: Arc<dyn ToolHandler>, name: String, input: DuplexStream, mut output: DuplexStream) {
+    let tools = handler.tools();
+    let mut frames = FramedRead::new(input, JsonRpcCodec::default());
+    let mut calls = FuturesUnordered::new();
+    let mut running: HashMap<RequestId, AbortHandle> = HashMap::new();
+    loop {
+        let frame = tokio::select! {
+            frame = frames.next() => frame,
+            Some(done) = calls.next(), if !calls.is_empty() => {
+                // An aborted call was cancelled: nobody waits for its answer.
+                if let Ok((id, outcome)) = done {
+                    running.remove(&id);
+                    if output.write_all(&answer_frame(&id, &outcome)).await.is_err() {
+                        return;
+                    }
+                }
+                continue;
+            }
+        };
+        let message = match frame {
+            Some(Ok(Ok(message))) => message,
+            Some(Ok(Err(bad))) => {
+                tracing::debug!(server = %name, "in-process server skipped a line: {bad}");
+                continue;
+            }
+            // The connection closed our input (or it broke): stop serving.
+            None | Some(Err(_)) => return,
+        };
+        let (id, answer) = match message {
+            Message::Request { id, method, params } if method == methods::TOOLS_CALL => match start_call(&handler, &tools, &id, params) {
+                Ok(call) => {
+                    let (abort, registration) = AbortHandle::new_pair();
+                    running.insert(id, abort);
+                    calls.push(Abortable::new(call, registration));
+                    continue;
+                }
+                Err(error) => (id, Err(error)),
+            },
+            Message::Request { id, method, params } => {
+                let answer = answer(&name, &tools, &method, params.as_deref());
+                (id, answer)
+            }
+            Message::Notification { method, params } if method == methods::CANCELLED => {
+                let cancelled = params.and_then(|raw| serde_json::from_str::<CancelParams>(raw.get()).ok());
+                if let Some(abort) = cancelled.and_then(|c| running.remove(&c.request_id)) {
+                    abort.abort();
+                }
+                continue;
+            }
+            Message::Notification { .. } | Message::Response { .. } => continue,
+        };
+        if output.write_all(&answer_frame(&id, &answer)).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Answers a request other than `tools/call`.
+fn answer(name: &str, tools: &[Tool], method: &str, params: Option<&RawValue>) -> Answer {
+    match method {
+        methods::INITIALIZE => {
+            let asked = params.and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok());
+            let asked = asked.as_ref().and_then(|p| p.get("protocolVersion")).and_then(|v| v.as_str());
+            let version = asked.filter(|v| protocol::is_supported_legacy_version(v)).unwrap_or(protocol::LATEST_LEGACY_VERSION);
+            Ok(json!({
+                "protocolVersion": version,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": name, "version": env!("CARGO_PKG_VERSION")},
+            }))
+        }
+        methods::PING => Ok(json!({})),
+        methods::TOOLS_LIST => Ok(json!({"tools": tools})),
+        _ => Err(error(error_codes::METHOD_NOT_FOUND, format!("Method not found: {method} (an in-process server offers tools only)"))),
+    }
+}
+
+/// The future of a `tools/call`, or why it cannot start.
+fn start_call(handler: &Arc<dyn ToolHandler>, tools: &[Tool], id: &RequestId, params: Option<Box<RawValue>>) -> Result<Call, ErrorObject> {
+    let params = params.ok_or_else(|| error(error_codes::INVALID_PARAMS, "tools/call needs params with a tool name".into()))?;
+    let CallParams { name, arguments } = serde_json::from_str(params.get())
+        .map_err(|e| error(error_codes::INVALID_PARAMS, format!("tools/call params are not {{name, arguments}}: {e}")))?;
+    if !tools.iter().any(|tool| tool.name == name) {
+        return Err(error(error_codes::INVALID_PARAMS, format!("Unknown tool: {name}")));
+    }
+    let (handler, id) = (handler.clone(), id.clone());
+    Ok(Box::pin(async move {
+        let outcome = handler.call(&name, arguments.unwrap_or_default()).await;
+        (id, outcome)
+    }))
+}
+
+fn answer_frame<T: Serialize>(id: &RequestId, outcome: &Result<T, ErrorObject>) -> Vec<u8> {
+    match outcome {
+        Ok(result) => protocol::response_frame(id, Ok(result)),
+        Err(error) => protocol::response_frame::<()>(id, Err(error)),
+    }
+}
+
+fn error(code: i64, message: String) -> ErrorObject {
+    ErrorObject { code, message, data: None }
+}
