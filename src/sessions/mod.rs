@@ -141,8 +141,9 @@ impl SessionStore {
         self.prepare_dir()?;
         // A random part already used in the same millisecond is drawn again.
         let mut attempts = 0;
+        let created_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis() as u64);
         let (id, path, file) = loop {
-            let id = SessionId::generate();
+            let id = SessionId::at(created_ms, fastrand::u32(..1 << 24));
             let path = self.path_of(&id);
             match OpenOptions::new().append(true).create_new(true).mode(0o600).open(&path) {
                 Ok(file) => break (id, path, file),
@@ -150,7 +151,6 @@ impl SessionStore {
                 Err(e) => return Err(SessionError::Io { path, action: "create", reason: e.to_string() }),
             }
         };
-        let created_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis() as u64);
         let started = Started { session_id: id.clone(), created_ms, model: new.model, cwd: new.cwd, system: new.system };
         let writer = SessionWriter::new(id, path, file, redactor);
         if let Err(error) = writer.append(&Record::Started(started)) {
