@@ -159,7 +159,7 @@ fn an_unwritable_directory_is_a_typed_error_naming_it() {
     fs::write(&blocker, "").unwrap();
     let store = SessionStore::new(blocker.join("sessions"));
     let error = store.create(new_session(), Redactor::default()).unwrap_err();
-    assert!(matches!(&error, SessionError::Io { action: "create", path, .. } if path == store.dir()), "{error}");
+    assert!(matches!(&error, SessionError::Io { action: "create it", path, .. } if path == store.dir()), "{error}");
 }
 
 #[test]
