@@ -8,8 +8,11 @@ use mcpvisor::llm::chat::{ChatMessage, Part, StopReason, ToolCall, Usage};
 use mcpvisor::sessions::{NewSession, Record, SessionError, SessionId, SessionStore};
 
 /// A secret with no recognisable shape: only the configuration says it is
-/// one. Its backslash differs in JSON, where the file has it escaped.
-const SECRET: &str = "plain-looking-s3cret\\with-a-backslash";
+/// one. Its quote and backslash differ in JSON, where the file has them
+/// escaped; in a tool call's arguments (JSON in a string) the shape rule of
+/// `"password": "..."` used to end the value at the escaped quote and leave
+/// the rest of the secret in the file.
+const SECRET: &str = "plain-looking-s3cret\"with\\quotes";
 
 fn redactor() -> Redactor {
     let config = ServerConfig::stdio("db", "db-server", ["--verbose"]).with_env("DB_PASSWORD", SECRET);
@@ -49,7 +52,7 @@ fn a_configured_secret_never_reaches_the_file_wherever_it_appears() {
     let bytes = std::fs::read(writer.path()).unwrap();
     let text = String::from_utf8(bytes).unwrap();
     let escaped = serde_json::to_string(SECRET).unwrap();
-    for form in [SECRET, &escaped[1..escaped.len() - 1], "plain-looking-s3cret", "ghp_abcdefghijklmnopqrstuvwxyz0123"] {
+    for form in [SECRET, &escaped[1..escaped.len() - 1], "plain-looking-s3cret", "quotes", "ghp_abcdefghijklmnopqrstuvwxyz0123"] {
         assert!(!text.contains(form), "{form:?} was written:\n{text}");
     }
     assert_eq!(text.lines().count(), 1 + records.len(), "one line per record:\n{text}");

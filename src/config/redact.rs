@@ -19,9 +19,11 @@
 //! credentials, well-known token shapes, `NAME=value` with a secret-looking
 //! name).
 //!
-//! **Any text** ([`Redactor::text`]): the same shapes, then every secret
-//! value of the configurations ([`Redactor::from_configs`]: what the field
-//! rules above mask, as written and as expanded) wherever it appears, at
+//! **Any text** ([`Redactor::text`]): every secret value of the
+//! configurations ([`Redactor::from_configs`]: what the field rules above
+//! mask, as written and as expanded) wherever it appears, then the same
+//! shapes (in this order: a shape can end inside a known secret, at its own
+//! escaped quote, and would leave the rest), each secret at
 //! least [`MIN_SECRET_CHARS`] long: masking every `1` or `true` would garble
 //! output and protect nothing. Each line of a multi-line secret (a PEM key)
 //! is a secret of its own, so text read line by line (a server's stderr)
@@ -245,13 +247,26 @@ impl Redactor {
 
     /// `text` with its secrets masked; borrowed when there were none.
     pub fn text<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let mut out = mask_spans(text, &patterns::spans(text));
-        // Masking can join pieces into a new occurrence (when a secret
-        // contains `***`); every round shortens the text, so this ends.
-        while let Some(masked) = self.mask_secrets(&out) {
-            out = Cow::Owned(masked);
+        // Known secrets first: a shape can end inside one (a quoted value
+        // ends at the secret's own escaped quote in JSON text) and would
+        // leave the rest of it.
+        let mut out = Cow::Borrowed(text);
+        self.mask_known(&mut out);
+        let spans = patterns::spans(&out);
+        if !spans.is_empty() {
+            out = Cow::Owned(mask_spans(&out, &spans).into_owned());
+            self.mask_known(&mut out);
         }
         out
+    }
+
+    /// Masks the known secrets in `out` until none is left: masking can
+    /// join pieces into a new occurrence (when a secret contains `***`);
+    /// every round shortens the text, so this ends.
+    fn mask_known(&self, out: &mut Cow<'_, str>) {
+        while let Some(masked) = self.mask_secrets(out) {
+            *out = Cow::Owned(masked);
+        }
     }
 
     /// The text with every occurrence of a known secret masked; `None` if there was none.

@@ -66,7 +66,7 @@ pub enum SessionError {
     #[error("{}: not a saved conversation: {reason}", .path.display())]
     NotASession { path: PathBuf, reason: String },
 
-    #[error("{}: cannot {action} it: {reason}", .path.display())]
+    #[error("{}: cannot {action}: {reason}", .path.display())]
     Io { path: PathBuf, action: &'static str, reason: String },
 
     #[error("there is no directory for saved conversations: neither XDG_DATA_HOME nor HOME is set")]
@@ -141,16 +141,16 @@ impl SessionStore {
         self.prepare_dir()?;
         // A random part already used in the same millisecond is drawn again.
         let mut attempts = 0;
+        let created_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis() as u64);
         let (id, path, file) = loop {
-            let id = SessionId::generate();
+            let id = SessionId::at(created_ms, fastrand::u32(..1 << 24));
             let path = self.path_of(&id);
             match OpenOptions::new().append(true).create_new(true).mode(0o600).open(&path) {
                 Ok(file) => break (id, path, file),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempts < 16 => attempts += 1,
-                Err(e) => return Err(SessionError::Io { path, action: "create", reason: e.to_string() }),
+                Err(e) => return Err(SessionError::Io { path, action: "create it", reason: e.to_string() }),
             }
         };
-        let created_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis() as u64);
         let started = Started { session_id: id.clone(), created_ms, model: new.model, cwd: new.cwd, system: new.system };
         let writer = SessionWriter::new(id, path, file, redactor);
         if let Err(error) = writer.append(&Record::Started(started)) {
@@ -169,7 +169,7 @@ impl SessionStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(SessionError::NotFound { id: id.clone(), dir: self.dir.clone() })
             }
-            Err(e) => return Err(SessionError::Io { path, action: "read", reason: e.to_string() }),
+            Err(e) => return Err(SessionError::Io { path, action: "read it", reason: e.to_string() }),
         }
         let mut replay = Replay::default();
         let mut lines = bytes.split(|byte| *byte == b'\n').enumerate().peekable();
@@ -191,10 +191,11 @@ impl SessionStore {
         let path = self.path_of(id);
         let file = OpenOptions::new().read(true).append(true).open(&path).map_err(|e| SessionError::Io {
             path: path.clone(),
-            action: "open",
+            action: "open it",
             reason: e.to_string(),
         })?;
-        let ends_mid_line = ends_without_newline(&file).map_err(|e| SessionError::Io { path: path.clone(), action: "read", reason: e })?;
+        let ends_mid_line =
+            ends_without_newline(&file).map_err(|e| SessionError::Io { path: path.clone(), action: "read it", reason: e })?;
         let writer = SessionWriter::new(id.clone(), path, file, redactor);
         if ends_mid_line {
             // Ends the torn line, so the next record starts a line of its own.
@@ -225,7 +226,7 @@ impl SessionStore {
         let entries = match fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(SessionError::Io { path: self.dir.clone(), action: "list", reason: e.to_string() }),
+            Err(e) => return Err(SessionError::Io { path: self.dir.clone(), action: "list it", reason: e.to_string() }),
         };
         let mut ids: Vec<SessionId> = entries
             .filter_map(|entry| {
@@ -241,7 +242,7 @@ impl SessionStore {
     /// A listing's line for `id`: read up to its first user message only.
     fn info(&self, id: &SessionId) -> Result<SessionInfo, SessionError> {
         let path = self.path_of(id);
-        let io = |e: std::io::Error| SessionError::Io { path: path.clone(), action: "read", reason: e.to_string() };
+        let io = |e: std::io::Error| SessionError::Io { path: path.clone(), action: "read it", reason: e.to_string() };
         let mut reader = BufReader::new(File::open(&path).map_err(io)?);
         let mut replay = Replay::default();
         let mut line = Vec::new();
@@ -267,10 +268,10 @@ impl SessionStore {
     /// Creates the directory (0700), or makes an existing one private.
     fn prepare_dir(&self) -> Result<(), SessionError> {
         let io = |action, e: std::io::Error| SessionError::Io { path: self.dir.clone(), action, reason: e.to_string() };
-        fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(|e| io("create", e))?;
-        let permissions = fs::metadata(&self.dir).map_err(|e| io("inspect", e))?.permissions();
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(|e| io("create it", e))?;
+        let permissions = fs::metadata(&self.dir).map_err(|e| io("inspect it", e))?.permissions();
         if permissions.mode() & 0o077 != 0 {
-            fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700)).map_err(|e| io("make private", e))?;
+            fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700)).map_err(|e| io("make it private (mode 0700)", e))?;
         }
         Ok(())
     }

@@ -159,5 +159,19 @@ fn an_unwritable_directory_is_a_typed_error_naming_it() {
     fs::write(&blocker, "").unwrap();
     let store = SessionStore::new(blocker.join("sessions"));
     let error = store.create(new_session(), Redactor::default()).unwrap_err();
-    assert!(matches!(&error, SessionError::Io { action: "create", path, .. } if path == store.dir()), "{error}");
+    assert!(matches!(&error, SessionError::Io { action: "create it", path, .. } if path == store.dir()), "{error}");
+}
+
+#[test]
+fn conversations_started_at_once_get_ids_of_their_own() {
+    let (_dir, store) = store();
+    let writers: Vec<SessionWriter> = (0..64).map(|_| store.create(new_session(), Redactor::default()).unwrap()).collect();
+    let mut ids: Vec<&SessionId> = writers.iter().map(|writer| writer.id()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 64);
+    assert_eq!(fs::read_dir(store.dir()).unwrap().count(), 64);
+    for writer in &writers {
+        assert_eq!(store.load(writer.id()).unwrap().started.session_id, *writer.id(), "each file holds its own conversation");
+    }
 }

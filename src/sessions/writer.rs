@@ -37,7 +37,7 @@ impl SessionWriter {
 
     /// Writes `record` as one line, its secrets masked.
     pub fn append(&self, record: &Record) -> Result<(), SessionError> {
-        let mut value = serde_json::to_value(record).map_err(|e| self.error("encode a record for", e.to_string()))?;
+        let mut value = serde_json::to_value(record).map_err(|e| self.error("encode a record for it", e.to_string()))?;
         self.redactor.json(&mut value);
         if let (Record::Started(started), Some(object)) = (record, value.as_object_mut()) {
             // The id names the file: it is never a secret, and must stay as it is.
@@ -50,7 +50,7 @@ impl SessionWriter {
 
     /// Writes bytes as they are, in one call.
     pub(super) fn write_raw(&self, bytes: &[u8]) -> Result<(), SessionError> {
-        (&self.file).write_all(bytes).map_err(|e| self.error("write to", e.to_string()))
+        (&self.file).write_all(bytes).map_err(|e| self.error("write to it", e.to_string()))
     }
 
     fn error(&self, action: &'static str, reason: String) -> SessionError {
