@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use mcpvisor::actors::agent::{
-    AgentConfig, AgentEvent, AgentLimits, AgentStop, Cancel, ConfirmPolicy, ConfirmRequest, Decision, History, Prompt, TurnEnded,
+    AgentConfig, AgentEvent, AgentLimits, AgentStop, Cancel, ConfirmPolicy, ConfirmRequest, Decision, History, Prompt, ToolBudget,
+    TurnEnded,
 };
 use mcpvisor::actors::client_requests::Answering;
 use mcpvisor::actors::outlet::Outlet;
@@ -402,5 +403,32 @@ async fn older_turns_are_summarised_by_the_model_when_the_context_budget_nears()
     assert!(texts[0].starts_with(mcpvisor::sessions::SUMMARY_HEADING) && texts[0].contains("notes: the user asked"), "{texts:?}");
     assert_eq!(texts[1], "second");
     assert!(drain(&mut events).iter().any(|e| matches!(e, AgentEvent::Compacted { summarised: 2, kept: 1 })));
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_catalog_over_budget_is_searched_and_the_found_tools_are_offered_next() {
+    let handle = start(vec![demo("demo", &[])]).await;
+    let server = ModelServer::start([
+        calls(&[("s", "search_tools", json!({"query": "add two numbers"}))]),
+        calls(&[("a", "mcp__demo__add", json!({"a": 1, "b": 2}))]),
+        says("3"),
+    ])
+    .await;
+    let budget = ToolBudget { max_tools: 4, max_schema_bytes: 100_000 };
+    let run = run(&handle, model(Provider::OpenAi, &server, true), "add 1 and 2", |c| {
+        c.limits = AgentLimits { tool_budget: budget, ..Default::default() }
+    })
+    .await;
+    assert_eq!(run.ended.unwrap().stop_reason, AgentStop::EndTurn);
+    let offered = |index: usize| -> Vec<String> {
+        let tools = server.requests()[index].body["tools"].as_array().cloned().unwrap_or_default();
+        tools.iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(offered(0), ["search_tools"], "only the search is offered at first");
+    assert!(tool_results(&server, 1)[0].1.contains("- mcp__demo__add: Adds `a` and `b`"), "{:?}", tool_results(&server, 1));
+    let second = offered(1);
+    assert!(second.len() <= 4 && second[0] == "search_tools" && second.contains(&"mcp__demo__add".to_string()), "{second:?}");
+    assert_eq!(tool_results(&server, 2).last().unwrap().1, "3");
     handle.shutdown().await;
 }

@@ -227,8 +227,11 @@ impl Turn {
             return Called::Local(format!("No tool matches \"{query}\". Try other words."));
         }
         let mut lines = vec![format!("Tools matching \"{query}\" (callable by these names from the next step on):")];
-        for entry in &found {
+        // The best match last, as the most recent: it is offered first.
+        for entry in found.iter().rev() {
             self.shared.used_tool(&entry.name);
+        }
+        for entry in &found {
             let description = entry.tool.description.as_deref().unwrap_or("");
             lines.push(format!("- {}: {}", entry.name, description.lines().next().unwrap_or("")));
         }
