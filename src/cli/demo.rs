@@ -3,18 +3,24 @@
 //! Three demo servers run under one hub. Calls go to all three at once;
 //! while slow calls are in flight on `beta`, its process is killed with
 //! SIGKILL. The demo then shows what each caller got, the restart, a call
-//! that succeeds after it, and the final status, and checks each of those
-//! against what the design promises: exit 0 only if all held.
+//! that succeeds after it, an Agent (with the built-in scripted model)
+//! calling a tool through the registry, and the final status, and checks
+//! each of those against what the design promises: exit 0 only if all held.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use serde_json::json;
 
 use super::{print_line, EXIT_CONNECTION};
+use crate::actors::agent::{AgentConfig, AgentEvent, AgentStop, Prompt};
+use crate::actors::outlet::Outlet;
 use crate::actors::{Event, ServerState, ServerStatus};
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::error::CallError;
+use crate::llm::scripted::Scripted;
 use crate::{CallToolResult, Handle, Runtime};
 
 const SERVERS: [&str; 3] = ["alpha", "beta", "gamma"];
@@ -201,7 +207,10 @@ async fn demo(handle: &Handle, json_output: bool) -> Report {
         other => failures.push(format!("the call after the restart did not succeed: {other:?}")),
     }
 
-    out.heading("6. Final status");
+    out.heading("6. An agent uses the pool (the built-in scripted model: no API key, no network)");
+    let agent = agent_step(handle, &out, &mut failures).await;
+
+    out.heading("7. Final status");
     let statuses = handle.status().await;
     out.line(format!("   {:<6} {:<10} {:>7} {:>6} {:>9} {:>8}", "server", "state", "pid", "tools", "restarts", "uptime"));
     for s in &statuses {
@@ -218,7 +227,7 @@ async fn demo(handle: &Handle, json_output: bool) -> Report {
     }
     check_final_status(&statuses, &mut failures);
     if failures.is_empty() {
-        out.line("\nEverything behaved as designed: calls on healthy servers succeeded, the killed server's calls failed\nwith ServerExited (not resent), it was restarted, and it serves again.");
+        out.line("\nEverything behaved as designed: calls on healthy servers succeeded, the killed server's calls failed\nwith ServerExited (not resent), it was restarted, it serves again, and an agent's tool call went through the registry.");
     }
     let json = json!({
         "ok": failures.is_empty(),
@@ -229,9 +238,48 @@ async fn demo(handle: &Handle, json_output: bool) -> Report {
             "ok": o.result.as_ref().ok(),
             "error": o.result.as_ref().err().map(|e| e.to_string()),
         })).collect::<Vec<_>>(),
+        "agent": agent,
         "status": statuses,
     });
     Report { failures, json }
+}
+
+/// One prompt to an Agent with the scripted model: it calls the tool the
+/// prompt names through the registry and reports the result.
+async fn agent_step(handle: &Handle, out: &Out, failures: &mut Vec<String>) -> serde_json::Value {
+    const PROMPT: &str = "Use mcp__gamma__add to add 2 and 40";
+    let (outlet, mut events) = Outlet::channel();
+    let mut config = AgentConfig::new(Arc::new(Scripted));
+    config.events = Some(outlet);
+    let Some(agent) = handle.start_agent(config).await else {
+        failures.push("the agent could not be started".into());
+        return serde_json::Value::Null;
+    };
+    out.line(format!("   prompt     {PROMPT:?}"));
+    let ended = agent.send(Prompt::text(PROMPT)).await;
+    drop(agent);
+    let (mut answer, mut calls) = (String::new(), Vec::new());
+    while let Some(event) = events.recv().await {
+        match event {
+            AgentEvent::Text { text } => answer.push_str(&text),
+            AgentEvent::ToolCallRequested { .. } => answer.clear(),
+            AgentEvent::ToolCallFinished { tool, output, is_error, .. } => {
+                let lines: Vec<&str> = output.lines().collect();
+                let more = if lines.len() > 2 { format!(" (+{} lines)", lines.len() - 2) } else { String::new() };
+                let shown = lines.iter().take(2).copied().collect::<Vec<_>>().join(" / ");
+                out.line(format!("   tool call  {tool} → {}{shown}{more}", if is_error { "error: " } else { "" }));
+                calls.push(json!({"tool": tool, "output": output, "is_error": is_error}));
+            }
+            _ => {}
+        }
+    }
+    out.line(format!("   answer     {}", answer.trim()));
+    let ended_well = matches!(&ended, Ok(Ok(turn)) if turn.stop_reason == AgentStop::EndTurn);
+    let added = calls.iter().any(|call| call["tool"] == "mcp__gamma__add" && call["output"] == "42");
+    if !ended_well || !added || !answer.contains("42") {
+        failures.push(format!("the agent's turn did not call mcp__gamma__add and answer 42: {ended:?}, answer {answer:?}"));
+    }
+    json!({"prompt": PROMPT, "calls": calls, "answer": answer.trim()})
 }
 
 fn spawn_call(handle: &Handle, server: &'static str, tool: &str, args: serde_json::Value) -> tokio::task::JoinHandle<Outcome> {

@@ -11,6 +11,9 @@
 //!   numbers in order for `number`/`integer` fields, the words after the
 //!   tool's name for `string` fields, `true` for `boolean` ones; otherwise
 //!   it answers with what it can do and the tools it was offered;
+//!   when the prompt names no offered tool but the agent offers its catalog
+//!   search (`search_tools`), it searches with the prompt first, and tries
+//!   again with the tools found;
 //! - the last message is a tool result: it reports each result of the
 //!   last round in a sentence and ends the turn.
 
@@ -42,22 +45,54 @@ impl ChatModel for Scripted {
     }
 }
 
+/// The name of the agent's catalog search tool, offered when the catalog is large.
+const SEARCH_TOOL: &str = "search_tools";
+
 fn answer(request: &ChatRequest) -> (String, Vec<ToolCall>) {
+    let id = format!("scripted_{}", request.messages.len());
     match request.messages.last() {
         Some(ChatMessage::User { content }) => {
             let prompt: String = content.iter().filter_map(Part::text).collect::<Vec<_>>().join(" ");
-            match request.tools.iter().find_map(|tool| named_in(&prompt, tool).map(|at| (tool, at))) {
-                Some((tool, after)) => {
-                    let arguments = Value::Object(arguments_for(tool, &prompt, &prompt[after..])).to_string();
-                    let call = ToolCall { id: format!("scripted_{}", request.messages.len()), name: tool.name.clone(), arguments };
-                    (format!("I will call `{}`.", tool.name), vec![call])
-                }
-                None => (capabilities(&request.tools), Vec::new()),
+            if let Some(call) = call_named(request, &prompt, id.clone()) {
+                return (format!("I will call `{}`.", call.name), vec![call]);
+            }
+            if request.tools.iter().any(|tool| tool.name == SEARCH_TOOL) {
+                let arguments = serde_json::json!({ "query": prompt }).to_string();
+                return ("Let me find the right tool.".into(), vec![ToolCall { id, name: SEARCH_TOOL.into(), arguments }]);
+            }
+            (capabilities(&request.tools), Vec::new())
+        }
+        Some(ChatMessage::Tool { name, .. }) if name == SEARCH_TOOL => {
+            // The search's finds are offered now: try the prompt again.
+            let prompt = last_prompt(&request.messages);
+            match call_named(request, &prompt, id) {
+                Some(call) => (format!("I will call `{}`.", call.name), vec![call]),
+                None => (report(&request.messages), Vec::new()),
             }
         }
         Some(ChatMessage::Tool { .. }) => (report(&request.messages), Vec::new()),
         _ => ("There is nothing to answer.".into(), Vec::new()),
     }
+}
+
+/// A call of the first offered tool the prompt names, with arguments from the prompt.
+fn call_named(request: &ChatRequest, prompt: &str, id: String) -> Option<ToolCall> {
+    let tools = request.tools.iter().filter(|tool| tool.name != SEARCH_TOOL);
+    let (tool, after) = tools
+        .clone()
+        .find_map(|tool| prompt.contains(&tool.name).then(|| (tool, named_in(prompt, tool))))
+        .or_else(|| tools.clone().find_map(|tool| named_in(prompt, tool).map(|at| (tool, Some(at)))))?;
+    let after = after.unwrap_or(prompt.len());
+    let arguments = Value::Object(arguments_for(tool, prompt, &prompt[after..])).to_string();
+    Some(ToolCall { id, name: tool.name.clone(), arguments })
+}
+
+fn last_prompt(messages: &[ChatMessage]) -> String {
+    let content = messages.iter().rev().find_map(|message| match message {
+        ChatMessage::User { content } => Some(content),
+        _ => None,
+    });
+    content.map(|content| content.iter().filter_map(Part::text).collect::<Vec<_>>().join(" ")).unwrap_or_default()
 }
 
 /// Where the tool's name ends in the prompt, if the prompt names it.
