@@ -176,3 +176,18 @@ async fn a_conversation_is_saved_without_secrets_and_resumed_by_its_id() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("is not a conversation id"), "{}", stderr(&bad));
 }
+
+#[tokio::test]
+async fn the_built_in_tools_read_files_freely_and_writes_need_confirmation() {
+    let sandbox = sandbox_with_demo();
+    sandbox.write("notes.txt", "first line\nsecond line\n");
+    let out = output(agent(&sandbox, &["-p", "read_file notes.txt"])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("first line") && stdout(&out).contains("second line"), "{}", stdout(&out));
+    let out = output(agent(&sandbox, &["-p", "write_file out.txt"])).await;
+    assert!(stderr(&out).contains("denied: it needs the user's confirmation"), "{}", stderr(&out));
+    assert!(!sandbox.project.join("out.txt").exists(), "a denied write writes nothing");
+    sandbox.write_user_file(&format!("[agent]\nbuiltin_tools = false\n\n{}", demo_table("demo", &[])));
+    let out = output(agent(&sandbox, &["-p", "read_file notes.txt"])).await;
+    assert!(!stdout(&out).contains("first line"), "no built-in tools when switched off: {}", stdout(&out));
+}

@@ -92,17 +92,24 @@ impl Terminal {
 #[test]
 fn the_chat_lists_tools_and_servers_asks_before_calls_cancels_on_ctrl_c_and_ends_on_a_second() {
     let sandbox = Sandbox::new();
-    sandbox.write_user_file(&demo_table("demo", &[]));
+    let requests = sandbox.home.join("requests.log");
+    sandbox.write_user_file(&demo_table("demo", &["--request-log", requests.to_str().unwrap()]));
     let mut command = sandbox.std_cmd(["agent"]);
     command.env_remove("MCPVISOR_MODEL").env_remove("OPENAI_API_KEY").env_remove("ANTHROPIC_API_KEY");
     let mut chat = Terminal::start(command);
-    chat.expect("mcpvisor agent: scripted/demo with 27 tools");
+    chat.expect("mcpvisor agent: scripted/demo with 31 tools");
     chat.expect("> ");
 
     chat.send("/tools echo\n");
     chat.expect("mcp__demo__echo  Returns `text` unchanged");
     chat.send("/servers\n");
     chat.expect("connected (27 tools)");
+
+    chat.send("sleep 9\n");
+    chat.expect("→ mcp__demo__sleep {\"ms\":9}\r\nAllow `mcp__demo__sleep`");
+    chat.send("n\n");
+    chat.expect("denied: the user denied it");
+    chat.expect("`mcp__demo__sleep` failed: The call to `mcp__demo__sleep` was not made");
 
     chat.send("sleep 50\n");
     chat.expect("Allow `mcp__demo__sleep` (may change or delete things) with {\"ms\":50}? [y]es / [n]o / [a]lways allow / [d]eny always: ");
@@ -116,7 +123,12 @@ fn the_chat_lists_tools_and_servers_asks_before_calls_cancels_on_ctrl_c_and_ends
     chat.send("sleep 60000\n");
     chat.expect("? [y]es");
     chat.send("a\n");
-    // Ctrl-C through the terminal: the running turn is cancelled, the chat goes on.
+    // Once the call is at the server, Ctrl-C through the terminal cancels the turn; the chat goes on.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&requests).unwrap_or_default().matches("tools/call sleep").count() < 2 {
+        assert!(Instant::now() < deadline, "the long sleep never reached the server");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     chat.send("\x03");
     chat.expect("(cancelling; Ctrl-C again to end the chat)");
     chat.expect("(the turn ended: cancelled)");

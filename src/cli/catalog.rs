@@ -85,10 +85,15 @@ async fn listed(session: Session, entries: Vec<&Entry>, cache: Option<&CatalogCa
     let statuses = session.handle.status().await;
     session.close().await;
     if let Some(cache) = cache {
-        let configs: Vec<_> = entries.iter().map(|entry| entry.config.clone()).collect();
-        warn_once(cache.save_all(&configs, &statuses, &tools));
+        save(cache, &entries, &statuses, &tools);
     }
     Catalog { tools, statuses, cached: None }
+}
+
+/// Keeps the listings of the connected servers among `entries` in `cache`.
+pub fn save(cache: &CatalogCache, entries: &[&Entry], statuses: &[ServerStatus], tools: &[ToolEntry]) {
+    let configs: Vec<_> = entries.iter().map(|entry| entry.config.clone()).collect();
+    warn_once(cache.save_all(&configs, statuses, tools));
 }
 
 /// The first error of writing the cache, with how many more there were:

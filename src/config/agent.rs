@@ -11,6 +11,7 @@
 //! context_tokens = 100000        # older turns are summarised as a request nears it
 //! stream = true
 //! system_prompt = "You are a careful assistant."
+//! builtin_tools = true           # read/write/list files and run commands (server `builtin`)
 //!
 //! [agent.servers.time]
 //! trust = true                   # never ask before this server's tools
@@ -88,13 +89,16 @@ pub struct AgentSettings {
     pub context_tokens: Option<u64>,
     pub stream: Option<bool>,
     pub system_prompt: Option<String>,
+    /// Offer the built-in tools (files, commands); on unless false.
+    pub builtin_tools: Option<bool>,
     pub servers: BTreeMap<String, ServerConfirm>,
 }
 
 impl AgentSettings {
     /// Takes every value `over` sets.
     pub fn merge(&mut self, over: AgentSettings) {
-        let AgentSettings { provider, model, base_url, confirm, max_turns, context_tokens, stream, system_prompt, servers } = over;
+        let AgentSettings { provider, model, base_url, confirm, max_turns, context_tokens, stream, system_prompt, builtin_tools, servers } =
+            over;
         self.provider = provider.or(self.provider.take());
         self.model = model.or(self.model.take());
         self.base_url = base_url.or(self.base_url.take());
@@ -102,6 +106,7 @@ impl AgentSettings {
         self.max_turns = max_turns.or(self.max_turns);
         self.context_tokens = context_tokens.or(self.context_tokens);
         self.stream = stream.or(self.stream);
+        self.builtin_tools = builtin_tools.or(self.builtin_tools);
         self.system_prompt = system_prompt.or(self.system_prompt.take());
         self.servers.extend(servers);
     }
@@ -136,6 +141,7 @@ pub(crate) fn read(file: &Path, item: &Item) -> Result<AgentSettings, ConfigErro
             "system_prompt" => settings.system_prompt = Some(read.string(&field, value)?),
             "confirm" => settings.confirm = Some(read.keyword(&field, value)?),
             "stream" => settings.stream = Some(value.as_bool().ok_or_else(|| read.invalid(&field, "must be true or false"))?),
+            "builtin_tools" => settings.builtin_tools = Some(value.as_bool().ok_or_else(|| read.invalid(&field, "must be true or false"))?),
             "max_turns" => {
                 let turns =
                     value.as_integer().filter(|n| *n >= 1).ok_or_else(|| read.invalid(&field, "must be a whole number of at least 1"))?;

@@ -3,14 +3,15 @@
 //! tool, `d` deny always).
 //!
 //! One thread reads stdin line by line into [`Lines`], which the chat and
-//! the asker share: a question withdrawn (the turn was cancelled) consumes
-//! no line, and questions are asked one at a time (parallel calls wait
-//! their turn), so answers cannot cross.
+//! the questions share: a question withdrawn (the turn was cancelled)
+//! consumes no line, and questions are asked one at a time by the code that
+//! prints the turn's events ([`relayed`]), so answers cannot cross and a
+//! question never lands in the middle of other output.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, Mutex};
+use tokio::sync::{mpsc, oneshot, Mutex};
 
 use crate::actors::agent::{ConfirmRequest, Decision};
 use crate::actors::client_requests::Answering;
@@ -45,13 +46,31 @@ pub fn interactive() -> bool {
     std::io::stdin().is_terminal()
 }
 
-/// An asker that asks on the terminal and reads the answer from `lines`.
-pub fn terminal(lines: &Lines) -> Answering<ConfirmRequest> {
-    let lines = lines.clone();
-    Answering::function(move |request: ConfirmRequest| {
-        let lines = lines.clone();
-        async move { ask(&lines, &question(&request)).await }
-    })
+/// A question waiting to be shown, with where its answer goes.
+pub type Ask = (ConfirmRequest, oneshot::Sender<Decision>);
+
+/// An asker that hands each question to whoever prints the turn's events
+/// (the receiver), so a question is shown after the tool call it is about,
+/// never in the middle of other output. A question dropped unanswered is
+/// [`Decision::Cancelled`].
+pub fn relayed() -> (Answering<ConfirmRequest>, mpsc::UnboundedReceiver<Ask>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let asker = Answering::function(move |request: ConfirmRequest| {
+        let (reply, answer) = oneshot::channel();
+        let sent = tx.send((request, reply));
+        async move {
+            match sent {
+                Ok(()) => answer.await.unwrap_or(Decision::Cancelled),
+                Err(_) => Decision::Cancelled,
+            }
+        }
+    });
+    (asker, rx)
+}
+
+/// Shows `request` on the terminal and reads the answer from `lines`.
+pub async fn answer(lines: &Lines, request: &ConfirmRequest) -> Decision {
+    ask(lines, &question(request)).await
 }
 
 /// The question shown for a request: the tool, what it may do, its arguments.

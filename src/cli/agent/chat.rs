@@ -13,7 +13,7 @@ use actix::Addr;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::asking::{self, Lines};
+use super::asking::{self, Ask, Lines};
 use super::history::{self, Opened};
 use super::oneshot::folded;
 use super::Setup;
@@ -44,6 +44,8 @@ struct Chat<'a> {
     lines: Lines,
     agent: Addr<Agent>,
     events: UnboundedReceiver<AgentEvent>,
+    /// Confirmations the agent waits for.
+    asks: UnboundedReceiver<Ask>,
     /// Text was printed without a newline yet.
     mid_line: bool,
 }
@@ -51,8 +53,8 @@ struct Chat<'a> {
 pub async fn run(session: &Session, setup: Setup, opened: Opened) -> Result<u8, Failure> {
     let lines = Lines::stdin();
     let resumed = opened.messages.len();
-    let (agent, events) = start_agent(session, &setup, &lines, opened).await?;
-    let mut chat = Chat { session, setup, lines, agent, events, mid_line: false };
+    let (agent, events, asks) = start_agent(session, &setup, opened).await?;
+    let mut chat = Chat { session, setup, lines, agent, events, asks, mid_line: false };
     let tools = session.handle.list_tools().await.len();
     println!("mcpvisor agent: {} with {tools} tools. /help lists the commands; Ctrl-D ends the chat.", chat.setup.model.label());
     if resumed > 0 {
@@ -94,19 +96,19 @@ pub async fn run(session: &Session, setup: Setup, opened: Opened) -> Result<u8, 
 async fn start_agent(
     session: &Session,
     setup: &Setup,
-    lines: &Lines,
     opened: Opened,
-) -> Result<(Addr<Agent>, UnboundedReceiver<AgentEvent>), Failure> {
+) -> Result<(Addr<Agent>, UnboundedReceiver<AgentEvent>, UnboundedReceiver<Ask>), Failure> {
     if let Some(id) = opened.id() {
         println!("(conversation {id}; go on with it later with `mcpvisor agent --resume {id}`)");
     }
     let (outlet, events) = Outlet::channel();
     let mut config = setup.config(opened);
     config.events = Some(outlet);
-    config.asker = Some(asking::terminal(lines));
+    let (asker, asks) = asking::relayed();
+    config.asker = Some(asker);
     let agent =
         session.handle.start_agent(config).await.ok_or_else(|| Failure::connection("the runtime stopped before the agent started"))?;
-    Ok((agent, events))
+    Ok((agent, events, asks))
 }
 
 impl Chat<'_> {
@@ -116,8 +118,21 @@ impl Chat<'_> {
         let mut cancelled = false;
         let outcome = loop {
             tokio::select! {
-                outcome = &mut turn => break outcome,
+                biased;
                 Some(event) = self.events.recv() => self.show(event),
+                Some((request, reply)) = self.asks.recv() => {
+                    self.end_line();
+                    tokio::select! {
+                        decision = asking::answer(&self.lines, &request) => { let _ = reply.send(decision); }
+                        // The question is withdrawn with the turn; the next Ctrl-C ends the chat.
+                        _ = interrupts.recv() => {
+                            cancelled = true;
+                            self.agent.do_send(Cancel);
+                            println!("\n(cancelling; Ctrl-C again to end the chat)");
+                        }
+                    }
+                }
+                outcome = &mut turn => break outcome,
                 _ = interrupts.recv() => {
                     if cancelled {
                         self.end_line();
@@ -222,8 +237,8 @@ impl Chat<'_> {
                 Err(_) => println!("error: the agent stopped"),
             },
             "clear" => {
-                let (agent, events) = start_agent(self.session, &self.setup, &self.lines, history::start(&self.setup)).await?;
-                (self.agent, self.events) = (agent, events);
+                let (agent, events, asks) = start_agent(self.session, &self.setup, history::start(&self.setup)).await?;
+                (self.agent, self.events, self.asks) = (agent, events, asks);
                 println!("(a new conversation)");
             }
             other => println!("unknown command /{}; /help lists them", terminal_safe(other, Layout::OneLine)),

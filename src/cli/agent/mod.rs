@@ -10,6 +10,10 @@
 //! `scripted` model answers (a note on stderr says so), so the command
 //! works on a fresh machine with no key.
 //!
+//! Tools: every configured server's, and the built-in ones (read, write
+//! and list files, run a command, under the working directory) as the
+//! server `builtin`, unless `[agent] builtin_tools = false`.
+//!
 //! Confirmation (`--confirm`, `[agent] confirm`, default `ask`): asked on
 //! the terminal when stdin is one; otherwise a call that needs it is denied
 //! and the model and stderr are told why.
@@ -33,6 +37,7 @@ use super::servers::{env, Servers};
 use super::session::Session;
 use super::{Cli, EXIT_CONNECTION, EXIT_TOOL_ERROR};
 use crate::actors::agent::{AgentConfig, AgentError, AgentLimits, AgentStop, ConfirmPolicy, TurnEnded};
+use crate::builtin_tools::{self, BuiltinSettings};
 use crate::config::{AgentSettings, ConfirmMode, Keyword};
 use crate::llm::settings::{Choices, MODEL_VAR};
 use crate::llm::{self, ChatModel, LlmError, ModelSettings, Provider};
@@ -157,15 +162,40 @@ pub fn run(cli: &Cli, args: &AgentArgs) -> Result<u8, Failure> {
     }
 }
 
-/// Starts every configured server and waits until each has settled.
+/// Starts every configured server and the built-in tools, and waits
+/// until each has settled; the listings go to the tool cache.
 async fn start(servers: &Servers) -> Result<Session, Failure> {
-    let session = Session::start(servers.to_start(None)?).await?;
-    for status in session.handle.status().await {
+    let entries = servers.to_start(None)?;
+    let session = Session::start(entries.iter().copied()).await?;
+    if servers.agent.builtin_tools != Some(false) {
+        add_builtin(&session, servers).await;
+    }
+    let statuses = session.handle.status().await;
+    for status in &statuses {
         if !matches!(status.state, crate::ServerState::Connected | crate::ServerState::Disabled) {
-            warn(format_args!("server `{}` is {}; its tools are not offered", status.name, super::session::describe(&status)));
+            warn(format_args!("server `{}` is {}; its tools are not offered", status.name, super::session::describe(status)));
         }
     }
+    if let Some(cache) = crate::catalog_cache::CatalogCache::default_location() {
+        super::catalog::save(&cache, &entries, &statuses, &session.handle.list_tools().await);
+    }
     Ok(session)
+}
+
+/// The built-in tools (files and commands under the working directory) as the server `builtin`.
+async fn add_builtin(session: &Session, servers: &Servers) {
+    if servers.get(builtin_tools::SERVER_NAME).is_ok() {
+        warn(format_args!(
+            "a configured server is named `{}`: the built-in tools are left out (rename it to have both)",
+            builtin_tools::SERVER_NAME
+        ));
+        return;
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    if let Err(error) = session.handle.add_server(builtin_tools::server(BuiltinSettings::new(cwd))).await {
+        warn(format_args!("the built-in tools are not available: {error}"));
+    }
+    session.settle().await;
 }
 
 /// The model the flags, the configuration and the environment name, and its key.

@@ -11,8 +11,9 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use serde_json::json;
 
+use super::asking::{self, Ask, Lines};
 use super::history::Opened;
-use super::{asking, exit_code, Setup};
+use super::{exit_code, Setup};
 use crate::actors::agent::{AgentEvent, Prompt};
 use crate::actors::outlet::Outlet;
 use crate::cli::output::{print_json_line, print_line, report_text, terminal_safe, warn, Failure, Layout};
@@ -30,11 +31,17 @@ pub async fn run(cli: &Cli, session: &Session, setup: &Setup, opened: Opened, pr
     let mut config = setup.config(opened);
     let (outlet, events) = Outlet::channel();
     config.events = Some(outlet);
-    config.asker = asking::interactive().then(|| asking::terminal(&asking::Lines::stdin()));
-    let asked = config.asker.is_some();
+    let asks = match asking::interactive() {
+        true => {
+            let (asker, asks) = asking::relayed();
+            config.asker = Some(asker);
+            Some((asks, asking::Lines::stdin()))
+        }
+        false => None,
+    };
     let agent =
         session.handle.start_agent(config).await.ok_or_else(|| Failure::connection("the runtime stopped before the agent started"))?;
-    let printer = tokio::spawn(print_events(events, cli.json, asked));
+    let printer = tokio::spawn(print_events(events, asks, cli.json));
     let outcome = agent.send(Prompt::text(prompt)).await.map_err(|_| Failure::connection("the agent stopped during the turn"))?;
     drop(agent);
     let _ = printer.await;
@@ -49,11 +56,25 @@ pub async fn run(cli: &Cli, session: &Session, setup: &Setup, opened: Opened, pr
     Ok(exit_code(&outcome))
 }
 
-/// Prints the events until the agent is gone.
-/// `asked`: whether confirmations can be asked on the terminal.
-async fn print_events(mut events: UnboundedReceiver<AgentEvent>, json: bool, asked: bool) {
+/// Prints the events until the agent is gone; `asks`, when there is a
+/// terminal, are the confirmations to ask on it, each after the events
+/// that came before it.
+async fn print_events(mut events: UnboundedReceiver<AgentEvent>, mut asks: Option<(UnboundedReceiver<Ask>, Lines)>, json: bool) {
+    let asked = asks.is_some();
     let mut answer = String::new();
-    while let Some(event) = events.recv().await {
+    loop {
+        let event = match &mut asks {
+            Some((pending, lines)) => tokio::select! {
+                biased;
+                event = events.recv() => event,
+                Some((request, reply)) = pending.recv() => {
+                    let _ = reply.send(asking::answer(lines, &request).await);
+                    continue;
+                }
+            },
+            None => events.recv().await,
+        };
+        let Some(event) = event else { break };
         if json {
             print_json_line(&event);
             continue;
