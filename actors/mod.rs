@@ -28,7 +28,7 @@
 //! | --- | --- | --- |
 //! | [`CallTool`] | Registry (exposed name) or Connection (tool name) | `Result<CallToolResult, CallError>` |
 //! | [`ListTools`] | Registry | `Vec<ToolEntry>` |
-//! | [`ToolsChanged`], [`ServerDown`] | Registry | — |
+//! | [`ToolsStale`], [`ToolsChanged`], [`ServerDown`] | Registry | — |
 //! | [`hub::AddServer`], [`hub::RemoveServer`], [`hub::Shutdown`], [`hub::WaitReady`] | Hub | results |
 //! | [`hub::Status`] | Hub | `Vec<ServerStatus>` |
 //! | [`Subscribe`] | Hub (server states) / Registry (catalog) | — |
@@ -136,10 +136,22 @@ pub struct ToolEntry {
     pub tool: Tool,
 }
 
-/// Lists the catalog (tools of connected servers only), sorted by name.
+/// Lists the catalog (tools of connected servers only), sorted by name;
+/// while a server is re-listing after `tools/list_changed`, the answer
+/// waits for its new list (at most [`registry::STALE_WAIT`]).
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "Vec<ToolEntry>")]
 pub struct ListTools;
+
+/// A connection heard `tools/list_changed` and is listing its tools again:
+/// until its [`ToolsChanged`] (or [`ServerDown`]), a [`ListTools`] waits
+/// for it, so that whoever acts on the change (an agent's next model
+/// request) sees the new list.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct ToolsStale {
+    pub server: String,
+}
 
 /// A connection (re)listed its tools.
 #[derive(Message, Debug, Clone)]

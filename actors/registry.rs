@@ -16,7 +16,7 @@
 
 pub mod catalog;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use actix::dev::{MessageResponse, OneshotSender};
@@ -26,7 +26,7 @@ use rmcp::model::CallToolResult;
 use tokio::sync::oneshot;
 
 use super::connection::{Connection, Routed};
-use super::{CallTool, Event, ListTools, ServerDown, ServerState, Subscribe, ToolEntry, ToolsChanged};
+use super::{CallTool, Event, ListTools, ServerDown, ServerState, Subscribe, ToolEntry, ToolsChanged, ToolsStale};
 use crate::error::CallError;
 use catalog::{Catalog, Change};
 
@@ -55,6 +55,9 @@ struct Waiting {
     timeout: Duration,
 }
 
+/// The longest a [`ListTools`] waits for servers that are re-listing.
+pub const STALE_WAIT: Duration = Duration::from_secs(5);
+
 #[derive(Default)]
 pub struct Registry {
     catalog: Catalog,
@@ -62,6 +65,10 @@ pub struct Registry {
     waiting: BTreeMap<u64, Waiting>,
     next_waiting: u64,
     subscribers: Vec<Recipient<Event>>,
+    /// Servers re-listing after `tools/list_changed`.
+    stale: HashSet<String>,
+    /// Listings waiting for them.
+    listings: Vec<oneshot::Sender<Vec<ToolEntry>>>,
 }
 
 /// Makes a server's calls routable (sent by the Hub when it starts one).
@@ -199,6 +206,35 @@ impl Registry {
         }
     }
 
+    /// The tools of the servers that are up, sorted by name.
+    fn listing(&self) -> Vec<ToolEntry> {
+        let up = |server: &str| self.servers.get(server).is_some_and(|s| s.up);
+        self.catalog
+            .routes()
+            .filter(|(_, route)| up(&route.server))
+            .map(|(name, route)| ToolEntry { name: name.clone(), server: route.server.clone(), tool: route.tool.clone() })
+            .collect()
+    }
+
+    /// `server` is no longer re-listing; waiting listings go out once none is.
+    fn fresh(&mut self, server: &str) {
+        self.stale.remove(server);
+        if self.stale.is_empty() {
+            self.answer_listings();
+        }
+    }
+
+    fn answer_listings(&mut self) {
+        let waiting = std::mem::take(&mut self.listings);
+        if waiting.is_empty() {
+            return;
+        }
+        let listing = self.listing();
+        for reply in waiting {
+            let _ = reply.send(listing.clone());
+        }
+    }
+
     fn expire(&mut self, id: u64) {
         let Some(waiting) = self.waiting.remove(&id) else { return };
         let error =
@@ -263,6 +299,18 @@ impl Handler<UnregisterServer> for Registry {
         let changes = self.catalog.unregister(&msg.server);
         self.publish_changes(changes);
         self.recheck_waiting();
+        self.fresh(&msg.server);
+    }
+}
+
+impl Handler<ToolsStale> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, msg: ToolsStale, ctx: &mut Context<Self>) {
+        if self.servers.contains_key(&msg.server) && self.stale.insert(msg.server.clone()) {
+            // A listing that never comes (a server that hangs) does not hold listings for longer.
+            ctx.run_later(STALE_WAIT, move |act, _| act.fresh(&msg.server));
+        }
     }
 }
 
@@ -276,6 +324,7 @@ impl Handler<ToolsChanged> for Registry {
         let changes = self.catalog.install(&msg.server, msg.tools);
         self.publish_changes(changes);
         self.recheck_waiting();
+        self.fresh(&msg.server);
     }
 }
 
@@ -286,8 +335,9 @@ impl Handler<ServerDown> for Registry {
         if let Some(entry) = self.servers.get_mut(&msg.server) {
             entry.up = false;
             let removed = self.catalog.names(&msg.server).to_vec();
-            self.publish(Event::Catalog { server: msg.server, added: Vec::new(), removed });
+            self.publish(Event::Catalog { server: msg.server.clone(), added: Vec::new(), removed });
         }
+        self.fresh(&msg.server);
     }
 }
 
@@ -321,17 +371,16 @@ impl Handler<NamingWarnings> for Registry {
 }
 
 impl Handler<ListTools> for Registry {
-    type Result = MessageResult<ListTools>;
+    type Result = ResponseFuture<Vec<ToolEntry>>;
 
     fn handle(&mut self, _: ListTools, _: &mut Context<Self>) -> Self::Result {
-        let up = |server: &str| self.servers.get(server).is_some_and(|s| s.up);
-        MessageResult(
-            self.catalog
-                .routes()
-                .filter(|(_, route)| up(&route.server))
-                .map(|(name, route)| ToolEntry { name: name.clone(), server: route.server.clone(), tool: route.tool.clone() })
-                .collect(),
-        )
+        if self.stale.is_empty() {
+            let listing = self.listing();
+            return Box::pin(async move { listing });
+        }
+        let (reply, answer) = oneshot::channel();
+        self.listings.push(reply);
+        Box::pin(async move { answer.await.unwrap_or_default() })
     }
 }
 

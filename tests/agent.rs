@@ -432,3 +432,21 @@ async fn a_catalog_over_budget_is_searched_and_the_found_tools_are_offered_next(
     assert_eq!(tool_results(&server, 2).last().unwrap().1, "3");
     handle.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_added_during_a_turn_is_offered_at_the_next_model_request() {
+    let handle = start(vec![demo("demo", &[])]).await;
+    let server = ModelServer::start([
+        calls(&[("t", "mcp__demo__add_tool", json!({"name": "fresh"}))]),
+        calls(&[("f", "mcp__demo__fresh", json!({"text": "new"}))]),
+        says("done"),
+    ])
+    .await;
+    let run = run(&handle, model(Provider::OpenAi, &server, true), "add a tool, then use it", |_| {}).await;
+    assert_eq!(run.ended.unwrap().stop_reason, AgentStop::EndTurn);
+    let offered = |index: usize| server.requests()[index].body["tools"].to_string().contains("\"mcp__demo__fresh\"");
+    assert!(!offered(0));
+    assert!(offered(1), "tools/list_changed reached the registry before the next request");
+    assert_eq!(tool_results(&server, 2).last().unwrap().1, "new");
+    handle.shutdown().await;
+}

@@ -50,7 +50,7 @@ use super::progress::{Progress, ProgressClock, ProgressRoute, ProgressSink};
 use super::reply::Reply;
 use super::rounds;
 use super::rounds::Requester;
-use super::{CallTool, Event, ServerDown, ServerState, ServerStatus, ToolsChanged};
+use super::{CallTool, Event, ServerDown, ServerState, ServerStatus, ToolsChanged, ToolsStale};
 
 mod book;
 mod calls;
@@ -144,10 +144,11 @@ fn too_large(size: usize, max: usize) -> String {
 }
 
 /// Where a connection tells what its server offers: the catalog (the
-/// Registry), reached through the two messages only, so that the
+/// Registry), reached through these three messages only, so that the
 /// connection does not depend on the Registry (which routes to it).
 #[derive(Clone)]
 pub struct CatalogLink {
+    stale: Recipient<ToolsStale>,
     tools: Recipient<ToolsChanged>,
     down: Recipient<ServerDown>,
 }
@@ -155,10 +156,14 @@ pub struct CatalogLink {
 impl CatalogLink {
     pub fn of<A>(catalog: &Addr<A>) -> CatalogLink
     where
-        A: Actor + Handler<ToolsChanged> + Handler<ServerDown>,
-        A::Context: actix::dev::ToEnvelope<A, ToolsChanged> + actix::dev::ToEnvelope<A, ServerDown>,
+        A: Actor + Handler<ToolsStale> + Handler<ToolsChanged> + Handler<ServerDown>,
+        A::Context: actix::dev::ToEnvelope<A, ToolsStale> + actix::dev::ToEnvelope<A, ToolsChanged> + actix::dev::ToEnvelope<A, ServerDown>,
     {
-        CatalogLink { tools: catalog.clone().recipient(), down: catalog.clone().recipient() }
+        CatalogLink { stale: catalog.clone().recipient(), tools: catalog.clone().recipient(), down: catalog.clone().recipient() }
+    }
+
+    fn do_send_stale(&self, stale: ToolsStale) {
+        self.stale.do_send(stale);
     }
 
     fn do_send_tools(&self, changed: ToolsChanged) {
