@@ -14,26 +14,14 @@ use mcpvisor::actors::agent::{
 use mcpvisor::actors::client_requests::Answering;
 use mcpvisor::actors::outlet::Outlet;
 use mcpvisor::config::{AgentSettings, ConfirmMode};
-use mcpvisor::llm::settings::Choices;
-use mcpvisor::llm::{self, ChatMessage, ModelSettings, Provider};
+use mcpvisor::llm::{self, ChatMessage, Provider};
 use mcpvisor::Handle;
 use model_server::{anthropic_stream, error_body, openai_stream, openai_whole, ModelServer, Reply};
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 fn model(provider: Provider, server: &ModelServer, stream: bool) -> Arc<dyn llm::ChatModel> {
-    let base_url = match provider {
-        Provider::OpenAi => format!("{}/v1", server.url),
-        Provider::Anthropic => server.url.clone(),
-    };
-    let choices = Choices {
-        provider: Some(provider),
-        model: Some("scripted-1".into()),
-        base_url: Some(base_url),
-        api_key: None,
-        stream: Some(stream),
-    };
-    llm::connect(&ModelSettings::resolve(choices, |_| None).unwrap()).unwrap()
+    llm::connect(&server.settings(provider, Some(stream))).unwrap()
 }
 
 /// A streamed Chat Completions answer asking for `calls` (id, exposed tool name, arguments).

@@ -6,7 +6,6 @@ mod model_server;
 use std::time::Duration;
 
 use futures::StreamExt;
-use mcpvisor::llm::settings::Choices;
 use mcpvisor::llm::{
     self, ChatEvent, ChatMessage, ChatRequest, LlmError, ModelSettings, Part, Provider, StopReason, ToolCall, ToolSpec, Usage,
 };
@@ -14,18 +13,8 @@ use model_server::{anthropic_stream, error_body, openai_stream, openai_whole, Mo
 use serde_json::{json, Value};
 
 fn settings(provider: Provider, server: &ModelServer, key: Option<&str>) -> ModelSettings {
-    let base_url = match provider {
-        Provider::OpenAi => format!("{}/v1", server.url),
-        Provider::Anthropic => server.url.clone(),
-    };
-    let choices = Choices {
-        provider: Some(provider),
-        model: Some("scripted-1".into()),
-        base_url: Some(base_url),
-        api_key: key.map(String::from),
-        stream: None,
-    };
-    let mut settings = ModelSettings::resolve(choices, |_| None).unwrap();
+    let mut settings = server.settings(provider, None);
+    settings.api_key = key.map(String::from);
     settings.idle_timeout = Duration::from_secs(5);
     settings
 }

@@ -62,6 +62,22 @@ impl ModelServer {
         ModelServer { url, state }
     }
 
+    /// Settings of a model of `provider` served here (no key; streaming as `stream` says, else the default).
+    pub fn settings(&self, provider: mcpvisor::llm::Provider, stream: Option<bool>) -> mcpvisor::llm::ModelSettings {
+        let base_url = match provider {
+            mcpvisor::llm::Provider::OpenAi => format!("{}/v1", self.url),
+            mcpvisor::llm::Provider::Anthropic => self.url.clone(),
+        };
+        let choices = mcpvisor::llm::settings::Choices {
+            provider: Some(provider),
+            model: Some("scripted-1".into()),
+            base_url: Some(base_url),
+            api_key: None,
+            stream,
+        };
+        mcpvisor::llm::ModelSettings::resolve(choices, |_| None).expect("settings of a loopback model")
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.requests.lock().unwrap().clone()
     }
