@@ -12,10 +12,9 @@
 //! resumed conversation replays to the same messages). A conversation with no turn old enough to
 //! summarise is left alone (the provider's error then ends the turn).
 
-use super::events::{AgentError, AgentEvent};
-use super::turn::Turn;
-use crate::llm::{ChatEvent, ChatMessage, ChatRequest, Part, ToolSpec};
 use futures::StreamExt;
+
+use crate::llm::{ChatEvent, ChatMessage, ChatModel, ChatRequest, LlmError, Part, ToolSpec, Usage};
 
 /// Share of `context_tokens` a request may reach before older turns are summarised.
 const HIGH_WATER: f64 = 0.8;
@@ -50,34 +49,27 @@ pub fn split_point(messages: &[ChatMessage], keep_turns: usize) -> Option<usize>
     (at > 0).then_some(at)
 }
 
-impl Turn {
-    /// Summarises the turns before the last `keep_turns`; false when there were none.
-    pub(super) async fn compact(&self) -> Result<bool, AgentError> {
-        let (_, messages) = self.shared.snapshot();
-        let Some(split) = split_point(&messages, self.limits.keep_turns) else { return Ok(false) };
-        let text = transcript(&messages[..split]);
-        let request = ChatRequest {
-            system: Some(SUMMARISER.into()),
-            messages: vec![ChatMessage::user(format!("Summarise this conversation:\n\n{text}"))],
-            tools: Vec::new(),
-            max_tokens: Some(SUMMARY_TOKENS),
-        };
-        let mut stream = self.shared.model().respond(request);
-        let mut summary = String::new();
-        while let Some(event) = stream.next().await {
-            match event? {
-                ChatEvent::Text(piece) => summary.push_str(&piece),
-                ChatEvent::End { usage, .. } => {
-                    self.add_usage(usage);
-                    break;
-                }
-                _ => {}
+/// The model's summary of `messages`, and the tokens it took.
+pub async fn summarise(model: &dyn ChatModel, messages: &[ChatMessage]) -> Result<(String, Usage), LlmError> {
+    let request = ChatRequest {
+        system: Some(SUMMARISER.into()),
+        messages: vec![ChatMessage::user(format!("Summarise this conversation:\n\n{}", transcript(messages)))],
+        tools: Vec::new(),
+        max_tokens: Some(SUMMARY_TOKENS),
+    };
+    let mut stream = model.respond(request);
+    let (mut summary, mut usage) = (String::new(), Usage::default());
+    while let Some(event) = stream.next().await {
+        match event? {
+            ChatEvent::Text(piece) => summary.push_str(&piece),
+            ChatEvent::End { usage: used, .. } => {
+                usage = used;
+                break;
             }
+            _ => {}
         }
-        self.shared.replace_with_summary(split, summary.trim());
-        self.emit(AgentEvent::Compacted { summarised: split, kept: messages.len() - split });
-        Ok(true)
     }
+    Ok((summary.trim().to_string(), usage))
 }
 
 /// The messages as plain text for the summariser; long tool results are cut.

@@ -18,7 +18,7 @@ use actix::prelude::*;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::compact::{estimate, near_budget};
+use super::compact::{estimate, near_budget, split_point, summarise};
 use super::confirm::{ConfirmRequest, Decision, Verdict};
 use super::events::{AgentError, AgentEvent, AgentStop, TurnEnded};
 use super::offer::{Offer, SEARCH_TOOL};
@@ -236,6 +236,18 @@ impl Turn {
             lines.push(format!("- {}: {}", entry.name, description.lines().next().unwrap_or("")));
         }
         Called::Local(lines.join("\n"))
+    }
+
+    /// Summarises the turns before the last `keep_turns` (see `compact`);
+    /// false when there were none.
+    async fn compact(&self) -> Result<bool, AgentError> {
+        let (_, messages) = self.shared.snapshot();
+        let Some(split) = split_point(&messages, self.limits.keep_turns) else { return Ok(false) };
+        let (summary, usage) = summarise(&*self.shared.model(), &messages[..split]).await?;
+        self.add_usage(usage);
+        self.shared.replace_with_summary(split, &summary);
+        self.emit(AgentEvent::Compacted { summarised: split, kept: messages.len() - split });
+        Ok(true)
     }
 
     /// After a cancellation: answers the calls of the last assistant
