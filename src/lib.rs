@@ -44,8 +44,8 @@
 
 #[path = "../actors/mod.rs"]
 pub mod actors;
-pub mod catalog_cache;
 pub mod builtin_tools;
+pub mod catalog_cache;
 pub mod cli;
 pub mod codec;
 pub mod config;
