@@ -411,6 +411,7 @@ impl Connection {
             last_error: self.last_error.clone(),
             stderr_tail: self.stderr_tail(),
             warnings: self.tool_warnings.clone(),
+            remote: run.and_then(|r| r.process.remote_status()),
         }
     }
 }

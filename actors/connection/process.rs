@@ -128,6 +128,14 @@ impl Process {
         }
     }
 
+    /// What a remote server's status shows of its transport.
+    pub(super) fn remote_status(&self) -> Option<http::RemoteStatus> {
+        match &self.kind {
+            Kind::Remote(task) => Some(task.status()),
+            _ => None,
+        }
+    }
+
     /// Set when a remote server was lost: how (a sentence naming its URL).
     pub(super) fn lost(&self) -> Option<String> {
         match &self.kind {

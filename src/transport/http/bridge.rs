@@ -20,7 +20,7 @@ use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::codec::{FramedRead, LinesCodec};
 
 use super::link::{Ending, Link, LinkParts, Outgoing};
-use super::{headers, legacy_sse, streamable, LOST};
+use super::{headers, legacy_sse, streamable, RemoteStatus, LOST};
 use crate::config::Transport;
 use crate::protocol::methods;
 use crate::transport::credentials::Credentials;
@@ -45,6 +45,7 @@ pub(super) struct Settings {
     pub(super) transport: Transport,
     pub(super) grace: Duration,
     pub(super) ending: Arc<Mutex<Option<Ending>>>,
+    pub(super) status: Arc<Mutex<RemoteStatus>>,
 }
 
 /// Runs the bridge until its input ends or the server is lost.
@@ -65,6 +66,7 @@ pub(super) async fn run(settings: Settings, input: DuplexStream, output: DuplexS
         log: log_tx,
         end: end_tx,
         ending: settings.ending,
+        status: settings.status,
     }));
     let mut bridge = Bridge { link: link.clone(), tasks: JoinSet::new(), in_flight: HashMap::new(), probing: false, lane: None };
     let exit = bridge.serve(settings.transport, input, &mut end_rx, settings.grace).await;
@@ -190,6 +192,11 @@ impl Bridge {
     async fn use_legacy(&mut self) -> Result<Url, String> {
         let (endpoint, stream) = legacy_sse::open(&self.link).await?;
         let _ = self.link.legacy_endpoint.set(endpoint.clone());
+        self.link.show(|status| {
+            status.transport = "http+sse".into();
+            let session = endpoint.query_pairs().find(|(key, _)| key.contains("session")).map(|(_, id)| id.into_owned());
+            status.set_session(session.as_deref());
+        });
         self.tasks.spawn(legacy_sse::read(self.link.clone(), stream));
         Ok(endpoint)
     }

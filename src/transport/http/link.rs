@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, Notify};
 
 use super::client::error_chain;
 use super::headers::ParamHeaders;
+use super::RemoteStatus;
 use crate::transport::credentials::{Challenge, Credentials, Renewal};
 
 /// Requests sent again at most after the credentials were renewed.
@@ -29,6 +30,15 @@ pub(super) enum Ending {
 /// The request could not be sent; the bridge is ending (see [`Ending`]).
 #[derive(Debug)]
 pub(super) struct Broken;
+
+/// `url` without its query, fragment or password, which may hold keys.
+pub(super) fn shown(url: &Url) -> String {
+    let mut url = url.clone();
+    url.set_query(None);
+    url.set_fragment(None);
+    let _ = url.set_password(None);
+    url.to_string()
+}
 
 /// One frame the connection wrote, and what the bridge needs of it.
 #[derive(Debug, Clone)]
@@ -105,6 +115,7 @@ pub(super) struct Link {
     log: mpsc::Sender<Vec<u8>>,
     end: mpsc::Sender<Ending>,
     ending: Arc<Mutex<Option<Ending>>>,
+    status: Arc<Mutex<RemoteStatus>>,
 }
 
 pub(super) struct LinkParts {
@@ -118,6 +129,7 @@ pub(super) struct LinkParts {
     pub(super) log: mpsc::Sender<Vec<u8>>,
     pub(super) end: mpsc::Sender<Ending>,
     pub(super) ending: Arc<Mutex<Option<Ending>>>,
+    pub(super) status: Arc<Mutex<RemoteStatus>>,
 }
 
 impl Link {
@@ -150,6 +162,7 @@ impl Link {
             log: parts.log,
             end: parts.end,
             ending: parts.ending,
+            status: parts.status,
         };
         for name in bad {
             link.note(format!("the configured header `{name}` has a name or value HTTP cannot carry; it is not sent"));
@@ -170,13 +183,16 @@ impl Link {
         self.session.lock().map(|s| s.epoch).unwrap_or_default()
     }
 
-    /// The endpoint, for messages: without its query (it may hold a key).
+    /// The endpoint, for messages (see [`shown`]).
     pub(super) fn shown_url(&self) -> String {
-        let mut url = self.url.clone();
-        url.set_query(None);
-        url.set_fragment(None);
-        let _ = url.set_password(None);
-        url.to_string()
+        shown(&self.url)
+    }
+
+    /// Changes what the server's status shows of the transport.
+    pub(super) fn show(&self, change: impl FnOnce(&mut RemoteStatus)) {
+        if let Ok(mut status) = self.status.lock() {
+            change(&mut status);
+        }
     }
 
     /// Hands one message (a JSON text without newlines) to the connection,
@@ -238,7 +254,10 @@ impl Link {
                     return Err(Broken);
                 }
             };
-            let Some(challenge) = self.challenge(&response) else { return Ok(response) };
+            let Some(challenge) = self.challenge(&response) else {
+                self.show(|status| status.reached = true);
+                return Ok(response);
+            };
             let status = challenge.status;
             match self.credentials.refused(challenge).await {
                 Ok(Renewal::Retry) if renewals < MAX_RENEWALS => continue,

@@ -67,11 +67,39 @@ pub struct RemotePeer {
     pub exit: ExitWatch,
 }
 
+/// What a remote server's status shows of its transport.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct RemoteStatus {
+    /// The endpoint without its query, fragment or password (they may hold keys).
+    pub url: String,
+    /// `streamable-http`, or `http+sse` once the server turned out to speak it.
+    pub transport: String,
+    /// The server answered at least once.
+    pub reached: bool,
+    /// The start of the session id (`Mcp-Session-Id`, or the HTTP+SSE
+    /// endpoint's), enough to tell sessions apart; the whole id lets anyone
+    /// use the session, so it is not shown.
+    pub session: Option<String>,
+}
+
+/// How much of a session id a status shows.
+const SESSION_SHOWN: usize = 8;
+
+impl RemoteStatus {
+    pub(crate) fn set_session(&mut self, id: Option<&str>) {
+        self.session = id.map(|id| match id.char_indices().nth(SESSION_SHOWN) {
+            Some((end, _)) => format!("{}…", &id[..end]),
+            None => id.to_string(),
+        });
+    }
+}
+
 /// The task of a running bridge.
 #[derive(Clone, Debug)]
 pub struct RemoteTask {
     abort: AbortHandle,
     ending: Arc<Mutex<Option<Ending>>>,
+    status: Arc<Mutex<RemoteStatus>>,
 }
 
 impl RemoteTask {
@@ -97,6 +125,11 @@ impl RemoteTask {
         }
     }
 
+    /// The transport's side of the server's status.
+    pub fn status(&self) -> RemoteStatus {
+        self.status.lock().map(|status| status.clone()).unwrap_or_default()
+    }
+
     fn ending(&self) -> Option<Ending> {
         self.ending.lock().ok().and_then(|slot| slot.clone())
     }
@@ -120,6 +153,8 @@ pub fn start(config: &ServerConfig) -> Result<RemotePeer, ConnectError> {
     let (bridge_output, output) = tokio::io::duplex(PIPE_BYTES);
     let (bridge_log, log) = tokio::io::duplex(PIPE_BYTES);
     let ending = Arc::new(Mutex::new(None));
+    let status =
+        Arc::new(Mutex::new(RemoteStatus { url: link::shown(&url), transport: "streamable-http".into(), ..RemoteStatus::default() }));
     let settings = bridge::Settings {
         name: config.name.clone(),
         url,
@@ -130,9 +165,10 @@ pub fn start(config: &ServerConfig) -> Result<RemotePeer, ConnectError> {
         transport: config.transport,
         grace: config.timeouts.shutdown_grace,
         ending: ending.clone(),
+        status: status.clone(),
     };
     let running = tokio::spawn(bridge::run(settings, bridge_input, bridge_output, bridge_log));
-    let task = RemoteTask { abort: running.abort_handle(), ending };
+    let task = RemoteTask { abort: running.abort_handle(), ending, status };
     let (exit_tx, exit_rx) = watch::channel(None);
     tokio::spawn(async move {
         // Aborted (killed): dropping the sender reports the end as a kill.

@@ -237,6 +237,7 @@ fn get(link: &Link, http: &reqwest::Client, last_event: Option<&str>) -> Request
 fn opened(link: &Link, line: &[u8], session_id: Option<String>) {
     let answer: Value = serde_json::from_slice(line).unwrap_or_default();
     let version = answer.pointer("/result/protocolVersion").and_then(Value::as_str).map(str::to_string);
+    link.show(|status| status.set_session(session_id.as_deref()));
     if let Ok(mut session) = link.session.lock() {
         session.id = session_id;
         session.version = version;
