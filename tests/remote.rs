@@ -202,3 +202,50 @@ async fn a_remote_server_failing_leaves_a_stdio_server_beside_it_alone() {
     assert_eq!(echo(&handle, "web", "again").await.unwrap(), "again");
     handle.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_the_stateless_era_a_cancelled_call_closes_its_stream_and_sends_nothing() {
+    let fixture = Fixture::start(Flavour::Stateless);
+    let handle = start(vec![remote("web", &fixture)]).await;
+    let timed_out = handle.call(CallTool::new("mcp__web__wait", json!({})).with_timeout(Duration::from_millis(300))).await;
+    assert!(matches!(timed_out, Err(CallError::Timeout { .. })), "{timed_out:?}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while fixture.knobs().closed_streams == 0 {
+        assert!(Instant::now() < deadline, "the answer stream was never closed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(echo(&handle, "web", "next").await.unwrap(), "next");
+    assert!(!fixture.knobs().methods.iter().any(|m| m == "notifications/cancelled"), "closing the stream is the cancellation");
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_get_stream_carries_the_servers_own_requests() {
+    let fixture = Fixture::start(Flavour::Json);
+    fixture.knobs().offer_get_stream = true;
+    let handle = start(vec![remote("web", &fixture)]).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !fixture.push(json!({"jsonrpc": "2.0", "id": "server-ping-1", "method": "ping"})) {
+        assert!(Instant::now() < deadline, "no GET stream was opened");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    wait_posted(&fixture, "-", 1).await;
+    assert_eq!(echo(&handle, "web", "both ways").await.unwrap(), "both ways");
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirects_are_followed_within_the_origin_only() {
+    let fixture = Fixture::start(Flavour::Json);
+    let mut same = ServerConfig::remote("same", Transport::Http, fixture.url_at("/same-origin"));
+    same.era = mcpvisor::config::Era::Legacy;
+    let mut other = ServerConfig::remote("other", Transport::Http, fixture.url_at("/other-origin"));
+    other.era = mcpvisor::config::Era::Legacy;
+    other.restart = mcpvisor::restart::RestartPolicy::Never;
+    let handle = start(vec![same, other]).await;
+    assert_eq!(echo(&handle, "same", "redirected").await.unwrap(), "redirected");
+    let status = wait_status(&handle, "other", |s| matches!(s.state, ServerState::Failed { .. })).await;
+    let why = status.last_error.unwrap_or_default();
+    assert!(why.contains("a redirect to another origin (http://localhost:"), "{why}");
+    handle.shutdown().await;
+}

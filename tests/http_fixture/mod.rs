@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::post;
 use axum::Router;
 use futures::stream::{self, StreamExt};
@@ -53,12 +53,29 @@ pub struct Knobs {
     next_event: u64,
     /// HTTP+SSE: the event stream of each session.
     legacy: HashMap<String, mpsc::UnboundedSender<Value>>,
+    /// Streamable HTTP: a GET opens a stream for the server's own messages.
+    pub offer_get_stream: bool,
+    /// The open GET streams.
+    pushers: Vec<mpsc::UnboundedSender<Value>>,
+    /// Answer streams the client closed before they ended.
+    pub closed_streams: usize,
+}
+
+/// Counts a stream the client closed: dropped before its end.
+struct ClosedGuard(Arc<Mutex<Knobs>>);
+
+impl Drop for ClosedGuard {
+    fn drop(&mut self) {
+        self.0.lock().unwrap().closed_streams += 1;
+    }
 }
 
 #[derive(Clone)]
 struct Shared {
     flavour: Flavour,
     knobs: Arc<Mutex<Knobs>>,
+    /// The endpoint under another origin (`localhost` for `127.0.0.1`).
+    elsewhere: String,
 }
 
 pub struct Fixture {
@@ -74,13 +91,18 @@ impl Fixture {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let addr = listener.local_addr().expect("its address");
         let knobs = Arc::new(Mutex::new(Knobs::default()));
-        let runtime = serve(listener, Shared { flavour, knobs: knobs.clone() });
+        let runtime = serve(listener, Shared { flavour, knobs: knobs.clone(), elsewhere: elsewhere(addr) });
         Fixture { addr, flavour, knobs, runtime: Some(runtime) }
     }
 
     /// The MCP endpoint.
     pub fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)
+    }
+
+    /// A URL of this server at `path` (e.g. `/same-origin`).
+    pub fn url_at(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
     }
 
     /// Ends the server at once: every connection is closed, nothing answers.
@@ -99,7 +121,14 @@ impl Fixture {
             knobs.legacy.clear();
         }
         let listener = std::net::TcpListener::bind(self.addr).expect("the same port again");
-        self.runtime = Some(serve(listener, Shared { flavour: self.flavour, knobs: self.knobs.clone() }));
+        self.runtime = Some(serve(listener, Shared { flavour: self.flavour, knobs: self.knobs.clone(), elsewhere: elsewhere(self.addr) }));
+    }
+
+    /// Sends `message` on every open GET stream; false when none is open.
+    pub fn push(&self, message: Value) -> bool {
+        let mut knobs = self.knobs.lock().unwrap();
+        knobs.pushers.retain(|pusher| pusher.send(message.clone()).is_ok());
+        !knobs.pushers.is_empty()
     }
 
     /// Forgets every session, as a server does when they expire.
@@ -118,11 +147,17 @@ impl Drop for Fixture {
     }
 }
 
+fn elsewhere(addr: SocketAddr) -> String {
+    format!("http://localhost:{}/mcp", addr.port())
+}
+
 fn serve(listener: std::net::TcpListener, shared: Shared) -> tokio::runtime::Runtime {
     listener.set_nonblocking(true).expect("non-blocking");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("a runtime");
     let app = Router::new()
         .route("/mcp", post(on_post).get(on_get).delete(on_delete))
+        .route("/same-origin", post(|| async { Redirect::temporary("/mcp") }))
+        .route("/other-origin", post(|State(shared): State<Shared>| async move { Redirect::temporary(&shared.elsewhere) }))
         .route("/messages", post(on_legacy_post))
         .with_state(shared);
     runtime.spawn(async move {
@@ -204,7 +239,14 @@ async fn on_post(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
     if method == "tools/call" && name == "wait" {
         // Never answers: the call is cancelled or the server killed.
         return match shared.flavour {
-            Flavour::Events => event_stream(stream::pending()),
+            Flavour::Events | Flavour::Stateless => {
+                let guard = ClosedGuard(shared.knobs.clone());
+                let endless = stream::pending::<String>().chain(stream::iter([String::new()]).map(move |text| {
+                    let _ = &guard;
+                    text
+                }));
+                event_stream(endless)
+            }
             _ => std::future::pending().await,
         };
     }
@@ -256,6 +298,12 @@ async fn on_get(State(shared): State<Shared>, headers: HeaderMap) -> Response {
     }
     match header(&headers, "mcp-session-id") {
         None => refusal(StatusCode::BAD_REQUEST, -32000, "Bad Request: No valid session ID provided"),
+        Some(_) if shared.knobs.lock().unwrap().offer_get_stream => {
+            let (tx, rx) = mpsc::unbounded_channel::<Value>();
+            shared.knobs.lock().unwrap().pushers.push(tx);
+            let messages = tokio_stream::wrappers::UnboundedReceiverStream::new(rx).map(|m| format!("data: {m}\n\n"));
+            event_stream(stream::iter([": open\n\n".to_string()]).chain(messages))
+        }
         Some(_) => StatusCode::METHOD_NOT_ALLOWED.into_response(),
     }
 }

@@ -44,6 +44,8 @@ pub(super) struct Settings {
     pub(super) max_frame: usize,
     pub(super) transport: Transport,
     pub(super) grace: Duration,
+    /// The longest a notification or an answer may take to be accepted.
+    pub(super) patience: Duration,
     pub(super) ending: Arc<Mutex<Option<Ending>>>,
     pub(super) status: Arc<Mutex<RemoteStatus>>,
 }
@@ -69,13 +71,22 @@ pub(super) async fn run(settings: Settings, input: DuplexStream, output: DuplexS
         status: settings.status,
     }));
     let mut bridge = Bridge { link: link.clone(), tasks: JoinSet::new(), in_flight: HashMap::new(), probing: false, lane: None };
-    let exit = bridge.serve(settings.transport, input, &mut end_rx, settings.grace).await;
+    let timing = Timing { transport: settings.transport, grace: settings.grace, patience: settings.patience };
+    let exit = bridge.serve(timing, input, &mut end_rx).await;
     bridge.tasks.shutdown().await;
     drop(bridge);
     drop(link);
     let _ = tokio::time::timeout(FLUSH, writer.join()).await;
     let _ = tokio::time::timeout(FLUSH, logger.join()).await;
     exit
+}
+
+/// The transport asked for and the bridge's time limits.
+struct Timing {
+    transport: Transport,
+    /// At the end, how long deleting the session may take (half of it).
+    grace: Duration,
+    patience: Duration,
 }
 
 struct Bridge {
@@ -90,10 +101,11 @@ struct Bridge {
 }
 
 impl Bridge {
-    async fn serve(&mut self, transport: Transport, input: DuplexStream, end: &mut mpsc::Receiver<Ending>, grace: Duration) -> ExitInfo {
+    async fn serve(&mut self, settings: Timing, input: DuplexStream, end: &mut mpsc::Receiver<Ending>) -> ExitInfo {
+        let Timing { transport, grace, patience } = settings;
         let (lane_tx, lane_rx) = mpsc::channel(LANE_QUEUE);
         self.lane = Some(lane_tx);
-        self.tasks.spawn(lane(self.link.clone(), lane_rx));
+        self.tasks.spawn(lane(self.link.clone(), lane_rx, patience));
         match transport {
             Transport::Sse => {
                 if let Err(why) = self.use_legacy().await {
@@ -203,12 +215,19 @@ impl Bridge {
 }
 
 /// POSTs notifications and answers to the server's requests one at a
-/// time, in the order the connection wrote them.
-async fn lane(link: Arc<Link>, mut frames: mpsc::Receiver<Outgoing>) {
+/// time, in the order the connection wrote them; one the server does not
+/// take within `patience` is given up (noted), so the next can go.
+async fn lane(link: Arc<Link>, mut frames: mpsc::Receiver<Outgoing>, patience: Duration) {
     while let Some(frame) = frames.recv().await {
-        match link.legacy_endpoint.get() {
-            Some(endpoint) => legacy_sse::post(link.clone(), endpoint.clone(), frame).await,
-            None => streamable::notify(&link, &frame).await,
+        let what = frame.method.clone().unwrap_or_else(|| "an answer".into());
+        let sent = async {
+            match link.legacy_endpoint.get() {
+                Some(endpoint) => legacy_sse::post(link.clone(), endpoint.clone(), frame).await,
+                None => streamable::notify(&link, &frame).await,
+            }
+        };
+        if tokio::time::timeout(patience, sent).await.is_err() {
+            link.note(format!("the server did not take {what} within {patience:?}; it was given up"));
         }
     }
 }

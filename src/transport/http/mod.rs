@@ -164,6 +164,7 @@ pub fn start(config: &ServerConfig) -> Result<RemotePeer, ConnectError> {
         max_frame: config.limits.max_frame,
         transport: config.transport,
         grace: config.timeouts.shutdown_grace,
+        patience: config.timeouts.call,
         ending: ending.clone(),
         status: status.clone(),
     };
