@@ -252,3 +252,29 @@ async fn redirects_are_followed_within_the_origin_only() {
     assert!(why.contains("a redirect to another origin (http://localhost:"), "{why}");
     handle.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stops_answering_holds_only_max_in_flight_requests() {
+    let fixture = Fixture::start(Flavour::Json);
+    let mut config = remote("web", &fixture);
+    (config.limits.max_in_flight, config.limits.max_queued) = (2, 1);
+    let handle = start(vec![config]).await;
+    let waiting: Vec<_> = (0..3)
+        .map(|_| {
+            let handle = handle.clone();
+            tokio::spawn(async move { handle.call(CallTool::new("mcp__web__wait", json!({})).with_timeout(Duration::from_secs(1))).await })
+        })
+        .collect();
+    wait_status(&handle, "web", |s| s.in_flight == 2 && s.queued == 1).await;
+    wait_posted(&fixture, "tools/call", 2).await;
+    let refused = echo(&handle, "web", "one too many").await;
+    assert!(matches!(refused, Err(CallError::Overloaded { in_flight: 2, queued: 1, .. })), "{refused:?}");
+    for call in waiting {
+        let ended = call.await.unwrap();
+        assert!(matches!(ended, Err(CallError::Timeout { .. })), "{ended:?}");
+    }
+    let posted = fixture.knobs().methods.iter().filter(|m| *m == "tools/call").count();
+    assert_eq!(posted, 2, "the queued call timed out waiting for a slot: it never reached the server");
+    assert_eq!(echo(&handle, "web", "free again").await.unwrap(), "free again");
+    handle.shutdown().await;
+}
