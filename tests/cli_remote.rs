@@ -36,7 +36,7 @@ fn call_test_and_status_work_on_a_remote_server() {
     let output = sandbox.cmd(["test", "web"]).env("WEB_TOKEN", "t0ken-from-env").output().unwrap();
     let shown = stdout(&output);
     assert!(output.status.success(), "{shown}{}", stderr(&output));
-    assert!(shown.contains("connect") && shown.contains(&format!("streamable-http {}", fixture.url())), "{shown}");
+    assert!(shown.contains("connect") && shown.contains(&fixture.url()) && shown.contains("over streamable-http"), "{shown}");
     assert!(shown.contains("session session-"), "the session is named: {shown}");
 
     let output = sandbox.cmd(["status", "--json"]).env("WEB_TOKEN", "t0ken-from-env").output().unwrap();
