@@ -278,3 +278,14 @@ async fn a_server_that_stops_answering_holds_only_max_in_flight_requests() {
     assert_eq!(echo(&handle, "web", "free again").await.unwrap(), "free again");
     handle.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_the_stateless_era_the_listen_stream_brings_list_changes() {
+    let fixture = Fixture::start(Flavour::Stateless);
+    let handle = start(vec![remote("web", &fixture)]).await;
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}});
+    wait_until("the opening of the subscriptions/listen stream", || fixture.push(changed.clone())).await;
+    wait_posted(&fixture, "tools/list", 2).await;
+    assert_eq!(echo(&handle, "web", "listening").await.unwrap(), "listening");
+    handle.shutdown().await;
+}
