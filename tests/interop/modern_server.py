@@ -2,7 +2,9 @@
 .ci/interop-setup), which speaks the 2026-07-28 protocol as well as the
 legacy handshake: the interop tests' modern-era peer. The SDK's dual-era
 loop lets the client's first request decide the era. Run as
-`python modern_server.py` (stdio).
+`python modern_server.py` (stdio) or `python modern_server.py http PORT`
+(stateless Streamable HTTP at `http://127.0.0.1:PORT/mcp`; it says
+`Uvicorn running on` on stderr once it accepts connections).
 
 What it offers (see docs/interop.md for the wire details):
 
@@ -19,6 +21,7 @@ Resources `note://hello` (fixed text) and the template `note://echo/{word}`;
 the prompt `review(code)`; completion of `review`'s `code` argument.
 """
 
+import sys
 import warnings
 from typing import Annotated
 
@@ -132,4 +135,7 @@ async def complete(ref, argument, context):
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if sys.argv[1:2] == ["http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), stateless_http=True)
+    else:
+        server.run("stdio")
