@@ -261,6 +261,8 @@ pub struct ServerStatus {
     pub stderr_tail: Vec<String>,
     /// Problems worth a user's attention: tools left out, names disambiguated or in collision.
     pub warnings: Vec<String>,
+    /// A remote server's transport: URL, kind, session (`None` for others).
+    pub remote: Option<crate::transport::http::RemoteStatus>,
 }
 
 fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

@@ -9,7 +9,7 @@
 //! | [`handle`] | [`Runtime::start`] and the `Send + Sync + Clone` [`Handle`] for non-actix programs |
 //! | [`protocol`] | the JSON-RPC envelope, MCP method names and versions, the agreed era ([`protocol::Session`]), tool schema checks |
 //! | [`codec`] | newline-delimited JSON-RPC framing with a frame-size limit |
-//! | [`transport`] | child processes over stdio (process groups, environment, shutdown, orphans, parent-death signal); in-process servers ([`ToolHandler`]) |
+//! | [`transport`] | child processes over stdio (process groups, environment, shutdown, orphans, parent-death signal); in-process servers ([`ToolHandler`]); remote servers over Streamable HTTP and HTTP+SSE ([`transport::http`]) with their credentials |
 //! | [`config`] | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
 //! | [`restart`] | restart policy, backoff and intensity, as plain data |
 //! | [`naming`] | exposed tool names `mcp__{server}__{tool}`, and how names that read alike are told apart |
@@ -44,8 +44,8 @@
 
 #[path = "../actors/mod.rs"]
 pub mod actors;
-pub mod catalog_cache;
 pub mod builtin_tools;
+pub mod catalog_cache;
 pub mod cli;
 pub mod codec;
 pub mod config;

@@ -61,7 +61,7 @@ fn exit_codes_tell_tool_errors_usage_errors_and_connection_errors_apart() {
 #[test]
 fn status_json_reports_every_server() {
     let sandbox =
-        with_servers("[servers.off]\ncommand = \"whatever\"\nenabled = false\n\n[servers.web]\nurl = \"https://mcp.example.com/mcp\"\n");
+        with_servers("[servers.off]\ncommand = \"whatever\"\nenabled = false\n\n[servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\n");
     let (status, code) = sandbox.json(["status", "--json"]);
     assert_eq!(code, 0);
     let all = status.as_array().unwrap();
@@ -81,8 +81,9 @@ fn status_json_reports_every_server() {
     );
     assert_eq!(demo["source"], sandbox.user_file.display().to_string());
     assert_eq!(all[1]["state"], "disabled");
-    assert_eq!(all[2]["state"], "failed");
-    assert!(all[2]["error"].as_str().unwrap().contains("http transport: connecting to remote servers is not built yet"), "{}", all[2]);
+    assert_ne!(all[2]["state"], "connected", "{}", all[2]);
+    let error = all[2]["last_error"].as_str().or(all[2]["error"].as_str()).unwrap_or_default();
+    assert!(error.contains("server `web`: POST http://127.0.0.1:1/mcp failed") && error.contains("refused"), "{}", all[2]);
 }
 
 #[test]

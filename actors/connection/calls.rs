@@ -20,6 +20,7 @@ impl Connection {
             _ if self.phase == Phase::Stopping => return Err(CallError::Stopped { server, tool }),
             _ if !self.enabled => return Err(CallError::Disabled { server, tool }),
             ServerState::Failed { error, .. } => return Err(CallError::Failed { server, tool, error: error.clone() }),
+            ServerState::NeedsAuth => return Err(CallError::NeedsAuth { server, tool }),
             _ => {}
         }
         let send_now = !self.calls.has_queued() && self.can_send_call();

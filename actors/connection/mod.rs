@@ -102,6 +102,8 @@ enum Failure {
     GaveUp(String),
     Disabled,
     Stopped,
+    /// The server refused the credentials; a user must log in or fix them.
+    NeedsAuth,
 }
 
 type Outcome = Result<Box<RawValue>, Failure>;
@@ -118,6 +120,7 @@ impl Failure {
             Failure::GaveUp(error) => CallError::Failed { server, tool, error },
             Failure::Disabled => CallError::Disabled { server, tool },
             Failure::Stopped => CallError::Stopped { server, tool },
+            Failure::NeedsAuth => CallError::NeedsAuth { server, tool },
         }
     }
 
@@ -132,6 +135,7 @@ impl Failure {
             Failure::GaveUp(error) => format!("the server had failed for good ({error})"),
             Failure::Disabled => "the server was disabled meanwhile".into(),
             Failure::Stopped => "the connection was stopped before the answer came".into(),
+            Failure::NeedsAuth => "the server needs authorisation".into(),
         };
         ConnectError::Protocol { server, method, message }
     }
@@ -407,6 +411,7 @@ impl Connection {
             last_error: self.last_error.clone(),
             stderr_tail: self.stderr_tail(),
             warnings: self.tool_warnings.clone(),
+            remote: run.and_then(|r| r.process.remote_status()),
         }
     }
 }

@@ -1,8 +1,8 @@
 //! The seam between a connection and its server: the only code that knows
 //! what the server is. A child process over stdio (spawn, pid, process
 //! group, signals) or an in-process server (a task of the runtime over
-//! in-memory pipes, [`crate::transport::in_process`]); a remote transport
-//! will put its own kind of peer beside these. The rest of the connection
+//! in-memory pipes, [`crate::transport::in_process`]) or a remote server
+//! (a bridge task turning frames into HTTP, [`crate::transport::http`]). The rest of the connection
 //! sees frames and log lines arriving as stream items, the end as
 //! `Exited`, and writes through [`Process::take_input`]; the one thing it
 //! may not get is a pid.
@@ -13,7 +13,7 @@ use futures::future::Either;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::*;
-use crate::transport::in_process;
+use crate::transport::{http, in_process};
 
 /// Where the connection writes frames to the server.
 pub(super) type Input = Box<dyn AsyncWrite + Unpin>;
@@ -23,6 +23,7 @@ type Output = Box<dyn AsyncRead + Unpin>;
 enum Kind {
     Child { pid: u32, group: ProcessGroup },
     InProcess(in_process::ServerTask),
+    Remote(http::RemoteTask),
 }
 
 /// One running server.
@@ -39,10 +40,15 @@ impl Process {
     /// Starts the server of run `generation` and attaches its output to the
     /// connection.
     pub(super) fn start(config: &ServerConfig, generation: u64, ctx: &mut Context<Connection>) -> Result<Process, ConnectError> {
+        let remote = matches!(config.transport, Transport::Http | Transport::Sse);
         let (kind, exit, input, output, log): (Kind, ExitWatch, Input, Output, Output) = match &config.in_process {
             Some(handler) => {
                 let peer = in_process::start(handler, &config.name);
                 (Kind::InProcess(peer.task), peer.exit, Box::new(peer.input), Box::new(peer.output), Box::new(peer.log))
+            }
+            None if remote => {
+                let peer = http::start(config)?;
+                (Kind::Remote(peer.task), peer.exit, Box::new(peer.input), Box::new(peer.output), Box::new(peer.log))
             }
             None => {
                 let child = stdio::spawn(config)?;
@@ -69,7 +75,7 @@ impl Process {
     pub(super) fn pid(&self) -> Option<u32> {
         match self.kind {
             Kind::Child { pid, .. } => Some(pid),
-            Kind::InProcess(_) => None,
+            Kind::InProcess(_) | Kind::Remote(_) => None,
         }
     }
 
@@ -79,12 +85,14 @@ impl Process {
         match &self.kind {
             Kind::Child { group, .. } => group.signal(libc::SIGKILL),
             Kind::InProcess(task) => task.kill(),
+            Kind::Remote(task) => task.kill(),
         }
     }
 
     /// Stops the server politely: its input is closed (MCP's stdio
     /// shutdown), then a child gets SIGTERM and SIGKILL `grace` apart, and
-    /// an in-process server is killed after `grace`. The future ends once
+    /// an in-process server or a remote bridge (which deletes its session)
+    /// is killed after `grace`. The future ends once
     /// the server has ended; it needs no access to the connection.
     pub(super) fn stop(&mut self, grace: Duration) -> impl Future<Output = ExitInfo> + 'static {
         self.closing = true;
@@ -92,7 +100,8 @@ impl Process {
         let exit = self.exit.clone();
         match &self.kind {
             Kind::Child { group, .. } => Either::Left(stdio::shutdown(*group, exit, grace)),
-            Kind::InProcess(task) => Either::Right(in_process::shutdown(task.clone(), exit, grace)),
+            Kind::InProcess(task) => Either::Right(Either::Left(in_process::shutdown(task.clone(), exit, grace))),
+            Kind::Remote(task) => Either::Right(Either::Right(http::shutdown(task.clone(), exit, grace))),
         }
     }
 
@@ -108,6 +117,31 @@ impl Process {
         }
         self.input = Some(input);
         true
+    }
+
+    /// Set when a remote server refused its credentials for good: what
+    /// the user must do.
+    pub(super) fn needs_login(&self) -> Option<String> {
+        match &self.kind {
+            Kind::Remote(task) => task.needs_login(),
+            _ => None,
+        }
+    }
+
+    /// What a remote server's status shows of its transport.
+    pub(super) fn remote_status(&self) -> Option<http::RemoteStatus> {
+        match &self.kind {
+            Kind::Remote(task) => Some(task.status()),
+            _ => None,
+        }
+    }
+
+    /// Set when a remote server was lost: how (a sentence naming its URL).
+    pub(super) fn lost(&self) -> Option<String> {
+        match &self.kind {
+            Kind::Remote(task) => task.lost(),
+            _ => None,
+        }
     }
 
     pub(super) fn can_write(&self) -> bool {

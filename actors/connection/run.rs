@@ -43,14 +43,6 @@ impl Connection {
         if self.phase == Phase::Stopping || self.run.is_some() {
             return;
         }
-        if matches!(self.config.transport, Transport::Http | Transport::Sse) {
-            let error = format!(
-                "server `{}`: {} transport: connecting to remote servers is not built yet (it comes with the remote-transports work); the entry is stored and listed only",
-                self.config.name,
-                self.config.transport.as_str()
-            );
-            return self.give_up(error, ctx);
-        }
         let generation = self.generation + 1;
         let process = match Process::start(&self.config, generation, ctx) {
             Ok(process) => process,
@@ -165,9 +157,11 @@ impl Connection {
         let exit = run.exit.unwrap_or(ExitInfo { code: None, signal: None });
         let stderr_tail = self.stderr_tail();
         let stopped = self.phase != Phase::Serving;
-        self.calls.fail_all(|| match stopped {
-            true => Failure::Stopped,
-            false => Failure::Exited { exit, stderr_tail: stderr_tail.clone() },
+        let needs_login = run.process.needs_login().filter(|_| !stopped);
+        self.calls.fail_all(|| match (stopped, &needs_login) {
+            (true, _) => Failure::Stopped,
+            (false, Some(_)) => Failure::NeedsAuth,
+            (false, None) => Failure::Exited { exit, stderr_tail: stderr_tail.clone() },
         });
         if run.ready && self.phase != Phase::Stopping {
             self.registry.do_send_down(ServerDown { server: self.config.name.clone() });
@@ -182,13 +176,17 @@ impl Connection {
             ctx.stop();
             return;
         }
-        let (error, ending) = match self.run_error.take() {
-            Some((error, _)) if error.is_permanent() => return self.give_up(error.to_string(), ctx),
-            Some((error, ending)) => (error.to_string(), ending),
-            None if !run.ready => {
+        if let Some(message) = needs_login {
+            return self.wait_for_login(message);
+        }
+        let (error, ending) = match (self.run_error.take(), run.process.lost()) {
+            (Some((error, _)), _) if error.is_permanent() => return self.give_up(error.to_string(), ctx),
+            (Some((error, ending)), _) => (error.to_string(), ending),
+            (None, Some(lost)) => (format!("server `{}`: {lost}", self.config.name), Ending::Failure),
+            (None, None) if !run.ready => {
                 (ConnectError::Exited { server: self.config.name.clone(), exit, stderr_tail: Vec::new() }.to_string(), Ending::Failure)
             }
-            None => (format!("server exited ({exit})"), if exit.is_clean() { Ending::Clean } else { Ending::Failure }),
+            (None, None) => (format!("server exited ({exit})"), if exit.is_clean() { Ending::Clean } else { Ending::Failure }),
         };
         self.last_error = Some(error.clone());
         match self.restarts.on_down(Instant::now(), run.started_at.elapsed(), ending) {
@@ -200,6 +198,15 @@ impl Connection {
             }
             Decision::GiveUp { reason } => self.give_up(format!("{error}; {reason}"), ctx),
         }
+    }
+
+    /// The server refused the credentials and only a user can fix that: no
+    /// restarts until a reconnect; calls fail with `NeedsAuth`.
+    fn wait_for_login(&mut self, message: String) {
+        tracing::warn!(server = %self.config.name, "needs authorisation: {message}");
+        self.last_error = Some(message);
+        self.calls.fail_queued(|| Failure::NeedsAuth);
+        self.set_state(ServerState::NeedsAuth);
     }
 
     /// Marks the server failed: no more restarts, waiting calls fail.

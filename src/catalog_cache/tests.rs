@@ -31,6 +31,7 @@ fn status(name: &str, state: ServerState) -> ServerStatus {
         last_error: None,
         stderr_tail: Vec::new(),
         warnings: Vec::new(),
+        remote: None,
     }
 }
 

@@ -160,17 +160,25 @@ async fn start_up(session: &Session, name: &str, first_step: &'static str, steps
     loop {
         let Ok(status) = session.status_of(name).await else { return false };
         let now = Instant::now();
-        if !spawned && status.pid.is_some() {
-            spawned = steps.record(first_step, now - phase_start, Ok(format!("pid {}", status.pid.unwrap_or(0))));
+        let reached = status.remote.as_ref().filter(|remote| remote.reached);
+        if !spawned && (status.pid.is_some() || reached.is_some()) {
+            let detail = match reached {
+                Some(remote) => format!("{} {}", remote.transport, remote.url),
+                None => format!("pid {}", status.pid.unwrap_or(0)),
+            };
+            spawned = steps.record(first_step, now - phase_start, Ok(detail));
             phase_start = now;
         }
         if !negotiated && status.protocol_version.is_some() {
-            let detail = format!(
+            let mut detail = format!(
                 "{} era, protocol {}, server {}",
                 status.era.as_deref().unwrap_or("?"),
                 status.protocol_version.as_deref().unwrap_or("?"),
                 status.server_info.as_deref().unwrap_or("(no serverInfo)")
             );
+            if let Some(session) = status.remote.as_ref().and_then(|remote| remote.session.as_deref()) {
+                detail.push_str(&format!(", session {session}"));
+            }
             negotiated = steps.record("handshake", now - phase_start, Ok(detail));
             phase_start = now;
         }

@@ -8,6 +8,7 @@
 //! the same shapes over HTTP.
 
 pub mod credentials;
+pub mod http;
 pub mod in_process;
 pub mod stdio;
 

@@ -1,0 +1,260 @@
+//! The bridge task: reads the connection's frames, sends each the way the
+//! server's transport wants, and ends on the end of its input (code 0) or
+//! when the server is lost ([`super::LOST`]).
+//!
+//! `transport = "http"` tries Streamable HTTP first: when the first POST is
+//! answered 400, 404 or 405 and a GET of the same URL opens an event stream
+//! naming an endpoint, the server speaks HTTP+SSE and the bridge switches
+//! to it for good (as the TypeScript SDK and Claude Code do).
+//! `transport = "sse"` uses HTTP+SSE from the start.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::Url;
+use tokio::io::{AsyncWriteExt, DuplexStream};
+use tokio::sync::mpsc;
+use tokio::task::{AbortHandle, JoinSet};
+use tokio_util::codec::{FramedRead, LinesCodec};
+
+use super::link::{Ending, Link, LinkParts, Outgoing};
+use super::{headers, legacy_sse, streamable, RemoteStatus, LOST};
+use crate::config::Transport;
+use crate::protocol::methods;
+use crate::transport::credentials::Credentials;
+use crate::transport::ExitInfo;
+
+/// Messages for the connection waiting while its pipe is full.
+const OUT_QUEUE: usize = 64;
+/// Log lines waiting; more are dropped.
+const LOG_QUEUE: usize = 256;
+/// Notifications and answers waiting to be POSTed, in order.
+const LANE_QUEUE: usize = 256;
+/// How long the last messages may take to reach the connection at the end.
+const FLUSH: Duration = Duration::from_secs(1);
+
+pub(super) struct Settings {
+    pub(super) name: String,
+    pub(super) url: Url,
+    pub(super) http: reqwest::Client,
+    pub(super) credentials: Arc<dyn Credentials>,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) max_frame: usize,
+    pub(super) transport: Transport,
+    pub(super) grace: Duration,
+    /// The longest a notification or an answer may take to be accepted.
+    pub(super) patience: Duration,
+    pub(super) ending: Arc<Mutex<Option<Ending>>>,
+    pub(super) status: Arc<Mutex<RemoteStatus>>,
+}
+
+/// Runs the bridge until its input ends or the server is lost.
+pub(super) async fn run(settings: Settings, input: DuplexStream, output: DuplexStream, log: DuplexStream) -> ExitInfo {
+    let (out_tx, out_rx) = mpsc::channel(OUT_QUEUE);
+    let (log_tx, log_rx) = mpsc::channel(LOG_QUEUE);
+    let (end_tx, mut end_rx) = mpsc::channel(4);
+    let writer = AbortOnDrop(tokio::spawn(write_lines(out_rx, output, false)));
+    let logger = AbortOnDrop(tokio::spawn(write_lines(log_rx, log, true)));
+    let link = Arc::new(Link::new(LinkParts {
+        name: settings.name,
+        url: settings.url,
+        http: settings.http,
+        credentials: settings.credentials,
+        headers: settings.headers,
+        max_frame: settings.max_frame,
+        out: out_tx,
+        log: log_tx,
+        end: end_tx,
+        ending: settings.ending,
+        status: settings.status,
+    }));
+    let mut bridge = Bridge { link: link.clone(), tasks: JoinSet::new(), in_flight: HashMap::new(), probing: false, lane: None };
+    let timing = Timing { transport: settings.transport, grace: settings.grace, patience: settings.patience };
+    let exit = bridge.serve(timing, input, &mut end_rx).await;
+    bridge.tasks.shutdown().await;
+    drop(bridge);
+    drop(link);
+    let _ = tokio::time::timeout(FLUSH, writer.join()).await;
+    let _ = tokio::time::timeout(FLUSH, logger.join()).await;
+    exit
+}
+
+/// The transport asked for and the bridge's time limits.
+struct Timing {
+    transport: Transport,
+    /// At the end, how long deleting the session may take (half of it).
+    grace: Duration,
+    patience: Duration,
+}
+
+struct Bridge {
+    link: Arc<Link>,
+    /// Every task of the bridge: they end with it.
+    tasks: JoinSet<()>,
+    /// Requests whose answer is being read, by id: cancelling one closes its stream.
+    in_flight: HashMap<String, AbortHandle>,
+    /// The first request is still to be sent (`transport = "http"`: it tells the transport).
+    probing: bool,
+    lane: Option<mpsc::Sender<Outgoing>>,
+}
+
+impl Bridge {
+    async fn serve(&mut self, settings: Timing, input: DuplexStream, end: &mut mpsc::Receiver<Ending>) -> ExitInfo {
+        let Timing { transport, grace, patience } = settings;
+        let (lane_tx, lane_rx) = mpsc::channel(LANE_QUEUE);
+        self.lane = Some(lane_tx);
+        self.tasks.spawn(lane(self.link.clone(), lane_rx, patience));
+        match transport {
+            Transport::Sse => {
+                if let Err(why) = self.use_legacy().await {
+                    self.link.end(Ending::Lost(format!("no HTTP+SSE server at {}: {why}", self.link.shown_url())));
+                }
+            }
+            _ => {
+                self.probing = true;
+                self.tasks.spawn(streamable::listen(self.link.clone()));
+            }
+        }
+        let mut lines = FramedRead::new(input, LinesCodec::new());
+        loop {
+            tokio::select! {
+                biased;
+                Some(_) = end.recv() => return LOST,
+                Some(done) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => {
+                    if let Ok((task, ())) = done {
+                        self.in_flight.retain(|_, handle| handle.id() != task);
+                    }
+                }
+                line = lines.next() => match line {
+                    Some(Ok(text)) => self.dispatch(text.into_bytes()).await,
+                    Some(Err(_)) | None => break,
+                },
+            }
+        }
+        if self.link.legacy_endpoint.get().is_none() {
+            let _ = tokio::time::timeout(grace / 2, streamable::delete_session(&self.link)).await;
+        }
+        ExitInfo { code: Some(0), signal: None }
+    }
+
+    async fn dispatch(&mut self, text: Vec<u8>) {
+        let Some(frame) = Outgoing::parse(text) else { return };
+        if frame.is(methods::CANCELLED) {
+            return self.cancel(frame).await;
+        }
+        if !frame.is_request() {
+            if let Some(lane) = &self.lane {
+                let _ = lane.send(frame).await;
+            }
+            return;
+        }
+        self.link.set_modern(headers::modern_version(&frame.value).is_some());
+        if let Some(endpoint) = self.link.legacy_endpoint.get() {
+            self.tasks.spawn(legacy_sse::post(self.link.clone(), endpoint.clone(), frame));
+            return;
+        }
+        if std::mem::take(&mut self.probing) {
+            return self.probe(frame).await;
+        }
+        let key = frame.id.as_ref().map(|id| id.to_string()).unwrap_or_default();
+        let handle = self.tasks.spawn(streamable::request(self.link.clone(), frame));
+        self.in_flight.insert(key, handle);
+    }
+
+    /// A cancellation: the request's stream is closed (the cancellation of
+    /// the 2026-07-28 era); in the `initialize` era the server is told too.
+    async fn cancel(&mut self, frame: Outgoing) {
+        let target = frame.value.pointer("/params/requestId").map(|id| id.to_string()).unwrap_or_default();
+        if let Some(handle) = self.in_flight.remove(&target) {
+            handle.abort();
+        }
+        if !self.link.is_modern() {
+            if let Some(lane) = &self.lane {
+                let _ = lane.send(frame).await;
+            }
+        }
+    }
+
+    /// Sends the first request of `transport = "http"`, and switches to
+    /// HTTP+SSE when the server turns out to speak it.
+    async fn probe(&mut self, frame: Outgoing) {
+        let Ok(sent) = streamable::post(&self.link, &frame).await else { return };
+        let status = sent.response.status().as_u16();
+        if matches!(status, 400 | 404 | 405) {
+            match self.use_legacy().await {
+                Ok(endpoint) => {
+                    self.link.note(format!(
+                        "{} answered HTTP {status} to a Streamable HTTP POST but serves HTTP+SSE; using that",
+                        self.link.shown_url()
+                    ));
+                    self.tasks.spawn(legacy_sse::post(self.link.clone(), endpoint, frame));
+                    return;
+                }
+                Err(why) => tracing::debug!(server = %self.link.name, "not an HTTP+SSE server either: {why}"),
+            }
+        }
+        let key = frame.id.as_ref().map(|id| id.to_string()).unwrap_or_default();
+        let handle = self.tasks.spawn(streamable::answer(self.link.clone(), frame, sent));
+        self.in_flight.insert(key, handle);
+    }
+
+    /// Opens the HTTP+SSE event stream and sends everything through it from now on.
+    async fn use_legacy(&mut self) -> Result<Url, String> {
+        let (endpoint, stream) = legacy_sse::open(&self.link).await?;
+        let _ = self.link.legacy_endpoint.set(endpoint.clone());
+        self.link.show(|status| {
+            status.transport = "http+sse".into();
+            let session = endpoint.query_pairs().find(|(key, _)| key.contains("session")).map(|(_, id)| id.into_owned());
+            status.set_session(session.as_deref());
+        });
+        self.tasks.spawn(legacy_sse::read(self.link.clone(), stream));
+        Ok(endpoint)
+    }
+}
+
+/// POSTs notifications and answers to the server's requests one at a
+/// time, in the order the connection wrote them; one the server does not
+/// take within `patience` is given up (noted), so the next can go.
+async fn lane(link: Arc<Link>, mut frames: mpsc::Receiver<Outgoing>, patience: Duration) {
+    while let Some(frame) = frames.recv().await {
+        let what = frame.method.clone().unwrap_or_else(|| "an answer".into());
+        let sent = async {
+            match link.legacy_endpoint.get() {
+                Some(endpoint) => legacy_sse::post(link.clone(), endpoint.clone(), frame).await,
+                None => streamable::notify(&link, &frame).await,
+            }
+        };
+        if tokio::time::timeout(patience, sent).await.is_err() {
+            link.note(format!("the server did not take {what} within {patience:?}; it was given up"));
+        }
+    }
+}
+
+/// Writes each line to `pipe` (with a newline when `terminate`).
+async fn write_lines(mut lines: mpsc::Receiver<Vec<u8>>, mut pipe: DuplexStream, terminate: bool) {
+    while let Some(mut line) = lines.recv().await {
+        if terminate {
+            line.push(b'\n');
+        }
+        if pipe.write_all(&line).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A task that is aborted when this is dropped (the bridge was killed).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl AbortOnDrop {
+    async fn join(mut self) {
+        let _ = (&mut self.0).await;
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

@@ -1,0 +1,103 @@
+//! Which credentials a remote server gets, and the static kind: the
+//! `auth` of its configuration (`bearer`, `basic`, `api_key`) and its raw
+//! `headers`, with `${VAR}` references already expanded
+//! ([`crate::config::ServerConfig::expanded`]). Nothing here can renew a
+//! refused value: a refusal means the configuration must change, so the
+//! server waits for that (`needs_auth`) instead of retrying in a loop.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use futures::future::BoxFuture;
+
+use crate::config::{Auth, ServerConfig};
+use crate::transport::credentials::{Challenge, Credentials, CredentialsError, Renewal};
+
+/// The credentials of `config`'s server: the one place that picks their kind.
+pub fn credentials_for(config: &ServerConfig) -> Arc<dyn Credentials> {
+    Arc::new(StaticCredentials::new(config))
+}
+
+/// Headers fixed by the configuration.
+#[derive(Clone)]
+pub struct StaticCredentials {
+    server: String,
+    headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for StaticCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("StaticCredentials").field("server", &self.server).field("headers", &names).finish()
+    }
+}
+
+impl StaticCredentials {
+    /// The `auth` header of `config`, if any. Its raw `headers` are sent by
+    /// the transport itself, so a refusal names both.
+    pub fn new(config: &ServerConfig) -> Self {
+        let headers = config.auth.as_ref().map(auth_header).into_iter().collect();
+        StaticCredentials { server: config.name.clone(), headers }
+    }
+}
+
+/// The header an `auth` entry sends.
+fn auth_header(auth: &Auth) -> (String, String) {
+    match auth {
+        Auth::Bearer { token } => ("Authorization".into(), format!("Bearer {token}")),
+        Auth::Basic { username, password } => {
+            let pair = base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
+            ("Authorization".into(), format!("Basic {pair}"))
+        }
+        Auth::ApiKey { header, value } => (header.clone(), value.clone()),
+    }
+}
+
+impl Credentials for StaticCredentials {
+    fn headers(&self) -> BoxFuture<'_, Result<Vec<(String, String)>, CredentialsError>> {
+        Box::pin(async move { Ok(self.headers.clone()) })
+    }
+
+    fn refused(&self, challenge: Challenge) -> BoxFuture<'_, Result<Renewal, CredentialsError>> {
+        let what = match self.headers.is_empty() {
+            true => "no credentials are configured for it; add its `auth` (bearer, basic or api_key) or `headers`",
+            false => "check the values of its `auth` and `headers` (and the variables they name)",
+        };
+        let message = format!(
+            "server `{}` refused the request with HTTP {} (needs authorisation): {what}, then reconnect it",
+            self.server, challenge.status
+        );
+        Box::pin(async move { Ok(Renewal::NeedsLogin { message }) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Transport;
+
+    fn sent(auth: Auth) -> Vec<(String, String)> {
+        let mut config = ServerConfig::remote("r", Transport::Http, "http://x/mcp");
+        config.auth = Some(auth);
+        futures::executor::block_on(credentials_for(&config).headers()).unwrap()
+    }
+
+    #[test]
+    fn each_kind_of_auth_sends_its_header() {
+        assert_eq!(sent(Auth::Bearer { token: "t0k".into() }), [("Authorization".into(), "Bearer t0k".into())]);
+        let basic = sent(Auth::Basic { username: "Aladdin".into(), password: "open sesame".into() });
+        assert_eq!(basic, [("Authorization".into(), "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==".into())]);
+        assert_eq!(sent(Auth::ApiKey { header: "X-Key".into(), value: "k".into() }), [("X-Key".into(), "k".into())]);
+    }
+
+    #[test]
+    fn a_refusal_needs_a_user_and_shows_no_secret() {
+        let mut config = ServerConfig::remote("r", Transport::Http, "http://x/mcp");
+        config.auth = Some(Auth::Bearer { token: "s3cret-value".into() });
+        let challenge = Challenge { status: 401, www_authenticate: None, resource: "http://x/mcp".into() };
+        let renewal = futures::executor::block_on(credentials_for(&config).refused(challenge)).unwrap();
+        let Renewal::NeedsLogin { message } = renewal else { panic!("{renewal:?}") };
+        assert!(message.contains("server `r`") && message.contains("HTTP 401"), "{message}");
+        assert!(!message.contains("s3cret"), "{message}");
+    }
+}

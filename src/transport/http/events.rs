@@ -1,0 +1,197 @@
+//! Reading what a server sends back: JSON bodies (one message or a batch)
+//! and server-sent event streams, each message as one line, never more
+//! than `max_frame` bytes held for one of them.
+
+use std::pin::Pin;
+
+use bytes::Bytes;
+use eventsource_stream::{Event, Eventsource};
+use futures::{Stream, StreamExt};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// Bytes of an SSE event beyond its message that are tolerated (field
+/// names, `id:` and `event:` lines).
+const EVENT_OVERHEAD: usize = 4096;
+/// How much of an error body is kept for a message.
+const ERROR_BODY_BYTES: usize = 2048;
+
+/// Why an answer could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ReadError {
+    /// One message (a body or an event) is over `max_frame`.
+    TooLarge { max: usize },
+    /// The stream broke or the body could not be read.
+    Broken(String),
+    /// Not JSON-RPC.
+    Malformed(String),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::TooLarge { max } => {
+                write!(f, "the answer was over this server's max_frame of {max} bytes; it was skipped. Raise max_frame to accept it")
+            }
+            ReadError::Broken(why) => write!(f, "the answer could not be read: {why}"),
+            ReadError::Malformed(why) => write!(f, "the answer is not JSON-RPC: {why}"),
+        }
+    }
+}
+
+/// The parts of a message the bridge looks at.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Head {
+    #[serde(default)]
+    pub(super) id: Option<serde_json::Value>,
+    #[serde(default)]
+    pub(super) method: Option<String>,
+}
+
+impl Head {
+    pub(super) fn of(text: &[u8]) -> Head {
+        serde_json::from_slice(text).unwrap_or_default()
+    }
+
+    /// Whether this is the answer (result or error) to request `id`.
+    pub(super) fn answers(&self, id: &serde_json::Value) -> bool {
+        self.method.is_none() && self.id.as_ref() == Some(id)
+    }
+}
+
+/// `text` as one line: a message spread over several lines is re-encoded.
+pub(super) fn one_line(text: &[u8]) -> Result<Vec<u8>, ReadError> {
+    if !text.iter().any(|b| *b == b'\n' || *b == b'\r') {
+        return Ok(text.to_vec());
+    }
+    let value: serde_json::Value = serde_json::from_slice(text).map_err(|e| ReadError::Malformed(e.to_string()))?;
+    Ok(value.to_string().into_bytes())
+}
+
+/// The messages of a JSON body, at most `max` bytes.
+pub(super) async fn json_body(response: reqwest::Response, max: usize) -> Result<Vec<Vec<u8>>, ReadError> {
+    let body = capped(response, max).await?;
+    let trimmed = body.trim_ascii_start();
+    if !trimmed.starts_with(b"[") {
+        return Ok(vec![one_line(trimmed)?]);
+    }
+    let batch: Vec<Box<RawValue>> = serde_json::from_slice(trimmed).map_err(|e| ReadError::Malformed(e.to_string()))?;
+    batch.iter().map(|message| one_line(message.get().as_bytes())).collect()
+}
+
+/// The body, or the error once it passes `max` bytes.
+async fn capped(response: reqwest::Response, max: usize) -> Result<Vec<u8>, ReadError> {
+    if response.content_length().is_some_and(|length| length as usize > max) {
+        return Err(ReadError::TooLarge { max });
+    }
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|e| ReadError::Broken(super::client::error_chain(&e)))?;
+        if body.len() + chunk.len() > max {
+            return Err(ReadError::TooLarge { max });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The start of an error body, for a message.
+pub(super) async fn error_text(response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(Ok(chunk)) = chunks.next().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= ERROR_BODY_BYTES {
+            break;
+        }
+    }
+    body.truncate(ERROR_BODY_BYTES);
+    String::from_utf8_lossy(&body).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The server-sent events of `response`; an event over `max` bytes ends
+/// the stream with [`ReadError::TooLarge`].
+pub(super) type Events = Pin<Box<dyn Stream<Item = Result<Event, ReadError>> + Send>>;
+
+pub(super) fn events(response: reqwest::Response, max: usize) -> Events {
+    let mut size = EventSize::new(max + EVENT_OVERHEAD);
+    let bytes = response.bytes_stream().map(move |chunk| match chunk {
+        Ok(chunk) if size.take(&chunk) => Ok(chunk),
+        Ok(_) => Err(ReadError::TooLarge { max }),
+        Err(e) => Err(ReadError::Broken(super::client::error_chain(&e))),
+    });
+    let events = bytes.eventsource().map(|event| {
+        event.map_err(|e| match e {
+            eventsource_stream::EventStreamError::Transport(e) => e,
+            other => ReadError::Malformed(other.to_string()),
+        })
+    });
+    // Nothing is read after the first error.
+    let mut failed = false;
+    Box::pin(events.take_while(move |item| {
+        let go = !failed;
+        failed |= item.is_err();
+        futures::future::ready(go)
+    }))
+}
+
+/// The size of the event being received, counted as bytes arrive; an
+/// empty line ends an event.
+struct EventSize {
+    max: usize,
+    in_event: usize,
+    line: usize,
+}
+
+impl EventSize {
+    fn new(max: usize) -> Self {
+        EventSize { max, in_event: 0, line: 0 }
+    }
+
+    /// Counts `chunk`; false once an event passes the limit.
+    fn take(&mut self, chunk: &Bytes) -> bool {
+        for byte in chunk.iter() {
+            match byte {
+                b'\n' if self.line == 0 => self.in_event = 0,
+                b'\n' => self.line = 0,
+                b'\r' => {}
+                _ => {
+                    self.line += 1;
+                    self.in_event += 1;
+                }
+            }
+            if self.in_event > self.max {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_size_counts_one_event_at_a_time() {
+        let mut size = EventSize::new(10);
+        assert!(size.take(&Bytes::from_static(b"data: 1234\n\ndata: 1234\r\n\r\n")));
+        assert!(!size.take(&Bytes::from_static(b"data: 1234\ndata: 5")), "two lines of one event add up");
+    }
+
+    #[test]
+    fn messages_become_one_line() {
+        assert_eq!(one_line(b"{\"a\":1}").unwrap(), b"{\"a\":1}");
+        assert_eq!(one_line(b"{\n  \"a\": 1\n}").unwrap(), b"{\"a\":1}");
+        assert!(matches!(one_line(b"{\n"), Err(ReadError::Malformed(_))));
+    }
+
+    #[test]
+    fn heads_tell_answers_from_requests() {
+        let id = serde_json::json!(3);
+        assert!(Head::of(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#).answers(&id));
+        assert!(!Head::of(br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#).answers(&id));
+        assert!(!Head::of(b"not json").answers(&id));
+    }
+}

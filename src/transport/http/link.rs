@@ -1,0 +1,289 @@
+//! What every task of one bridge shares: the HTTP client and endpoint,
+//! the credentials, the session, the tools' header annotations, and the
+//! ways back to the connection (message lines, log lines, the end).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE};
+use reqwest::{RequestBuilder, Response, StatusCode, Url};
+use tokio::sync::{mpsc, Notify};
+
+use super::client::error_chain;
+use super::headers::ParamHeaders;
+use super::RemoteStatus;
+use crate::transport::credentials::{Challenge, Credentials, Renewal};
+
+/// Requests sent again at most after the credentials were renewed.
+const MAX_RENEWALS: usize = 2;
+
+/// Why the bridge ends before its input does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Ending {
+    /// The server cannot be reached or the connection broke; the sentence says how.
+    Lost(String),
+    /// Only a user can fix the credentials; the sentence says what to do.
+    NeedsLogin(String),
+}
+
+/// The request could not be sent; the bridge is ending (see [`Ending`]).
+#[derive(Debug)]
+pub(super) struct Broken;
+
+/// `url` without its query, fragment or password, which may hold keys.
+pub(super) fn shown(url: &Url) -> String {
+    let mut url = url.clone();
+    url.set_query(None);
+    url.set_fragment(None);
+    let _ = url.set_password(None);
+    url.to_string()
+}
+
+/// One frame the connection wrote, and what the bridge needs of it.
+#[derive(Debug, Clone)]
+pub(super) struct Outgoing {
+    pub(super) text: Vec<u8>,
+    pub(super) value: serde_json::Value,
+    /// Set on requests (with `method`) and on answers to the server's requests.
+    pub(super) id: Option<serde_json::Value>,
+    pub(super) method: Option<String>,
+}
+
+impl Outgoing {
+    /// `None` for a line that is not a JSON object (the connection writes none).
+    pub(super) fn parse(text: Vec<u8>) -> Option<Outgoing> {
+        let value: serde_json::Value = serde_json::from_slice(&text).ok()?;
+        Some(Outgoing::with_text(value, text))
+    }
+
+    pub(super) fn from_value(value: serde_json::Value) -> Outgoing {
+        let text = value.to_string().into_bytes();
+        Outgoing::with_text(value, text)
+    }
+
+    fn with_text(value: serde_json::Value, text: Vec<u8>) -> Outgoing {
+        let id = value.get("id").filter(|id| !id.is_null()).cloned();
+        let method = value.get("method").and_then(|m| m.as_str()).map(str::to_string);
+        Outgoing { text, value, id, method }
+    }
+
+    /// A request (it waits for an answer), not a notification or an answer.
+    pub(super) fn is_request(&self) -> bool {
+        self.id.is_some() && self.method.is_some()
+    }
+
+    pub(super) fn is(&self, method: &str) -> bool {
+        self.method.as_deref() == Some(method)
+    }
+}
+
+/// What was agreed with a Streamable HTTP server in the `initialize` era.
+#[derive(Debug, Default)]
+pub(super) struct Session {
+    /// `Mcp-Session-Id`, echoed on every request once the server gave one.
+    pub(super) id: Option<String>,
+    /// The version agreed by `initialize`: `MCP-Protocol-Version` after it.
+    pub(super) version: Option<String>,
+    /// Bumped each time a session is opened, so that several requests
+    /// refused for the same lost session open only one new one.
+    pub(super) epoch: u64,
+    /// The `initialize` request as the connection sent it, for re-initializing.
+    pub(super) initialize: Option<serde_json::Value>,
+}
+
+pub(super) struct Link {
+    pub(super) name: String,
+    pub(super) url: Url,
+    pub(super) http: reqwest::Client,
+    credentials: Arc<dyn Credentials>,
+    /// The configuration's raw `headers`.
+    headers: HeaderMap,
+    pub(super) max_frame: usize,
+    pub(super) session: Mutex<Session>,
+    /// Tools whose parameters are mirrored as `Mcp-Param-*` headers.
+    pub(super) param_headers: Mutex<HashMap<String, ParamHeaders>>,
+    /// Set once the server turned out to speak HTTP+SSE: where to POST.
+    pub(super) legacy_endpoint: OnceLock<Url>,
+    /// The connection speaks the 2026-07-28 era (no session, mirrored headers).
+    modern: AtomicBool,
+    /// Told each time a session is opened (the GET stream follows it).
+    pub(super) opened: Notify,
+    /// Held while a lost session is being replaced.
+    pub(super) reopening: tokio::sync::Mutex<()>,
+    out: mpsc::Sender<Vec<u8>>,
+    log: mpsc::Sender<Vec<u8>>,
+    end: mpsc::Sender<Ending>,
+    ending: Arc<Mutex<Option<Ending>>>,
+    status: Arc<Mutex<RemoteStatus>>,
+}
+
+pub(super) struct LinkParts {
+    pub(super) name: String,
+    pub(super) url: Url,
+    pub(super) http: reqwest::Client,
+    pub(super) credentials: Arc<dyn Credentials>,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) max_frame: usize,
+    pub(super) out: mpsc::Sender<Vec<u8>>,
+    pub(super) log: mpsc::Sender<Vec<u8>>,
+    pub(super) end: mpsc::Sender<Ending>,
+    pub(super) ending: Arc<Mutex<Option<Ending>>>,
+    pub(super) status: Arc<Mutex<RemoteStatus>>,
+}
+
+impl Link {
+    /// A link; a configured header that HTTP cannot carry is left out with a log line.
+    pub(super) fn new(parts: LinkParts) -> Link {
+        let mut headers = HeaderMap::new();
+        let mut bad = Vec::new();
+        for (name, value) in &parts.headers {
+            match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
+                (Ok(name), Ok(value)) => {
+                    headers.insert(name, value);
+                }
+                _ => bad.push(name.clone()),
+            }
+        }
+        let link = Link {
+            name: parts.name,
+            url: parts.url,
+            http: parts.http,
+            credentials: parts.credentials,
+            headers,
+            max_frame: parts.max_frame,
+            session: Mutex::new(Session::default()),
+            param_headers: Mutex::new(HashMap::new()),
+            legacy_endpoint: OnceLock::new(),
+            modern: AtomicBool::new(false),
+            opened: Notify::new(),
+            reopening: tokio::sync::Mutex::new(()),
+            out: parts.out,
+            log: parts.log,
+            end: parts.end,
+            ending: parts.ending,
+            status: parts.status,
+        };
+        for name in bad {
+            link.note(format!("the configured header `{name}` has a name or value HTTP cannot carry; it is not sent"));
+        }
+        link
+    }
+
+    pub(super) fn is_modern(&self) -> bool {
+        self.modern.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn set_modern(&self, modern: bool) {
+        self.modern.store(modern, Ordering::Relaxed);
+    }
+
+    /// The number of the current session (see [`Session::epoch`]).
+    pub(super) fn epoch(&self) -> u64 {
+        self.session.lock().map(|s| s.epoch).unwrap_or_default()
+    }
+
+    /// The endpoint, for messages (see [`shown`]).
+    pub(super) fn shown_url(&self) -> String {
+        shown(&self.url)
+    }
+
+    /// Changes what the server's status shows of the transport.
+    pub(super) fn show(&self, change: impl FnOnce(&mut RemoteStatus)) {
+        if let Ok(mut status) = self.status.lock() {
+            change(&mut status);
+        }
+    }
+
+    /// Hands one message (a JSON text without newlines) to the connection,
+    /// waiting while its pipe is full.
+    pub(super) async fn deliver(&self, mut line: Vec<u8>) {
+        line.push(b'\n');
+        let _ = self.out.send(line).await;
+    }
+
+    /// Answers request `id` with a JSON-RPC error in the server's stead.
+    pub(super) async fn fail(&self, id: &serde_json::Value, message: String) {
+        let answer = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": { "code": crate::protocol::error_codes::INTERNAL_ERROR, "message": message },
+        });
+        self.deliver(answer.to_string().into_bytes()).await;
+    }
+
+    /// A line of the server's log (its status's stderr tail). Dropped when
+    /// the connection is not reading its log, rather than waiting.
+    pub(super) fn note(&self, line: String) {
+        let _ = self.log.try_send(line.into_bytes());
+    }
+
+    /// Ends the bridge; the first reason given is the one kept.
+    pub(super) fn end(&self, ending: Ending) {
+        if let Ok(mut slot) = self.ending.lock() {
+            slot.get_or_insert_with(|| ending.clone());
+        }
+        let line = match &ending {
+            Ending::Lost(message) | Ending::NeedsLogin(message) => message.clone(),
+        };
+        self.note(line);
+        let _ = self.end.try_send(ending);
+    }
+
+    /// The configured headers, the credentials' and what `build` adds, on
+    /// the request `build` makes; a refusal (401, or 403 for a scope) goes
+    /// to the credentials, and the request is sent again when they renewed
+    /// what they could. A failure to reach the server ends the bridge.
+    pub(super) async fn send(&self, what: &str, build: impl Fn(&reqwest::Client) -> RequestBuilder) -> Result<Response, Broken> {
+        for renewals in 0.. {
+            let credentials = match self.credentials.headers().await {
+                Ok(credentials) => credentials,
+                Err(error) => {
+                    self.end(Ending::Lost(format!("no credentials for {}: {error}", self.shown_url())));
+                    return Err(Broken);
+                }
+            };
+            let mut request = build(&self.http).headers(self.headers.clone());
+            for (name, value) in credentials {
+                request = request.header(name, value);
+            }
+            let response = match request.send().await {
+                Ok(response) => response,
+                Err(error) => {
+                    self.end(Ending::Lost(format!("{what} {} failed: {}", self.shown_url(), error_chain(&error))));
+                    return Err(Broken);
+                }
+            };
+            let Some(challenge) = self.challenge(&response) else {
+                self.show(|status| status.reached = true);
+                return Ok(response);
+            };
+            let status = challenge.status;
+            match self.credentials.refused(challenge).await {
+                Ok(Renewal::Retry) if renewals < MAX_RENEWALS => continue,
+                Ok(Renewal::Retry) => {
+                    let message = format!(
+                        "server `{}` still refused the request with HTTP {status} after the credentials were renewed {MAX_RENEWALS} times",
+                        self.name
+                    );
+                    self.end(Ending::NeedsLogin(message));
+                }
+                Ok(Renewal::NeedsLogin { message }) => self.end(Ending::NeedsLogin(message)),
+                Err(error) => self.end(Ending::Lost(format!("server `{}`: credentials: {error}", self.name))),
+            }
+            return Err(Broken);
+        }
+        Err(Broken)
+    }
+
+    /// A refusal the credentials should see: 401, or 403 naming a scope.
+    fn challenge(&self, response: &Response) -> Option<Challenge> {
+        let www_authenticate = response.headers().get(WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let refused = match response.status() {
+            StatusCode::UNAUTHORIZED => true,
+            StatusCode::FORBIDDEN => www_authenticate.as_deref().is_some_and(|w| w.contains("insufficient_scope")),
+            _ => false,
+        };
+        refused.then(|| Challenge { status: response.status().as_u16(), www_authenticate, resource: self.url.to_string() })
+    }
+}
