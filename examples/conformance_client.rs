@@ -16,8 +16,8 @@
 //! a model would, then: wait until connected, list the tools, call every
 //! tool with arguments made from its `inputSchema`, shut down. Only the
 //! arguments of a scenario's call may come from [`arguments_for`], where a
-//! scenario asks for a particular value (the echo of a schema); everything
-//! on the wire is the library's.
+//! scenario asks for particular values (the echo of a schema, header values
+//! that need encoding); everything on the wire is the library's.
 //!
 //! Exit status: 0 when the server was reached and every call was answered
 //! by the server (an `isError` result or a JSON-RPC error is the server's
@@ -142,17 +142,29 @@ fn arguments_from_schema(schema: &Value) -> JsonObject {
 }
 
 /// The arguments of the call to `tool`: what `scenario` asks for, else
-/// example values from the tool's schema. The one scenario that asks for a
-/// particular value checks that a tool's `inputSchema`, as the library
-/// listed it, reaches a tool unchanged.
+/// example values from the tool's schema. Two scenarios ask for particular
+/// values, which a form filler cannot guess from a schema: one checks that
+/// a tool's `inputSchema`, as the library listed it, reaches a tool
+/// unchanged; the other that parameter values needing Base64 (non-ASCII,
+/// control characters, edge whitespace) are encoded in their headers.
 fn arguments_for(scenario: &str, tool: &ToolEntry, catalog: &[ToolEntry]) -> JsonObject {
-    if scenario == "json-schema-2020-12-preservation" && tool.tool.name == "json_schema_echo" {
-        if let Some(focal) = catalog.iter().find(|entry| entry.tool.name == "json_schema_2020_12_tool") {
-            let schema = Value::Object((*focal.tool.input_schema).clone());
-            return [("schema".to_string(), schema)].into_iter().collect();
-        }
+    let asked = match (scenario, tool.tool.name.as_ref()) {
+        ("json-schema-2020-12-preservation", "json_schema_echo") => catalog
+            .iter()
+            .find(|entry| entry.tool.name == "json_schema_2020_12_tool")
+            .map(|focal| json!({"schema": Value::Object((*focal.tool.input_schema).clone())})),
+        ("http-custom-headers", "test_custom_headers") => Some(json!({
+            "region": "us-west-2", "priority": 5, "verbose": false, "debug": true, "empty_val": "",
+            "method_val": "tools/call", "float_val": 1.5, "non_ascii_val": "héllo wörld", "whitespace_val": " padded ",
+            "leading_space_val": " leading", "trailing_space_val": "trailing ", "internal_space_val": "a b c",
+            "control_char_val": "bell\u{7}", "crlf_val": "line\r\nbreak", "tab_val": "\tindented", "query": "weather",
+        })),
+        _ => None,
+    };
+    match asked {
+        Some(Value::Object(arguments)) => arguments,
+        _ => arguments_from_schema(&Value::Object((*tool.tool.input_schema).clone())),
     }
-    arguments_from_schema(&Value::Object((*tool.tool.input_schema).clone()))
 }
 
 // ---------------------------------------------------------------- the run
