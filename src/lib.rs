@@ -11,6 +11,7 @@
 //! | [`codec`] | newline-delimited JSON-RPC framing with a frame-size limit |
 //! | [`transport`] | child processes over stdio (process groups, environment, shutdown, orphans, parent-death signal); in-process servers ([`ToolHandler`]) |
 //! | [`config`] | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
+//! | [`oauth`] | OAuth 2.1 for remote servers: discovery, registration, PKCE logins, refresh, step-up, client credentials, tokens on disk |
 //! | [`restart`] | restart policy, backoff and intensity, as plain data |
 //! | [`naming`] | exposed tool names `mcp__{server}__{tool}`, and how names that read alike are told apart |
 //! | [`error`] | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
@@ -44,8 +45,8 @@
 
 #[path = "../actors/mod.rs"]
 pub mod actors;
-pub mod catalog_cache;
 pub mod builtin_tools;
+pub mod catalog_cache;
 pub mod cli;
 pub mod codec;
 pub mod config;
@@ -54,6 +55,7 @@ pub mod error;
 pub mod handle;
 pub mod llm;
 pub mod naming;
+pub mod oauth;
 pub mod protocol;
 pub mod restart;
 pub mod sessions;
