@@ -12,8 +12,9 @@
 //!   [`RENEWAL_GRACE`] of a renewal was sent with the old token: it is
 //!   retried without renewing again.
 //! - after a 403 `insufficient_scope`: step-up to the union of the scopes
-//!   held and those the challenge names; after [`MAX_STEP_UPS`] tries for
-//!   the same scopes it gives up with an error.
+//!   held and those the challenge names (a refusal of scopes already held,
+//!   just after a renewal, is retried as it is); after [`MAX_STEP_UPS`]
+//!   tries for the same scopes it gives up with an error.
 //!
 //! Tokens never appear in errors or logs: messages name servers, issuers
 //! and scopes only.
@@ -39,8 +40,9 @@ use crate::transport::credentials::{Challenge, Credentials, CredentialsError, Re
 pub const EXPIRY_MARGIN_SECS: u64 = 30;
 /// A refusal this soon after a renewal is taken as sent with the old token.
 pub const RENEWAL_GRACE: Duration = Duration::from_secs(5);
-/// Step-ups for the same scopes before giving up.
-pub const MAX_STEP_UPS: u32 = 2;
+/// Tries (step-ups, and retries of calls refused just after one) for the
+/// same scopes before giving up.
+pub const MAX_STEP_UPS: u32 = 3;
 /// How long a login through an [`Authorizer`] may take.
 pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -317,9 +319,6 @@ impl OAuthCredentials {
                 });
             }
             let challenged = parsed.scopes();
-            if recently_renewed && challenged.iter().all(|scope| held.contains(scope)) {
-                return Ok(Renewal::Retry);
-            }
             let mut wanted = held.clone();
             merge_scopes(&mut wanted, &challenged);
             let tries = match &state.step_up {
@@ -328,12 +327,15 @@ impl OAuthCredentials {
             };
             if tries > MAX_STEP_UPS {
                 return Err(OAuthError::new(format!(
-                    "server {:?} still answers insufficient_scope after {MAX_STEP_UPS} step-ups to the scopes {:?}; giving up",
+                    "server {:?} still answers insufficient_scope after {MAX_STEP_UPS} tries with the scopes {:?}; giving up",
                     self.server,
                     wanted.join(" ")
                 )));
             }
             state.step_up = Some((wanted.clone(), tries));
+            if recently_renewed && challenged.iter().all(|scope| held.contains(scope)) {
+                return Ok(Renewal::Retry);
+            }
             let discovery = self.discover(&mut state, parsed.resource_metadata.as_deref()).await?;
             return self.new_tokens(&mut state, &discovery, &wanted).await;
         }
