@@ -89,7 +89,7 @@ max_list_items = 100000 # items of one */list, all pages together
 transport = "http"      # stdio | http | sse (default: stdio when command is set)
 url = "https://example.com/mcp"
 headers = { "X-Team" = "core" }
-auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,password}, api_key {header,value}
+auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,password}, api_key {header,value}, oauth {...}
 "#;
 
     pub(super) fn file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
