@@ -64,7 +64,9 @@ async fn login_discovers_from_the_challenge_registers_sends_resource_and_keeps_t
 
     let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
     assert_eq!(paths[1], "/custom/resource-metadata", "the challenge's resource_metadata comes first: {paths:?}");
-    assert_eq!(server.to("/register").len(), 1, "dynamic registration");
+    let registration: serde_json::Value = serde_json::from_str(&server.to("/register")[0].body).unwrap();
+    assert_eq!(registration["application_type"], "native", "dynamic registration of a native client");
+    assert_eq!(registration["redirect_uris"][0].as_str().map(|uri| uri.starts_with("http://127.0.0.1:")), Some(true));
     let authorize = &server.to("/authorize")[0];
     assert_eq!(authorize.query.get("resource"), Some(&server.mcp()));
     assert_eq!(authorize.query.get("code_challenge_method").map(String::as_str), Some("S256"));
@@ -243,6 +245,18 @@ async fn without_an_authorizer_a_login_is_left_to_the_user() {
     assert!(error.starts_with("needs login: "), "{error}");
     assert!(error.contains("\"remote\"") && error.contains(&server.issuer()) && error.contains("read"), "{error}");
     assert!(server.to("/authorize").is_empty() && server.to("/register").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_login_made_by_another_process_is_picked_up_at_the_next_refusal() {
+    let server = AuthServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let connection = credentials(&server, OAuthConfig::default(), dir.path(), false);
+    assert!(call(&connection, &server.mcp()).await.unwrap_err().starts_with("needs login"));
+    // `mcpvisor auth` in another process, sharing the token directory.
+    assert_eq!(call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await, Ok(200));
+    assert_eq!(call(&connection, &server.mcp()).await, Ok(200));
+    assert_eq!(server.to("/authorize").len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -10,7 +10,8 @@
 //!   client-credentials grant for a machine client, a login through the
 //!   configured [`Authorizer`], else [`Renewal::NeedsLogin`]. A 401 within
 //!   [`RENEWAL_GRACE`] of a renewal was sent with the old token: it is
-//!   retried without renewing again.
+//!   retried without renewing again. The token file is read again first,
+//!   so a login made meanwhile by `mcpvisor auth` is picked up.
 //! - after a 403 `insufficient_scope`: step-up to the union of the scopes
 //!   held and those the challenge names (a refusal of scopes already held,
 //!   just after a renewal, is retried as it is); after [`MAX_STEP_UPS`]
@@ -340,6 +341,14 @@ impl OAuthCredentials {
             return self.new_tokens(&mut state, &discovery, &wanted).await;
         }
         if recently_renewed {
+            return Ok(Renewal::Retry);
+        }
+        // A login made since by another process (`mcpvisor auth`) is on disk.
+        let sent = self.current_entry(&state).and_then(|(_, e)| e.tokens.as_ref()).map(|t| t.access_token.clone());
+        state.kept = None;
+        self.load(&mut state)?;
+        let kept = self.current_entry(&state).and_then(|(_, e)| e.tokens.as_ref()).map(|t| t.access_token.clone());
+        if kept.is_some() && kept != sent {
             return Ok(Renewal::Retry);
         }
         if parsed.resource_metadata.is_some() {

@@ -114,7 +114,7 @@ struct Registered {
     token_endpoint_auth_method: Option<String>,
 }
 
-/// RFC 7591: registers a public client with the loopback redirect.
+/// RFC 7591: registers a public, native client with the loopback redirect.
 async fn register(
     http: &Http,
     endpoint: &str,
@@ -124,6 +124,9 @@ async fn register(
 ) -> Result<Client, OAuthError> {
     let mut request = serde_json::json!({
         "client_name": "mcpvisor",
+        // A program on the user's machine with a loopback redirect (the
+        // 2026-07-28 specification asks registrations to say so).
+        "application_type": "native",
         "redirect_uris": [redirect_uri],
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],

@@ -103,6 +103,7 @@ pub struct Recorded {
     pub query: BTreeMap<String, String>,
     pub form: BTreeMap<String, String>,
     pub headers: BTreeMap<String, String>,
+    pub body: String,
 }
 
 #[derive(Default)]
@@ -186,6 +187,7 @@ impl State {
             query: pairs(uri.query().unwrap_or("")),
             form: pairs(&String::from_utf8_lossy(&body)),
             headers: headers.iter().map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned())).collect(),
+            body: String::from_utf8_lossy(&body).into_owned(),
         };
         self.log.lock().unwrap().push(recorded.clone());
         let options = &self.options;
