@@ -260,6 +260,16 @@ async fn a_login_made_by_another_process_is_picked_up_at_the_next_refusal() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn without_a_token_directory_tokens_are_kept_in_memory() {
+    let server = AuthServer::start(Options::default()).await;
+    let authorizer: Arc<dyn Authorizer> = Arc::new(FollowRedirects::new().unwrap());
+    let credentials = OAuthCredentials::new(&server_config(&server, OAuthConfig::default()), None, Some(authorizer)).unwrap();
+    assert_eq!(call(&credentials, &server.mcp()).await, Ok(200));
+    assert_eq!(call(&credentials, &server.mcp()).await, Ok(200));
+    assert_eq!(server.to("/authorize").len(), 1, "the second call used the token kept in memory");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_transport_constructor_uses_the_configured_authorizer_and_token_directory() {
     let server = AuthServer::start(Options::default()).await;
     let dir = tempfile::tempdir().unwrap();

@@ -167,10 +167,13 @@ impl OAuthCredentials {
         Ok(())
     }
 
-    /// The kept login with `issuer` (the current one when `None`), if it is for this endpoint.
+    /// The kept login with `issuer`, if it is for this endpoint.
     fn entry<'s>(&self, state: &'s State, issuer: &str) -> Option<&'s Entry> {
         let entry = state.kept.as_ref()?.issuers.get(issuer)?;
-        self.endpoint.starts_with(entry.resource.trim_end_matches('/')).then_some(entry)
+        let resource = entry.resource.trim_end_matches('/');
+        let endpoint = self.endpoint.trim_end_matches('/');
+        let covered = endpoint == resource || endpoint.strip_prefix(resource).is_some_and(|rest| rest.starts_with('/'));
+        covered.then_some(entry)
     }
 
     fn current_entry<'s>(&self, state: &'s State) -> Option<(&'s str, &'s Entry)> {
@@ -184,7 +187,7 @@ impl OAuthCredentials {
         }
         let discovery = match (resource_metadata, self.current_entry(state)) {
             // Refreshing needs only the issuer's endpoints.
-            (None, Some((issuer, entry))) if state.discovery.is_none() && entry.tokens.is_some() => {
+            (None, Some((issuer, entry))) if entry.tokens.is_some() => {
                 let server = discovery::server_metadata(&self.http, issuer).await?;
                 Discovery { resource: entry.resource.clone(), resource_metadata: Default::default(), server }
             }
@@ -345,8 +348,10 @@ impl OAuthCredentials {
         }
         // A login made since by another process (`mcpvisor auth`) is on disk.
         let sent = self.current_entry(&state).and_then(|(_, e)| e.tokens.as_ref()).map(|t| t.access_token.clone());
-        state.kept = None;
-        self.load(&mut state)?;
+        if self.store.is_some() {
+            state.kept = None;
+            self.load(&mut state)?;
+        }
         let kept = self.current_entry(&state).and_then(|(_, e)| e.tokens.as_ref()).map(|t| t.access_token.clone());
         if kept.is_some() && kept != sent {
             return Ok(Renewal::Retry);
