@@ -13,7 +13,8 @@
 //! It is an ordinary embedder of the library's public API, with no protocol
 //! code of its own: one remote server through [`Runtime`] and [`Handle`],
 //! handlers that answer sampling, elicitation and roots the way a user and
-//! a model would, then: wait until connected, list the tools, call every
+//! a model would, OAuth whose logins follow the authorization redirect
+//! headlessly ([`FollowRedirects`]), then: wait until connected, list the tools, call every
 //! tool with arguments made from its `inputSchema`, shut down. Only the
 //! arguments of a scenario's call may come from [`arguments_for`], where a
 //! scenario asks for particular values (the echo of a schema, header values
@@ -28,7 +29,8 @@
 use std::time::Duration;
 
 use actix::prelude::*;
-use mcpvisor::config::{Era, RuntimeConfig, ServerConfig, Transport};
+use mcpvisor::config::{Auth, AuthorizerHandle, Era, Grant, OAuthConfig, RuntimeConfig, ServerConfig, Transport};
+use mcpvisor::oauth::FollowRedirects;
 use mcpvisor::{
     CallError, CallTool, ClientHandlers, ElicitResult, ElicitationAction, ElicitationRequest, Handle, JsonObject, Refusal, Root,
     RootsRequest, Runtime, SamplingRequest, ServerState, ToolEntry,
@@ -167,6 +169,35 @@ fn arguments_for(scenario: &str, tool: &ToolEntry, catalog: &[ToolEntry]) -> Jso
     }
 }
 
+// ---------------------------------------------------------------- authorization
+
+/// The HTTPS URL this client offers as its client ID metadata document,
+/// used where the authorization server supports those (the suite serves it).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The OAuth settings a user of this client would write: logins completed
+/// headlessly by following the authorization redirect (the suite's
+/// authorization server approves without a person), tokens kept in
+/// `token_dir`, and what `context` (`MCP_CONFORMANCE_CONTEXT`) says was
+/// registered beforehand: a client ID and secret, or a machine client
+/// (client credentials, with a secret or a private key for
+/// `private_key_jwt`), which the scenario names.
+fn oauth(scenario: &str, context: &Value, token_dir: &std::path::Path) -> Result<OAuthConfig, String> {
+    let text = |key: &str| context[key].as_str().map(str::to_string);
+    let authorizer = FollowRedirects::new().map_err(|e| format!("no HTTP client for the authorization redirect: {e}"))?;
+    let machine = scenario.contains("client-credentials") || context.get("private_key_pem").is_some();
+    Ok(OAuthConfig {
+        client_id: text("client_id"),
+        client_secret: text("client_secret"),
+        client_metadata_url: Some(CLIENT_METADATA_URL.into()),
+        grant: if machine { Grant::ClientCredentials } else { Grant::AuthorizationCode },
+        private_key: text("private_key_pem"),
+        authorizer: Some(AuthorizerHandle::new(authorizer)),
+        token_dir: Some(token_dir.to_path_buf()),
+        ..OAuthConfig::default()
+    })
+}
+
 // ---------------------------------------------------------------- the run
 
 /// The era of the protocol version the runner asks for.
@@ -183,20 +214,23 @@ fn answered_by_server(error: &CallError) -> bool {
     matches!(error, CallError::Rpc { .. } | CallError::InvalidArguments { .. })
 }
 
-async fn run(url: String, scenario: String, era: Era) -> Result<(), String> {
+async fn run(url: String, scenario: String, era: Era, context: Value) -> Result<(), String> {
     let user = User.start();
     let handlers = ClientHandlers {
         roots: Some(user.clone().recipient().into()),
         sampling: Some(user.clone().recipient().into()),
         elicitation: Some(user.recipient().into()),
     };
+    let tokens = std::env::temp_dir().join(format!("mcpvisor-conformance-{}", std::process::id()));
     let mut server = ServerConfig::remote(SERVER, Transport::Http, url);
     server.era = era;
+    server.auth = Some(Auth::OAuth(oauth(&scenario, &context, &tokens)?));
     server.timeouts.call = CALL_TIMEOUT;
     let config = RuntimeConfig { handlers, subreaper: false, ..RuntimeConfig::new([server]) };
     let handle = Runtime::start(config).map_err(|e| format!("the runtime did not start: {e}"))?;
     let outcome = exercise(&handle, &scenario).await;
     handle.shutdown().await;
+    let _ = std::fs::remove_dir_all(&tokens);
     outcome
 }
 
@@ -233,8 +267,9 @@ fn main() {
         .init();
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let era = era(std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").ok().as_deref());
+    let context = std::env::var("MCP_CONFORMANCE_CONTEXT").ok().and_then(|c| serde_json::from_str(&c).ok()).unwrap_or(Value::Null);
     eprintln!("scenario {scenario:?} at {url}, era {era:?}");
-    let outcome = actix::System::new().block_on(run(url, scenario, era));
+    let outcome = actix::System::new().block_on(run(url, scenario, era, context));
     if let Err(message) = outcome {
         eprintln!("conformance_client: {message}");
         std::process::exit(1)
