@@ -25,11 +25,10 @@ use std::time::Duration;
 use common::{status_of, text};
 use interop_support::everything::everything;
 use interop_support::http::HttpServer;
-use interop_support::python::py;
-use interop_support::{call, drain, era_of, next_event, object, resource_text, start, user};
-use mcpvisor::actors::{Event, ProgressSink};
+use interop_support::python::{adds, counts_with_progress_and_logs, py};
+use interop_support::{call, era_of, next_event, object, resource_text, start, user};
+use mcpvisor::actors::Event;
 use mcpvisor::config::{Era, ServerConfig, Transport};
-use mcpvisor::CallTool;
 use serde_json::json;
 
 /// The remote server `name` at `url`, in `era`.
@@ -93,27 +92,9 @@ async fn fastmcp(config: ServerConfig) {
     let status = status_of(&handle, "fastmcp").await;
     assert_eq!((status.tools, status.resources, status.prompts), (6, 1, 1), "{how}: {status:?}");
 
-    let added = call(&handle, "fastmcp", "add", json!({"a": 2, "b": 40})).await;
-    assert_eq!(text(&added), "42");
-    assert_eq!(added.structured_content, Some(json!({"result": 42})));
-
-    // Progress and logs of one call, in order.
+    adds(&handle, "fastmcp").await;
     let mut events = handle.subscribe();
-    let (sink, mut updates) = ProgressSink::channel();
-    let counted = handle.call_on("fastmcp", CallTool::new("count", json!({"n": 3})).with_progress(sink)).await.unwrap();
-    assert_eq!(text(&counted), "counted to 3");
-    let progress: Vec<(f64, Option<f64>, Option<String>)> =
-        drain(&mut updates).into_iter().map(|p| (p.progress, p.total, p.message)).collect();
-    let expected: Vec<(f64, Option<f64>, Option<String>)> = (1..=3).map(|i| (i as f64, Some(3.0), Some(format!("step {i}")))).collect();
-    assert_eq!(progress, expected, "{how}");
-    for i in 1..=3 {
-        let message = format!("counted {i}");
-        let level = next_event(&mut events, Duration::from_secs(10), &message, |e| match e {
-            Event::Log { server, level, data, .. } if server == "fastmcp" && data == json!(message) => Some(level),
-            _ => None,
-        });
-        assert_eq!(level.await, "info", "{how}");
-    }
+    counts_with_progress_and_logs(&handle, "fastmcp", &mut events).await;
 
     // Elicitation, sampling and roots: requests from the server, answered by the embedder.
     assert_eq!(text(&call(&handle, "fastmcp", "ask_name", json!({})).await), "accept:Ada", "{how}: the default is kept");

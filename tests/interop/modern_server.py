@@ -27,6 +27,8 @@ from typing import Annotated
 
 from pydantic import BaseModel
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+import notes  # noqa: E402 (after the line above)
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, ListRoots, Resolve, Sample
 from mcp import MCPDeprecationWarning
@@ -104,22 +106,7 @@ async def touch(uri: str, ctx: Context) -> str:
     return f"touched {uri}"
 
 
-@server.resource("note://hello", mime_type="text/plain")
-def hello() -> str:
-    """A fixed note."""
-    return "hello from python"
-
-
-@server.resource("note://echo/{word}", mime_type="text/plain")
-def echo_note(word: str) -> str:
-    """A note that repeats the word in its URI."""
-    return f"echo: {word}"
-
-
-@server.prompt()
-def review(code: str) -> str:
-    """Asks for a code review."""
-    return f"Please review this code:\n{code}"
+notes.register(server, "hello from python")
 
 
 LANGUAGES = ["python", "rust", "ruby"]

@@ -9,7 +9,7 @@ use crate::common::{status_of, text};
 use mcpvisor::actors::operation::LogLevel;
 use mcpvisor::actors::{Event, ProgressSink};
 use mcpvisor::config::ServerConfig;
-use mcpvisor::{CallError, CallTool};
+use mcpvisor::{CallError, CallTool, Events, Handle};
 use rmcp::model::{ArgumentInfo, Reference};
 use serde_json::json;
 
@@ -26,9 +26,7 @@ pub async fn py(config: ServerConfig, expected: &str) {
     let status = status_of(&handle, "py").await;
     assert_eq!((status.tools, status.resources, status.prompts), (6, 1, 1), "{status:?}");
 
-    let added = call(&handle, "py", "add", json!({"a": 2, "b": 40})).await;
-    assert_eq!(text(&added), "42");
-    assert_eq!(added.structured_content, Some(json!({"result": 42})));
+    adds(&handle, "py").await;
 
     // Logging: modern, the level rides on each request; legacy, this SDK
     // does not announce `logging` (and logs regardless).
@@ -41,22 +39,7 @@ pub async fn py(config: ServerConfig, expected: &str) {
         }
         Err(other) => panic!("set_log_level: {other}"),
     }
-    let (sink, mut updates) = ProgressSink::channel();
-    let counted = handle.call_on("py", CallTool::new("count", json!({"n": 3})).with_progress(sink)).await.unwrap();
-    assert_eq!(text(&counted), "counted to 3");
-    let progress: Vec<(f64, Option<f64>, Option<String>)> =
-        drain(&mut updates).into_iter().map(|p| (p.progress, p.total, p.message)).collect();
-    let expected_progress: Vec<(f64, Option<f64>, Option<String>)> =
-        (1..=3).map(|i| (i as f64, Some(3.0), Some(format!("step {i}")))).collect();
-    assert_eq!(progress, expected_progress, "{era:?}");
-    for i in 1..=3 {
-        let message = format!("counted {i}");
-        let level = next_event(&mut events, Duration::from_secs(10), &message, |e| match e {
-            Event::Log { server, level, data, .. } if server == "py" && data == json!(message) => Some(level),
-            _ => None,
-        });
-        assert_eq!(level.await, "info");
-    }
+    counts_with_progress_and_logs(&handle, "py", &mut events).await;
 
     // Elicitation, sampling and roots: input_required rounds (modern) or
     // server-to-client requests (legacy), answered by the same handlers.
@@ -101,4 +84,31 @@ pub async fn py(config: ServerConfig, expected: &str) {
         Err(other) => panic!("subscribe_resource: {other}"),
     }
     handle.shutdown().await;
+}
+
+/// `add(2, 40)` of `server` (one of our Python servers): 42, also as structured output.
+pub async fn adds(handle: &Handle, server: &str) {
+    let added = call(handle, server, "add", json!({"a": 2, "b": 40})).await;
+    assert_eq!(text(&added), "42", "{server}");
+    assert_eq!(added.structured_content, Some(json!({"result": 42})), "{server}");
+}
+
+/// `count(3)` of `server` (one of our Python servers): progress 1/3..3/3
+/// with messages `step i`, and the `info` logs `counted i` on `events`.
+pub async fn counts_with_progress_and_logs(handle: &Handle, server: &str, events: &mut Events) {
+    let (sink, mut updates) = ProgressSink::channel();
+    let counted = handle.call_on(server, CallTool::new("count", json!({"n": 3})).with_progress(sink)).await.unwrap();
+    assert_eq!(text(&counted), "counted to 3", "{server}");
+    let progress: Vec<(f64, Option<f64>, Option<String>)> =
+        drain(&mut updates).into_iter().map(|p| (p.progress, p.total, p.message)).collect();
+    let expected: Vec<(f64, Option<f64>, Option<String>)> = (1..=3).map(|i| (i as f64, Some(3.0), Some(format!("step {i}")))).collect();
+    assert_eq!(progress, expected, "{server}");
+    for i in 1..=3 {
+        let message = format!("counted {i}");
+        let level = next_event(events, Duration::from_secs(10), &message, |e| match e {
+            Event::Log { server: from, level, data, .. } if from == server && data == json!(message) => Some(level),
+            _ => None,
+        });
+        assert_eq!(level.await, "info", "{server}");
+    }
 }
