@@ -2,6 +2,10 @@
 //!
 //! usage: bench_client SERVER seq N | conc N K | connect R
 //!
+//! SERVER is the server's program (stdio), or an `http://` / `https://`
+//! URL of a Streamable HTTP server (the HTTP benchmark, benches/http-peers):
+//! then `connect` opens a new session on that server each time.
+//!
 //! It runs inside one actix System on the current thread, the way an
 //! embedder that is itself an actix program uses mcpvisor, and every call
 //! takes the full path: `CallTool` to the Registry, routed by exposed name
@@ -16,7 +20,7 @@ use std::time::{Duration, Instant};
 use actix::Addr;
 use mcpvisor::actors::hub::{AddServer, GetRegistry, Hub, RemoveServer, Shutdown, WaitReady};
 use mcpvisor::actors::{CallTool, Registry};
-use mcpvisor::config::{RuntimeConfig, ServerConfig};
+use mcpvisor::config::{RuntimeConfig, ServerConfig, Transport};
 
 const WARMUP: usize = 500;
 const TOOL: &str = "mcp__bench__echo";
@@ -32,8 +36,17 @@ async fn call(registry: &Addr<Registry>) {
     }
 }
 
+/// The server `name`: a remote one when `server` is a URL, else a program.
+fn server_config(name: impl Into<String>, server: &str) -> ServerConfig {
+    if server.starts_with("http://") || server.starts_with("https://") {
+        ServerConfig::remote(name, Transport::Http, server)
+    } else {
+        ServerConfig::stdio(name, server, Vec::<String>::new())
+    }
+}
+
 async fn start(server: &str) -> (Addr<Hub>, Addr<Registry>) {
-    let config = RuntimeConfig { subreaper: false, ..RuntimeConfig::new([ServerConfig::stdio("bench", server, Vec::<String>::new())]) };
+    let config = RuntimeConfig { subreaper: false, ..RuntimeConfig::new([server_config("bench", server)]) };
     let hub = Hub::start(config);
     hub.send(WaitReady).await.expect("hub runs");
     let registry = hub.send(GetRegistry).await.expect("hub runs");
@@ -97,7 +110,7 @@ async fn connect(server: &str, runs: usize) -> (Duration, Vec<u64>) {
     for i in 0..runs {
         let name = format!("bench{i}");
         let t = Instant::now();
-        hub.send(AddServer(ServerConfig::stdio(name.clone(), server, Vec::<String>::new()))).await.expect("hub").expect("added");
+        hub.send(AddServer(server_config(name.clone(), server))).await.expect("hub").expect("added");
         hub.send(WaitReady).await.expect("hub");
         lat.push(t.elapsed().as_nanos() as u64);
         hub.send(RemoveServer(name)).await.expect("hub").expect("removed");

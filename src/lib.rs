@@ -11,6 +11,7 @@
 //! | [`codec`] | newline-delimited JSON-RPC framing with a frame-size limit |
 //! | [`transport`] | child processes over stdio (process groups, environment, shutdown, orphans, parent-death signal); in-process servers ([`ToolHandler`]); remote servers over Streamable HTTP and HTTP+SSE ([`transport::http`]) with their credentials |
 //! | [`config`] | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
+//! | [`oauth`] | OAuth 2.1 for remote servers: discovery, registration, PKCE logins, refresh, step-up, client credentials, tokens on disk |
 //! | [`restart`] | restart policy, backoff and intensity, as plain data |
 //! | [`naming`] | exposed tool names `mcp__{server}__{tool}`, and how names that read alike are told apart |
 //! | [`error`] | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
@@ -54,6 +55,7 @@ pub mod error;
 pub mod handle;
 pub mod llm;
 pub mod naming;
+pub mod oauth;
 pub mod protocol;
 pub mod restart;
 pub mod sessions;

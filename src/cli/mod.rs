@@ -9,6 +9,7 @@
 //! | `resources` | `resources`, `read` |
 //! | `prompts` | `prompts`, `prompt` |
 //! | `agent` | `agent` (one prompt, or a chat) |
+//! | `auth` | `auth`, `logout` (OAuth logins of remote servers) |
 //! | `demo` | `demo` (and `demo-server`, run from here) |
 //!
 //! Shared parts: `servers` (which servers a command sees), `session` (a
@@ -23,6 +24,7 @@
 
 mod agent;
 mod arguments;
+mod auth;
 mod catalog;
 mod demo;
 mod manage;
@@ -103,6 +105,10 @@ pub enum Command {
     Prompt(prompts::PromptArgs),
     /// Talk to a model that uses every configured server's tools: `agent -p PROMPT` for one answer, or a chat.
     Agent(agent::AgentArgs),
+    /// Log in to a remote server with OAuth (opens a browser; prints the URL too).
+    Auth(auth::AuthArgs),
+    /// Forget the OAuth tokens kept for a server.
+    Logout(auth::LogoutArgs),
     /// Start three demo servers, call them concurrently, kill one with SIGKILL
     /// mid-call, and show what the callers got, the restart and the final status.
     Demo,
@@ -154,6 +160,8 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         Command::Prompts(args) => with_runtime(|| prompts::prompts(cli, &out, args)),
         Command::Prompt(args) => with_runtime(|| prompts::prompt(cli, &out, args)),
         Command::Agent(args) => agent::run(cli, args),
+        Command::Auth(args) => with_runtime(|| auth::auth(cli, &out, args)),
+        Command::Logout(args) => auth::logout(&out, args),
         Command::Demo | Command::DemoServer(_) => unreachable!("handled in main"),
     }
 }

@@ -109,6 +109,24 @@ fn auth(auth: &Auth) -> String {
         Auth::Bearer { token } => format!("bearer {token}"),
         Auth::Basic { username, password } => format!("basic {username}:{password}"),
         Auth::ApiKey { header, value } => format!("api key {header}: {value}"),
+        Auth::OAuth(oauth) => {
+            let mut shown = format!("oauth ({})", oauth.grant.as_str());
+            let parts = [
+                ("client_id", &oauth.client_id),
+                ("client_secret", &oauth.client_secret),
+                ("client_metadata_url", &oauth.client_metadata_url),
+                ("private_key", &oauth.private_key),
+            ];
+            for (key, value) in parts {
+                if let Some(value) = value {
+                    shown.push_str(&format!(", {key} {value}"));
+                }
+            }
+            if !oauth.scopes.is_empty() {
+                shown.push_str(&format!(", scopes {}", oauth.scopes.join(" ")));
+            }
+            shown
+        }
     }
 }
 

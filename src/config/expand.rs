@@ -31,7 +31,8 @@ pub(crate) enum TextField<'a> {
     Env(&'a str),
     Url,
     Header(&'a str),
-    /// The auth value's key: `token`, `username`, `password` or `value`.
+    /// The auth value's key: `token`, `username`, `password`, `value`, or
+    /// one of OAuth's (`client_id`, `client_secret`, `client_metadata_url`, `private_key`).
     Auth(&'static str),
 }
 
@@ -85,6 +86,19 @@ impl ServerConfig {
                 visit(TextField::Auth("password"), password)?;
             }
             Some(Auth::ApiKey { value, .. }) => visit(TextField::Auth("value"), value)?,
+            Some(Auth::OAuth(oauth)) => {
+                let fields = [
+                    ("client_id", &mut oauth.client_id),
+                    ("client_secret", &mut oauth.client_secret),
+                    ("client_metadata_url", &mut oauth.client_metadata_url),
+                    ("private_key", &mut oauth.private_key),
+                ];
+                for (key, value) in fields {
+                    if let Some(value) = value {
+                        visit(TextField::Auth(key), value)?;
+                    }
+                }
+            }
             None => {}
         }
         Ok(())

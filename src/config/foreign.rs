@@ -25,6 +25,12 @@
 //! error (VS Code prompts for inputs; mcpvisor cannot). OpenCode's
 //! `{env:NAME}` becomes `${NAME}`. `${NAME}` stays a reference everywhere.
 //! `envFile` (a `.env` file, relative to the workspace folder) is read now.
+//!
+//! OAuth clients of remote servers: Cursor's `auth` object (`CLIENT_ID`,
+//! `CLIENT_SECRET`, `scopes` array; read in every `mcpServers` format) and
+//! OpenCode's `oauth` object (`clientId`, `clientSecret`, `scope` string)
+//! become `auth = { type = "oauth", ... }`. VS Code and Claude files have
+//! no such shape: their remote servers log in with OAuth's defaults.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -35,7 +41,7 @@ use serde_json::{Map, Value as Json};
 
 use super::expand::{escape, Syntax};
 use super::file::read_optional;
-use super::{dotenv, jsonc, ServerConfig, Transport};
+use super::{dotenv, jsonc, Auth, OAuthConfig, ServerConfig, Transport};
 use crate::error::ConfigError;
 
 /// A client whose MCP configuration mcpvisor reads.
@@ -204,6 +210,21 @@ impl Context<'_> {
     }
 }
 
+/// The keys of an editor's OAuth client object.
+#[derive(Clone, Copy)]
+struct OAuthKeys {
+    client_id: &'static str,
+    client_secret: &'static str,
+    scopes: &'static str,
+    /// An array of scopes, else one space-separated string.
+    scopes_as_list: bool,
+}
+
+impl OAuthKeys {
+    const CURSOR: OAuthKeys = OAuthKeys { client_id: "CLIENT_ID", client_secret: "CLIENT_SECRET", scopes: "scopes", scopes_as_list: true };
+    const OPENCODE: OAuthKeys = OAuthKeys { client_id: "clientId", client_secret: "clientSecret", scopes: "scope", scopes_as_list: false };
+}
+
 /// One server's entry; every error names the file, the server and the key.
 struct Entry<'a> {
     context: &'a Context<'a>,
@@ -284,6 +305,7 @@ impl Entry<'_> {
             _ => {
                 let mut config = ServerConfig::remote(self.server, transport, url.unwrap_or_default());
                 config.headers = self.map("headers")?;
+                config.auth = self.oauth("auth", OAuthKeys::CURSOR)?;
                 config
             }
         };
@@ -313,6 +335,7 @@ impl Entry<'_> {
             _ => {
                 let mut config = ServerConfig::remote(self.server, transport, url.unwrap_or_default());
                 config.headers = self.map("headers")?;
+                config.auth = self.oauth("oauth", OAuthKeys::OPENCODE)?;
                 config
             }
         };
@@ -325,6 +348,39 @@ impl Entry<'_> {
             config.timeouts.startup = Duration::from_millis(millis);
         }
         Ok(config)
+    }
+
+    /// An editor's OAuth client of a remote server: Cursor's `auth` object,
+    /// OpenCode's `oauth` object (its `oauth: false` is ignored: a server
+    /// that asks for a login is logged in to).
+    fn oauth(&self, key: &str, keys: OAuthKeys) -> Result<Option<Auth>, ConfigError> {
+        let Some(value) = self.get(key) else { return Ok(None) };
+        let Some(object) = value.as_object() else {
+            return if value.is_boolean() { Ok(None) } else { Err(self.invalid(key, "must be an object")) };
+        };
+        let nested = Entry { context: self.context, server: self.server, object };
+        let under = |error: ConfigError| match error {
+            ConfigError::InvalidField { file, server, field, message } => {
+                ConfigError::InvalidField { file, server, field: format!("{key}.{field}"), message }
+            }
+            other => other,
+        };
+        let scopes = match keys.scopes_as_list {
+            true => nested.strings(keys.scopes).map_err(under)?.unwrap_or_default(),
+            false => {
+                nested.text(keys.scopes).map_err(under)?.map(|s| s.split_whitespace().map(str::to_owned).collect()).unwrap_or_default()
+            }
+        };
+        let oauth = OAuthConfig {
+            client_id: nested.text(keys.client_id).map_err(under)?,
+            client_secret: nested.text(keys.client_secret).map_err(under)?,
+            scopes,
+            ..OAuthConfig::default()
+        };
+        if oauth.client_secret.is_some() && oauth.client_id.is_none() {
+            return Err(self.invalid(&format!("{key}.{}", keys.client_id), "is missing; a client secret belongs to a registered client"));
+        }
+        Ok(Some(Auth::OAuth(oauth)))
     }
 
     fn inferred_transport(&self, has_command: bool, url: Option<&str>) -> Result<Transport, ConfigError> {

@@ -66,11 +66,13 @@ mod filter;
 pub mod foreign;
 mod jsonc;
 pub mod native;
+mod oauth;
 pub mod redact;
 
 pub use agent::{AgentSettings, ConfirmMode};
 pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
 pub use filter::ToolFilter;
+pub use oauth::{AuthorizerHandle, Grant, OAuthConfig};
 pub use redact::{Redactor, MASK};
 
 /// Back-pressure bounds of one connection.
@@ -174,6 +176,9 @@ pub enum Auth {
     Basic { username: String, password: String },
     /// `{header}: {value}`.
     ApiKey { header: String, value: String },
+    /// OAuth 2.1 (see [`OAuthConfig`]); a remote server without `auth`
+    /// that answers 401 gets the same with every setting at its default.
+    OAuth(OAuthConfig),
 }
 
 /// The spelling of a keyword in files, shared by the readers and the writer.

@@ -2,7 +2,9 @@
 .ci/interop-setup), which speaks the 2026-07-28 protocol as well as the
 legacy handshake: the interop tests' modern-era peer. The SDK's dual-era
 loop lets the client's first request decide the era. Run as
-`python modern_server.py` (stdio).
+`python modern_server.py` (stdio) or `python modern_server.py http PORT`
+(stateless Streamable HTTP at `http://127.0.0.1:PORT/mcp`; it says
+`Uvicorn running on` on stderr once it accepts connections).
 
 What it offers (see docs/interop.md for the wire details):
 
@@ -19,11 +21,14 @@ Resources `note://hello` (fixed text) and the template `note://echo/{word}`;
 the prompt `review(code)`; completion of `review`'s `code` argument.
 """
 
+import sys
 import warnings
 from typing import Annotated
 
 from pydantic import BaseModel
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+import notes  # noqa: E402 (after the line above)
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, ListRoots, Resolve, Sample
 from mcp import MCPDeprecationWarning
@@ -101,22 +106,7 @@ async def touch(uri: str, ctx: Context) -> str:
     return f"touched {uri}"
 
 
-@server.resource("note://hello", mime_type="text/plain")
-def hello() -> str:
-    """A fixed note."""
-    return "hello from python"
-
-
-@server.resource("note://echo/{word}", mime_type="text/plain")
-def echo_note(word: str) -> str:
-    """A note that repeats the word in its URI."""
-    return f"echo: {word}"
-
-
-@server.prompt()
-def review(code: str) -> str:
-    """Asks for a code review."""
-    return f"Please review this code:\n{code}"
+notes.register(server, "hello from python")
 
 
 LANGUAGES = ["python", "rust", "ruby"]
@@ -132,4 +122,7 @@ async def complete(ref, argument, context):
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if sys.argv[1:2] == ["http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), stateless_http=True)
+    else:
+        server.run("stdio")

@@ -220,3 +220,29 @@ fn server_level_errors_name_server_and_field() {
         assert!(message.contains(expected), "{servers}: {message}");
     }
 }
+
+#[test]
+fn editors_oauth_clients_become_oauth_auth() {
+    let cursor = r#"{ "mcpServers": { "hub": { "url": "https://hub.example/mcp",
+        "auth": { "CLIENT_ID": "cursor-client", "CLIENT_SECRET": "${env:HUB_SECRET}", "scopes": ["read", "write"] } } } }"#;
+    let (_, servers) = read("/p/.cursor/mcp.json", cursor);
+    let expected = OAuthConfig {
+        client_id: Some("cursor-client".into()),
+        client_secret: Some("${HUB_SECRET}".into()),
+        scopes: vec!["read".into(), "write".into()],
+        ..OAuthConfig::default()
+    };
+    assert_eq!(servers[0].auth, Some(Auth::OAuth(expected.clone())));
+
+    let opencode = r#"{ "mcp": {
+        "hub": { "type": "remote", "url": "https://hub.example/mcp", "oauth": { "clientId": "cursor-client", "clientSecret": "{env:HUB_SECRET}", "scope": "read write" } },
+        "plain": { "type": "remote", "url": "https://plain.example/mcp", "oauth": false } } }"#;
+    let (_, servers) = read("/p/opencode.json", opencode);
+    assert_eq!(servers[0].auth, Some(Auth::OAuth(expected)));
+    assert_eq!(servers[1].auth, None);
+
+    let message = error("/p/.cursor/mcp.json", r#"{ "mcpServers": { "hub": { "url": "https://h/mcp", "auth": { "CLIENT_ID": 7 } } } }"#);
+    assert!(message.contains("server \"hub\"") && message.contains("`auth.CLIENT_ID` must be a string"), "{message}");
+    let message = error("/p/opencode.json", r#"{ "mcp": { "hub": { "url": "https://h/mcp", "oauth": { "clientSecret": "s" } } } }"#);
+    assert!(message.contains("`oauth.clientId` is missing"), "{message}");
+}

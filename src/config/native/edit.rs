@@ -10,7 +10,7 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, TableLike, Value};
 use super::read::read_server;
 use super::schema::{not_a_server_table, parse_document, servers_table_mut, Restart, DEFAULT_MAX_RESTARTS, KEYS};
 use crate::config::file::{read_optional, write_atomically};
-use crate::config::{Auth, Keyword, ServerConfig, ToolFilter, Transport};
+use crate::config::{Auth, Grant, Keyword, ServerConfig, ToolFilter, Transport};
 use crate::error::{ConfigError, ManageError};
 use crate::restart::RestartPolicy;
 
@@ -191,12 +191,24 @@ fn tools(filter: &ToolFilter) -> Value {
 }
 
 fn auth(auth: &Auth) -> Value {
-    let pairs: Vec<(&str, &str)> = match auth {
-        Auth::Bearer { token } => vec![("type", "bearer"), ("token", token)],
-        Auth::Basic { username, password } => vec![("type", "basic"), ("username", username), ("password", password)],
-        Auth::ApiKey { header, value } => vec![("type", "api_key"), ("header", header), ("value", value)],
+    let text = |value: &str| Some(Value::from(value));
+    let pairs: Vec<(&str, Option<Value>)> = match auth {
+        Auth::Bearer { token } => vec![("type", text("bearer")), ("token", text(token))],
+        Auth::Basic { username, password } => {
+            vec![("type", text("basic")), ("username", text(username)), ("password", text(password))]
+        }
+        Auth::ApiKey { header, value } => vec![("type", text("api_key")), ("header", text(header)), ("value", text(value))],
+        Auth::OAuth(oauth) => vec![
+            ("type", text("oauth")),
+            ("client_id", oauth.client_id.as_deref().and_then(text)),
+            ("client_secret", oauth.client_secret.as_deref().and_then(text)),
+            ("scopes", Some(strings(&oauth.scopes)).filter(|_| !oauth.scopes.is_empty())),
+            ("client_metadata_url", oauth.client_metadata_url.as_deref().and_then(text)),
+            ("grant", Some(Value::from(oauth.grant.as_str())).filter(|_| oauth.grant != Grant::default())),
+            ("private_key", oauth.private_key.as_deref().and_then(text)),
+        ],
     };
-    Value::InlineTable(pairs.into_iter().collect::<InlineTable>())
+    Value::InlineTable(pairs.into_iter().filter_map(|(key, value)| Some((key, value?))).collect::<InlineTable>())
 }
 
 /// Makes the table `item` hold the desired keys, touching only what differs.
@@ -376,7 +388,20 @@ mod tests {
         let mut never = ServerConfig::stdio("never", "n", Vec::<String>::new());
         never.restart = RestartPolicy::Never;
         let odd_name = ServerConfig::stdio("my.server \"x\"", "n", Vec::<String>::new()).with_env("WEIRD KEY", "v");
-        let configs = [full_config(), remote, never, odd_name];
+        let mut machine = ServerConfig::remote("machine", Transport::Http, "https://m.example/mcp");
+        machine.auth = Some(Auth::OAuth(crate::config::OAuthConfig {
+            client_id: Some("ci-bot".into()),
+            private_key: Some("${CI_KEY}".into()),
+            scopes: vec!["read".into(), "write".into()],
+            grant: crate::config::Grant::ClientCredentials,
+            ..Default::default()
+        }));
+        let mut browser = ServerConfig::remote("browser", Transport::Http, "https://b.example/mcp");
+        browser.auth = Some(Auth::OAuth(crate::config::OAuthConfig {
+            client_metadata_url: Some("https://me.example/client.json".into()),
+            ..Default::default()
+        }));
+        let configs = [full_config(), remote, never, odd_name, machine, browser];
         for config in &configs {
             upsert(&path, config).unwrap();
         }

@@ -89,7 +89,7 @@ max_list_items = 100000 # items of one */list, all pages together
 transport = "http"      # stdio | http | sse (default: stdio when command is set)
 url = "https://example.com/mcp"
 headers = { "X-Team" = "core" }
-auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,password}, api_key {header,value}
+auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,password}, api_key {header,value}, oauth {...}
 "#;
 
     pub(super) fn file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
@@ -188,7 +188,28 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
                 "url = \"https://x\"\nauth = { type = \"basic\", username = \"u\" }",
                 "`auth.password` is missing; basic auth needs username and password",
             ),
-            ("url = \"https://x\"\nauth = { type = \"oauth\" }", "`auth.type` is \"oauth\"; write \"bearer\", \"basic\" or \"api_key\""),
+            (
+                "url = \"https://x\"\nauth = { type = \"oidc\" }",
+                "`auth.type` is \"oidc\"; write \"bearer\", \"basic\", \"api_key\" or \"oauth\"",
+            ),
+            (
+                "url = \"https://x\"\nauth = { type = \"oauth\", client = \"x\" }",
+                "unknown key `auth.client`; the known keys are type, client_id, client_secret",
+            ),
+            (
+                "url = \"https://x\"\nauth = { type = \"oauth\", grant = \"password\" }",
+                "`auth.grant` is \"password\"; write one of authorization_code | client_credentials",
+            ),
+            ("url = \"https://x\"\nauth = { type = \"oauth\", scopes = \"a b\" }", "`auth.scopes` must be an array of strings"),
+            ("url = \"https://x\"\nauth = { type = \"oauth\", client_secret = \"s\" }", "`auth.client_id` is missing"),
+            (
+                "url = \"https://x\"\nauth = { type = \"oauth\", grant = \"client_credentials\", client_id = \"c\" }",
+                "`auth.grant` needs auth.client_id with auth.client_secret or auth.private_key",
+            ),
+            (
+                "url = \"https://x\"\nauth = { type = \"oauth\", client_id = \"c\", client_secret = \"s\", private_key = \"k\" }",
+                "`auth.private_key` and auth.client_secret are both set",
+            ),
             ("url = \"https://x\"\nheaders = [\"a\"]", "`headers` must be a table, like { NAME = \"value\" }, not array"),
             ("args = [\"a\"]", "invalid configuration for server `s`: `command` is empty"),
             ("url = \"ftp://x\"", "`url` must be an http:// or https:// URL"),

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use toml_edit::{Item, TableLike, Value};
 
-use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS, KEYS, TOOLS_KEYS};
-use crate::config::{Auth, Keyword, ServerConfig, ToolFilter, Transport};
+use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS, KEYS, OAUTH_KEYS, TOOLS_KEYS};
+use crate::config::{Auth, Grant, Keyword, OAuthConfig, ServerConfig, ToolFilter, Transport};
 use crate::error::ConfigError;
 use crate::restart::RestartPolicy;
 
@@ -102,17 +102,22 @@ impl Reader<'_> {
 
     fn auth(&self, item: &Item) -> Result<Auth, ConfigError> {
         let table = self.table("auth", item, "{ type = \"bearer\", token = \"${TOKEN}\" }")?;
-        let kind =
-            table.get("type").ok_or_else(|| self.invalid("auth.type", "is missing; write type = \"bearer\", \"basic\" or \"api_key\""))?;
+        let kind = table
+            .get("type")
+            .ok_or_else(|| self.invalid("auth.type", "is missing; write type = \"bearer\", \"basic\", \"api_key\" or \"oauth\""))?;
         let kind = self.string("auth.type", kind)?;
         let known: &[&'static str] = match kind.as_str() {
             "bearer" => &["type", "token"],
             "basic" => &["type", "username", "password"],
             "api_key" => &["type", "header", "value"],
-            _ => return Err(self.invalid("auth.type", format!("is {kind:?}; write \"bearer\", \"basic\" or \"api_key\""))),
+            "oauth" => &OAUTH_KEYS,
+            _ => return Err(self.invalid("auth.type", format!("is {kind:?}; write \"bearer\", \"basic\", \"api_key\" or \"oauth\""))),
         };
         if let Some((key, _)) = table.iter().find(|(key, _)| !known.contains(key)) {
             return Err(self.unknown_key(format!("auth.{key}"), known));
+        }
+        if kind == "oauth" {
+            return self.oauth(table).map(Auth::OAuth);
         }
         let field = |key: &str| {
             let path = format!("auth.{key}");
@@ -126,6 +131,32 @@ impl Reader<'_> {
             "basic" => Auth::Basic { username: field("username")?, password: field("password")? },
             _ => Auth::ApiKey { header: field("header")?, value: field("value")? },
         })
+    }
+
+    /// The keys of `auth = { type = "oauth", ... }`, every one optional, and
+    /// what a client-credentials grant cannot do without.
+    fn oauth(&self, table: &dyn TableLike) -> Result<OAuthConfig, ConfigError> {
+        let text = |key: &str| table.get(key).map(|item| self.string(&format!("auth.{key}"), item)).transpose();
+        let config = OAuthConfig {
+            client_id: text("client_id")?,
+            client_secret: text("client_secret")?,
+            scopes: table.get("scopes").map(|item| self.strings("auth.scopes", item)).transpose()?.unwrap_or_default(),
+            client_metadata_url: text("client_metadata_url")?,
+            grant: table.get("grant").map(|item| self.keyword("auth.grant", item)).transpose()?.unwrap_or_default(),
+            private_key: text("private_key")?,
+            ..OAuthConfig::default()
+        };
+        if config.client_secret.is_some() && config.private_key.is_some() {
+            return Err(self.invalid("auth.private_key", "and auth.client_secret are both set; a client authenticates with one of them"));
+        }
+        if config.client_id.is_none() && (config.client_secret.is_some() || config.private_key.is_some()) {
+            return Err(self.invalid("auth.client_id", "is missing; a client secret or private key belongs to a pre-registered client_id"));
+        }
+        if config.grant == Grant::ClientCredentials && config.client_secret.is_none() && config.private_key.is_none() {
+            let message = "needs auth.client_id with auth.client_secret or auth.private_key: a machine client must authenticate itself";
+            return Err(self.invalid("auth.grant", message));
+        }
+        Ok(config)
     }
 
     fn restart(&self, restart: Option<&Item>, max_restarts: Option<&Item>) -> Result<RestartPolicy, ConfigError> {

@@ -232,3 +232,22 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn oauth_secrets_are_masked_and_client_ids_shown() {
+    let mut config = ServerConfig::remote("r", Transport::Http, "https://r.example/mcp");
+    config.auth = Some(Auth::OAuth(crate::config::OAuthConfig {
+        client_id: Some("my-client-id".into()),
+        client_secret: Some("client-secret-value".into()),
+        private_key: Some("-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMG\n-----END PRIVATE KEY-----".into()),
+        client_metadata_url: Some("https://me.example/client.json".into()),
+        ..Default::default()
+    }));
+    let Some(Auth::OAuth(shown)) = config.redacted().auth else { panic!("auth changed kind") };
+    assert_eq!(shown.client_id.as_deref(), Some("my-client-id"));
+    assert_eq!(shown.client_metadata_url.as_deref(), Some("https://me.example/client.json"));
+    assert_eq!((shown.client_secret.as_deref(), shown.private_key.as_deref()), (Some(MASK), Some(MASK)));
+    let redactor = crate::config::Redactor::from_configs([&config]);
+    assert_eq!(redactor.text("secret: client-secret-value"), "secret: ***");
+    assert_eq!(redactor.text("key line MIGHAgEAMBMG"), "key line ***");
+}

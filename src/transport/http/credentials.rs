@@ -14,8 +14,20 @@ use crate::config::{Auth, ServerConfig};
 use crate::transport::credentials::{Challenge, Credentials, CredentialsError, Renewal};
 
 /// The credentials of `config`'s server: the one place that picks their kind.
+/// OAuth for `auth = { type = "oauth" }` and for a server without `auth`
+/// (a 401 starts discovery); the static kind otherwise, or when the OAuth
+/// client cannot be made (its refusal then says what to configure).
 pub fn credentials_for(config: &ServerConfig) -> Arc<dyn Credentials> {
-    Arc::new(StaticCredentials::new(config))
+    match &config.auth {
+        None | Some(Auth::OAuth(_)) => match crate::oauth::OAuthCredentials::for_server(config) {
+            Ok(credentials) => credentials,
+            Err(error) => {
+                tracing::warn!(server = %config.name, "OAuth is not available for this server: {error}");
+                Arc::new(StaticCredentials::new(config))
+            }
+        },
+        Some(_) => Arc::new(StaticCredentials::new(config)),
+    }
 }
 
 /// Headers fixed by the configuration.
@@ -36,21 +48,22 @@ impl StaticCredentials {
     /// The `auth` header of `config`, if any. Its raw `headers` are sent by
     /// the transport itself, so a refusal names both.
     pub fn new(config: &ServerConfig) -> Self {
-        let headers = config.auth.as_ref().map(auth_header).into_iter().collect();
+        let headers = config.auth.as_ref().and_then(auth_header).into_iter().collect();
         StaticCredentials { server: config.name.clone(), headers }
     }
 }
 
-/// The header an `auth` entry sends.
-fn auth_header(auth: &Auth) -> (String, String) {
-    match auth {
+/// The header a static `auth` entry sends (OAuth sends none of its own).
+fn auth_header(auth: &Auth) -> Option<(String, String)> {
+    Some(match auth {
         Auth::Bearer { token } => ("Authorization".into(), format!("Bearer {token}")),
         Auth::Basic { username, password } => {
             let pair = base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
             ("Authorization".into(), format!("Basic {pair}"))
         }
         Auth::ApiKey { header, value } => (header.clone(), value.clone()),
-    }
+        Auth::OAuth(_) => return None,
+    })
 }
 
 impl Credentials for StaticCredentials {

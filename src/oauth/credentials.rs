@@ -1,0 +1,420 @@
+//! [`OAuthCredentials`]: the OAuth 2.1 side of one remote server behind the
+//! transport's [`Credentials`] seam.
+//!
+//! - `headers` sends the stored access token; one that expires within
+//!   [`EXPIRY_MARGIN_SECS`] is refreshed first. Callers share one lock, so a
+//!   token that expires while calls wait is refreshed once, and every call
+//!   goes on with the new one.
+//! - `refused` after a 401: discovery (from the challenge's
+//!   `resource_metadata`), then a refresh, else new tokens: the
+//!   client-credentials grant for a machine client, a login through the
+//!   configured [`Authorizer`], else [`Renewal::NeedsLogin`]. A 401 within
+//!   [`RENEWAL_GRACE`] of a renewal was sent with the old token: it is
+//!   retried without renewing again. The token file is read again first,
+//!   so a login made meanwhile by `mcpvisor auth` is picked up.
+//! - after a 403 `insufficient_scope`: step-up to the union of the scopes
+//!   held and those the challenge names (a refusal of scopes already held,
+//!   just after a renewal, is retried as it is); after [`MAX_STEP_UPS`]
+//!   tries for the same scopes it gives up with an error.
+//!
+//! Tokens never appear in errors or logs: messages name servers, issuers
+//! and scopes only.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use tokio::sync::Mutex;
+
+use super::challenge::BearerChallenge;
+use super::discovery::{self, Discovery};
+use super::flow::Target;
+use super::http::Http;
+use super::login::{self, Authorizer};
+use super::registration::{self, Client, ClientAuth, ClientOrigin};
+use super::store::{Entry, ServerTokens, TokenStore, Tokens};
+use super::OAuthError;
+use crate::config::{Auth, Grant, OAuthConfig, ServerConfig};
+use crate::transport::credentials::{Challenge, Credentials, CredentialsError, Renewal};
+
+/// A token this close to its end is refreshed before it is sent.
+pub const EXPIRY_MARGIN_SECS: u64 = 30;
+/// A refusal this soon after a renewal is taken as sent with the old token.
+pub const RENEWAL_GRACE: Duration = Duration::from_secs(5);
+/// Tries (step-ups, and retries of calls refused just after one) for the
+/// same scopes before giving up.
+pub const MAX_STEP_UPS: u32 = 3;
+/// How long a login through an [`Authorizer`] may take.
+pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The OAuth credentials of one remote server.
+pub struct OAuthCredentials {
+    server: String,
+    endpoint: String,
+    config: OAuthConfig,
+    store: Option<TokenStore>,
+    http: Http,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    kept: Option<ServerTokens>,
+    discovery: Option<Discovery>,
+    renewed_at: Option<Instant>,
+    /// The scopes of the last step-up and how often they were asked for.
+    step_up: Option<(Vec<String>, u32)>,
+}
+
+/// What a login obtained, for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedIn {
+    pub issuer: String,
+    pub scopes: Vec<String>,
+}
+
+impl OAuthCredentials {
+    /// The credentials of `server` (its expanded configuration): OAuth with
+    /// its `auth` settings, or with every setting at its default when it
+    /// has no `auth`. Tokens are kept in `store` (`None`: in memory only).
+    pub fn new(
+        server: &ServerConfig,
+        store: Option<TokenStore>,
+        authorizer: Option<Arc<dyn Authorizer>>,
+    ) -> Result<OAuthCredentials, OAuthError> {
+        let config = match &server.auth {
+            Some(Auth::OAuth(config)) => config.clone(),
+            None => OAuthConfig::default(),
+            Some(_) => return Err(OAuthError::new(format!("server {:?} has static credentials, not OAuth", server.name))),
+        };
+        let endpoint = server.url.clone().ok_or_else(|| OAuthError::new(format!("server {:?} has no url", server.name)))?;
+        Ok(OAuthCredentials {
+            server: server.name.clone(),
+            endpoint,
+            config,
+            store,
+            http: Http::new()?,
+            authorizer,
+            state: Mutex::default(),
+        })
+    }
+
+    /// What the transport uses for a server with `auth = { type = "oauth" }`
+    /// or no `auth`: tokens in the configuration's `token_dir`, else the
+    /// user's directory; logins through the configuration's authorizer,
+    /// else left to the user.
+    pub fn for_server(server: &ServerConfig) -> Result<Arc<dyn Credentials>, CredentialsError> {
+        let oauth = match &server.auth {
+            Some(Auth::OAuth(config)) => Some(config),
+            _ => None,
+        };
+        let store = match oauth.and_then(|c| c.token_dir.clone()) {
+            Some(dir) => Some(TokenStore::new(dir)),
+            None => TokenStore::user(|name| std::env::var(name).ok()),
+        };
+        let authorizer = oauth.and_then(|c| c.authorizer.as_ref()).map(|handle| handle.0.clone());
+        let credentials = OAuthCredentials::new(server, store, authorizer).map_err(|e| CredentialsError { message: e.to_string() })?;
+        Ok(Arc::new(credentials))
+    }
+
+    /// Logs in now (`mcpvisor auth`): asks the server for its challenge,
+    /// discovers, and obtains tokens through `authorizer` (or the
+    /// client-credentials grant), replacing any kept ones.
+    pub async fn log_in(&self, authorizer: &dyn Authorizer, timeout: Duration) -> Result<LoggedIn, OAuthError> {
+        let challenge = self.probe().await?;
+        let mut state = self.state.lock().await;
+        self.load(&mut state)?;
+        state.discovery = None;
+        let discovery = self.discover(&mut state, challenge.resource_metadata.as_deref()).await?;
+        let mut wanted = challenge.scopes();
+        if let Some(entry) = self.entry(&state, &discovery.server.issuer) {
+            merge_scopes(&mut wanted, &entry.wanted_scopes);
+        }
+        let scopes = discovery.scopes(&self.config.scopes, &wanted);
+        let (client, tokens) = self.obtain(&discovery, &scopes, Some(authorizer), timeout).await?;
+        let scopes = tokens.scopes.clone();
+        self.keep(&mut state, &discovery, &client, tokens)?;
+        Ok(LoggedIn { issuer: discovery.server.issuer, scopes })
+    }
+
+    /// The challenge of an unauthenticated request to the server (empty
+    /// when it does not refuse one).
+    async fn probe(&self) -> Result<BearerChallenge, OAuthError> {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcpvisor", "version": env!("CARGO_PKG_VERSION")}}});
+        let response = self
+            .http
+            .client()
+            .post(&self.endpoint)
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| OAuthError::new(format!("cannot reach server {:?}: {}", self.server, e.without_url())))?;
+        let header = response.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or("");
+        Ok(BearerChallenge::parse(header))
+    }
+
+    fn load(&self, state: &mut State) -> Result<(), OAuthError> {
+        if state.kept.is_none() {
+            state.kept = Some(match &self.store {
+                Some(store) => store.load(&self.server)?,
+                None => ServerTokens::default(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The kept login with `issuer`, if it is for this endpoint.
+    fn entry<'s>(&self, state: &'s State, issuer: &str) -> Option<&'s Entry> {
+        let entry = state.kept.as_ref()?.issuers.get(issuer)?;
+        let resource = entry.resource.trim_end_matches('/');
+        let endpoint = self.endpoint.trim_end_matches('/');
+        let covered = endpoint == resource || endpoint.strip_prefix(resource).is_some_and(|rest| rest.starts_with('/'));
+        covered.then_some(entry)
+    }
+
+    fn current_entry<'s>(&self, state: &'s State) -> Option<(&'s str, &'s Entry)> {
+        let issuer = state.kept.as_ref()?.current.as_deref()?;
+        Some((issuer, self.entry(state, issuer)?))
+    }
+
+    async fn discover(&self, state: &mut State, resource_metadata: Option<&str>) -> Result<Discovery, OAuthError> {
+        if let Some(discovery) = &state.discovery {
+            return Ok(discovery.clone());
+        }
+        let discovery = match (resource_metadata, self.current_entry(state)) {
+            // Refreshing needs only the issuer's endpoints.
+            (None, Some((issuer, entry))) if entry.tokens.is_some() => {
+                let server = discovery::server_metadata(&self.http, issuer).await?;
+                Discovery { resource: entry.resource.clone(), resource_metadata: Default::default(), server }
+            }
+            _ => discovery::discover(&self.http, &self.endpoint, resource_metadata).await?,
+        };
+        state.discovery = Some(discovery.clone());
+        Ok(discovery)
+    }
+
+    /// The client that holds the kept tokens of `entry`.
+    fn client_of(&self, entry: &Entry, discovery: &Discovery) -> Option<Client> {
+        if let Some(client) = registration::configured(&self.config, &discovery.server) {
+            return Some(client);
+        }
+        if let Some(stored) = &entry.client {
+            return Some(Client::stored(stored));
+        }
+        let url = self.config.client_metadata_url.clone()?;
+        Some(Client { client_id: url, auth: ClientAuth::None, origin: ClientOrigin::MetadataDocument })
+    }
+
+    /// New tokens for `scopes`: the client-credentials grant, or a login.
+    async fn obtain(
+        &self,
+        discovery: &Discovery,
+        scopes: &[String],
+        authorizer: Option<&dyn Authorizer>,
+        timeout: Duration,
+    ) -> Result<(Client, Tokens), OAuthError> {
+        if self.config.grant == Grant::ClientCredentials {
+            let client = registration::configured(&self.config, &discovery.server)
+                .ok_or_else(|| OAuthError::new("the client-credentials grant needs auth.client_id with a secret or a private key"))?;
+            let target = Target { server: &discovery.server, resource: &discovery.resource, client: &client };
+            let tokens = target.client_credentials(&self.http, scopes).await?;
+            return Ok((client, tokens));
+        }
+        let authorizer = authorizer.ok_or_else(|| OAuthError::new("a login is needed"))?;
+        login::login(&self.http, &self.config, discovery, scopes, authorizer, timeout).await
+    }
+
+    /// Keeps new tokens as the current login, on disk when there is a store.
+    fn keep(&self, state: &mut State, discovery: &Discovery, client: &Client, tokens: Tokens) -> Result<(), OAuthError> {
+        let issuer = discovery.server.issuer.clone();
+        let kept = state.kept.get_or_insert_with(ServerTokens::default);
+        let wanted_scopes = tokens.scopes.clone();
+        kept.issuers.insert(
+            issuer.clone(),
+            Entry { resource: discovery.resource.clone(), client: client.to_store(), tokens: Some(tokens), wanted_scopes },
+        );
+        kept.current = Some(issuer);
+        state.renewed_at = Some(Instant::now());
+        self.save(state)
+    }
+
+    fn save(&self, state: &State) -> Result<(), OAuthError> {
+        match (&self.store, &state.kept) {
+            (Some(store), Some(kept)) => store.save(&self.server, kept),
+            _ => Ok(()),
+        }
+    }
+
+    /// The access token to send, refreshed first when it is about to end.
+    async fn access_token(&self) -> Result<Option<String>, OAuthError> {
+        let mut state = self.state.lock().await;
+        self.load(&mut state)?;
+        let Some((_, entry)) = self.current_entry(&state) else { return Ok(None) };
+        let Some(tokens) = entry.tokens.clone() else { return Ok(None) };
+        if !tokens.expires_within(EXPIRY_MARGIN_SECS) {
+            return Ok(Some(tokens.access_token));
+        }
+        match self.renew(&mut state, &tokens.scopes).await {
+            Ok(Some(fresh)) => Ok(Some(fresh)),
+            Ok(None) => Ok(None),
+            Err(error) => {
+                tracing::warn!(server = %self.server, "the OAuth token expired and could not be renewed: {error}");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Renews the current login without a user: refresh token, else the
+    /// client-credentials grant. `None` when neither applies.
+    async fn renew(&self, state: &mut State, scopes: &[String]) -> Result<Option<String>, OAuthError> {
+        let discovery = self.discover(state, None).await?;
+        let Some((_, entry)) = self.current_entry(state) else { return Ok(None) };
+        let entry = entry.clone();
+        if let (Some(refresh), Some(client)) =
+            (entry.tokens.as_ref().and_then(|t| t.refresh_token.clone()), self.client_of(&entry, &discovery))
+        {
+            let target = Target { server: &discovery.server, resource: &discovery.resource, client: &client };
+            match target.refresh(&self.http, &refresh, scopes).await {
+                Ok(tokens) => {
+                    let access = tokens.access_token.clone();
+                    self.keep(state, &discovery, &client, tokens)?;
+                    return Ok(Some(access));
+                }
+                Err(error) if self.config.grant != Grant::ClientCredentials => {
+                    self.drop_tokens(state)?;
+                    return Err(error);
+                }
+                Err(_) => {}
+            }
+        }
+        if self.config.grant == Grant::ClientCredentials {
+            let (client, tokens) = self.obtain(&discovery, scopes, None, LOGIN_TIMEOUT).await?;
+            let access = tokens.access_token.clone();
+            self.keep(state, &discovery, &client, tokens)?;
+            return Ok(Some(access));
+        }
+        Ok(None)
+    }
+
+    /// Forgets the current tokens (they were refused and cannot be renewed).
+    fn drop_tokens(&self, state: &mut State) -> Result<(), OAuthError> {
+        let Some(kept) = state.kept.as_mut() else { return Ok(()) };
+        if let Some(entry) = kept.current.clone().and_then(|issuer| kept.issuers.get_mut(&issuer)) {
+            entry.tokens = None;
+        }
+        self.save(state)
+    }
+
+    async fn after_refusal(&self, challenge: Challenge) -> Result<Renewal, OAuthError> {
+        let parsed = BearerChallenge::parse(challenge.www_authenticate.as_deref().unwrap_or(""));
+        let mut state = self.state.lock().await;
+        self.load(&mut state)?;
+        let held: Vec<String> =
+            self.current_entry(&state).and_then(|(_, e)| e.tokens.as_ref()).map(|t| t.scopes.clone()).unwrap_or_default();
+        let recently_renewed = state.renewed_at.is_some_and(|at| at.elapsed() < RENEWAL_GRACE);
+        if challenge.status == 403 {
+            if !parsed.is_insufficient_scope() {
+                return Ok(Renewal::NeedsLogin {
+                    message: format!("server {:?} refuses access (403) with the credentials it was given", self.server),
+                });
+            }
+            let challenged = parsed.scopes();
+            let mut wanted = held.clone();
+            merge_scopes(&mut wanted, &challenged);
+            let tries = match &state.step_up {
+                Some((scopes, tries)) if *scopes == wanted => tries + 1,
+                _ => 1,
+            };
+            if tries > MAX_STEP_UPS {
+                return Err(OAuthError::new(format!(
+                    "server {:?} still answers insufficient_scope after {MAX_STEP_UPS} tries with the scopes {:?}; giving up",
+                    self.server,
+                    wanted.join(" ")
+                )));
+            }
+            state.step_up = Some((wanted.clone(), tries));
+            if recently_renewed && challenged.iter().all(|scope| held.contains(scope)) {
+                return Ok(Renewal::Retry);
+            }
+            let discovery = self.discover(&mut state, parsed.resource_metadata.as_deref()).await?;
+            return self.new_tokens(&mut state, &discovery, &wanted).await;
+        }
+        if recently_renewed {
+            return Ok(Renewal::Retry);
+        }
+        // A login made since by another process (`mcpvisor auth`) is on disk.
+        let sent = self.current_entry(&state).and_then(|(_, e)| e.tokens.as_ref()).map(|t| t.access_token.clone());
+        if self.store.is_some() {
+            state.kept = None;
+            self.load(&mut state)?;
+        }
+        let kept = self.current_entry(&state).and_then(|(_, e)| e.tokens.as_ref()).map(|t| t.access_token.clone());
+        if kept.is_some() && kept != sent {
+            return Ok(Renewal::Retry);
+        }
+        if parsed.resource_metadata.is_some() {
+            state.discovery = None;
+        }
+        let discovery = self.discover(&mut state, parsed.resource_metadata.as_deref()).await?;
+        let has_refresh = self.current_entry(&state).and_then(|(_, e)| e.tokens.as_ref()).is_some_and(|t| t.refresh_token.is_some());
+        if has_refresh {
+            match self.renew(&mut state, &held).await {
+                Ok(Some(_)) => return Ok(Renewal::Retry),
+                Ok(None) => {}
+                Err(error) => tracing::info!(server = %self.server, "refreshing the OAuth token failed: {error}"),
+            }
+        }
+        let scopes = discovery.scopes(&self.config.scopes, &parsed.scopes());
+        self.new_tokens(&mut state, &discovery, &scopes).await
+    }
+
+    /// Tokens for `scopes` without the user where possible; else what the
+    /// user must do.
+    async fn new_tokens(&self, state: &mut State, discovery: &Discovery, scopes: &[String]) -> Result<Renewal, OAuthError> {
+        let authorizer = self.authorizer.as_deref();
+        if self.config.grant == Grant::ClientCredentials || authorizer.is_some() {
+            let (client, tokens) = self.obtain(discovery, scopes, authorizer, LOGIN_TIMEOUT).await?;
+            self.keep(state, discovery, &client, tokens)?;
+            return Ok(Renewal::Retry);
+        }
+        let issuer = discovery.server.issuer.clone();
+        let kept = state.kept.get_or_insert_with(ServerTokens::default);
+        let entry = kept.issuers.entry(issuer.clone()).or_insert_with(|| Entry {
+            resource: discovery.resource.clone(),
+            client: None,
+            tokens: None,
+            wanted_scopes: Vec::new(),
+        });
+        entry.wanted_scopes = scopes.to_vec();
+        kept.current = Some(issuer.clone());
+        self.save(state)?;
+        let scopes = if scopes.is_empty() { String::new() } else { format!(" for the scopes {:?}", scopes.join(" ")) };
+        Ok(Renewal::NeedsLogin { message: format!("server {:?} needs a user to log in with {issuer}{scopes}", self.server) })
+    }
+}
+
+/// Adds to `scopes` those of `more` it lacks, keeping the order.
+fn merge_scopes(scopes: &mut Vec<String>, more: &[String]) {
+    for scope in more {
+        if !scopes.contains(scope) {
+            scopes.push(scope.clone());
+        }
+    }
+}
+
+impl Credentials for OAuthCredentials {
+    fn headers(&self) -> BoxFuture<'_, Result<Vec<(String, String)>, CredentialsError>> {
+        Box::pin(async move {
+            let token = self.access_token().await.map_err(|e| CredentialsError { message: e.to_string() })?;
+            Ok(token.map(|token| vec![("Authorization".to_owned(), format!("Bearer {token}"))]).unwrap_or_default())
+        })
+    }
+
+    fn refused(&self, challenge: Challenge) -> BoxFuture<'_, Result<Renewal, CredentialsError>> {
+        Box::pin(async move { self.after_refusal(challenge).await.map_err(|e| CredentialsError { message: e.to_string() }) })
+    }
+}

@@ -1,0 +1,133 @@
+//! The HTTP the OAuth client speaks: one `reqwest` client (rustls, the
+//! platform's roots, proxies from the environment), JSON documents read
+//! with a size limit, and the adapter `oauth2` sends its requests through.
+//!
+//! Bodies of failed answers are shown only after masking, through the
+//! same [`Redactor`] patterns as everything else (an authorization server
+//! that echoes a token back never gets it printed).
+
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+
+use super::OAuthError;
+use crate::config::Redactor;
+
+/// The most bytes a metadata document, registration or token answer may have.
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+/// How long one request to an authorization server may take.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How much of an error body is kept for a message.
+const ERROR_BODY_CHARS: usize = 300;
+
+/// A JSON answer, or the status and start of the body of a failed one.
+pub enum Answer<T> {
+    Ok(T),
+    Failed { status: u16, body: String },
+}
+
+/// The client shared by one server's OAuth requests. Cheap to clone.
+#[derive(Clone)]
+pub struct Http {
+    client: reqwest::Client,
+}
+
+impl Http {
+    pub fn new() -> Result<Http, OAuthError> {
+        // reqwest is built without a default crypto provider; a program that
+        // installed its own keeps it.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .user_agent(concat!("mcpvisor/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| OAuthError::new(format!("cannot set up HTTP for OAuth: {e}")))?;
+        Ok(Http { client })
+    }
+
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// GETs a JSON document; 4xx/5xx answers are [`Answer::Failed`].
+    pub async fn get_json<T: DeserializeOwned>(&self, url: &str) -> Result<Answer<T>, OAuthError> {
+        let request = self.client.get(url).header("Accept", "application/json");
+        self.json(url, request).await
+    }
+
+    /// POSTs `body` as JSON and reads a JSON answer.
+    pub async fn post_json<T: DeserializeOwned>(&self, url: &str, body: &serde_json::Value) -> Result<Answer<T>, OAuthError> {
+        let request =
+            self.client.post(url).header("Accept", "application/json").header("Content-Type", "application/json").body(body.to_string());
+        self.json(url, request).await
+    }
+
+    async fn json<T: DeserializeOwned>(&self, url: &str, request: reqwest::RequestBuilder) -> Result<Answer<T>, OAuthError> {
+        let response = request.send().await.map_err(|e| OAuthError::new(format!("cannot reach {url}: {}", without_url(e))))?;
+        let status = response.status().as_u16();
+        let body = read_limited(response).await.map_err(|e| OAuthError::new(format!("{url}: {e}")))?;
+        if status >= 400 {
+            return Ok(Answer::Failed { status, body: shown_body(&body) });
+        }
+        serde_json::from_slice(&body)
+            .map(Answer::Ok)
+            .map_err(|e| OAuthError::new(format!("{url} answered with a document that is not what OAuth expects: {e}")))
+    }
+
+    /// Sends one request `oauth2` built; its body is bounded like every other.
+    pub async fn send(&self, request: oauth2::HttpRequest) -> Result<oauth2::HttpResponse, HttpError> {
+        let (parts, body) = request.into_parts();
+        let builder = self.client.request(parts.method, parts.uri.to_string()).headers(parts.headers).body(body);
+        let response = builder.send().await.map_err(|e| HttpError(format!("cannot reach the token endpoint: {}", without_url(e))))?;
+        let mut answer = http::Response::builder().status(response.status());
+        for (name, value) in response.headers() {
+            answer = answer.header(name, value);
+        }
+        let body = read_limited(response).await.map_err(HttpError)?;
+        answer.body(body).map_err(|e| HttpError(e.to_string()))
+    }
+}
+
+impl<'c> oauth2::AsyncHttpClient<'c> for Http {
+    type Error = HttpError;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<oauth2::HttpResponse, HttpError>> + Send + 'c>>;
+
+    fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
+        Box::pin(self.send(request))
+    }
+}
+
+/// A transport failure of a request `oauth2` made.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HttpError(pub String);
+
+async fn read_limited(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| format!("the answer was cut short: {}", without_url(e)))? {
+        if body.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(format!("the answer is larger than {MAX_BODY_BYTES} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The start of an error body, with anything shaped like a secret masked.
+pub fn shown_body(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text: String = text.chars().take(ERROR_BODY_CHARS).collect();
+    Redactor::default().text(text.trim()).into_owned()
+}
+
+/// reqwest's error without the URL it repeats (it may carry a query).
+fn without_url(error: reqwest::Error) -> String {
+    let error = error.without_url();
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        text = format!("{text}: {cause}");
+        source = cause.source();
+    }
+    text
+}

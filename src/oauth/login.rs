@@ -1,0 +1,233 @@
+//! A user's login (authorization code with PKCE): a loopback listener on
+//! 127.0.0.1 with a random port receives the redirect, the `state` and the
+//! issuer (`iss`, RFC 9207) are checked, and the code is exchanged.
+//!
+//! Who takes the user to the authorization URL is an [`Authorizer`]:
+//! [`SystemBrowser`] opens it (`xdg-open`, `open`), [`FollowRedirects`]
+//! GETs it and follows the redirects itself, for tests and the conformance
+//! client, where the authorization server approves without a person.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use oauth2::CsrfToken;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use super::discovery::Discovery;
+use super::flow::Target;
+use super::http::Http;
+use super::registration::{self, Client};
+use super::store::Tokens;
+use super::OAuthError;
+use crate::config::OAuthConfig;
+
+/// The path of the loopback redirect.
+pub const CALLBACK_PATH: &str = "/callback";
+/// The largest request head the loopback listener reads.
+const MAX_REQUEST_HEAD: usize = 16 * 1024;
+
+/// Takes the user (or a program acting for one) to the authorization URL.
+/// The login goes on when the authorization server redirects to the
+/// loopback listener; `open` may return before that (a browser) or after
+/// it (following the redirects).
+pub trait Authorizer: Send + Sync + 'static {
+    fn open<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<(), OAuthError>>;
+}
+
+/// Opens the URL in the user's browser with `xdg-open` (or `open` on macOS).
+pub struct SystemBrowser;
+
+impl Authorizer for SystemBrowser {
+    fn open<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<(), OAuthError>> {
+        Box::pin(async move {
+            for program in ["xdg-open", "open"] {
+                let status = tokio::process::Command::new(program)
+                    .arg(url)
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .await;
+                if matches!(status, Ok(status) if status.success()) {
+                    return Ok(());
+                }
+            }
+            Err(OAuthError::new("no browser could be opened (neither xdg-open nor open worked)"))
+        })
+    }
+}
+
+/// GETs the authorization URL and follows its redirects to the loopback
+/// listener: for an authorization server that approves without a person
+/// (tests, the conformance suite).
+pub struct FollowRedirects {
+    http: Http,
+}
+
+impl FollowRedirects {
+    pub fn new() -> Result<FollowRedirects, OAuthError> {
+        Ok(FollowRedirects { http: Http::new()? })
+    }
+}
+
+impl Authorizer for FollowRedirects {
+    fn open<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<(), OAuthError>> {
+        Box::pin(async move {
+            let response = self
+                .http
+                .client()
+                .get(url)
+                .send()
+                .await
+                .map_err(|e| OAuthError::new(format!("following the authorization URL failed: {}", e.without_url())))?;
+            let landed = response.url().clone();
+            let on_loopback = landed.host_str() == Some("127.0.0.1") && landed.path() == CALLBACK_PATH;
+            if on_loopback {
+                Ok(())
+            } else {
+                Err(OAuthError::new(format!(
+                    "the authorization server answered {} at {}{} instead of redirecting back; this login needs a browser",
+                    response.status().as_u16(),
+                    landed.origin().ascii_serialization(),
+                    landed.path()
+                )))
+            }
+        })
+    }
+}
+
+/// What the authorization server sent back to the loopback listener.
+struct Callback {
+    code: String,
+    iss: Option<String>,
+}
+
+/// The listener the authorization server redirects the user to.
+struct Loopback {
+    listener: TcpListener,
+    redirect_uri: String,
+}
+
+impl Loopback {
+    async fn bind() -> Result<Loopback, OAuthError> {
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| OAuthError::new(format!("cannot listen on 127.0.0.1 for the login's redirect: {e}")))?;
+        let port = listener.local_addr().map_err(|e| OAuthError::new(format!("cannot listen on 127.0.0.1: {e}")))?.port();
+        Ok(Loopback { listener, redirect_uri: format!("http://127.0.0.1:{port}{CALLBACK_PATH}") })
+    }
+
+    /// Answers requests until the redirect of this login arrives; other
+    /// paths (a browser's favicon) get a 404.
+    async fn wait(&self, state: &CsrfToken) -> Result<Callback, OAuthError> {
+        loop {
+            let (mut stream, _) = self.listener.accept().await.map_err(|e| OAuthError::new(format!("the login's listener failed: {e}")))?;
+            let Some(target) = read_request_target(&mut stream).await else { continue };
+            let Ok(url) = url::Url::parse(&format!("http://127.0.0.1{target}")) else { continue };
+            if url.path() != CALLBACK_PATH {
+                let _ = respond(&mut stream, "404 Not Found", "Not the login's redirect.").await;
+                continue;
+            }
+            let param = |name: &str| url.query_pairs().find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
+            let result = if let Some(error) = param("error") {
+                let description = param("error_description").map(|d| format!(" ({d})")).unwrap_or_default();
+                Err(OAuthError::new(format!("the authorization server refused the login: {error}{description}")))
+            } else if param("state").as_deref() != Some(state.secret().as_str()) {
+                Err(OAuthError::new("the login's redirect carries a state that is not this login's; refusing it (a forged redirect?)"))
+            } else if let Some(code) = param("code") {
+                Ok(Callback { code, iss: param("iss") })
+            } else {
+                Err(OAuthError::new("the login's redirect carries no code"))
+            };
+            let page = match &result {
+                Ok(_) => "Logged in: you can close this page and go back to mcpvisor.",
+                Err(_) => "The login failed: mcpvisor says why.",
+            };
+            let _ = respond(&mut stream, if result.is_ok() { "200 OK" } else { "400 Bad Request" }, page).await;
+            return result;
+        }
+    }
+}
+
+/// The target of a `GET` request line; `None` for anything else.
+async fn read_request_target(stream: &mut tokio::net::TcpStream) -> Option<String> {
+    let mut head = Vec::new();
+    let mut buffer = [0u8; 2048];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let read = stream.read(&mut buffer).await.ok()?;
+        if read == 0 || head.len() + read > MAX_REQUEST_HEAD {
+            return None;
+        }
+        head.extend_from_slice(&buffer[..read]);
+    }
+    let line = std::str::from_utf8(&head).ok()?.lines().next()?.to_owned();
+    let mut parts = line.split(' ');
+    match (parts.next(), parts.next()) {
+        (Some("GET"), Some(target)) if target.starts_with('/') => Some(target.to_owned()),
+        _ => None,
+    }
+}
+
+async fn respond(stream: &mut tokio::net::TcpStream, status: &str, text: &str) -> std::io::Result<()> {
+    let body = format!("<!doctype html><title>mcpvisor</title><p>{text}</p>");
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+/// Logs in with `scopes`: registers the client if needed, sends the user
+/// through `authorizer`, checks the redirect and exchanges the code.
+/// Gives up after `timeout` without a redirect.
+pub async fn login(
+    http: &Http,
+    config: &OAuthConfig,
+    discovery: &Discovery,
+    scopes: &[String],
+    authorizer: &dyn Authorizer,
+    timeout: Duration,
+) -> Result<(Client, Tokens), OAuthError> {
+    let server = &discovery.server;
+    server.check_pkce()?;
+    let loopback = Loopback::bind().await?;
+    let client = registration::client_for_login(http, config, server, &loopback.redirect_uri, scopes).await?;
+    let target = Target { server, resource: &discovery.resource, client: &client };
+    let pending = target.authorization_url(&loopback.redirect_uri, scopes)?;
+    let url = pending.url.to_string();
+    let callback = tokio::time::timeout(timeout, async {
+        let open = authorizer.open(&url);
+        let wait = loopback.wait(&pending.state);
+        tokio::pin!(open, wait);
+        let mut opened = false;
+        loop {
+            tokio::select! {
+                result = &mut open, if !opened => { result?; opened = true; }
+                callback = &mut wait => return callback,
+            }
+        }
+    })
+    .await
+    .map_err(|_| OAuthError::new(format!("no login came back within {} s", timeout.as_secs())))??;
+    check_issuer(server, callback.iss.as_deref())?;
+    let tokens = target.exchange_code(http, pending, callback.code).await?;
+    Ok((client, tokens))
+}
+
+/// RFC 9207: an `iss` in the redirect must be the issuer; a server that
+/// says it sends one must send it.
+fn check_issuer(server: &super::discovery::ServerMetadata, iss: Option<&str>) -> Result<(), OAuthError> {
+    match iss {
+        Some(iss) if iss != server.issuer => Err(OAuthError::new(format!(
+            "the login's redirect names the issuer {iss:?}, not {:?}; refusing it (a mix-up attack?)",
+            server.issuer
+        ))),
+        None if server.authorization_response_iss_parameter_supported => {
+            Err(OAuthError::new(format!("{} says it names itself in redirects (iss) but this one has no iss; refusing it", server.issuer)))
+        }
+        _ => Ok(()),
+    }
+}

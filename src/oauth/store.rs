@@ -1,0 +1,232 @@
+//! Tokens on disk: one JSON file per server under the user's configuration
+//! directory (`$XDG_CONFIG_HOME/mcpvisor/tokens/`, else
+//! `~/.config/mcpvisor/tokens/`), holding an entry per issuer, so a server
+//! that moves to another authorization server keeps both logins apart.
+//!
+//! The directory is created 0700 and each file written 0600 (through a
+//! temporary file of the same mode, renamed into place): tokens are never
+//! readable by other users, not even for an instant. `Debug` of what is
+//! kept here masks every secret.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::OAuthError;
+use crate::config::MASK;
+
+/// What is kept for one server: an entry per issuer, and which is current.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ServerTokens {
+    /// The issuer of the last login.
+    pub current: Option<String>,
+    #[serde(default)]
+    pub issuers: BTreeMap<String, Entry>,
+}
+
+impl ServerTokens {
+    pub fn current(&self) -> Option<&Entry> {
+        self.issuers.get(self.current.as_deref()?)
+    }
+}
+
+/// A login with one issuer.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Entry {
+    /// The MCP endpoint (`resource`) the tokens are for.
+    pub resource: String,
+    /// A client registered dynamically (kept so refreshing works later);
+    /// `None` for a client of the configuration.
+    pub client: Option<StoredClient>,
+    pub tokens: Option<Tokens>,
+    /// The scopes the server asked for last (a step-up needing a login).
+    #[serde(default)]
+    pub wanted_scopes: Vec<String>,
+}
+
+/// A dynamically registered client.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StoredClient {
+    pub client_id: String,
+    pub client_secret: Option<String>,
+    pub auth_method: Option<String>,
+}
+
+/// An access token and what renews it.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Tokens {
+    pub access_token: String,
+    pub refresh_token: Option<String>,
+    /// Seconds since the Unix epoch; `None`: the server did not say.
+    pub expires_at: Option<u64>,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+impl Tokens {
+    /// Whether the token ends within `margin_secs` (or has ended).
+    pub fn expires_within(&self, margin_secs: u64) -> bool {
+        self.expires_at.is_some_and(|at| at <= now_secs().saturating_add(margin_secs))
+    }
+}
+
+pub fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry").field("resource", &self.resource).field("client", &self.client).field("tokens", &self.tokens).finish()
+    }
+}
+
+impl fmt::Debug for StoredClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let secret = self.client_secret.as_ref().map(|_| MASK);
+        f.debug_struct("StoredClient").field("client_id", &self.client_id).field("client_secret", &secret).finish()
+    }
+}
+
+impl fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let refresh = self.refresh_token.as_ref().map(|_| MASK);
+        f.debug_struct("Tokens")
+            .field("access_token", &MASK)
+            .field("refresh_token", &refresh)
+            .field("expires_at", &self.expires_at)
+            .field("scopes", &self.scopes)
+            .finish()
+    }
+}
+
+/// The token files of one directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenStore {
+    dir: PathBuf,
+}
+
+impl TokenStore {
+    pub fn new(dir: impl Into<PathBuf>) -> TokenStore {
+        TokenStore { dir: dir.into() }
+    }
+
+    /// `tokens/` in mcpvisor's directory of the user's configuration:
+    /// `$XDG_CONFIG_HOME/mcpvisor`, else `$HOME/.config/mcpvisor`.
+    pub fn user(env: impl Fn(&str) -> Option<String>) -> Option<TokenStore> {
+        let var = |name: &str| env(name).filter(|value| !value.is_empty()).map(PathBuf::from);
+        let config = var("XDG_CONFIG_HOME").filter(|dir| dir.is_absolute()).or_else(|| var("HOME").map(|home| home.join(".config")))?;
+        Some(TokenStore::new(config.join("mcpvisor").join("tokens")))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of a server: its name, with bytes outside `[A-Za-z0-9_-]`
+    /// written as `%XX` so that two names never share a file.
+    pub fn file(&self, server: &str) -> PathBuf {
+        let mut name = String::new();
+        for byte in server.bytes() {
+            if byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-' {
+                name.push(byte as char);
+            } else {
+                name.push_str(&format!("%{byte:02X}"));
+            }
+        }
+        self.dir.join(format!("{name}.json"))
+    }
+
+    /// What is kept for `server`; nothing when there is no file.
+    pub fn load(&self, server: &str) -> Result<ServerTokens, OAuthError> {
+        let path = self.file(server);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                OAuthError::new(format!(
+                    "the token file {} of server {server:?} cannot be read ({e}); delete it and log in again",
+                    path.display()
+                ))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ServerTokens::default()),
+            Err(e) => Err(OAuthError::new(format!("cannot read the token file {}: {e}", path.display()))),
+        }
+    }
+
+    /// Writes what is kept for `server` (directory 0700, file 0600).
+    pub fn save(&self, server: &str, tokens: &ServerTokens) -> Result<(), OAuthError> {
+        let fail = |what: &str, e: std::io::Error| OAuthError::new(format!("cannot {what} {}: {e}", self.dir.display()));
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(|e| fail("create", e))?;
+        std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| fail("restrict", e))?;
+        let path = self.file(server);
+        let temporary = path.with_extension(format!("json.{}.tmp", std::process::id()));
+        let text = serde_json::to_vec_pretty(tokens).map_err(|e| OAuthError::new(format!("cannot encode tokens: {e}")))?;
+        let write = || -> std::io::Result<()> {
+            let _ = std::fs::remove_file(&temporary);
+            let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temporary)?;
+            file.write_all(&text)?;
+            file.sync_all()?;
+            std::fs::rename(&temporary, &path)
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&temporary);
+            OAuthError::new(format!("cannot write the token file {}: {e}", path.display()))
+        })
+    }
+
+    /// Forgets every login of `server`; false when there was none.
+    pub fn forget(&self, server: &str) -> Result<bool, OAuthError> {
+        let path = self.file(server);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(OAuthError::new(format!("cannot delete the token file {}: {e}", path.display()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_are_distinct_for_distinct_servers() {
+        let store = TokenStore::new("/t");
+        assert_eq!(store.file("github"), PathBuf::from("/t/github.json"));
+        assert_ne!(store.file("a/b"), store.file("a_b"));
+        assert_eq!(store.file("../x"), PathBuf::from("/t/%2E%2E%2Fx.json"));
+    }
+
+    #[test]
+    fn user_directory_follows_xdg_config_home_then_home() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
+        };
+        assert_eq!(TokenStore::user(env(&[("XDG_CONFIG_HOME", "/x"), ("HOME", "/h")])).unwrap().dir(), Path::new("/x/mcpvisor/tokens"));
+        assert_eq!(
+            TokenStore::user(env(&[("XDG_CONFIG_HOME", "rel"), ("HOME", "/h")])).unwrap().dir(),
+            Path::new("/h/.config/mcpvisor/tokens")
+        );
+        assert_eq!(TokenStore::user(env(&[])), None);
+    }
+
+    #[test]
+    fn debug_masks_tokens_and_secrets() {
+        let entry = Entry {
+            resource: "https://r/mcp".into(),
+            client: Some(StoredClient { client_id: "id".into(), client_secret: Some("client-secret-value".into()), auth_method: None }),
+            tokens: Some(Tokens {
+                access_token: "access-token-value".into(),
+                refresh_token: Some("refresh-token-value".into()),
+                expires_at: None,
+                scopes: vec![],
+            }),
+            wanted_scopes: vec![],
+        };
+        let shown = format!("{entry:?}");
+        assert!(!shown.contains("value"), "{shown}");
+    }
+}

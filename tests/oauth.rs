@@ -1,0 +1,284 @@
+//! OAuth 2.1 against a real authorization server on loopback
+//! (`oauth_server`), driven through the credentials seam the way the HTTP
+//! transport drives it: send with `headers()`, report 401/403 to
+//! `refused()`, retry on `Retry`.
+
+mod oauth_server;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use mcpvisor::config::{Auth, AuthorizerHandle, Grant, OAuthConfig, ServerConfig, Transport};
+use mcpvisor::oauth::{Authorizer, FollowRedirects, OAuthCredentials, TokenStore, MAX_STEP_UPS};
+use mcpvisor::transport::credentials::{Challenge, Credentials, Renewal};
+use oauth_server::{AuthServer, Iss, Meta, Options, Prm};
+
+fn server_config(server: &AuthServer, oauth: OAuthConfig) -> ServerConfig {
+    let mut config = ServerConfig::remote("remote", Transport::Http, server.mcp());
+    config.auth = Some(Auth::OAuth(oauth));
+    config
+}
+
+/// Credentials keeping tokens in `dir`, logging in headlessly when `headless`.
+fn credentials(server: &AuthServer, oauth: OAuthConfig, dir: &Path, headless: bool) -> OAuthCredentials {
+    let authorizer = headless.then(|| Arc::new(FollowRedirects::new().unwrap()) as Arc<dyn Authorizer>);
+    OAuthCredentials::new(&server_config(server, oauth), Some(TokenStore::new(dir)), authorizer).unwrap()
+}
+
+/// One MCP request as the transport makes it: the status it finally got,
+/// or the message of a login left to the user, or the credentials' error.
+async fn call(credentials: &dyn Credentials, url: &str) -> Result<u16, String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    for _ in 0..8 {
+        let headers = credentials.headers().await.map_err(|e| e.message)?;
+        let mut request = http.post(url).body("{}");
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let response = request.send().await.map_err(|e| e.to_string())?;
+        let status = response.status().as_u16();
+        if status != 401 && status != 403 {
+            return Ok(status);
+        }
+        let www_authenticate = response.headers().get("www-authenticate").map(|v| v.to_str().unwrap().to_owned());
+        match credentials.refused(Challenge { status, www_authenticate, resource: url.into() }).await.map_err(|e| e.message)? {
+            Renewal::Retry => continue,
+            Renewal::NeedsLogin { message } => return Err(format!("needs login: {message}")),
+        }
+    }
+    Err("still refused after 8 retries".into())
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn login_discovers_from_the_challenge_registers_sends_resource_and_keeps_tokens_private() {
+    let server = AuthServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    assert_eq!(call(&credentials(&server, OAuthConfig::default(), &tokens, true), &server.mcp()).await, Ok(200));
+
+    let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths[1], "/custom/resource-metadata", "the challenge's resource_metadata comes first: {paths:?}");
+    let registration: serde_json::Value = serde_json::from_str(&server.to("/register")[0].body).unwrap();
+    assert_eq!(registration["application_type"], "native", "dynamic registration of a native client");
+    assert_eq!(registration["redirect_uris"][0].as_str().map(|uri| uri.starts_with("http://127.0.0.1:")), Some(true));
+    let authorize = &server.to("/authorize")[0];
+    assert_eq!(authorize.query.get("resource"), Some(&server.mcp()));
+    assert_eq!(authorize.query.get("code_challenge_method").map(String::as_str), Some("S256"));
+    assert_eq!(authorize.query.get("client_id").map(String::as_str), Some("dynamic-client"));
+    let exchange = &server.grants("authorization_code")[0];
+    assert_eq!(exchange.form.get("resource"), Some(&server.mcp()));
+
+    assert_eq!(mode(&tokens), 0o700);
+    assert_eq!(mode(&tokens.join("remote.json")), 0o600);
+    // A new connection uses the kept token without logging in again.
+    assert_eq!(call(&credentials(&server, OAuthConfig::default(), &tokens, false), &server.mcp()).await, Ok(200));
+    assert_eq!(server.to("/authorize").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metadata_is_found_at_path_aware_well_known_urls_and_by_openid_discovery() {
+    let cases = [
+        (Prm::PathAware, Meta::OAuth, "/tenant", "/.well-known/oauth-authorization-server/tenant"),
+        (Prm::PathAware, Meta::OpenIdInserted, "/tenant", "/.well-known/openid-configuration/tenant"),
+        (Prm::Root, Meta::OpenIdAppended, "/tenant", "/tenant/.well-known/openid-configuration"),
+        (Prm::Root, Meta::OpenIdInserted, "", "/.well-known/openid-configuration"),
+    ];
+    for (prm, meta, issuer_path, metadata_path) in cases {
+        let server = AuthServer::start(Options { prm, meta, issuer_path, ..Options::default() }).await;
+        let dir = tempfile::tempdir().unwrap();
+        let result = call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await;
+        assert_eq!(result, Ok(200), "{prm:?} {meta:?} {issuer_path:?}");
+        assert_eq!(server.to(metadata_path).len(), 1, "{metadata_path}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_authorization_server_without_pkce_s256_is_refused_before_anything_is_sent() {
+    let server = AuthServer::start(Options { pkce: false, ..Options::default() }).await;
+    let dir = tempfile::tempdir().unwrap();
+    let error = call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await.unwrap_err();
+    assert!(error.contains("PKCE"), "{error}");
+    assert!(server.to("/register").is_empty() && server.to("/authorize").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn clients_come_from_the_configuration_then_a_metadata_document_then_registration() {
+    let document = "https://client.example/mcpvisor.json".to_owned();
+    let cases = [
+        (false, OAuthConfig { client_id: Some("pre-registered".into()), ..OAuthConfig::default() }, "pre-registered", 0),
+        (true, OAuthConfig { client_metadata_url: Some(document.clone()), ..OAuthConfig::default() }, document.as_str(), 0),
+        (false, OAuthConfig { client_metadata_url: Some(document.clone()), ..OAuthConfig::default() }, "dynamic-client", 1),
+    ];
+    for (cimd, oauth, client_id, registrations) in cases {
+        let server = AuthServer::start(Options { cimd, ..Options::default() }).await;
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(call(&credentials(&server, oauth, dir.path(), true), &server.mcp()).await, Ok(200));
+        assert_eq!(server.to("/authorize")[0].query.get("client_id").map(String::as_str), Some(client_id));
+        assert_eq!(server.grants("authorization_code")[0].form.get("client_id").map(String::as_str), Some(client_id));
+        assert_eq!(server.to("/register").len(), registrations, "{client_id}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redirect_naming_another_issuer_or_none_when_one_is_promised_is_refused() {
+    for iss in [Iss::Wrong, Iss::Absent] {
+        let server = AuthServer::start(Options { iss, advertise_iss: true, ..Options::default() }).await;
+        let dir = tempfile::tempdir().unwrap();
+        let error = call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await.unwrap_err();
+        assert!(error.contains("iss"), "{iss:?}: {error}");
+        assert!(!error.contains("code-"), "the code is not shown: {error}");
+        assert!(server.grants("authorization_code").is_empty(), "{iss:?}: the code was not exchanged");
+    }
+    // A server that does not promise `iss` may leave it out.
+    let server = AuthServer::start(Options { iss: Iss::Absent, advertise_iss: false, ..Options::default() }).await;
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await, Ok(200));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_expired_token_is_refreshed_once_for_every_waiting_caller() {
+    let server = AuthServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await, Ok(200));
+    // The kept token ends: as if time had passed.
+    let file = dir.path().join("remote.json");
+    let mut kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let issuer = server.issuer();
+    let old_token = kept["issuers"][&issuer]["tokens"]["access_token"].clone();
+    kept["issuers"][&issuer]["tokens"]["expires_at"] = 1.into();
+    std::fs::write(&file, kept.to_string()).unwrap();
+
+    let waiting = credentials(&server, OAuthConfig::default(), dir.path(), false);
+    let headers = futures::future::join_all((0..8).map(|_| waiting.headers())).await;
+    assert_eq!(server.grants("refresh_token").len(), 1, "one refresh for eight callers");
+    let first = headers[0].as_ref().unwrap().clone();
+    assert!(headers.iter().all(|h| h.as_ref().unwrap() == &first), "every caller got the new token");
+    assert_ne!(first[0].1, format!("Bearer {}", old_token.as_str().unwrap()));
+    assert_eq!(call(&waiting, &server.mcp()).await, Ok(200));
+    assert_eq!(server.grants("refresh_token")[0].form.get("resource"), Some(&server.mcp()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn step_up_adds_the_missing_scope_and_gives_up_after_the_limit() {
+    let options = Options { challenge_scope: Some("read"), required_scope: Some("admin"), ..Options::default() };
+    let server = AuthServer::start(options).await;
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await, Ok(200));
+    let scopes: Vec<String> = server.to("/authorize").iter().map(|r| r.query.get("scope").cloned().unwrap_or_default()).collect();
+    assert_eq!(scopes, ["read", "read admin"], "the challenge's scope first, then the union for the step-up");
+
+    let server = AuthServer::start(Options { always_insufficient: true, ..Options::default() }).await;
+    let dir = tempfile::tempdir().unwrap();
+    let error = call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await.unwrap_err();
+    assert!(error.contains("insufficient_scope"), "{error}");
+    assert!(server.to("/authorize").len() as u32 <= 1 + MAX_STEP_UPS, "{} logins", server.to("/authorize").len());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn scopes_come_from_the_resource_metadata_when_the_challenge_names_none() {
+    let server = AuthServer::start(Options { scopes_supported: vec!["files", "search"], ..Options::default() }).await;
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await, Ok(200));
+    assert_eq!(server.to("/authorize")[0].query.get("scope").map(String::as_str), Some("files search"));
+    let bare = AuthServer::start(Options::default()).await;
+    assert_eq!(call(&credentials(&bare, OAuthConfig::default(), dir.path(), true), &bare.mcp()).await, Ok(200));
+    assert_eq!(bare.to("/authorize")[0].query.get("scope"), None, "no scope parameter when nothing names one");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_machine_client_authenticates_with_its_secret_without_a_browser() {
+    let server = AuthServer::start(Options { client_secret: Some(("machine", "machine-secret-value")), ..Options::default() }).await;
+    let dir = tempfile::tempdir().unwrap();
+    let oauth = |secret: &str| OAuthConfig {
+        client_id: Some("machine".into()),
+        client_secret: Some(secret.into()),
+        grant: Grant::ClientCredentials,
+        scopes: vec!["jobs".into()],
+        ..OAuthConfig::default()
+    };
+    assert_eq!(call(&credentials(&server, oauth("machine-secret-value"), dir.path(), false), &server.mcp()).await, Ok(200));
+    assert!(server.to("/authorize").is_empty());
+    let grant = &server.grants("client_credentials")[0];
+    assert!(grant.headers["authorization"].starts_with("Basic "));
+    assert_eq!((grant.form.get("resource"), grant.form.get("scope").map(String::as_str)), (Some(&server.mcp()), Some("jobs")));
+
+    let other = tempfile::tempdir().unwrap();
+    let error = call(&credentials(&server, oauth("wrong-secret-value"), other.path(), false), &server.mcp()).await.unwrap_err();
+    assert!(error.contains("invalid_client") && !error.contains("wrong-secret-value"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_machine_client_authenticates_with_a_private_key_jwt() {
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = ring::signature::EcdsaKeyPair::generate_pkcs8(&ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let pair = ring::signature::EcdsaKeyPair::from_pkcs8(&ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+    use base64::Engine;
+    let body = base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref());
+    let lines: Vec<&str> = body.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
+    let pem = format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", lines.join("\n"));
+    use ring::signature::KeyPair;
+    let server = AuthServer::start(Options { jwt_public_key: Some(pair.public_key().as_ref().to_vec()), ..Options::default() }).await;
+    let dir = tempfile::tempdir().unwrap();
+    let oauth = OAuthConfig {
+        client_id: Some("jwt-client".into()),
+        private_key: Some(pem),
+        grant: Grant::ClientCredentials,
+        ..OAuthConfig::default()
+    };
+    assert_eq!(call(&credentials(&server, oauth, dir.path(), false), &server.mcp()).await, Ok(200));
+    let grant = &server.grants("client_credentials")[0];
+    assert!(!grant.headers.contains_key("authorization"), "no secret: the assertion authenticates");
+    assert_eq!(grant.form.get("client_id").map(String::as_str), Some("jwt-client"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_an_authorizer_a_login_is_left_to_the_user() {
+    let server = AuthServer::start(Options { challenge_scope: Some("read"), ..Options::default() }).await;
+    let dir = tempfile::tempdir().unwrap();
+    let error = call(&credentials(&server, OAuthConfig::default(), dir.path(), false), &server.mcp()).await.unwrap_err();
+    assert!(error.starts_with("needs login: "), "{error}");
+    assert!(error.contains("\"remote\"") && error.contains(&server.issuer()) && error.contains("read"), "{error}");
+    assert!(server.to("/authorize").is_empty() && server.to("/register").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_login_made_by_another_process_is_picked_up_at_the_next_refusal() {
+    let server = AuthServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let connection = credentials(&server, OAuthConfig::default(), dir.path(), false);
+    assert!(call(&connection, &server.mcp()).await.unwrap_err().starts_with("needs login"));
+    // `mcpvisor auth` in another process, sharing the token directory.
+    assert_eq!(call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await, Ok(200));
+    assert_eq!(call(&connection, &server.mcp()).await, Ok(200));
+    assert_eq!(server.to("/authorize").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_token_directory_tokens_are_kept_in_memory() {
+    let server = AuthServer::start(Options::default()).await;
+    let authorizer: Arc<dyn Authorizer> = Arc::new(FollowRedirects::new().unwrap());
+    let credentials = OAuthCredentials::new(&server_config(&server, OAuthConfig::default()), None, Some(authorizer)).unwrap();
+    assert_eq!(call(&credentials, &server.mcp()).await, Ok(200));
+    assert_eq!(call(&credentials, &server.mcp()).await, Ok(200));
+    assert_eq!(server.to("/authorize").len(), 1, "the second call used the token kept in memory");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_transport_constructor_uses_the_configured_authorizer_and_token_directory() {
+    let server = AuthServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let oauth = OAuthConfig {
+        authorizer: Some(AuthorizerHandle::new(FollowRedirects::new().unwrap())),
+        token_dir: Some(dir.path().to_owned()),
+        ..OAuthConfig::default()
+    };
+    let credentials = OAuthCredentials::for_server(&server_config(&server, oauth)).unwrap();
+    assert_eq!(call(credentials.as_ref(), &server.mcp()).await, Ok(200));
+    assert!(dir.path().join("remote.json").exists());
+}

@@ -1,0 +1,354 @@
+//! An OAuth authorization server and an MCP endpoint it protects, on
+//! loopback, each behaviour a knob: where the metadata lives, whether PKCE,
+//! dynamic registration or client ID metadata documents are offered, what
+//! the redirect's `iss` says, how long tokens live, which scopes a call
+//! needs. Every request is recorded for the test to check; PKCE verifiers,
+//! refresh tokens, client secrets and private-key JWT assertions are
+//! verified for real.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::Response;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::Engine;
+use serde_json::{json, Value};
+
+/// Where the protected-resource metadata is found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prm {
+    /// Only at the URL the 401's `resource_metadata` names.
+    Header,
+    /// Only at `/.well-known/oauth-protected-resource/mcp`.
+    PathAware,
+    /// Only at `/.well-known/oauth-protected-resource`.
+    Root,
+}
+
+/// Where the authorization-server metadata is found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Meta {
+    /// RFC 8414 `/.well-known/oauth-authorization-server{path}`.
+    OAuth,
+    /// OpenID `/.well-known/openid-configuration{path}`.
+    OpenIdInserted,
+    /// OpenID `{path}/.well-known/openid-configuration`.
+    OpenIdAppended,
+}
+
+/// What the redirect says in `iss`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Iss {
+    Correct,
+    Wrong,
+    Absent,
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub issuer_path: &'static str,
+    pub prm: Prm,
+    pub meta: Meta,
+    pub pkce: bool,
+    pub dcr: bool,
+    pub cimd: bool,
+    pub iss: Iss,
+    pub advertise_iss: bool,
+    /// `expires_in` of tokens from a code exchange (refreshed ones live an hour).
+    pub first_expires_in: u64,
+    pub scopes_supported: Vec<&'static str>,
+    /// `scope` of the 401's challenge.
+    pub challenge_scope: Option<&'static str>,
+    /// A call needs this scope, else 403 `insufficient_scope`.
+    pub required_scope: Option<&'static str>,
+    /// Every call with a token is refused with 403 `insufficient_scope`.
+    pub always_insufficient: bool,
+    /// A pre-registered confidential client (id, secret).
+    pub client_secret: Option<(&'static str, &'static str)>,
+    /// The public key (uncompressed P-256 point) of a private-key JWT client.
+    pub jwt_public_key: Option<Vec<u8>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            issuer_path: "",
+            prm: Prm::Header,
+            meta: Meta::OAuth,
+            pkce: true,
+            dcr: true,
+            cimd: false,
+            iss: Iss::Correct,
+            advertise_iss: true,
+            first_expires_in: 3600,
+            scopes_supported: vec![],
+            challenge_scope: None,
+            required_scope: None,
+            always_insufficient: false,
+            client_secret: None,
+            jwt_public_key: None,
+        }
+    }
+}
+
+/// A request the server received.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub query: BTreeMap<String, String>,
+    pub form: BTreeMap<String, String>,
+    pub headers: BTreeMap<String, String>,
+    pub body: String,
+}
+
+#[derive(Default)]
+struct Issued {
+    /// code → (PKCE challenge, scope, client_id)
+    codes: BTreeMap<String, (String, String, String)>,
+    /// access token → scope
+    tokens: BTreeMap<String, String>,
+    /// refresh token → scope
+    refresh: BTreeMap<String, String>,
+    counter: u64,
+}
+
+#[derive(Clone)]
+struct State {
+    base: String,
+    options: Options,
+    log: Arc<Mutex<Vec<Recorded>>>,
+    issued: Arc<Mutex<Issued>>,
+}
+
+pub struct AuthServer {
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    state: State,
+}
+
+impl AuthServer {
+    pub async fn start(options: Options) -> AuthServer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let state = State { base: base.clone(), options, log: Arc::default(), issued: Arc::default() };
+        let app = axum::Router::new().fallback({
+            let state = state.clone();
+            move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+                let state = state.clone();
+                async move { state.answer(method, uri, headers, body) }
+            }
+        });
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        AuthServer { base, state }
+    }
+
+    /// The MCP endpoint.
+    pub fn mcp(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+
+    pub fn issuer(&self) -> String {
+        format!("{}{}", self.base, self.state.options.issuer_path)
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.log.lock().unwrap().clone()
+    }
+
+    /// The requests to `path`.
+    pub fn to(&self, path: &str) -> Vec<Recorded> {
+        self.requests().into_iter().filter(|r| r.path == path).collect()
+    }
+
+    /// Token requests of this grant type.
+    pub fn grants(&self, grant_type: &str) -> Vec<Recorded> {
+        self.to("/token").into_iter().filter(|r| r.form.get("grant_type").map(String::as_str) == Some(grant_type)).collect()
+    }
+}
+
+fn json_response(status: u16, value: Value) -> Response {
+    Response::builder().status(status).header("Content-Type", "application/json").body(Body::from(value.to_string())).unwrap()
+}
+
+fn pairs(text: &str) -> BTreeMap<String, String> {
+    url::form_urlencoded::parse(text.as_bytes()).into_owned().collect()
+}
+
+impl State {
+    fn answer(&self, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+        let recorded = Recorded {
+            method: method.to_string(),
+            path: uri.path().to_owned(),
+            query: pairs(uri.query().unwrap_or("")),
+            form: pairs(&String::from_utf8_lossy(&body)),
+            headers: headers.iter().map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned())).collect(),
+            body: String::from_utf8_lossy(&body).into_owned(),
+        };
+        self.log.lock().unwrap().push(recorded.clone());
+        let options = &self.options;
+        let prm_path = match options.prm {
+            Prm::Header => "/custom/resource-metadata".to_owned(),
+            Prm::PathAware => "/.well-known/oauth-protected-resource/mcp".to_owned(),
+            Prm::Root => "/.well-known/oauth-protected-resource".to_owned(),
+        };
+        let path = options.issuer_path;
+        let meta_path = match options.meta {
+            Meta::OAuth => format!("/.well-known/oauth-authorization-server{path}"),
+            Meta::OpenIdInserted => format!("/.well-known/openid-configuration{path}"),
+            Meta::OpenIdAppended => format!("{path}/.well-known/openid-configuration"),
+        };
+        match recorded.path.as_str() {
+            "/mcp" => self.mcp(&recorded, &prm_path),
+            p if p == prm_path => json_response(200, self.resource_metadata()),
+            p if p == meta_path => json_response(200, self.server_metadata()),
+            "/authorize" => self.authorize(&recorded),
+            "/token" => self.token(&recorded),
+            "/register" if options.dcr => {
+                let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+                json_response(
+                    201,
+                    json!({"client_id": "dynamic-client", "redirect_uris": request["redirect_uris"], "token_endpoint_auth_method": "none"}),
+                )
+            }
+            _ => json_response(404, json!({"error": "not found"})),
+        }
+    }
+
+    fn issuer(&self) -> String {
+        format!("{}{}", self.base, self.options.issuer_path)
+    }
+
+    fn resource_metadata(&self) -> Value {
+        json!({"resource": format!("{}/mcp", self.base), "authorization_servers": [self.issuer()], "scopes_supported": self.options.scopes_supported})
+    }
+
+    fn server_metadata(&self) -> Value {
+        let base = &self.base;
+        let mut metadata = json!({
+            "issuer": self.issuer(),
+            "authorization_endpoint": format!("{base}/authorize"),
+            "token_endpoint": format!("{base}/token"),
+            "response_types_supported": ["code"],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic", "none", "private_key_jwt"],
+            "authorization_response_iss_parameter_supported": self.options.advertise_iss,
+            "client_id_metadata_document_supported": self.options.cimd,
+        });
+        if self.options.pkce {
+            metadata["code_challenge_methods_supported"] = json!(["S256"]);
+        }
+        if self.options.dcr {
+            metadata["registration_endpoint"] = json!(format!("{base}/register"));
+        }
+        metadata
+    }
+
+    fn mcp(&self, request: &Recorded, prm_path: &str) -> Response {
+        let token = request.headers.get("authorization").and_then(|h| h.strip_prefix("Bearer ")).unwrap_or("");
+        let scope = self.issued.lock().unwrap().tokens.get(token).cloned();
+        let Some(scope) = scope else {
+            let mut challenge = match self.options.prm {
+                Prm::Header => format!("Bearer resource_metadata=\"{}{prm_path}\"", self.base),
+                _ => "Bearer".to_owned(),
+            };
+            if let Some(scope) = self.options.challenge_scope {
+                challenge.push_str(&format!(", scope=\"{scope}\""));
+            }
+            return Response::builder().status(401).header("WWW-Authenticate", challenge).body(Body::empty()).unwrap();
+        };
+        let lacking = self.options.required_scope.filter(|needed| !scope.split(' ').any(|s| s == *needed));
+        if self.options.always_insufficient || lacking.is_some() {
+            let needed = lacking.or(self.options.required_scope).unwrap_or("more");
+            let challenge = format!("Bearer error=\"insufficient_scope\", scope=\"{needed}\"");
+            return Response::builder().status(403).header("WWW-Authenticate", challenge).body(Body::empty()).unwrap();
+        }
+        json_response(200, json!({"jsonrpc": "2.0", "id": 0, "result": {}}))
+    }
+
+    fn authorize(&self, request: &Recorded) -> Response {
+        let q = &request.query;
+        let mut issued = self.issued.lock().unwrap();
+        issued.counter += 1;
+        let code = format!("code-{}", issued.counter);
+        let challenge = q.get("code_challenge").cloned().unwrap_or_default();
+        issued.codes.insert(
+            code.clone(),
+            (challenge, q.get("scope").cloned().unwrap_or_default(), q.get("client_id").cloned().unwrap_or_default()),
+        );
+        let mut target = url::Url::parse(q.get("redirect_uri").map(String::as_str).unwrap_or("http://127.0.0.1:1/")).unwrap();
+        target.query_pairs_mut().append_pair("code", &code).append_pair("state", q.get("state").map(String::as_str).unwrap_or(""));
+        match self.options.iss {
+            Iss::Correct => drop(target.query_pairs_mut().append_pair("iss", &self.issuer())),
+            Iss::Wrong => drop(target.query_pairs_mut().append_pair("iss", "https://evil.example")),
+            Iss::Absent => {}
+        }
+        Response::builder().status(StatusCode::FOUND).header("Location", target.to_string()).body(Body::empty()).unwrap()
+    }
+
+    fn token(&self, request: &Recorded) -> Response {
+        let form = &request.form;
+        let refuse = |error: &str| json_response(400, json!({"error": error}));
+        let mut issued = self.issued.lock().unwrap();
+        let (scope, expires_in) = match form.get("grant_type").map(String::as_str) {
+            Some("authorization_code") => {
+                let Some((challenge, scope, _)) = form.get("code").and_then(|code| issued.codes.remove(code)) else {
+                    return refuse("invalid_grant");
+                };
+                let verifier = form.get("code_verifier").cloned().unwrap_or_default();
+                let digest = ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes());
+                if URL_SAFE_NO_PAD.encode(digest.as_ref()) != challenge {
+                    return refuse("invalid_grant");
+                }
+                (scope, self.options.first_expires_in)
+            }
+            Some("refresh_token") => match form.get("refresh_token").and_then(|t| issued.refresh.get(t)).cloned() {
+                Some(scope) => (scope, 3600),
+                None => return refuse("invalid_grant"),
+            },
+            Some("client_credentials") => {
+                if !self.client_authenticated(request) {
+                    return json_response(401, json!({"error": "invalid_client"}));
+                }
+                (form.get("scope").cloned().unwrap_or_default(), 3600)
+            }
+            _ => return refuse("unsupported_grant_type"),
+        };
+        issued.counter += 1;
+        let (access, refresh) = (format!("access-{}", issued.counter), format!("refresh-{}", issued.counter));
+        issued.tokens.insert(access.clone(), scope.clone());
+        issued.refresh.insert(refresh.clone(), scope.clone());
+        json_response(
+            200,
+            json!({"access_token": access, "token_type": "Bearer", "expires_in": expires_in, "refresh_token": refresh, "scope": scope}),
+        )
+    }
+
+    /// A client secret in HTTP Basic, or a private-key JWT whose signature and claims check out.
+    fn client_authenticated(&self, request: &Recorded) -> bool {
+        if let (Some((id, secret)), Some(basic)) = (self.options.client_secret, request.headers.get("authorization")) {
+            return basic.strip_prefix("Basic ").is_some_and(|b| STANDARD.decode(b).ok() == Some(format!("{id}:{secret}").into_bytes()));
+        }
+        let (Some(key), Some(assertion)) = (&self.options.jwt_public_key, request.form.get("client_assertion")) else { return false };
+        if request.form.get("client_assertion_type").map(String::as_str) != Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer") {
+            return false;
+        }
+        let parts: Vec<&str> = assertion.split('.').collect();
+        let [header, claims, signature] = parts[..] else { return false };
+        let key = ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, key);
+        let signed = format!("{header}.{claims}");
+        let Ok(signature) = URL_SAFE_NO_PAD.decode(signature) else { return false };
+        if key.verify(signed.as_bytes(), &signature).is_err() {
+            return false;
+        }
+        let claims: Value = URL_SAFE_NO_PAD.decode(claims).ok().and_then(|c| serde_json::from_slice(&c).ok()).unwrap_or_default();
+        let client_id = request.form.get("client_id").cloned().unwrap_or_default();
+        claims["iss"] == json!(client_id)
+            && claims["sub"] == json!(client_id)
+            && claims["aud"] == json!(self.issuer())
+            && claims["exp"].is_u64()
+    }
+}
