@@ -42,6 +42,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod acp;
 #[path = "../actors/mod.rs"]
 pub mod actors;
 pub mod builtin_tools;

@@ -9,6 +9,7 @@
 //! | `resources` | `resources`, `read` |
 //! | `prompts` | `prompts`, `prompt` |
 //! | `agent` | `agent` (one prompt, or a chat) |
+//! | `acp` | `acp` (the agent served to an editor over ACP) |
 //! | `demo` | `demo` (and `demo-server`, run from here) |
 //!
 //! Shared parts: `servers` (which servers a command sees), `session` (a
@@ -21,6 +22,7 @@
 //! configuration error; 3 connection or protocol error (and a demo whose
 //! runtime did not behave as designed); 4 the output could not be written.
 
+mod acp;
 mod agent;
 mod arguments;
 mod catalog;
@@ -103,6 +105,8 @@ pub enum Command {
     Prompt(prompts::PromptArgs),
     /// Talk to a model that uses every configured server's tools: `agent -p PROMPT` for one answer, or a chat.
     Agent(agent::AgentArgs),
+    /// Serve the agent to an editor (Zed, JetBrains, ...) over the Agent Client Protocol on stdin/stdout.
+    Acp(acp::AcpArgs),
     /// Start three demo servers, call them concurrently, kill one with SIGKILL
     /// mid-call, and show what the callers got, the restart and the final status.
     Demo,
@@ -154,6 +158,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         Command::Prompts(args) => with_runtime(|| prompts::prompts(cli, &out, args)),
         Command::Prompt(args) => with_runtime(|| prompts::prompt(cli, &out, args)),
         Command::Agent(args) => agent::run(cli, args),
+        Command::Acp(args) => acp::run(cli, args),
         Command::Demo | Command::DemoServer(_) => unreachable!("handled in main"),
     }
 }

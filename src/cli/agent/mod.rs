@@ -87,7 +87,7 @@ pub struct Setup {
 }
 
 impl Setup {
-    fn new(args: &AgentArgs, settings: &AgentSettings) -> Result<Setup, Failure> {
+    pub(in crate::cli) fn new(args: &AgentArgs, settings: &AgentSettings) -> Result<Setup, Failure> {
         let mode = match &args.confirm {
             Some(word) => ConfirmMode::parse(word)
                 .ok_or_else(|| Failure::usage(format!("--confirm {word}: write one of {}", ConfirmMode::choices())))?,
@@ -119,6 +119,24 @@ impl Setup {
         config.conversation.messages = opened.messages;
         config.journal = opened.journal;
         config
+    }
+
+    /// What `mcpvisor acp` gives every editor session: the same model,
+    /// confirmation, limits and system prompt, the built-in tools per
+    /// session, and the conversation store.
+    pub fn acp_options(&self) -> crate::acp::AcpOptions {
+        let store = crate::sessions::SessionStore::default_location()
+            .map_err(|error| warn(format_args!("sessions are not saved (session/load is off): {error}")))
+            .ok();
+        crate::acp::AcpOptions {
+            model: self.model.clone(),
+            policy: ConfirmPolicy::new(self.mode, self.settings.clone()),
+            limits: self.limits,
+            system_prompt: self.settings.system_prompt.clone(),
+            builtin_tools: self.settings.builtin_tools != Some(false),
+            store,
+            redactor: history::redactor(self),
+        }
     }
 
     /// Switches to model `name` of the same provider.
@@ -229,11 +247,7 @@ fn model(args: &AgentArgs, settings: &AgentSettings) -> Result<(Arc<dyn ChatMode
 }
 
 fn default_system_prompt() -> String {
-    let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
-    format!(
-        "You are a capable assistant with tools from MCP servers (named mcp__SERVER__TOOL). Use them when they help; \
-         when a tool fails, read its error and correct the call or explain. The working directory is {cwd}."
-    )
+    crate::actors::agent::default_system_prompt(&std::env::current_dir().unwrap_or_default())
 }
 
 /// The exit code of a turn's outcome.
