@@ -80,6 +80,7 @@ async fn bad_input_gets_clear_json_rpc_errors_and_nothing_hangs() {
     assert_eq!(result["agentCapabilities"]["promptCapabilities"]["image"], true);
     assert_eq!(result["agentCapabilities"]["promptCapabilities"]["embeddedContext"], true);
     assert_eq!(result["agentInfo"]["name"], "mcpvisor");
+    assert_eq!(result["authMethods"], json!([]), "a local model server needs no key");
     let id = client.request("session/fork", json!({})).await;
     assert_eq!(client.response(id, &mut no_requests).await["error"]["code"], -32601);
     let id = client.request("session/new", json!({"mcpServers": []})).await;
@@ -275,4 +276,24 @@ async fn an_editor_that_goes_away_mid_call_leaves_no_process_behind() {
     assert!(status.success(), "{status:?}");
     let left: Vec<u32> = servers.into_iter().filter(|pid| alive(*pid)).collect();
     assert!(left.is_empty(), "server processes outlived mcpvisor acp: {left:?}");
+}
+
+#[tokio::test]
+async fn a_missing_key_for_the_providers_own_endpoint_is_offered_as_the_auth_method() {
+    let sandbox = Sandbox::new();
+    let mut command = sandbox.std_cmd(["acp", "--model", "gpt-test"]);
+    for var in ["MCPVISOR_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"] {
+        command.env_remove(var);
+    }
+    let mut client = Client::start(command);
+    let id = client.request("initialize", initialize(false, false)).await;
+    let answer = client.response(id, &mut no_requests).await;
+    let methods = answer["result"]["authMethods"].as_array().unwrap_or_else(|| panic!("{answer}")).clone();
+    assert_eq!(methods.len(), 1, "{answer}");
+    assert_eq!(methods[0]["id"], "OPENAI_API_KEY");
+    assert!(methods[0]["description"].as_str().unwrap().contains("restart"), "{answer}");
+    let id = client.request("authenticate", json!({"methodId": "OPENAI_API_KEY"})).await;
+    let answer = client.response(id, &mut no_requests).await;
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert!(client.close().await.success());
 }

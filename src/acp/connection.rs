@@ -16,9 +16,10 @@ use std::sync::Arc;
 use actix::prelude::*;
 use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::{
-    AgentCapabilities, AvailableCommandsUpdate, CancelNotification, ContentBlock, CurrentModeUpdate, Implementation, InitializeRequest,
-    InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AvailableCommandsUpdate, CancelNotification, ContentBlock, CurrentModeUpdate,
+    Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
+    StopReason,
 };
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -28,7 +29,8 @@ use super::modes::{commands, Mode};
 use super::peer::Peer;
 use super::session::{invalid, Context as SessionContext, Opening, Session};
 use super::{command, prompt, replay, AcpOptions, REMOTE_SERVERS};
-use crate::actors::agent::{AgentStop, Prompt};
+use crate::actors::agent::{AgentError, AgentStop, Prompt};
+use crate::llm::LlmError;
 use crate::protocol::{error_codes, ErrorObject, RequestId};
 use crate::sessions::SessionId as SavedId;
 use crate::Handle;
@@ -84,7 +86,10 @@ impl AcpConnection {
             return self.peer.respond::<()>(&id, Err(ErrorObject { code: error_codes::INVALID_REQUEST, message, data: None }));
         };
         let outcome = match method {
-            "authenticate" => Ok(serde_json::json!({})),
+            "authenticate" => match self.options.missing_key {
+                None => Ok(serde_json::json!({})),
+                Some(var) => Err(auth_required(var)),
+            },
             "session/new" => parse::<NewSessionRequest>(method, params).map(|request| {
                 self.open(id.clone(), Opening { cwd: request.cwd, servers: request.mcp_servers, saved: None, number: 0 }, offers, ctx)
             }),
@@ -115,7 +120,7 @@ impl AcpConnection {
         InitializeResponse::new(version)
             .agent_capabilities(capabilities)
             .agent_info(Implementation::new("mcpvisor", env!("CARGO_PKG_VERSION")).title("mcpvisor".to_string()))
-            .auth_methods(Vec::new())
+            .auth_methods(self.options.missing_key.map(auth_method).into_iter().collect())
     }
 
     /// Opens a session beside the mailbox; answers `id` when it is ready.
@@ -180,6 +185,7 @@ impl AcpConnection {
         session.prompting = true;
         let (agent, relay, room, scope) = (session.agent.clone(), session.relay.clone(), session.room.clone(), session.scope.clone());
         let handle = self.handle.clone();
+        let missing_key = self.options.missing_key;
         let slash = match request.prompt.first() {
             Some(ContentBlock::Text(text)) => text.text.strip_prefix('/').map(str::to_string),
             _ => None,
@@ -193,7 +199,7 @@ impl AcpConnection {
             }
             let outcome = match agent.send(Prompt { content: prompt::parts(request.prompt) }).await {
                 Ok(Ok(ended)) => Ok(PromptResponse::new(stop_reason(ended.stop_reason))),
-                Ok(Err(error)) => Err(ErrorObject { code: error_codes::INTERNAL_ERROR, message: error.to_string(), data: None }),
+                Ok(Err(error)) => Err(turn_error(error, missing_key)),
                 Err(_) => Err(ErrorObject { code: error_codes::INTERNAL_ERROR, message: "the session's agent stopped".into(), data: None }),
             };
             relay.finish(id, outcome);
@@ -263,6 +269,30 @@ impl Handler<Closed> for AcpConnection {
 fn parse<T: DeserializeOwned>(method: &str, params: Option<Box<RawValue>>) -> Result<T, ErrorObject> {
     let raw = params.as_ref().map_or("{}", |raw| raw.get());
     serde_json::from_str(raw).map_err(|e| invalid(format!("the params of {method} do not fit the ACP schema: {e}")))
+}
+
+/// ACP's "authentication required" error code.
+const AUTH_REQUIRED: i64 = -32000;
+
+/// The one auth method offered when the key is missing: setting it.
+fn auth_method(var: &'static str) -> AuthMethod {
+    let about = format!(
+        "Set {var} in the environment the editor starts `mcpvisor acp` with (Zed: `env` of the agent server), then restart the agent"
+    );
+    AuthMethod::Agent(AuthMethodAgent::new(var.to_string(), format!("Set {var}")).description(about))
+}
+
+/// A turn's failure: "authentication required" when the key is missing and the provider refused.
+fn turn_error(error: AgentError, missing_key: Option<&str>) -> ErrorObject {
+    match (&error, missing_key) {
+        (AgentError::Model(LlmError::Auth { .. }), Some(var)) => auth_required(var),
+        _ => ErrorObject { code: error_codes::INTERNAL_ERROR, message: error.to_string(), data: None },
+    }
+}
+
+fn auth_required(var: &str) -> ErrorObject {
+    let message = format!("the model needs an API key: set {var} in the environment of `mcpvisor acp` and restart the agent");
+    ErrorObject { code: AUTH_REQUIRED, message, data: None }
 }
 
 fn unknown_session(id: &str) -> ErrorObject {

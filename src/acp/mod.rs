@@ -71,6 +71,9 @@ pub struct AcpOptions {
     pub store: Option<SessionStore>,
     /// Masks secrets in saved sessions.
     pub redactor: Redactor,
+    /// The key's variable when the model is a provider's own endpoint and
+    /// no key is set: offered as the auth method to tell the user about.
+    pub missing_key: Option<&'static str>,
 }
 
 /// Serves one editor on `input`/`output` until `input` ends; then every

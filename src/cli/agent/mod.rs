@@ -81,6 +81,8 @@ pub struct Setup {
     pub model: Arc<dyn ChatModel>,
     /// The model's API key, masked in saved conversations.
     key: Option<String>,
+    /// The key's variable when the provider's own endpoint has no key.
+    missing_key: Option<&'static str>,
     pub mode: ConfirmMode,
     limits: AgentLimits,
     system: String,
@@ -98,10 +100,11 @@ impl Setup {
             context_tokens: settings.context_tokens.unwrap_or(AgentLimits::default().context_tokens),
             ..AgentLimits::default()
         };
-        let (model, key) = model(args, settings)?;
+        let (model, key, missing_key) = model(args, settings)?;
         Ok(Setup {
             model,
             key,
+            missing_key,
             args: args.clone(),
             settings: settings.clone(),
             mode,
@@ -136,13 +139,14 @@ impl Setup {
             builtin_tools: self.settings.builtin_tools != Some(false),
             store,
             redactor: history::redactor(self),
+            missing_key: self.missing_key,
         }
     }
 
     /// Switches to model `name` of the same provider.
     pub fn with_model(&mut self, name: &str) -> Result<(), Failure> {
         let args = AgentArgs { model: Some(name.to_string()), ..self.args.clone() };
-        (self.model, self.key) = model(&args, &self.settings)?;
+        (self.model, self.key, self.missing_key) = model(&args, &self.settings)?;
         self.args = args;
         Ok(())
     }
@@ -217,7 +221,10 @@ async fn add_builtin(session: &Session, servers: &Servers) {
 }
 
 /// The model the flags, the configuration and the environment name, and its key.
-fn model(args: &AgentArgs, settings: &AgentSettings) -> Result<(Arc<dyn ChatModel>, Option<String>), Failure> {
+/// The third value: the key's variable when the provider's own endpoint has no key.
+type Chosen = (Arc<dyn ChatModel>, Option<String>, Option<&'static str>);
+
+fn model(args: &AgentArgs, settings: &AgentSettings) -> Result<Chosen, Failure> {
     let provider = args.provider.clone().or_else(|| settings.provider.clone());
     let named = args.model.is_some() || settings.model.is_some() || env(MODEL_VAR).is_some_and(|m| !m.trim().is_empty());
     if provider.as_deref() == Some("scripted") || (provider.is_none() && !named) {
@@ -226,7 +233,7 @@ fn model(args: &AgentArgs, settings: &AgentSettings) -> Result<(Arc<dyn ChatMode
                 "no model named (--model, {MODEL_VAR} or [agent] model): the built-in scripted demo model answers; it calls a tool your prompt names"
             ));
         }
-        return Ok((Arc::new(llm::scripted::Scripted), None));
+        return Ok((Arc::new(llm::scripted::Scripted), None, None));
     }
     let provider = match provider.as_deref() {
         None => None,
@@ -243,7 +250,7 @@ fn model(args: &AgentArgs, settings: &AgentSettings) -> Result<(Arc<dyn ChatMode
     };
     let settings = ModelSettings::resolve(choices, env).map_err(|e| Failure::usage(e.to_string()))?;
     let model = llm::connect(&settings).map_err(|e| Failure::usage(e.to_string()))?;
-    Ok((model, settings.api_key))
+    Ok((model, settings.api_key.clone(), settings.missing_key()))
 }
 
 fn default_system_prompt() -> String {
