@@ -297,3 +297,16 @@ async fn a_missing_key_for_the_providers_own_endpoint_is_offered_as_the_auth_met
     assert_eq!(answer["error"]["code"], -32000, "{answer}");
     assert!(client.close().await.success());
 }
+
+#[tokio::test]
+async fn requests_piped_in_before_stdin_closes_are_all_answered() {
+    let sandbox = Sandbox::new();
+    let model = ModelServer::start([]).await;
+    let mut client = acp(&sandbox, &model);
+    let id = client.request("initialize", initialize(false, false)).await;
+    let unknown = client.request("nope", json!({})).await;
+    drop(client.stdin_take());
+    assert_eq!(client.response(id, &mut no_requests).await["result"]["protocolVersion"], 1);
+    assert_eq!(client.response(unknown, &mut no_requests).await["error"]["code"], -32601);
+    assert!(client.close().await.success());
+}

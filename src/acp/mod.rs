@@ -86,7 +86,7 @@ where
 {
     let configured: HashSet<String> = handle.status().await.into_iter().map(|status| status.name).collect();
     let (peer, mut frames) = peer::Peer::new();
-    let writer = tokio::spawn(async move {
+    let mut writer = tokio::spawn(async move {
         while let Some(frame) = frames.recv().await {
             if output.write_all(&frame).await.is_err() || output.flush().await.is_err() {
                 break;
@@ -124,8 +124,16 @@ where
     let _ = connection.send(connection::Closed).await;
     drop(peer);
     drop(connection);
-    writer.abort();
+    // The writer ends once the actor and the sessions' relays are gone, after
+    // writing what they sent (the answers to the editor's last requests).
+    let flushed = tokio::time::timeout(FLUSH, &mut writer).await;
+    if flushed.is_err() {
+        writer.abort();
+    }
 }
+
+/// How long the answers already sent may take to be written once the editor closed stdin.
+const FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Answers a line that is no usable message, with its id when it can be read.
 fn refuse(peer: &peer::Peer, error: FrameError) {

@@ -118,6 +118,11 @@ impl Client {
         }
     }
 
+    /// Takes stdin away (dropping it closes it), as an editor that goes away does.
+    pub fn stdin_take(&mut self) -> Option<ChildStdin> {
+        self.stdin.take()
+    }
+
     /// Closes stdin and waits for the process to exit.
     pub async fn close(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
