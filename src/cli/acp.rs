@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::agent::{AgentArgs, Setup};
+use super::agent::{ModelArgs, Setup};
 use super::output::Failure;
 use super::servers::Servers;
 use super::session::Session;
@@ -20,37 +20,14 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Args)]
 pub struct AcpArgs {
-    /// The model's name (else [agent] model, else $MCPVISOR_MODEL).
-    #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
-    /// openai, anthropic, or scripted (built in, no key).
-    #[arg(long, value_name = "PROVIDER")]
-    pub provider: Option<String>,
-    /// The API's base URL (else [agent] base_url, else $OPENAI_BASE_URL / $ANTHROPIC_BASE_URL).
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// Confirmation in the editor's `ask` mode: always, never, ask (default: ask unless the tool is read-only).
-    #[arg(long, value_name = "MODE")]
-    pub confirm: Option<String>,
-    /// Model round trips per prompt (default 50).
-    #[arg(long, value_name = "N")]
-    pub max_turns: Option<usize>,
+    /// The model and confirmation (`--confirm` is the editor's `ask` mode), as for `agent`.
+    #[command(flatten)]
+    pub choice: ModelArgs,
 }
 
 pub fn run(cli: &Cli, args: &AcpArgs) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
-    let agent_args = AgentArgs {
-        prompt: None,
-        model: args.model.clone(),
-        provider: args.provider.clone(),
-        base_url: args.base_url.clone(),
-        confirm: args.confirm.clone(),
-        max_turns: args.max_turns,
-        no_stream: false,
-        resume: None,
-        continue_last: false,
-    };
-    let setup = Setup::new(&agent_args, &servers.agent)?;
+    let setup = Setup::new(&args.choice, &servers.agent)?;
     let options = setup.acp_options();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

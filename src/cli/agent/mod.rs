@@ -47,6 +47,19 @@ pub struct AgentArgs {
     /// Run this one prompt, print the answer and exit (else: an interactive chat).
     #[arg(short = 'p', long = "prompt", value_name = "PROMPT")]
     pub prompt: Option<String>,
+    #[command(flatten)]
+    pub choice: ModelArgs,
+    /// Go on with a saved conversation (its id is in the first --json event and in the chat's banner).
+    #[arg(long, value_name = "ID", conflicts_with = "continue_last")]
+    pub resume: Option<String>,
+    /// Go on with the most recent saved conversation.
+    #[arg(long = "continue")]
+    pub continue_last: bool,
+}
+
+/// The model, its confirmation and its limits: the flags `agent` and `acp` share.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
     /// The model's name (else [agent] model, else $MCPVISOR_MODEL).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
@@ -65,18 +78,12 @@ pub struct AgentArgs {
     /// Ask for whole answers instead of streamed ones.
     #[arg(long)]
     pub no_stream: bool,
-    /// Go on with a saved conversation (its id is in the first --json event and in the chat's banner).
-    #[arg(long, value_name = "ID", conflicts_with = "continue_last")]
-    pub resume: Option<String>,
-    /// Go on with the most recent saved conversation.
-    #[arg(long = "continue")]
-    pub continue_last: bool,
 }
 
 /// What every agent of this command starts with; the chat changes the
 /// model and the mode as the user asks.
 pub struct Setup {
-    args: AgentArgs,
+    args: ModelArgs,
     settings: AgentSettings,
     pub model: Arc<dyn ChatModel>,
     /// The model's API key, masked in saved conversations.
@@ -89,7 +96,7 @@ pub struct Setup {
 }
 
 impl Setup {
-    pub(in crate::cli) fn new(args: &AgentArgs, settings: &AgentSettings) -> Result<Setup, Failure> {
+    pub(in crate::cli) fn new(args: &ModelArgs, settings: &AgentSettings) -> Result<Setup, Failure> {
         let mode = match &args.confirm {
             Some(word) => ConfirmMode::parse(word)
                 .ok_or_else(|| Failure::usage(format!("--confirm {word}: write one of {}", ConfirmMode::choices())))?,
@@ -145,7 +152,7 @@ impl Setup {
 
     /// Switches to model `name` of the same provider.
     pub fn with_model(&mut self, name: &str) -> Result<(), Failure> {
-        let args = AgentArgs { model: Some(name.to_string()), ..self.args.clone() };
+        let args = ModelArgs { model: Some(name.to_string()), ..self.args.clone() };
         (self.model, self.key, self.missing_key) = model(&args, &self.settings)?;
         self.args = args;
         Ok(())
@@ -154,7 +161,7 @@ impl Setup {
 
 pub fn run(cli: &Cli, args: &AgentArgs) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
-    let setup = Setup::new(args, &servers.agent)?;
+    let setup = Setup::new(&args.choice, &servers.agent)?;
     match &args.prompt {
         Some(prompt) => super::with_runtime(|| async {
             let session = start(&servers).await?;
@@ -224,7 +231,7 @@ async fn add_builtin(session: &Session, servers: &Servers) {
 /// The third value: the key's variable when the provider's own endpoint has no key.
 type Chosen = (Arc<dyn ChatModel>, Option<String>, Option<&'static str>);
 
-fn model(args: &AgentArgs, settings: &AgentSettings) -> Result<Chosen, Failure> {
+fn model(args: &ModelArgs, settings: &AgentSettings) -> Result<Chosen, Failure> {
     let provider = args.provider.clone().or_else(|| settings.provider.clone());
     let named = args.model.is_some() || settings.model.is_some() || env(MODEL_VAR).is_some_and(|m| !m.trim().is_empty());
     if provider.as_deref() == Some("scripted") || (provider.is_none() && !named) {
