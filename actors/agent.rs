@@ -13,7 +13,7 @@
 //! | [`Prompt`] | `Result<TurnEnded, AgentError>` once the turn ends; [`AgentEvent`]s stream meanwhile |
 //! | [`Cancel`] | — the running turn ends with [`AgentStop::Cancelled`] |
 //! | [`History`] | the conversation so far |
-//! | [`SetModel`], [`SetConfirm`] | — applied from the next model request / tool call |
+//! | [`SetModel`], [`SetConfirm`], [`SetTools`] | — applied from the next model request / tool call |
 //!
 //! Invariants: one turn at a time (a second `Prompt` gets
 //! [`AgentError::Busy`]); the turn runs beside the mailbox, so `Cancel`,
@@ -42,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::actors::client_requests::Answering;
 use crate::actors::outlet::Outlet;
-use crate::actors::Registry;
+use crate::actors::{Registry, ToolEntry};
 use crate::config::ConfirmMode;
 use crate::llm::{ChatMessage, ChatModel, Part, ToolCall};
 use crate::sessions::{apply_summary, Record, SessionWriter};
@@ -104,7 +104,15 @@ pub struct AgentConfig {
     pub limits: AgentLimits,
     /// Where the conversation is saved as it goes (see [`crate::sessions`]).
     pub journal: Option<SessionWriter>,
+    /// Which of the registry's tools this agent sees (`None`: all of them).
+    pub tools: Option<ToolFilter>,
 }
+
+/// Picks the registry's tools an agent sees: the others are neither
+/// offered to the model nor callable (a call of one is an unknown tool).
+/// An editor session uses it to see only its own servers beside the
+/// shared ones, and only read-only tools in its read-only mode.
+pub type ToolFilter = Arc<dyn Fn(&ToolEntry) -> bool + Send + Sync>;
 
 impl AgentConfig {
     pub fn new(model: Arc<dyn ChatModel>) -> AgentConfig {
@@ -116,8 +124,18 @@ impl AgentConfig {
             events: None,
             limits: AgentLimits::default(),
             journal: None,
+            tools: None,
         }
     }
+}
+
+/// The system prompt of an agent working in `cwd` when the configuration sets none.
+pub fn default_system_prompt(cwd: &std::path::Path) -> String {
+    format!(
+        "You are a capable assistant with tools from MCP servers (named mcp__SERVER__TOOL). Use them when they help; \
+         when a tool fails, read its error and correct the call or explain. The working directory is {}.",
+        cwd.display()
+    )
 }
 
 /// Runs one prompt as a turn.
@@ -153,6 +171,11 @@ pub struct SetModel(pub Arc<dyn ChatModel>);
 #[rtype(result = "()")]
 pub struct SetConfirm(pub ConfirmMode);
 
+/// Changes which tools the agent sees from the next model request on.
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct SetTools(pub Option<ToolFilter>);
+
 /// What the actor and its running turn share. Locks are held only for
 /// copies and pushes, never across an await.
 pub(crate) struct Shared {
@@ -164,6 +187,7 @@ pub(crate) struct Shared {
     /// Dropped at its first failure, which is reported once as [`AgentEvent::HistoryFailed`].
     journal: Mutex<Option<SessionWriter>>,
     events: Option<Outlet<AgentEvent>>,
+    tools: Mutex<Option<ToolFilter>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -207,6 +231,14 @@ impl Shared {
 
     fn policy<R>(&self, f: impl FnOnce(&mut ConfirmPolicy) -> R) -> R {
         f(&mut lock(&self.policy))
+    }
+
+    /// The catalog as this agent sees it.
+    fn visible(&self, mut catalog: Vec<ToolEntry>) -> Vec<ToolEntry> {
+        if let Some(filter) = lock(&self.tools).clone() {
+            catalog.retain(|entry| filter(entry));
+        }
+        catalog
     }
 
     fn recent_tools(&self) -> Vec<String> {
@@ -264,6 +296,7 @@ impl Agent {
             recent: Mutex::new(Vec::new()),
             journal: Mutex::new(config.journal),
             events: config.events,
+            tools: Mutex::new(config.tools),
         };
         Agent { shared: Arc::new(shared), registry, asker: config.asker.map(Arc::new), limits: config.limits, running: None }.start()
     }
@@ -341,5 +374,13 @@ impl Handler<SetConfirm> for Agent {
 
     fn handle(&mut self, SetConfirm(mode): SetConfirm, _: &mut Context<Self>) {
         self.shared.policy(|policy| policy.mode = mode);
+    }
+}
+
+impl Handler<SetTools> for Agent {
+    type Result = ();
+
+    fn handle(&mut self, SetTools(filter): SetTools, _: &mut Context<Self>) {
+        *lock(&self.shared.tools) = filter;
     }
 }

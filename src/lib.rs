@@ -43,6 +43,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod acp;
 #[path = "../actors/mod.rs"]
 pub mod actors;
 pub mod builtin_tools;

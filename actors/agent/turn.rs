@@ -66,7 +66,7 @@ impl Turn {
     pub async fn run(&self, prompt: Vec<Part>) -> Result<TurnEnded, AgentError> {
         self.shared.push(ChatMessage::User { content: prompt });
         for round in 1..=self.limits.max_turns {
-            let catalog = self.registry.send(ListTools).await.map_err(|_| AgentError::RuntimeStopped)?;
+            let catalog = self.shared.visible(self.registry.send(ListTools).await.map_err(|_| AgentError::RuntimeStopped)?);
             let offer = Offer::build(catalog, self.limits.tool_budget, &self.shared.recent_tools());
             let (system, messages) = self.shared.snapshot();
             if near_budget(estimate(system.as_deref(), &messages, &offer.specs), self.limits.context_tokens) {

@@ -10,6 +10,7 @@
 //! | `prompts` | `prompts`, `prompt` |
 //! | `agent` | `agent` (one prompt, or a chat) |
 //! | `auth` | `auth`, `logout` (OAuth logins of remote servers) |
+//! | `acp` | `acp` (the agent served to an editor over ACP) |
 //! | `demo` | `demo` (and `demo-server`, run from here) |
 //!
 //! Shared parts: `servers` (which servers a command sees), `session` (a
@@ -22,6 +23,7 @@
 //! configuration error; 3 connection or protocol error (and a demo whose
 //! runtime did not behave as designed); 4 the output could not be written.
 
+mod acp;
 mod agent;
 mod arguments;
 mod auth;
@@ -109,6 +111,8 @@ pub enum Command {
     Auth(auth::AuthArgs),
     /// Forget the OAuth tokens kept for a server.
     Logout(auth::LogoutArgs),
+    /// Serve the agent to an editor (Zed, JetBrains, ...) over the Agent Client Protocol on stdin/stdout.
+    Acp(acp::AcpArgs),
     /// Start three demo servers, call them concurrently, kill one with SIGKILL
     /// mid-call, and show what the callers got, the restart and the final status.
     Demo,
@@ -162,6 +166,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         Command::Agent(args) => agent::run(cli, args),
         Command::Auth(args) => with_runtime(|| auth::auth(cli, &out, args)),
         Command::Logout(args) => auth::logout(&out, args),
+        Command::Acp(args) => acp::run(cli, args),
         Command::Demo | Command::DemoServer(_) => unreachable!("handled in main"),
     }
 }

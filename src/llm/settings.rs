@@ -149,6 +149,13 @@ impl ModelSettings {
         }
     }
 
+    /// The variable to set when this talks to the provider's own endpoint
+    /// without a key (local servers need none), else `None`.
+    pub fn missing_key(&self) -> Option<&'static str> {
+        let official = self.base_url == self.provider.default_base_url().trim_end_matches('/');
+        (official && self.api_key.is_none()).then(|| self.provider.key_var())
+    }
+
     /// `provider/model`, for messages.
     pub fn label(&self) -> String {
         format!("{}/{}", self.provider, self.model)
@@ -179,6 +186,14 @@ mod tests {
         assert!(!format!("{anthropic:?}").contains("\"k\""), "the key is not in Debug output");
         let defaults = ModelSettings::resolve(Choices { model: Some("gpt".into()), ..Default::default() }, env(&[])).unwrap();
         assert_eq!(defaults.endpoint(), "https://api.openai.com/v1/chat/completions");
+    }
+
+    #[test]
+    fn a_key_is_missing_only_for_the_providers_own_endpoint() {
+        let resolve = |vars: &[(&str, &str)]| ModelSettings::resolve(Choices::default(), env(vars)).unwrap().missing_key();
+        assert_eq!(resolve(&[("MCPVISOR_MODEL", "m")]), Some("OPENAI_API_KEY"));
+        assert_eq!(resolve(&[("MCPVISOR_MODEL", "m"), ("OPENAI_API_KEY", "k")]), None);
+        assert_eq!(resolve(&[("MCPVISOR_MODEL", "m"), ("OPENAI_BASE_URL", "http://localhost:11434/v1")]), None);
     }
 
     #[test]

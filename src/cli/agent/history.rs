@@ -62,6 +62,6 @@ pub fn start(setup: &Setup) -> Opened {
     Opened { journal, messages: Vec::new(), system: None }
 }
 
-fn redactor(setup: &Setup) -> crate::config::Redactor {
+pub(super) fn redactor(setup: &Setup) -> crate::config::Redactor {
     secrets::redactor().with_more(setup.key.clone())
 }

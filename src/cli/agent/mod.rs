@@ -47,6 +47,19 @@ pub struct AgentArgs {
     /// Run this one prompt, print the answer and exit (else: an interactive chat).
     #[arg(short = 'p', long = "prompt", value_name = "PROMPT")]
     pub prompt: Option<String>,
+    #[command(flatten)]
+    pub choice: ModelArgs,
+    /// Go on with a saved conversation (its id is in the first --json event and in the chat's banner).
+    #[arg(long, value_name = "ID", conflicts_with = "continue_last")]
+    pub resume: Option<String>,
+    /// Go on with the most recent saved conversation.
+    #[arg(long = "continue")]
+    pub continue_last: bool,
+}
+
+/// The model, its confirmation and its limits: the flags `agent` and `acp` share.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
     /// The model's name (else [agent] model, else $MCPVISOR_MODEL).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
@@ -65,29 +78,25 @@ pub struct AgentArgs {
     /// Ask for whole answers instead of streamed ones.
     #[arg(long)]
     pub no_stream: bool,
-    /// Go on with a saved conversation (its id is in the first --json event and in the chat's banner).
-    #[arg(long, value_name = "ID", conflicts_with = "continue_last")]
-    pub resume: Option<String>,
-    /// Go on with the most recent saved conversation.
-    #[arg(long = "continue")]
-    pub continue_last: bool,
 }
 
 /// What every agent of this command starts with; the chat changes the
 /// model and the mode as the user asks.
 pub struct Setup {
-    args: AgentArgs,
+    args: ModelArgs,
     settings: AgentSettings,
     pub model: Arc<dyn ChatModel>,
     /// The model's API key, masked in saved conversations.
     key: Option<String>,
+    /// The key's variable when the provider's own endpoint has no key.
+    missing_key: Option<&'static str>,
     pub mode: ConfirmMode,
     limits: AgentLimits,
     system: String,
 }
 
 impl Setup {
-    fn new(args: &AgentArgs, settings: &AgentSettings) -> Result<Setup, Failure> {
+    pub(in crate::cli) fn new(args: &ModelArgs, settings: &AgentSettings) -> Result<Setup, Failure> {
         let mode = match &args.confirm {
             Some(word) => ConfirmMode::parse(word)
                 .ok_or_else(|| Failure::usage(format!("--confirm {word}: write one of {}", ConfirmMode::choices())))?,
@@ -98,10 +107,11 @@ impl Setup {
             context_tokens: settings.context_tokens.unwrap_or(AgentLimits::default().context_tokens),
             ..AgentLimits::default()
         };
-        let (model, key) = model(args, settings)?;
+        let (model, key, missing_key) = model(args, settings)?;
         Ok(Setup {
             model,
             key,
+            missing_key,
             args: args.clone(),
             settings: settings.clone(),
             mode,
@@ -121,10 +131,29 @@ impl Setup {
         config
     }
 
+    /// What `mcpvisor acp` gives every editor session: the same model,
+    /// confirmation, limits and system prompt, the built-in tools per
+    /// session, and the conversation store.
+    pub fn acp_options(&self) -> crate::acp::AcpOptions {
+        let store = crate::sessions::SessionStore::default_location()
+            .map_err(|error| warn(format_args!("sessions are not saved (session/load is off): {error}")))
+            .ok();
+        crate::acp::AcpOptions {
+            model: self.model.clone(),
+            policy: ConfirmPolicy::new(self.mode, self.settings.clone()),
+            limits: self.limits,
+            system_prompt: self.settings.system_prompt.clone(),
+            builtin_tools: self.settings.builtin_tools != Some(false),
+            store,
+            redactor: history::redactor(self),
+            missing_key: self.missing_key,
+        }
+    }
+
     /// Switches to model `name` of the same provider.
     pub fn with_model(&mut self, name: &str) -> Result<(), Failure> {
-        let args = AgentArgs { model: Some(name.to_string()), ..self.args.clone() };
-        (self.model, self.key) = model(&args, &self.settings)?;
+        let args = ModelArgs { model: Some(name.to_string()), ..self.args.clone() };
+        (self.model, self.key, self.missing_key) = model(&args, &self.settings)?;
         self.args = args;
         Ok(())
     }
@@ -132,7 +161,7 @@ impl Setup {
 
 pub fn run(cli: &Cli, args: &AgentArgs) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
-    let setup = Setup::new(args, &servers.agent)?;
+    let setup = Setup::new(&args.choice, &servers.agent)?;
     match &args.prompt {
         Some(prompt) => super::with_runtime(|| async {
             let session = start(&servers).await?;
@@ -199,7 +228,10 @@ async fn add_builtin(session: &Session, servers: &Servers) {
 }
 
 /// The model the flags, the configuration and the environment name, and its key.
-fn model(args: &AgentArgs, settings: &AgentSettings) -> Result<(Arc<dyn ChatModel>, Option<String>), Failure> {
+/// The third value: the key's variable when the provider's own endpoint has no key.
+type Chosen = (Arc<dyn ChatModel>, Option<String>, Option<&'static str>);
+
+fn model(args: &ModelArgs, settings: &AgentSettings) -> Result<Chosen, Failure> {
     let provider = args.provider.clone().or_else(|| settings.provider.clone());
     let named = args.model.is_some() || settings.model.is_some() || env(MODEL_VAR).is_some_and(|m| !m.trim().is_empty());
     if provider.as_deref() == Some("scripted") || (provider.is_none() && !named) {
@@ -208,7 +240,7 @@ fn model(args: &AgentArgs, settings: &AgentSettings) -> Result<(Arc<dyn ChatMode
                 "no model named (--model, {MODEL_VAR} or [agent] model): the built-in scripted demo model answers; it calls a tool your prompt names"
             ));
         }
-        return Ok((Arc::new(llm::scripted::Scripted), None));
+        return Ok((Arc::new(llm::scripted::Scripted), None, None));
     }
     let provider = match provider.as_deref() {
         None => None,
@@ -225,15 +257,11 @@ fn model(args: &AgentArgs, settings: &AgentSettings) -> Result<(Arc<dyn ChatMode
     };
     let settings = ModelSettings::resolve(choices, env).map_err(|e| Failure::usage(e.to_string()))?;
     let model = llm::connect(&settings).map_err(|e| Failure::usage(e.to_string()))?;
-    Ok((model, settings.api_key))
+    Ok((model, settings.api_key.clone(), settings.missing_key()))
 }
 
 fn default_system_prompt() -> String {
-    let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
-    format!(
-        "You are a capable assistant with tools from MCP servers (named mcp__SERVER__TOOL). Use them when they help; \
-         when a tool fails, read its error and correct the call or explain. The working directory is {cwd}."
-    )
+    crate::actors::agent::default_system_prompt(&std::env::current_dir().unwrap_or_default())
 }
 
 /// The exit code of a turn's outcome.

@@ -1,0 +1,41 @@
+//! The slash commands of [`super::modes::commands`], answered without the
+//! model: a prompt starting with `/tools`, `/servers` or `/reconnect`.
+//! Any other prompt starting with `/` goes to the model as it is.
+
+use super::session::Scope;
+use crate::Handle;
+
+/// The answer to `line` (the prompt without its `/`), or `None` when it is no command of ours.
+pub async fn run(handle: &Handle, scope: &Scope, line: &str) -> Option<String> {
+    let mut words = line.split_whitespace();
+    Some(match words.next()? {
+        "tools" => {
+            let mut names: Vec<String> =
+                handle.list_tools().await.into_iter().filter(|entry| scope.sees(&entry.server)).map(|entry| entry.name).collect();
+            names.sort();
+            match names.is_empty() {
+                true => "No tools are available in this session.".into(),
+                false => format!("{} tools:\n{}", names.len(), names.join("\n")),
+            }
+        }
+        "servers" => {
+            let lines: Vec<String> = handle
+                .status()
+                .await
+                .into_iter()
+                .filter(|status| scope.sees(&status.name))
+                .map(|status| format!("{}: {} ({} tools)", status.name, status.state.label(), status.tools))
+                .collect();
+            lines.join("\n")
+        }
+        "reconnect" => match words.next() {
+            None => "Name the server: /reconnect SERVER (see /servers).".into(),
+            Some(name) if !scope.sees(name) => format!("There is no server `{name}` in this session (see /servers)."),
+            Some(name) => match handle.reconnect(name).await {
+                Ok(()) => format!("Server `{name}` is reconnecting."),
+                Err(error) => format!("Server `{name}` cannot be reconnected: {error}"),
+            },
+        },
+        _ => return None,
+    })
+}
