@@ -114,14 +114,16 @@ async fn calls_past_max_in_flight_and_max_queued_are_refused_as_overloaded() {
     config.limits.max_in_flight = 1;
     config.limits.max_queued = 1;
     let handle = start(vec![config]).await;
-    let waiting: Vec<_> = ["first", "second"]
-        .into_iter()
-        .map(|label| {
-            let handle = handle.clone();
-            tokio::spawn(async move { handle.call_tool("mcp__rust__wait", json!({"text": label})).await })
-        })
-        .collect();
+    let call = |label: &'static str| {
+        let handle = handle.clone();
+        tokio::spawn(async move { handle.call_tool("mcp__rust__wait", json!({"text": label})).await })
+    };
+    // One after the other, so that "first" is the one on the wire.
+    let first = call("first");
+    wait_status(&handle, "rust", |s| s.in_flight == 1).await;
+    let second = call("second");
     wait_status(&handle, "rust", |s| s.in_flight == 1 && s.queued == 1).await;
+    let waiting = [first, second];
     let refused = handle.call_tool("mcp__rust__echo", json!({"text": "third"})).await;
     assert!(matches!(&refused, Err(CallError::Overloaded { server, in_flight: 1, queued: 1, .. }) if server == "rust"), "{refused:?}");
     handle.shutdown().await;

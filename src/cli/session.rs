@@ -159,6 +159,10 @@ pub fn describe(status: &ServerStatus) -> String {
             None => format!("restarting (attempt {attempt})"),
         },
         ServerState::Connected => format!("connected ({} tools)", status.tools),
+        ServerState::NeedsAuth => match &status.last_error {
+            Some(e) => format!("needs_auth: {}; log in with `mcpvisor auth {}`", error(e), status.name),
+            None => format!("needs_auth: log in with `mcpvisor auth {}`", status.name),
+        },
         other => other.label().to_string(),
     }
 }
