@@ -55,6 +55,10 @@ fn a_refused_token_is_reported_as_needing_auth() {
     let said = stderr(&output);
     assert!(said.contains("needs authorisation") || said.contains("needs_auth"), "{said}");
     assert!(!said.contains("wrong-s3cret"), "{said}");
+    let output = sandbox.cmd(["status"]).env("WEB_TOKEN", "wrong-s3cret").output().unwrap();
+    let said = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(said.contains("needs_auth") && said.contains("check the values of its `auth`"), "status says what to change: {said}");
+    assert!(!said.contains("mcpvisor auth web"), "static credentials are not logged in to: {said}");
 }
 
 #[test]

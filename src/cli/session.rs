@@ -159,8 +159,10 @@ pub fn describe(status: &ServerStatus) -> String {
             None => format!("restarting (attempt {attempt})"),
         },
         ServerState::Connected => format!("connected ({} tools)", status.tools),
+        // OAuth says a user must log in; static credentials say what to change in the configuration.
         ServerState::NeedsAuth => match &status.last_error {
-            Some(e) => format!("needs_auth: {}; log in with `mcpvisor auth {}`", error(e), status.name),
+            Some(e) if e.contains("log in") => format!("needs_auth: {}; log in with `mcpvisor auth {}`", error(e), status.name),
+            Some(e) => format!("needs_auth: {}", error(e)),
             None => format!("needs_auth: log in with `mcpvisor auth {}`", status.name),
         },
         other => other.label().to_string(),
@@ -255,4 +257,39 @@ impl Spinners {
 
 fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn needing_auth(error: Option<&str>) -> ServerStatus {
+        ServerStatus {
+            name: "web".into(),
+            state: ServerState::NeedsAuth,
+            pid: None,
+            era: None,
+            protocol_version: None,
+            server_info: None,
+            tools: 0,
+            resources: 0,
+            prompts: 0,
+            in_flight: 0,
+            queued: 0,
+            restarts: 0,
+            uptime: None,
+            last_error: error.map(String::from),
+            stderr_tail: Vec::new(),
+            warnings: Vec::new(),
+            remote: None,
+        }
+    }
+
+    #[test]
+    fn needs_auth_says_to_log_in_only_when_a_login_can_help() {
+        let oauth = describe(&needing_auth(Some("server \"web\" needs a user to log in with https://as")));
+        assert!(oauth.ends_with("; log in with `mcpvisor auth web`"), "{oauth}");
+        let fixed = describe(&needing_auth(Some("server `web` refused ...: check the values of its `auth` and `headers`")));
+        assert!(!fixed.contains("mcpvisor auth"), "{fixed}");
+    }
 }
