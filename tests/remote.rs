@@ -187,7 +187,7 @@ async fn the_stateless_era_mirrors_headers_and_leaves_out_misannotated_tools() {
     assert_eq!(text(&result), "header eu-west1");
     let names: Vec<String> = handle.list_tools().await.into_iter().map(|t| t.name).collect();
     assert!(names.contains(&"mcp__web__region".to_string()) && !names.iter().any(|n| n.contains("misannotated")), "{names:?}");
-    assert!(status.stderr_tail.iter().any(|l| l.contains("`misannotated` was left out")), "{:?}", status.stderr_tail);
+    wait_status(&handle, "web", |s| s.stderr_tail.iter().any(|l| l.contains("`misannotated` was left out"))).await;
     {
         let knobs = fixture.knobs();
         assert!(knobs.posts.iter().all(|h| h.get("mcp-session-id").is_none()), "no sessions in this era");
