@@ -106,9 +106,10 @@ async fn a_server_killed_mid_call_fails_the_call_and_is_reconnected_when_it_is_b
     wait_posted(&fixture, "tools/call", 1).await;
     fixture.kill();
     let failed = pending.await.unwrap();
-    let Err(CallError::ServerExited { server, tool, stderr_tail, .. }) = &failed else { panic!("expected ServerExited, got {failed:?}") };
+    let Err(CallError::Transport { server, tool, message }) = &failed else { panic!("expected a transport error, got {failed:?}") };
     assert_eq!((server.as_str(), tool.as_str()), ("web", "wait"));
-    assert!(stderr_tail.iter().any(|line| line.contains(&fixture.url())), "the tail says what broke: {stderr_tail:?}");
+    assert!(message.contains(&format!("POST {} failed", fixture.url())), "it says what broke: {message}");
+    assert!(message.contains("not resent"), "{message}");
     fixture.restart();
     wait_connected_with_restarts(&handle, "web", 1).await;
     assert_eq!(echo(&handle, "web", "back").await.unwrap(), "back");
@@ -187,7 +188,7 @@ async fn the_stateless_era_mirrors_headers_and_leaves_out_misannotated_tools() {
     assert_eq!(text(&result), "header eu-west1");
     let names: Vec<String> = handle.list_tools().await.into_iter().map(|t| t.name).collect();
     assert!(names.contains(&"mcp__web__region".to_string()) && !names.iter().any(|n| n.contains("misannotated")), "{names:?}");
-    assert!(status.stderr_tail.iter().any(|l| l.contains("`misannotated` was left out")), "{:?}", status.stderr_tail);
+    wait_status(&handle, "web", |s| s.stderr_tail.iter().any(|l| l.contains("`misannotated` was left out"))).await;
     {
         let knobs = fixture.knobs();
         assert!(knobs.posts.iter().all(|h| h.get("mcp-session-id").is_none()), "no sessions in this era");
@@ -204,7 +205,8 @@ async fn a_remote_server_failing_leaves_a_stdio_server_beside_it_alone() {
     let handle = start(vec![remote("web", &fixture), demo("local", &[])]).await;
     fixture.kill();
     let lost = echo(&handle, "web", "gone").await;
-    assert!(lost.is_err(), "{lost:?}");
+    let broke = format!("POST {} failed", fixture.url());
+    assert!(matches!(&lost, Err(CallError::Transport { message, .. }) if message.contains(&broke)), "{lost:?}");
     let local = handle.call_tool("mcp__local__echo", json!({"text": "fine"})).await.unwrap();
     assert_eq!(text(&local), "fine");
     assert_eq!(status_of(&handle, "local").await.restarts, 0);

@@ -158,10 +158,13 @@ impl Connection {
         let stderr_tail = self.stderr_tail();
         let stopped = self.phase != Phase::Serving;
         let needs_login = run.process.needs_login().filter(|_| !stopped);
-        self.calls.fail_all(|| match (stopped, &needs_login) {
-            (true, _) => Failure::Stopped,
-            (false, Some(_)) => Failure::NeedsAuth,
-            (false, None) => Failure::Exited { exit, stderr_tail: stderr_tail.clone() },
+        let lost = run.process.lost();
+        self.calls.fail_all(|| match (stopped, &needs_login, &lost) {
+            (true, ..) => Failure::Stopped,
+            (false, Some(_), _) => Failure::NeedsAuth,
+            // A remote server: what broke says more than an exit status.
+            (false, None, Some(lost)) => Failure::Internal(format!("{lost}; the call was not resent because tools may have side effects")),
+            (false, None, None) => Failure::Exited { exit, stderr_tail: stderr_tail.clone() },
         });
         if run.ready && self.phase != Phase::Stopping {
             self.registry.do_send_down(ServerDown { server: self.config.name.clone() });
@@ -179,7 +182,7 @@ impl Connection {
         if let Some(message) = needs_login {
             return self.wait_for_login(message);
         }
-        let (error, ending) = match (self.run_error.take(), run.process.lost()) {
+        let (error, ending) = match (self.run_error.take(), lost) {
             (Some((error, _)), _) if error.is_permanent() => return self.give_up(error.to_string(), ctx),
             (Some((error, ending)), _) => (error.to_string(), ending),
             (None, Some(lost)) => (format!("server `{}`: {lost}", self.config.name), Ending::Failure),

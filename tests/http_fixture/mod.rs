@@ -120,7 +120,15 @@ impl Fixture {
             knobs.sessions.clear();
             knobs.legacy.clear();
         }
-        let listener = std::net::TcpListener::bind(self.addr).expect("the same port again");
+        // The killed runtime drops its listener on its own threads: poll until the port is free.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let listener = loop {
+            match std::net::TcpListener::bind(self.addr) {
+                Ok(listener) => break listener,
+                Err(_) if std::time::Instant::now() < deadline => std::thread::sleep(std::time::Duration::from_millis(5)),
+                Err(e) => panic!("the port {} was not freed within 10 s: {e}", self.addr),
+            }
+        };
         self.runtime = Some(serve(listener, Shared { flavour: self.flavour, knobs: self.knobs.clone(), elsewhere: elsewhere(self.addr) }));
     }
 

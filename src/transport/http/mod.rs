@@ -188,3 +188,21 @@ pub async fn shutdown(task: RemoteTask, exit: ExitWatch, grace: Duration) -> Exi
     task.kill();
     exit.wait().await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_shows_no_key_of_the_url_and_only_the_start_of_a_session() {
+        let url = reqwest::Url::parse("https://user:pa55@example.com/mcp?key=s3cret#frag").unwrap();
+        assert_eq!(link::shown(&url), "https://user@example.com/mcp");
+        let mut status = RemoteStatus::default();
+        status.set_session(Some("0123456789abcdef"));
+        assert_eq!(status.session.as_deref(), Some("01234567…"));
+        status.set_session(Some("short"));
+        assert_eq!(status.session.as_deref(), Some("short"));
+        status.set_session(Some("ééééééééééé"));
+        assert_eq!(status.session.as_deref(), Some("éééééééé…"), "cut on a character boundary");
+    }
+}
