@@ -310,3 +310,23 @@ async fn requests_piped_in_before_stdin_closes_are_all_answered() {
     assert_eq!(client.response(unknown, &mut no_requests).await["error"]["code"], -32601);
     assert!(client.close().await.success());
 }
+
+#[tokio::test]
+async fn slash_commands_are_answered_without_the_model() {
+    let sandbox = Sandbox::new();
+    let model = ModelServer::start([]).await;
+    let mut client = acp(&sandbox, &model);
+    let session = open(&mut client, &sandbox, false, false, json!([demo_server()])).await;
+    let id = client.request("session/set_mode", json!({"sessionId": session, "modeId": "read-only"})).await;
+    client.response(id, &mut no_requests).await;
+    let answer = prompt(&mut client, &session, "/tools", &mut no_requests).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    let tools = client.updates_of("agent_message_chunk").last().unwrap()["content"]["text"].as_str().unwrap().to_string();
+    assert!(tools.contains("mcp__builtin_s1__read_file") && tools.contains("mcp__demo_s1__add"), "{tools}");
+    assert!(!tools.contains("write_file") && !tools.contains("mcp__demo_s1__sleep"), "read-only mode lists read-only tools: {tools}");
+    prompt(&mut client, &session, "/servers", &mut no_requests).await;
+    let servers = client.updates_of("agent_message_chunk").last().unwrap()["content"]["text"].as_str().unwrap().to_string();
+    assert!(servers.contains("demo_s1: connected") && servers.contains("builtin_s1: connected"), "{servers}");
+    assert!(model.requests().is_empty(), "the model was not asked");
+    assert!(client.close().await.success());
+}

@@ -2,16 +2,19 @@
 //! model: a prompt starting with `/tools`, `/servers` or `/reconnect`.
 //! Any other prompt starting with `/` goes to the model as it is.
 
+use super::modes::Mode;
 use super::session::Scope;
 use crate::Handle;
 
-/// The answer to `line` (the prompt without its `/`), or `None` when it is no command of ours.
-pub async fn run(handle: &Handle, scope: &Scope, line: &str) -> Option<String> {
+/// The answer to `line` (the prompt without its `/`), or `None` when it is
+/// no command of ours. `/tools` lists what the session's mode offers.
+pub async fn run(handle: &Handle, scope: &Scope, mode: Mode, line: &str) -> Option<String> {
     let mut words = line.split_whitespace();
     Some(match words.next()? {
         "tools" => {
+            let visible = scope.filter(mode);
             let mut names: Vec<String> =
-                handle.list_tools().await.into_iter().filter(|entry| scope.sees(&entry.server)).map(|entry| entry.name).collect();
+                handle.list_tools().await.into_iter().filter(|entry| visible(entry)).map(|entry| entry.name).collect();
             names.sort();
             match names.is_empty() {
                 true => "No tools are available in this session.".into(),

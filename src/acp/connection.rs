@@ -183,7 +183,8 @@ impl AcpConnection {
             return Err(invalid(format!("session {key} is already answering a prompt; wait for it or send session/cancel")));
         }
         session.prompting = true;
-        let (agent, relay, room, scope) = (session.agent.clone(), session.relay.clone(), session.room.clone(), session.scope.clone());
+        let (agent, relay, room, scope, mode) =
+            (session.agent.clone(), session.relay.clone(), session.room.clone(), session.scope.clone(), session.mode);
         let handle = self.handle.clone();
         let missing_key = self.options.missing_key;
         let slash = match request.prompt.first() {
@@ -192,7 +193,7 @@ impl AcpConnection {
         };
         let run = async move {
             if let Some(line) = slash {
-                if let Some(text) = command::run(&handle, &scope, &line).await {
+                if let Some(text) = command::run(&handle, &scope, mode, &line).await {
                     room.update(SessionUpdate::AgentMessageChunk(agent_client_protocol_schema::ContentChunk::new(text.into())));
                     return relay.finish(id, Ok(PromptResponse::new(StopReason::EndTurn)));
                 }
