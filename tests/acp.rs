@@ -89,6 +89,10 @@ async fn bad_input_gets_clear_json_rpc_errors_and_nothing_hangs() {
     assert!(answer["error"]["message"].as_str().unwrap().contains("cwd"), "{answer}");
     let id = client.request("session/new", json!({"cwd": "relative/dir", "mcpServers": []})).await;
     assert!(client.response(id, &mut no_requests).await["error"]["message"].as_str().unwrap().contains("absolute"));
+    let id =
+        client.request("session/load", json!({"sessionId": "20200101-000000-000-abcdef", "cwd": sandbox.project, "mcpServers": []})).await;
+    let answer = client.response(id, &mut no_requests).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
     let id = client.request("session/prompt", json!({"sessionId": "nope", "prompt": []})).await;
     assert!(client.response(id, &mut no_requests).await["error"]["message"].as_str().unwrap().contains("no session nope"));
     let status = client.close().await;
@@ -328,5 +332,25 @@ async fn slash_commands_are_answered_without_the_model() {
     let servers = client.updates_of("agent_message_chunk").last().unwrap()["content"]["text"].as_str().unwrap().to_string();
     assert!(servers.contains("demo_s1: connected") && servers.contains("builtin_s1: connected"), "{servers}");
     assert!(model.requests().is_empty(), "the model was not asked");
+    assert!(client.close().await.success());
+}
+
+#[tokio::test]
+async fn cancel_withdraws_an_unanswered_permission_question_and_the_session_goes_on() {
+    let sandbox = Sandbox::new();
+    let model = ModelServer::start([tool_call("c1", "mcp__demo_s1__sleep", json!({"ms": 1})), says("Still here.")]).await;
+    let mut client = acp(&sandbox, &model);
+    let session = open(&mut client, &sandbox, false, false, json!([demo_server()])).await;
+    let id = client.request("session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "sleep"}]})).await;
+    let asked = |m: &Value| m["method"] == "session/request_permission";
+    let question = client.until(&asked, &mut |_, _| Value::Null).await;
+    client.notify("session/cancel", json!({"sessionId": session})).await;
+    let answer = client.response(id, &mut no_requests).await;
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    // The editor answers late, as the protocol asks: nothing breaks, the call never runs.
+    client.send(json!({"jsonrpc": "2.0", "id": question["id"], "result": {"outcome": {"outcome": "cancelled"}}})).await;
+    let answer = prompt(&mut client, &session, "hello", &mut no_requests).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(!statuses(&client, "c1").contains(&"completed".to_string()));
     assert!(client.close().await.success());
 }
