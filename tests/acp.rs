@@ -7,7 +7,7 @@ mod model_server;
 
 use acp_support::{initialize, no_requests, selected, Client};
 use cli_support::{Sandbox, BIN};
-use model_server::{openai_stream, ModelServer, Reply};
+use model_server::{error_body, openai_stream, ModelServer, Reply};
 use serde_json::{json, Value};
 
 fn acp(sandbox: &Sandbox, model: &ModelServer) -> Client {
@@ -352,5 +352,20 @@ async fn cancel_withdraws_an_unanswered_permission_question_and_the_session_goes
     let answer = prompt(&mut client, &session, "hello", &mut no_requests).await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     assert!(!statuses(&client, "c1").contains(&"completed".to_string()));
+    assert!(client.close().await.success());
+}
+
+#[tokio::test]
+async fn the_turn_answers_the_stop_reason_the_model_gave() {
+    let sandbox = Sandbox::new();
+    let refused = Reply::Status(400, vec![], error_body("the request is malformed", "invalid_request_error"));
+    let model = ModelServer::start([openai_stream(vec![json!({"content": "cut sh"})], "length"), refused]).await;
+    let mut client = acp(&sandbox, &model);
+    let session = open(&mut client, &sandbox, false, false, json!([])).await;
+    let answer = prompt(&mut client, &session, "write a long story", &mut no_requests).await;
+    assert_eq!(answer["result"]["stopReason"], "max_tokens", "{answer}");
+    let answer = prompt(&mut client, &session, "again", &mut no_requests).await;
+    let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("a model failure is an error: {answer}"));
+    assert!(message.contains("the request is malformed"), "the error says what the model said: {answer}");
     assert!(client.close().await.success());
 }
