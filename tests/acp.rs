@@ -369,3 +369,18 @@ async fn the_turn_answers_the_stop_reason_the_model_gave() {
     assert!(message.contains("the request is malformed"), "the error says what the model said: {answer}");
     assert!(client.close().await.success());
 }
+
+#[tokio::test]
+async fn slash_model_switches_the_model_from_the_next_request_on() {
+    let sandbox = Sandbox::new();
+    let model = ModelServer::start([says("Hi from m2.")]).await;
+    let mut client = acp(&sandbox, &model);
+    let session = open(&mut client, &sandbox, false, false, json!([])).await;
+    prompt(&mut client, &session, "/model m2", &mut no_requests).await;
+    let said = client.updates_of("agent_message_chunk").last().unwrap()["content"]["text"].as_str().unwrap().to_string();
+    assert!(said.contains("openai/m2"), "{said}");
+    let answer = prompt(&mut client, &session, "hello", &mut no_requests).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(model.requests()[0].body["model"], "m2");
+    assert!(client.close().await.success());
+}

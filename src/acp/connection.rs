@@ -187,13 +187,15 @@ impl AcpConnection {
             (session.agent.clone(), session.relay.clone(), session.room.clone(), session.scope.clone(), session.mode);
         let handle = self.handle.clone();
         let missing_key = self.options.missing_key;
+        let switch_model = self.options.switch_model.clone();
         let slash = match request.prompt.first() {
             Some(ContentBlock::Text(text)) => text.text.strip_prefix('/').map(str::to_string),
             _ => None,
         };
         let run = async move {
             if let Some(line) = slash {
-                if let Some(text) = command::run(&handle, &scope, mode, &line).await {
+                let target = command::Target { handle: &handle, scope: &scope, mode, agent: &agent, switch_model: switch_model.as_ref() };
+                if let Some(text) = command::run(target, &line).await {
                     room.update(SessionUpdate::AgentMessageChunk(agent_client_protocol_schema::ContentChunk::new(text.into())));
                     return relay.finish(id, Ok(PromptResponse::new(StopReason::EndTurn)));
                 }
