@@ -7,7 +7,7 @@ mod model_server;
 
 use acp_support::{initialize, no_requests, selected, Client};
 use cli_support::{Sandbox, BIN};
-use model_server::{openai_stream, ModelServer, Reply};
+use model_server::{error_body, openai_stream, ModelServer, Reply};
 use serde_json::{json, Value};
 
 fn acp(sandbox: &Sandbox, model: &ModelServer) -> Client {
@@ -89,6 +89,10 @@ async fn bad_input_gets_clear_json_rpc_errors_and_nothing_hangs() {
     assert!(answer["error"]["message"].as_str().unwrap().contains("cwd"), "{answer}");
     let id = client.request("session/new", json!({"cwd": "relative/dir", "mcpServers": []})).await;
     assert!(client.response(id, &mut no_requests).await["error"]["message"].as_str().unwrap().contains("absolute"));
+    let id =
+        client.request("session/load", json!({"sessionId": "20200101-000000-000-abcdef", "cwd": sandbox.project, "mcpServers": []})).await;
+    let answer = client.response(id, &mut no_requests).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
     let id = client.request("session/prompt", json!({"sessionId": "nope", "prompt": []})).await;
     assert!(client.response(id, &mut no_requests).await["error"]["message"].as_str().unwrap().contains("no session nope"));
     let status = client.close().await;
@@ -308,5 +312,75 @@ async fn requests_piped_in_before_stdin_closes_are_all_answered() {
     drop(client.stdin_take());
     assert_eq!(client.response(id, &mut no_requests).await["result"]["protocolVersion"], 1);
     assert_eq!(client.response(unknown, &mut no_requests).await["error"]["code"], -32601);
+    assert!(client.close().await.success());
+}
+
+#[tokio::test]
+async fn slash_commands_are_answered_without_the_model() {
+    let sandbox = Sandbox::new();
+    let model = ModelServer::start([]).await;
+    let mut client = acp(&sandbox, &model);
+    let session = open(&mut client, &sandbox, false, false, json!([demo_server()])).await;
+    let id = client.request("session/set_mode", json!({"sessionId": session, "modeId": "read-only"})).await;
+    client.response(id, &mut no_requests).await;
+    let answer = prompt(&mut client, &session, "/tools", &mut no_requests).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    let tools = client.updates_of("agent_message_chunk").last().unwrap()["content"]["text"].as_str().unwrap().to_string();
+    assert!(tools.contains("mcp__builtin_s1__read_file") && tools.contains("mcp__demo_s1__add"), "{tools}");
+    assert!(!tools.contains("write_file") && !tools.contains("mcp__demo_s1__sleep"), "read-only mode lists read-only tools: {tools}");
+    prompt(&mut client, &session, "/servers", &mut no_requests).await;
+    let servers = client.updates_of("agent_message_chunk").last().unwrap()["content"]["text"].as_str().unwrap().to_string();
+    assert!(servers.contains("demo_s1: connected") && servers.contains("builtin_s1: connected"), "{servers}");
+    assert!(model.requests().is_empty(), "the model was not asked");
+    assert!(client.close().await.success());
+}
+
+#[tokio::test]
+async fn cancel_withdraws_an_unanswered_permission_question_and_the_session_goes_on() {
+    let sandbox = Sandbox::new();
+    let model = ModelServer::start([tool_call("c1", "mcp__demo_s1__sleep", json!({"ms": 1})), says("Still here.")]).await;
+    let mut client = acp(&sandbox, &model);
+    let session = open(&mut client, &sandbox, false, false, json!([demo_server()])).await;
+    let id = client.request("session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "sleep"}]})).await;
+    let asked = |m: &Value| m["method"] == "session/request_permission";
+    let question = client.until(&asked, &mut |_, _| Value::Null).await;
+    client.notify("session/cancel", json!({"sessionId": session})).await;
+    let answer = client.response(id, &mut no_requests).await;
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    // The editor answers late, as the protocol asks: nothing breaks, the call never runs.
+    client.send(json!({"jsonrpc": "2.0", "id": question["id"], "result": {"outcome": {"outcome": "cancelled"}}})).await;
+    let answer = prompt(&mut client, &session, "hello", &mut no_requests).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(!statuses(&client, "c1").contains(&"completed".to_string()));
+    assert!(client.close().await.success());
+}
+
+#[tokio::test]
+async fn the_turn_answers_the_stop_reason_the_model_gave() {
+    let sandbox = Sandbox::new();
+    let refused = Reply::Status(400, vec![], error_body("the request is malformed", "invalid_request_error"));
+    let model = ModelServer::start([openai_stream(vec![json!({"content": "cut sh"})], "length"), refused]).await;
+    let mut client = acp(&sandbox, &model);
+    let session = open(&mut client, &sandbox, false, false, json!([])).await;
+    let answer = prompt(&mut client, &session, "write a long story", &mut no_requests).await;
+    assert_eq!(answer["result"]["stopReason"], "max_tokens", "{answer}");
+    let answer = prompt(&mut client, &session, "again", &mut no_requests).await;
+    let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("a model failure is an error: {answer}"));
+    assert!(message.contains("the request is malformed"), "the error says what the model said: {answer}");
+    assert!(client.close().await.success());
+}
+
+#[tokio::test]
+async fn slash_model_switches_the_model_from_the_next_request_on() {
+    let sandbox = Sandbox::new();
+    let model = ModelServer::start([says("Hi from m2.")]).await;
+    let mut client = acp(&sandbox, &model);
+    let session = open(&mut client, &sandbox, false, false, json!([])).await;
+    prompt(&mut client, &session, "/model m2", &mut no_requests).await;
+    let said = client.updates_of("agent_message_chunk").last().unwrap()["content"]["text"].as_str().unwrap().to_string();
+    assert!(said.contains("openai/m2"), "{said}");
+    let answer = prompt(&mut client, &session, "hello", &mut no_requests).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(model.requests()[0].body["model"], "m2");
     assert!(client.close().await.success());
 }

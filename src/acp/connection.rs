@@ -183,16 +183,19 @@ impl AcpConnection {
             return Err(invalid(format!("session {key} is already answering a prompt; wait for it or send session/cancel")));
         }
         session.prompting = true;
-        let (agent, relay, room, scope) = (session.agent.clone(), session.relay.clone(), session.room.clone(), session.scope.clone());
+        let (agent, relay, room, scope, mode) =
+            (session.agent.clone(), session.relay.clone(), session.room.clone(), session.scope.clone(), session.mode);
         let handle = self.handle.clone();
         let missing_key = self.options.missing_key;
+        let switch_model = self.options.switch_model.clone();
         let slash = match request.prompt.first() {
             Some(ContentBlock::Text(text)) => text.text.strip_prefix('/').map(str::to_string),
             _ => None,
         };
         let run = async move {
             if let Some(line) = slash {
-                if let Some(text) = command::run(&handle, &scope, &line).await {
+                let target = command::Target { handle: &handle, scope: &scope, mode, agent: &agent, switch_model: switch_model.as_ref() };
+                if let Some(text) = command::run(target, &line).await {
                     room.update(SessionUpdate::AgentMessageChunk(agent_client_protocol_schema::ContentChunk::new(text.into())));
                     return relay.finish(id, Ok(PromptResponse::new(StopReason::EndTurn)));
                 }

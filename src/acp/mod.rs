@@ -74,7 +74,13 @@ pub struct AcpOptions {
     /// The key's variable when the model is a provider's own endpoint and
     /// no key is set: offered as the auth method to tell the user about.
     pub missing_key: Option<&'static str>,
+    /// Connects to another model of the same provider (`/model NAME`);
+    /// the error says why it cannot.
+    pub switch_model: Option<ModelSwitch>,
 }
+
+/// See [`AcpOptions::switch_model`].
+pub type ModelSwitch = Arc<dyn Fn(&str) -> Result<Arc<dyn ChatModel>, String> + Send + Sync>;
 
 /// Serves one editor on `input`/`output` until `input` ends; then every
 /// session's turn is cancelled and its servers removed. The runtime behind

@@ -48,10 +48,12 @@ impl Mode {
     }
 }
 
-/// `/tools`, `/servers`, `/reconnect SERVER`: answered by the agent side
-/// itself, without the model.
+/// `/tools`, `/servers`, `/reconnect SERVER`, `/model NAME`: answered by
+/// the agent side itself, without the model.
 pub fn commands() -> Vec<AvailableCommand> {
     vec![
+        AvailableCommand::new("model", "Talk to another model of the same provider from the next request on")
+            .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("model name"))),
         AvailableCommand::new("tools", "List the tools this session offers the model"),
         AvailableCommand::new("servers", "Show the MCP servers of this session and their state"),
         AvailableCommand::new("reconnect", "Restart an MCP server")

@@ -76,7 +76,8 @@ impl Client {
     }
 
     /// Reads until the response to `id`, keeping updates and answering the
-    /// agent's requests with `answer` (method, params) → result.
+    /// agent's requests with `answer` (method, params) → result (`null`:
+    /// leave the request unanswered).
     pub async fn response(&mut self, id: i64, answer: &mut dyn FnMut(&str, &Value) -> Value) -> Value {
         loop {
             let message = self.next().await;
@@ -108,6 +109,9 @@ impl Client {
             Some(id) if !method.is_empty() => {
                 self.asked.push((method.clone(), params.clone()));
                 let result = answer(&method, &params);
+                if result.is_null() {
+                    return;
+                }
                 let reply = match result.get("error") {
                     Some(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
                     None => json!({"jsonrpc": "2.0", "id": id, "result": result}),

@@ -147,7 +147,17 @@ impl Setup {
             store,
             redactor: history::redactor(self),
             missing_key: self.missing_key,
+            switch_model: Some(self.model_switch()),
         }
+    }
+
+    /// Connects to model `name` of the same provider, as `with_model` does, from any thread.
+    fn model_switch(&self) -> crate::acp::ModelSwitch {
+        let (args, settings) = (self.args.clone(), self.settings.clone());
+        Arc::new(move |name: &str| {
+            let args = ModelArgs { model: Some(name.to_string()), ..args.clone() };
+            model(&args, &settings).map(|(model, ..)| model).map_err(|failure| failure.message)
+        })
     }
 
     /// Switches to model `name` of the same provider.
