@@ -18,11 +18,17 @@ fn with_remote(fixture: &Fixture, transport: &str) -> Sandbox {
     sandbox
 }
 
+/// A fixture taking only `Bearer {token}`, and a sandbox calling it `web`.
+fn token_protected(flavour: Flavour, token: &str) -> (Fixture, Sandbox) {
+    let fixture = Fixture::start(flavour);
+    fixture.knobs().token = Some(format!("Bearer {token}"));
+    let sandbox = with_remote(&fixture, "http");
+    (fixture, sandbox)
+}
+
 #[test]
 fn call_test_and_status_work_on_a_remote_server() {
-    let fixture = Fixture::start(Flavour::Events);
-    fixture.knobs().token = Some("Bearer t0ken-from-env".into());
-    let sandbox = with_remote(&fixture, "http");
+    let (fixture, sandbox) = token_protected(Flavour::Events, "t0ken-from-env");
     let output = sandbox.cmd(["call", "web", "echo", "--arg", "text=over http"]).env("WEB_TOKEN", "t0ken-from-env").output().unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output), "over http\n");
@@ -30,7 +36,7 @@ fn call_test_and_status_work_on_a_remote_server() {
     let output = sandbox.cmd(["test", "web"]).env("WEB_TOKEN", "t0ken-from-env").output().unwrap();
     let shown = stdout(&output);
     assert!(output.status.success(), "{shown}{}", stderr(&output));
-    assert!(shown.contains("connect") && shown.contains(&format!("streamable-http {}", fixture.url())), "{shown}");
+    assert!(shown.contains("connect") && shown.contains(&fixture.url()) && shown.contains("over streamable-http"), "{shown}");
     assert!(shown.contains("session session-"), "the session is named: {shown}");
 
     let output = sandbox.cmd(["status", "--json"]).env("WEB_TOKEN", "t0ken-from-env").output().unwrap();
@@ -43,9 +49,7 @@ fn call_test_and_status_work_on_a_remote_server() {
 
 #[test]
 fn a_refused_token_is_reported_as_needing_auth() {
-    let fixture = Fixture::start(Flavour::Json);
-    fixture.knobs().token = Some("Bearer right".into());
-    let sandbox = with_remote(&fixture, "http");
+    let (_fixture, sandbox) = token_protected(Flavour::Json, "right");
     let output = sandbox.cmd(["call", "web", "echo", "--arg", "text=x"]).env("WEB_TOKEN", "wrong-s3cret").output().unwrap();
     assert_eq!(output.status.code(), Some(3), "a connection error: {}", stderr(&output));
     let said = stderr(&output);

@@ -18,13 +18,25 @@ fn remote(name: &str, fixture: &Fixture) -> ServerConfig {
     ServerConfig::remote(name, Transport::Http, fixture.url())
 }
 
-/// Waits (bounded: 20 s) until the fixture has seen `count` POSTs of `method`.
-async fn wait_posted(fixture: &Fixture, method: &str, count: usize) {
+/// Polls `done` until it holds (bounded: 20 s); `what` names it in the failure.
+async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
-    while fixture.knobs().methods.iter().filter(|m| *m == method).count() < count {
-        assert!(Instant::now() < deadline, "{method} was not POSTed {count} times; seen {:?}", fixture.knobs().methods);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} did not happen within 20 s");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// Waits until the fixture has seen `count` POSTs of `method`.
+async fn wait_posted(fixture: &Fixture, method: &str, count: usize) {
+    let posted = || fixture.knobs().methods.iter().filter(|m| *m == method).count() >= count;
+    wait_until(&format!("{count} POSTs of {method}"), posted).await;
+}
+
+/// Calls the fixture's tool that never answers, with a short time-out.
+async fn call_timing_out(handle: &Handle) {
+    let timed_out = handle.call(CallTool::new("mcp__web__wait", json!({})).with_timeout(Duration::from_millis(300))).await;
+    assert!(matches!(timed_out, Err(CallError::Timeout { .. })), "{timed_out:?}");
 }
 
 async fn echo(handle: &Handle, server: &str, text: &str) -> Result<String, CallError> {
@@ -122,8 +134,7 @@ async fn an_answer_over_max_frame_fails_its_call_clearly_and_the_server_goes_on(
 async fn a_timed_out_call_is_cancelled_on_the_server() {
     let fixture = Fixture::start(Flavour::Events);
     let handle = start(vec![remote("web", &fixture)]).await;
-    let timed_out = handle.call(CallTool::new("mcp__web__wait", json!({})).with_timeout(Duration::from_millis(300))).await;
-    assert!(matches!(timed_out, Err(CallError::Timeout { .. })), "{timed_out:?}");
+    call_timing_out(&handle).await;
     wait_posted(&fixture, "notifications/cancelled", 1).await;
     assert_eq!(echo(&handle, "web", "next").await.unwrap(), "next");
     handle.shutdown().await;
@@ -207,13 +218,8 @@ async fn a_remote_server_failing_leaves_a_stdio_server_beside_it_alone() {
 async fn in_the_stateless_era_a_cancelled_call_closes_its_stream_and_sends_nothing() {
     let fixture = Fixture::start(Flavour::Stateless);
     let handle = start(vec![remote("web", &fixture)]).await;
-    let timed_out = handle.call(CallTool::new("mcp__web__wait", json!({})).with_timeout(Duration::from_millis(300))).await;
-    assert!(matches!(timed_out, Err(CallError::Timeout { .. })), "{timed_out:?}");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while fixture.knobs().closed_streams == 0 {
-        assert!(Instant::now() < deadline, "the answer stream was never closed");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    call_timing_out(&handle).await;
+    wait_until("the closing of the answer stream", || fixture.knobs().closed_streams > 0).await;
     assert_eq!(echo(&handle, "web", "next").await.unwrap(), "next");
     assert!(!fixture.knobs().methods.iter().any(|m| m == "notifications/cancelled"), "closing the stream is the cancellation");
     handle.shutdown().await;
@@ -224,11 +230,8 @@ async fn the_get_stream_carries_the_servers_own_requests() {
     let fixture = Fixture::start(Flavour::Json);
     fixture.knobs().offer_get_stream = true;
     let handle = start(vec![remote("web", &fixture)]).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !fixture.push(json!({"jsonrpc": "2.0", "id": "server-ping-1", "method": "ping"})) {
-        assert!(Instant::now() < deadline, "no GET stream was opened");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let ping = json!({"jsonrpc": "2.0", "id": "server-ping-1", "method": "ping"});
+    wait_until("the opening of a GET stream", || fixture.push(ping.clone())).await;
     wait_posted(&fixture, "-", 1).await;
     assert_eq!(echo(&handle, "web", "both ways").await.unwrap(), "both ways");
     handle.shutdown().await;
@@ -247,5 +250,42 @@ async fn redirects_are_followed_within_the_origin_only() {
     let status = wait_status(&handle, "other", |s| matches!(s.state, ServerState::Failed { .. })).await;
     let why = status.last_error.unwrap_or_default();
     assert!(why.contains("a redirect to another origin (http://localhost:"), "{why}");
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stops_answering_holds_only_max_in_flight_requests() {
+    let fixture = Fixture::start(Flavour::Json);
+    let mut config = remote("web", &fixture);
+    (config.limits.max_in_flight, config.limits.max_queued) = (2, 1);
+    let handle = start(vec![config]).await;
+    let waiting: Vec<_> = (0..3)
+        .map(|_| {
+            let handle = handle.clone();
+            tokio::spawn(async move { handle.call(CallTool::new("mcp__web__wait", json!({})).with_timeout(Duration::from_secs(1))).await })
+        })
+        .collect();
+    wait_status(&handle, "web", |s| s.in_flight == 2 && s.queued == 1).await;
+    wait_posted(&fixture, "tools/call", 2).await;
+    let refused = echo(&handle, "web", "one too many").await;
+    assert!(matches!(refused, Err(CallError::Overloaded { in_flight: 2, queued: 1, .. })), "{refused:?}");
+    for call in waiting {
+        let ended = call.await.unwrap();
+        assert!(matches!(ended, Err(CallError::Timeout { .. })), "{ended:?}");
+    }
+    let posted = fixture.knobs().methods.iter().filter(|m| *m == "tools/call").count();
+    assert_eq!(posted, 2, "the queued call timed out waiting for a slot: it never reached the server");
+    assert_eq!(echo(&handle, "web", "free again").await.unwrap(), "free again");
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_the_stateless_era_the_listen_stream_brings_list_changes() {
+    let fixture = Fixture::start(Flavour::Stateless);
+    let handle = start(vec![remote("web", &fixture)]).await;
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}});
+    wait_until("the opening of the subscriptions/listen stream", || fixture.push(changed.clone())).await;
+    wait_posted(&fixture, "tools/list", 2).await;
+    assert_eq!(echo(&handle, "web", "listening").await.unwrap(), "listening");
     handle.shutdown().await;
 }

@@ -163,7 +163,7 @@ async fn start_up(session: &Session, name: &str, first_step: &'static str, steps
         let reached = status.remote.as_ref().filter(|remote| remote.reached);
         if !spawned && (status.pid.is_some() || reached.is_some()) {
             let detail = match reached {
-                Some(remote) => format!("{} {}", remote.transport, remote.url),
+                Some(remote) => remote.url.clone(),
                 None => format!("pid {}", status.pid.unwrap_or(0)),
             };
             spawned = steps.record(first_step, now - phase_start, Ok(detail));
@@ -176,8 +176,11 @@ async fn start_up(session: &Session, name: &str, first_step: &'static str, steps
                 status.protocol_version.as_deref().unwrap_or("?"),
                 status.server_info.as_deref().unwrap_or("(no serverInfo)")
             );
-            if let Some(session) = status.remote.as_ref().and_then(|remote| remote.session.as_deref()) {
-                detail.push_str(&format!(", session {session}"));
+            if let Some(remote) = &status.remote {
+                detail.push_str(&format!(", over {}", remote.transport));
+                if let Some(session) = &remote.session {
+                    detail.push_str(&format!(", session {session}"));
+                }
             }
             negotiated = steps.record("handshake", now - phase_start, Ok(detail));
             phase_start = now;

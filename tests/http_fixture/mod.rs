@@ -250,6 +250,10 @@ async fn on_post(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
             _ => std::future::pending().await,
         };
     }
+    if method == "subscriptions/listen" {
+        // The stream stays open and carries what the test pushes.
+        return listening(&shared);
+    }
     let answer = answer(shared.flavour, &message, &headers);
     let mut response = match shared.flavour {
         Flavour::Events if method == "tools/call" && name == "flaky" => {
@@ -298,14 +302,17 @@ async fn on_get(State(shared): State<Shared>, headers: HeaderMap) -> Response {
     }
     match header(&headers, "mcp-session-id") {
         None => refusal(StatusCode::BAD_REQUEST, -32000, "Bad Request: No valid session ID provided"),
-        Some(_) if shared.knobs.lock().unwrap().offer_get_stream => {
-            let (tx, rx) = mpsc::unbounded_channel::<Value>();
-            shared.knobs.lock().unwrap().pushers.push(tx);
-            let messages = tokio_stream::wrappers::UnboundedReceiverStream::new(rx).map(|m| format!("data: {m}\n\n"));
-            event_stream(stream::iter([": open\n\n".to_string()]).chain(messages))
-        }
+        Some(_) if shared.knobs.lock().unwrap().offer_get_stream => listening(&shared),
         Some(_) => StatusCode::METHOD_NOT_ALLOWED.into_response(),
     }
+}
+
+/// An event stream carrying what [`Fixture::push`] sends.
+fn listening(shared: &Shared) -> Response {
+    let (tx, rx) = mpsc::unbounded_channel::<Value>();
+    shared.knobs.lock().unwrap().pushers.push(tx);
+    let messages = tokio_stream::wrappers::UnboundedReceiverStream::new(rx).map(|m| format!("data: {m}\n\n"));
+    event_stream(stream::iter([": open\n\n".to_string()]).chain(messages))
 }
 
 async fn on_delete(State(shared): State<Shared>, headers: HeaderMap) -> StatusCode {
@@ -345,7 +352,7 @@ fn answer(flavour: Flavour, message: &Value, headers: &HeaderMap) -> Value {
         }),
         "server/discover" if flavour == Flavour::Stateless => json!({
             "supportedVersions": ["2026-07-28"],
-            "capabilities": {"tools": {}},
+            "capabilities": {"tools": {"listChanged": true}},
             "serverInfo": {"name": "fixture", "version": "1.0"},
         }),
         "tools/list" => json!({"tools": tools(flavour)}),

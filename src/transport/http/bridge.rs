@@ -9,7 +9,7 @@
 //! `transport = "sse"` uses HTTP+SSE from the start.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -19,11 +19,10 @@ use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::codec::{FramedRead, LinesCodec};
 
-use super::link::{Ending, Link, LinkParts, Outgoing};
-use super::{headers, legacy_sse, streamable, RemoteStatus, LOST};
+use super::link::{Ending, Link, Outgoing, Server, Ways};
+use super::{headers, legacy_sse, streamable, LOST};
 use crate::config::Transport;
 use crate::protocol::methods;
-use crate::transport::credentials::Credentials;
 use crate::transport::ExitInfo;
 
 /// Messages for the connection waiting while its pipe is full.
@@ -36,18 +35,12 @@ const LANE_QUEUE: usize = 256;
 const FLUSH: Duration = Duration::from_secs(1);
 
 pub(super) struct Settings {
-    pub(super) name: String,
-    pub(super) url: Url,
-    pub(super) http: reqwest::Client,
-    pub(super) credentials: Arc<dyn Credentials>,
-    pub(super) headers: Vec<(String, String)>,
-    pub(super) max_frame: usize,
+    pub(super) server: Server,
     pub(super) transport: Transport,
+    /// At the end, how long deleting the session may take (half of it).
     pub(super) grace: Duration,
     /// The longest a notification or an answer may take to be accepted.
     pub(super) patience: Duration,
-    pub(super) ending: Arc<Mutex<Option<Ending>>>,
-    pub(super) status: Arc<Mutex<RemoteStatus>>,
 }
 
 /// Runs the bridge until its input ends or the server is lost.
@@ -57,36 +50,15 @@ pub(super) async fn run(settings: Settings, input: DuplexStream, output: DuplexS
     let (end_tx, mut end_rx) = mpsc::channel(4);
     let writer = AbortOnDrop(tokio::spawn(write_lines(out_rx, output, false)));
     let logger = AbortOnDrop(tokio::spawn(write_lines(log_rx, log, true)));
-    let link = Arc::new(Link::new(LinkParts {
-        name: settings.name,
-        url: settings.url,
-        http: settings.http,
-        credentials: settings.credentials,
-        headers: settings.headers,
-        max_frame: settings.max_frame,
-        out: out_tx,
-        log: log_tx,
-        end: end_tx,
-        ending: settings.ending,
-        status: settings.status,
-    }));
+    let link = Arc::new(Link::new(settings.server, Ways { out: out_tx, log: log_tx, end: end_tx }));
     let mut bridge = Bridge { link: link.clone(), tasks: JoinSet::new(), in_flight: HashMap::new(), probing: false, lane: None };
-    let timing = Timing { transport: settings.transport, grace: settings.grace, patience: settings.patience };
-    let exit = bridge.serve(timing, input, &mut end_rx).await;
+    let exit = bridge.serve(settings.transport, settings.grace, settings.patience, input, &mut end_rx).await;
     bridge.tasks.shutdown().await;
     drop(bridge);
     drop(link);
     let _ = tokio::time::timeout(FLUSH, writer.join()).await;
     let _ = tokio::time::timeout(FLUSH, logger.join()).await;
     exit
-}
-
-/// The transport asked for and the bridge's time limits.
-struct Timing {
-    transport: Transport,
-    /// At the end, how long deleting the session may take (half of it).
-    grace: Duration,
-    patience: Duration,
 }
 
 struct Bridge {
@@ -101,8 +73,14 @@ struct Bridge {
 }
 
 impl Bridge {
-    async fn serve(&mut self, settings: Timing, input: DuplexStream, end: &mut mpsc::Receiver<Ending>) -> ExitInfo {
-        let Timing { transport, grace, patience } = settings;
+    async fn serve(
+        &mut self,
+        transport: Transport,
+        grace: Duration,
+        patience: Duration,
+        input: DuplexStream,
+        end: &mut mpsc::Receiver<Ending>,
+    ) -> ExitInfo {
         let (lane_tx, lane_rx) = mpsc::channel(LANE_QUEUE);
         self.lane = Some(lane_tx);
         self.tasks.spawn(lane(self.link.clone(), lane_rx, patience));

@@ -96,8 +96,12 @@ async fn capped(response: reqwest::Response, max: usize) -> Result<Vec<u8>, Read
     Ok(body)
 }
 
-/// The start of an error body, for a message.
+/// The start of an error body, for a message; an HTML page is only named.
 pub(super) async fn error_text(response: reqwest::Response) -> String {
+    let content_type = response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if content_type.starts_with("text/html") {
+        return "(an HTML page)".into();
+    }
     let mut body = Vec::new();
     let mut chunks = response.bytes_stream();
     while let Some(Ok(chunk)) = chunks.next().await {

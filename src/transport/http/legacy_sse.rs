@@ -14,6 +14,9 @@ use super::events::{self, Events, ReadError};
 use super::link::{Ending, Link, Outgoing};
 use super::streamable::message_of;
 
+/// How long the event stream has to name its endpoint.
+const ENDPOINT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Opens the event stream and waits for its `endpoint`: where to POST,
 /// and the rest of the stream.
 pub(super) async fn open(link: &Link) -> Result<(Url, Events), String> {
@@ -27,6 +30,14 @@ pub(super) async fn open(link: &Link) -> Result<(Url, Events), String> {
         return Err(format!("a GET answered HTTP {status} with content type {content_type:?}, not an event stream"));
     }
     let mut stream = events::events(response, link.max_frame);
+    match tokio::time::timeout(ENDPOINT_WAIT, endpoint(link, &mut stream)).await {
+        Ok(endpoint) => endpoint.map(|endpoint| (endpoint, stream)),
+        Err(_) => Err(format!("the event stream named no endpoint within {ENDPOINT_WAIT:?}")),
+    }
+}
+
+/// The URL the first `endpoint` event names.
+async fn endpoint(link: &Link, stream: &mut Events) -> Result<Url, String> {
     while let Some(item) = stream.next().await {
         let event = item.map_err(|e| format!("the event stream ended before naming its endpoint: {e}"))?;
         if event.event != "endpoint" {
@@ -39,7 +50,7 @@ pub(super) async fn open(link: &Link) -> Result<(Url, Events), String> {
                 endpoint.origin().ascii_serialization()
             ));
         }
-        return Ok((endpoint, stream));
+        return Ok(endpoint);
     }
     Err("the event stream ended before naming its endpoint".into())
 }

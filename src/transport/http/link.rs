@@ -118,26 +118,32 @@ pub(super) struct Link {
     status: Arc<Mutex<RemoteStatus>>,
 }
 
-pub(super) struct LinkParts {
+/// The server a bridge talks to, and where it reports its end and status.
+pub(super) struct Server {
     pub(super) name: String,
     pub(super) url: Url,
     pub(super) http: reqwest::Client,
     pub(super) credentials: Arc<dyn Credentials>,
+    /// The configuration's raw `headers`.
     pub(super) headers: Vec<(String, String)>,
     pub(super) max_frame: usize,
-    pub(super) out: mpsc::Sender<Vec<u8>>,
-    pub(super) log: mpsc::Sender<Vec<u8>>,
-    pub(super) end: mpsc::Sender<Ending>,
     pub(super) ending: Arc<Mutex<Option<Ending>>>,
     pub(super) status: Arc<Mutex<RemoteStatus>>,
 }
 
+/// The bridge's ways back: message lines, log lines, its end.
+pub(super) struct Ways {
+    pub(super) out: mpsc::Sender<Vec<u8>>,
+    pub(super) log: mpsc::Sender<Vec<u8>>,
+    pub(super) end: mpsc::Sender<Ending>,
+}
+
 impl Link {
     /// A link; a configured header that HTTP cannot carry is left out with a log line.
-    pub(super) fn new(parts: LinkParts) -> Link {
+    pub(super) fn new(server: Server, ways: Ways) -> Link {
         let mut headers = HeaderMap::new();
         let mut bad = Vec::new();
-        for (name, value) in &parts.headers {
+        for (name, value) in &server.headers {
             match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
                 (Ok(name), Ok(value)) => {
                     headers.insert(name, value);
@@ -146,23 +152,23 @@ impl Link {
             }
         }
         let link = Link {
-            name: parts.name,
-            url: parts.url,
-            http: parts.http,
-            credentials: parts.credentials,
+            name: server.name,
+            url: server.url,
+            http: server.http,
+            credentials: server.credentials,
             headers,
-            max_frame: parts.max_frame,
+            max_frame: server.max_frame,
             session: Mutex::new(Session::default()),
             param_headers: Mutex::new(HashMap::new()),
             legacy_endpoint: OnceLock::new(),
             modern: AtomicBool::new(false),
             opened: Notify::new(),
             reopening: tokio::sync::Mutex::new(()),
-            out: parts.out,
-            log: parts.log,
-            end: parts.end,
-            ending: parts.ending,
-            status: parts.status,
+            out: ways.out,
+            log: ways.log,
+            end: ways.end,
+            ending: server.ending,
+            status: server.status,
         };
         for name in bad {
             link.note(format!("the configured header `{name}` has a name or value HTTP cannot carry; it is not sent"));

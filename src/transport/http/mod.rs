@@ -155,19 +155,18 @@ pub fn start(config: &ServerConfig) -> Result<RemotePeer, ConnectError> {
     let ending = Arc::new(Mutex::new(None));
     let status =
         Arc::new(Mutex::new(RemoteStatus { url: link::shown(&url), transport: "streamable-http".into(), ..RemoteStatus::default() }));
-    let settings = bridge::Settings {
+    let server = link::Server {
         name: config.name.clone(),
         url,
         http,
         credentials: credentials_for(config),
         headers: config.headers.clone().into_iter().collect(),
         max_frame: config.limits.max_frame,
-        transport: config.transport,
-        grace: config.timeouts.shutdown_grace,
-        patience: config.timeouts.call,
         ending: ending.clone(),
         status: status.clone(),
     };
+    let settings =
+        bridge::Settings { server, transport: config.transport, grace: config.timeouts.shutdown_grace, patience: config.timeouts.call };
     let running = tokio::spawn(bridge::run(settings, bridge_input, bridge_output, bridge_log));
     let task = RemoteTask { abort: running.abort_handle(), ending, status };
     let (exit_tx, exit_rx) = watch::channel(None);

@@ -261,7 +261,8 @@ async fn reinitialize(link: &Link, epoch: u64) -> bool {
         return false;
     };
     let id = Value::from(format!("mcpvisor-reinitialize-{epoch}"));
-    initialize["id"] = id.clone();
+    let Some(members) = initialize.as_object_mut() else { return false };
+    members.insert("id".into(), id.clone());
     let Ok(sent) = post(link, &Outgoing::from_value(initialize)).await else { return false };
     if !sent.response.status().is_success() {
         link.note(format!("re-initializing after a lost session failed: HTTP {}", sent.response.status()));
