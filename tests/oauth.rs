@@ -210,7 +210,8 @@ async fn a_machine_client_authenticates_with_its_secret_without_a_browser() {
 
     let other = tempfile::tempdir().unwrap();
     let error = call(&credentials(&server, oauth("wrong-secret-value"), other.path(), false), &server.mcp()).await.unwrap_err();
-    assert!(error.contains("invalid_client") && !error.contains("wrong-secret-value"), "{error}");
+    assert!(error.contains("invalid_client (unknown client credentials machine:***)"), "the server's echo is shown masked: {error}");
+    assert!(!error.contains("wrong-secret-value"), "{error}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

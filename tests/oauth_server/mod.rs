@@ -311,7 +311,11 @@ impl State {
             },
             Some("client_credentials") => {
                 if !self.client_authenticated(request) {
-                    return json_response(401, json!({"error": "invalid_client"}));
+                    // Echoes what it was sent, as careless servers do.
+                    let sent = request.headers.get("authorization").cloned().unwrap_or_default();
+                    let sent = sent.strip_prefix("Basic ").and_then(|b| STANDARD.decode(b).ok()).unwrap_or_default();
+                    let description = format!("unknown client credentials {}", String::from_utf8_lossy(&sent));
+                    return json_response(401, json!({"error": "invalid_client", "error_description": description}));
                 }
                 (form.get("scope").cloned().unwrap_or_default(), 3600)
             }
