@@ -99,6 +99,38 @@ async fn metadata_is_found_at_path_aware_well_known_urls_and_by_openid_discovery
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn metadata_for_another_resource_or_issuer_is_refused() {
+    let cases = [
+        (Options { declared_resource: Some("http://other.example/mcp"), ..Options::default() }, "not for"),
+        (Options { declared_issuer: Some("https://evil.example"), ..Options::default() }, "RFC 8414"),
+    ];
+    for (options, expected) in cases {
+        let server = AuthServer::start(options).await;
+        let dir = tempfile::tempdir().unwrap();
+        let error = call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await.unwrap_err();
+        assert!(error.contains(expected), "{error}");
+        assert!(server.to("/authorize").is_empty() && server.to("/register").is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_step_up_needing_the_user_is_remembered_for_the_next_login() {
+    let options = Options { challenge_scope: Some("read"), required_scope: Some("admin"), ..Options::default() };
+    let server = AuthServer::start(options).await;
+    let dir = tempfile::tempdir().unwrap();
+    let connection = credentials(&server, OAuthConfig::default(), dir.path(), false);
+    assert!(call(&connection, &server.mcp()).await.unwrap_err().contains("for the scopes \"read\""));
+    let login = FollowRedirects::new().unwrap();
+    let logged_in = connection.log_in(&login, std::time::Duration::from_secs(60)).await.unwrap();
+    assert_eq!(logged_in.scopes, ["read"]);
+    let error = call(&connection, &server.mcp()).await.unwrap_err();
+    assert!(error.contains("for the scopes \"read admin\""), "{error}");
+    let logged_in = connection.log_in(&login, std::time::Duration::from_secs(60)).await.unwrap();
+    assert_eq!((logged_in.issuer, logged_in.scopes), (server.issuer(), vec!["read".to_owned(), "admin".to_owned()]));
+    assert_eq!(call(&connection, &server.mcp()).await, Ok(200));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_authorization_server_without_pkce_s256_is_refused_before_anything_is_sent() {
     let server = AuthServer::start(Options { pkce: false, ..Options::default() }).await;
     let dir = tempfile::tempdir().unwrap();

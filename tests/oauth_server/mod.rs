@@ -71,6 +71,10 @@ pub struct Options {
     pub client_secret: Option<(&'static str, &'static str)>,
     /// The public key (uncompressed P-256 point) of a private-key JWT client.
     pub jwt_public_key: Option<Vec<u8>>,
+    /// `resource` of the protected-resource metadata, instead of the endpoint.
+    pub declared_resource: Option<&'static str>,
+    /// `issuer` of the authorization-server metadata, instead of the real one.
+    pub declared_issuer: Option<&'static str>,
 }
 
 impl Default for Options {
@@ -91,6 +95,8 @@ impl Default for Options {
             always_insufficient: false,
             client_secret: None,
             jwt_public_key: None,
+            declared_resource: None,
+            declared_issuer: None,
         }
     }
 }
@@ -224,13 +230,14 @@ impl State {
     }
 
     fn resource_metadata(&self) -> Value {
-        json!({"resource": format!("{}/mcp", self.base), "authorization_servers": [self.issuer()], "scopes_supported": self.options.scopes_supported})
+        let resource = self.options.declared_resource.map_or_else(|| format!("{}/mcp", self.base), str::to_owned);
+        json!({"resource": resource, "authorization_servers": [self.issuer()], "scopes_supported": self.options.scopes_supported})
     }
 
     fn server_metadata(&self) -> Value {
         let base = &self.base;
         let mut metadata = json!({
-            "issuer": self.issuer(),
+            "issuer": self.options.declared_issuer.map_or_else(|| self.issuer(), str::to_owned),
             "authorization_endpoint": format!("{base}/authorize"),
             "token_endpoint": format!("{base}/token"),
             "response_types_supported": ["code"],
