@@ -88,6 +88,7 @@ async fn metadata_is_found_at_path_aware_well_known_urls_and_by_openid_discovery
         (Prm::PathAware, Meta::OpenIdInserted, "/tenant", "/.well-known/openid-configuration/tenant"),
         (Prm::Root, Meta::OpenIdAppended, "/tenant", "/tenant/.well-known/openid-configuration"),
         (Prm::Root, Meta::OpenIdInserted, "", "/.well-known/openid-configuration"),
+        (Prm::Absent, Meta::OAuth, "", "/.well-known/oauth-authorization-server"),
     ];
     for (prm, meta, issuer_path, metadata_path) in cases {
         let server = AuthServer::start(Options { prm, meta, issuer_path, ..Options::default() }).await;
@@ -96,6 +97,14 @@ async fn metadata_is_found_at_path_aware_well_known_urls_and_by_openid_discovery
         assert_eq!(result, Ok(200), "{prm:?} {meta:?} {issuer_path:?}");
         assert_eq!(server.to(metadata_path).len(), 1, "{metadata_path}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_without_any_metadata_gets_the_2025_03_26_default_endpoints() {
+    let server = AuthServer::start(Options { prm: Prm::Absent, meta: Meta::Absent, iss: Iss::Absent, ..Options::default() }).await;
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await, Ok(200));
+    assert_eq!((server.to("/register").len(), server.to("/authorize").len(), server.grants("authorization_code").len()), (1, 1, 1));
 }
 
 #[tokio::test(flavor = "multi_thread")]

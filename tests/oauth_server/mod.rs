@@ -27,6 +27,8 @@ pub enum Prm {
     PathAware,
     /// Only at `/.well-known/oauth-protected-resource`.
     Root,
+    /// Nowhere (a 2025-03-26 server).
+    Absent,
 }
 
 /// Where the authorization-server metadata is found.
@@ -38,6 +40,8 @@ pub enum Meta {
     OpenIdInserted,
     /// OpenID `{path}/.well-known/openid-configuration`.
     OpenIdAppended,
+    /// Nowhere: the 2025-03-26 default endpoints are used.
+    Absent,
 }
 
 /// What the redirect says in `iss`.
@@ -201,15 +205,18 @@ impl State {
             Prm::Header => "/custom/resource-metadata".to_owned(),
             Prm::PathAware => "/.well-known/oauth-protected-resource/mcp".to_owned(),
             Prm::Root => "/.well-known/oauth-protected-resource".to_owned(),
+            Prm::Absent => "/nowhere".to_owned(),
         };
         let path = options.issuer_path;
         let meta_path = match options.meta {
             Meta::OAuth => format!("/.well-known/oauth-authorization-server{path}"),
             Meta::OpenIdInserted => format!("/.well-known/openid-configuration{path}"),
             Meta::OpenIdAppended => format!("{path}/.well-known/openid-configuration"),
+            Meta::Absent => "/nowhere".to_owned(),
         };
         match recorded.path.as_str() {
             "/mcp" => self.mcp(&recorded, &prm_path),
+            "/nowhere" => json_response(404, json!({"error": "not found"})),
             p if p == prm_path => json_response(200, self.resource_metadata()),
             p if p == meta_path => json_response(200, self.server_metadata()),
             "/authorize" => self.authorize(&recorded),
