@@ -35,6 +35,7 @@ use super::registration::{self, Client, ClientAuth, ClientOrigin};
 use super::store::{Entry, ServerTokens, TokenStore, Tokens};
 use super::OAuthError;
 use crate::config::{Auth, Grant, OAuthConfig, ServerConfig};
+use crate::protocol::LATEST_LEGACY_VERSION;
 use crate::transport::credentials::{Challenge, Credentials, CredentialsError, Renewal};
 
 /// A token this close to its end is refreshed before it is sent.
@@ -142,7 +143,7 @@ impl OAuthCredentials {
     /// when it does not refuse one).
     async fn probe(&self) -> Result<BearerChallenge, OAuthError> {
         let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcpvisor", "version": env!("CARGO_PKG_VERSION")}}});
+            "protocolVersion": LATEST_LEGACY_VERSION, "capabilities": {}, "clientInfo": {"name": "mcpvisor", "version": env!("CARGO_PKG_VERSION")}}});
         let response = self
             .http
             .client()
