@@ -255,28 +255,40 @@ async fn a_machine_client_authenticates_with_its_secret_without_a_browser() {
     assert!(!error.contains("wrong-secret-value"), "{error}");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_machine_client_authenticates_with_a_private_key_jwt() {
-    let rng = ring::rand::SystemRandom::new();
-    let pkcs8 = ring::signature::EcdsaKeyPair::generate_pkcs8(&ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-    let pair = ring::signature::EcdsaKeyPair::from_pkcs8(&ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+/// A JWT client's PEM and the public key the server checks: ES256 with a
+/// key made now, RS256 with the test key of `tests/fixtures`.
+fn jwt_keys() -> [(String, Vec<u8>, bool); 2] {
     use base64::Engine;
+    use ring::signature::{EcdsaKeyPair, KeyPair, RsaKeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+    use rustls_pki_types::pem::PemObject;
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let ecdsa = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
     let body = base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref());
     let lines: Vec<&str> = body.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
-    let pem = format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", lines.join("\n"));
-    use ring::signature::KeyPair;
-    let server = AuthServer::start(Options { jwt_public_key: Some(pair.public_key().as_ref().to_vec()), ..Options::default() }).await;
-    let dir = tempfile::tempdir().unwrap();
-    let oauth = OAuthConfig {
-        client_id: Some("jwt-client".into()),
-        private_key: Some(pem),
-        grant: Grant::ClientCredentials,
-        ..OAuthConfig::default()
-    };
-    assert_eq!(call(&credentials(&server, oauth, dir.path(), false), &server.mcp()).await, Ok(200));
-    let grant = &server.grants("client_credentials")[0];
-    assert!(!grant.headers.contains_key("authorization"), "no secret: the assertion authenticates");
-    assert_eq!(grant.form.get("client_id").map(String::as_str), Some("jwt-client"));
+    let ecdsa_pem = format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", lines.join("\n"));
+    let rsa_pem = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/oauth_test_rsa_key.pem")).unwrap();
+    let der = rustls_pki_types::PrivatePkcs8KeyDer::from_pem_slice(rsa_pem.as_bytes()).unwrap();
+    let rsa = RsaKeyPair::from_pkcs8(der.secret_pkcs8_der()).unwrap();
+    [(ecdsa_pem, ecdsa.public_key().as_ref().to_vec(), false), (rsa_pem, rsa.public().as_ref().to_vec(), true)]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_machine_client_authenticates_with_a_private_key_jwt() {
+    for (pem, public_key, jwt_rsa) in jwt_keys() {
+        let server = AuthServer::start(Options { jwt_public_key: Some(public_key), jwt_rsa, ..Options::default() }).await;
+        let dir = tempfile::tempdir().unwrap();
+        let oauth = OAuthConfig {
+            client_id: Some("jwt-client".into()),
+            private_key: Some(pem),
+            grant: Grant::ClientCredentials,
+            ..OAuthConfig::default()
+        };
+        assert_eq!(call(&credentials(&server, oauth, dir.path(), false), &server.mcp()).await, Ok(200), "RSA: {jwt_rsa}");
+        let grant = &server.grants("client_credentials")[0];
+        assert!(!grant.headers.contains_key("authorization"), "no secret: the assertion authenticates");
+        assert_eq!(grant.form.get("client_id").map(String::as_str), Some("jwt-client"));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

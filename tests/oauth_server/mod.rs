@@ -73,8 +73,10 @@ pub struct Options {
     pub always_insufficient: bool,
     /// A pre-registered confidential client (id, secret).
     pub client_secret: Option<(&'static str, &'static str)>,
-    /// The public key (uncompressed P-256 point) of a private-key JWT client.
+    /// The public key of a private-key JWT client: an uncompressed P-256
+    /// point (ES256), or with `jwt_rsa` an RSAPublicKey in DER (RS256).
     pub jwt_public_key: Option<Vec<u8>>,
+    pub jwt_rsa: bool,
     /// `resource` of the protected-resource metadata, instead of the endpoint.
     pub declared_resource: Option<&'static str>,
     /// `issuer` of the authorization-server metadata, instead of the real one.
@@ -99,6 +101,7 @@ impl Default for Options {
             always_insufficient: false,
             client_secret: None,
             jwt_public_key: None,
+            jwt_rsa: false,
             declared_resource: None,
             declared_issuer: None,
         }
@@ -356,10 +359,18 @@ impl State {
         }
         let parts: Vec<&str> = assertion.split('.').collect();
         let [header, claims, signature] = parts[..] else { return false };
-        let key = ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, key);
+        let (algorithm, name): (&dyn ring::signature::VerificationAlgorithm, &str) = match self.options.jwt_rsa {
+            true => (&ring::signature::RSA_PKCS1_2048_8192_SHA256, "RS256"),
+            false => (&ring::signature::ECDSA_P256_SHA256_FIXED, "ES256"),
+        };
+        let key = ring::signature::UnparsedPublicKey::new(algorithm, key);
         let signed = format!("{header}.{claims}");
         let Ok(signature) = URL_SAFE_NO_PAD.decode(signature) else { return false };
         if key.verify(signed.as_bytes(), &signature).is_err() {
+            return false;
+        }
+        let header: Value = URL_SAFE_NO_PAD.decode(header).ok().and_then(|h| serde_json::from_slice(&h).ok()).unwrap_or_default();
+        if header["alg"] != json!(name) {
             return false;
         }
         let claims: Value = URL_SAFE_NO_PAD.decode(claims).ok().and_then(|c| serde_json::from_slice(&c).ok()).unwrap_or_default();
