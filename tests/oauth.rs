@@ -206,6 +206,17 @@ async fn an_expired_token_is_refreshed_once_for_every_waiting_caller() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn callers_refused_together_share_one_login() {
+    let server = AuthServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let shared = credentials(&server, OAuthConfig::default(), dir.path(), true);
+    let mcp = server.mcp();
+    let results = futures::future::join_all((0..6).map(|_| call(&shared, &mcp))).await;
+    assert!(results.iter().all(|r| *r == Ok(200)), "{results:?}");
+    assert_eq!(server.to("/authorize").len(), 1, "one login for six refused callers");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn step_up_adds_the_missing_scope_and_gives_up_after_the_limit() {
     let options = Options { challenge_scope: Some("read"), required_scope: Some("admin"), ..Options::default() };
     let server = AuthServer::start(options).await;
