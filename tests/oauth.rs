@@ -88,6 +88,7 @@ async fn metadata_is_found_at_path_aware_well_known_urls_and_by_openid_discovery
         (Prm::PathAware, Meta::OpenIdInserted, "/tenant", "/.well-known/openid-configuration/tenant"),
         (Prm::Root, Meta::OpenIdAppended, "/tenant", "/tenant/.well-known/openid-configuration"),
         (Prm::Root, Meta::OpenIdInserted, "", "/.well-known/openid-configuration"),
+        (Prm::Absent, Meta::OAuth, "", "/.well-known/oauth-authorization-server"),
     ];
     for (prm, meta, issuer_path, metadata_path) in cases {
         let server = AuthServer::start(Options { prm, meta, issuer_path, ..Options::default() }).await;
@@ -96,6 +97,46 @@ async fn metadata_is_found_at_path_aware_well_known_urls_and_by_openid_discovery
         assert_eq!(result, Ok(200), "{prm:?} {meta:?} {issuer_path:?}");
         assert_eq!(server.to(metadata_path).len(), 1, "{metadata_path}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_without_any_metadata_gets_the_2025_03_26_default_endpoints() {
+    let server = AuthServer::start(Options { prm: Prm::Absent, meta: Meta::Absent, iss: Iss::Absent, ..Options::default() }).await;
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await, Ok(200));
+    assert_eq!((server.to("/register").len(), server.to("/authorize").len(), server.grants("authorization_code").len()), (1, 1, 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metadata_for_another_resource_or_issuer_is_refused() {
+    let cases = [
+        (Options { declared_resource: Some("http://other.example/mcp"), ..Options::default() }, "not for"),
+        (Options { declared_issuer: Some("https://evil.example"), ..Options::default() }, "RFC 8414"),
+    ];
+    for (options, expected) in cases {
+        let server = AuthServer::start(options).await;
+        let dir = tempfile::tempdir().unwrap();
+        let error = call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await.unwrap_err();
+        assert!(error.contains(expected), "{error}");
+        assert!(server.to("/authorize").is_empty() && server.to("/register").is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_step_up_needing_the_user_is_remembered_for_the_next_login() {
+    let options = Options { challenge_scope: Some("read"), required_scope: Some("admin"), ..Options::default() };
+    let server = AuthServer::start(options).await;
+    let dir = tempfile::tempdir().unwrap();
+    let connection = credentials(&server, OAuthConfig::default(), dir.path(), false);
+    assert!(call(&connection, &server.mcp()).await.unwrap_err().contains("for the scopes \"read\""));
+    let login = FollowRedirects::new().unwrap();
+    let logged_in = connection.log_in(&login, std::time::Duration::from_secs(60)).await.unwrap();
+    assert_eq!(logged_in.scopes, ["read"]);
+    let error = call(&connection, &server.mcp()).await.unwrap_err();
+    assert!(error.contains("for the scopes \"read admin\""), "{error}");
+    let logged_in = connection.log_in(&login, std::time::Duration::from_secs(60)).await.unwrap();
+    assert_eq!((logged_in.issuer, logged_in.scopes), (server.issuer(), vec!["read".to_owned(), "admin".to_owned()]));
+    assert_eq!(call(&connection, &server.mcp()).await, Ok(200));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -165,6 +206,17 @@ async fn an_expired_token_is_refreshed_once_for_every_waiting_caller() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn callers_refused_together_share_one_login() {
+    let server = AuthServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let shared = credentials(&server, OAuthConfig::default(), dir.path(), true);
+    let mcp = server.mcp();
+    let results = futures::future::join_all((0..6).map(|_| call(&shared, &mcp))).await;
+    assert!(results.iter().all(|r| *r == Ok(200)), "{results:?}");
+    assert_eq!(server.to("/authorize").len(), 1, "one login for six refused callers");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn step_up_adds_the_missing_scope_and_gives_up_after_the_limit() {
     let options = Options { challenge_scope: Some("read"), required_scope: Some("admin"), ..Options::default() };
     let server = AuthServer::start(options).await;
@@ -210,31 +262,44 @@ async fn a_machine_client_authenticates_with_its_secret_without_a_browser() {
 
     let other = tempfile::tempdir().unwrap();
     let error = call(&credentials(&server, oauth("wrong-secret-value"), other.path(), false), &server.mcp()).await.unwrap_err();
-    assert!(error.contains("invalid_client") && !error.contains("wrong-secret-value"), "{error}");
+    assert!(error.contains("invalid_client (unknown client credentials machine:***)"), "the server's echo is shown masked: {error}");
+    assert!(!error.contains("wrong-secret-value"), "{error}");
+}
+
+/// A JWT client's PEM and the public key the server checks: ES256 with a
+/// key made now, RS256 with the test key of `tests/fixtures`.
+fn jwt_keys() -> [(String, Vec<u8>, bool); 2] {
+    use base64::Engine;
+    use ring::signature::{EcdsaKeyPair, KeyPair, RsaKeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+    use rustls_pki_types::pem::PemObject;
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let ecdsa = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+    let body = base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref());
+    let lines: Vec<&str> = body.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
+    let ecdsa_pem = format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", lines.join("\n"));
+    let rsa_pem = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/oauth_test_rsa_key.pem")).unwrap();
+    let der = rustls_pki_types::PrivatePkcs8KeyDer::from_pem_slice(rsa_pem.as_bytes()).unwrap();
+    let rsa = RsaKeyPair::from_pkcs8(der.secret_pkcs8_der()).unwrap();
+    [(ecdsa_pem, ecdsa.public_key().as_ref().to_vec(), false), (rsa_pem, rsa.public().as_ref().to_vec(), true)]
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_machine_client_authenticates_with_a_private_key_jwt() {
-    let rng = ring::rand::SystemRandom::new();
-    let pkcs8 = ring::signature::EcdsaKeyPair::generate_pkcs8(&ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-    let pair = ring::signature::EcdsaKeyPair::from_pkcs8(&ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
-    use base64::Engine;
-    let body = base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref());
-    let lines: Vec<&str> = body.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
-    let pem = format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", lines.join("\n"));
-    use ring::signature::KeyPair;
-    let server = AuthServer::start(Options { jwt_public_key: Some(pair.public_key().as_ref().to_vec()), ..Options::default() }).await;
-    let dir = tempfile::tempdir().unwrap();
-    let oauth = OAuthConfig {
-        client_id: Some("jwt-client".into()),
-        private_key: Some(pem),
-        grant: Grant::ClientCredentials,
-        ..OAuthConfig::default()
-    };
-    assert_eq!(call(&credentials(&server, oauth, dir.path(), false), &server.mcp()).await, Ok(200));
-    let grant = &server.grants("client_credentials")[0];
-    assert!(!grant.headers.contains_key("authorization"), "no secret: the assertion authenticates");
-    assert_eq!(grant.form.get("client_id").map(String::as_str), Some("jwt-client"));
+    for (pem, public_key, jwt_rsa) in jwt_keys() {
+        let server = AuthServer::start(Options { jwt_public_key: Some(public_key), jwt_rsa, ..Options::default() }).await;
+        let dir = tempfile::tempdir().unwrap();
+        let oauth = OAuthConfig {
+            client_id: Some("jwt-client".into()),
+            private_key: Some(pem),
+            grant: Grant::ClientCredentials,
+            ..OAuthConfig::default()
+        };
+        assert_eq!(call(&credentials(&server, oauth, dir.path(), false), &server.mcp()).await, Ok(200), "RSA: {jwt_rsa}");
+        let grant = &server.grants("client_credentials")[0];
+        assert!(!grant.headers.contains_key("authorization"), "no secret: the assertion authenticates");
+        assert_eq!(grant.form.get("client_id").map(String::as_str), Some("jwt-client"));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

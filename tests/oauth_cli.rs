@@ -77,3 +77,23 @@ async fn auth_refuses_servers_that_do_not_use_oauth() {
         assert!(stderr.contains(expected) && !stderr.contains("static-token-value"), "{stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_machine_client_logs_in_without_a_browser_and_info_hides_its_secret() {
+    let server = AuthServer::start(Options { client_secret: Some(("machine", "machine-secret-value")), ..Options::default() }).await;
+    let sandbox = Sandbox::new();
+    sandbox.write_user_file(&format!(
+        "[servers.ci]\nurl = \"{}\"\nauth = {{ type = \"oauth\", grant = \"client_credentials\", client_id = \"machine\", client_secret = \"${{CI_SECRET}}\" }}\n",
+        server.mcp()
+    ));
+    let output = sandbox.cmd(["auth", "ci", "--no-browser"]).env("CI_SECRET", "machine-secret-value").output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(!stderr.contains("http"), "no authorization URL for a machine client: {stderr}");
+    assert!(server.to("/authorize").is_empty() && server.grants("client_credentials").len() == 1);
+
+    let info = sandbox.cmd(["info", "ci"]).env("CI_SECRET", "machine-secret-value").output().unwrap();
+    let shown = String::from_utf8_lossy(&info.stdout);
+    assert!(shown.contains("oauth (client_credentials), client_id machine, client_secret ${CI_SECRET}"), "{shown}");
+    assert!(!shown.contains("machine-secret-value"), "{shown}");
+}

@@ -35,6 +35,7 @@ use super::registration::{self, Client, ClientAuth, ClientOrigin};
 use super::store::{Entry, ServerTokens, TokenStore, Tokens};
 use super::OAuthError;
 use crate::config::{Auth, Grant, OAuthConfig, ServerConfig};
+use crate::protocol::LATEST_LEGACY_VERSION;
 use crate::transport::credentials::{Challenge, Credentials, CredentialsError, Renewal};
 
 /// A token this close to its end is refreshed before it is sent.
@@ -142,7 +143,7 @@ impl OAuthCredentials {
     /// when it does not refuse one).
     async fn probe(&self) -> Result<BearerChallenge, OAuthError> {
         let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcpvisor", "version": env!("CARGO_PKG_VERSION")}}});
+            "protocolVersion": LATEST_LEGACY_VERSION, "capabilities": {}, "clientInfo": {"name": "mcpvisor", "version": env!("CARGO_PKG_VERSION")}}});
         let response = self
             .http
             .client()
@@ -185,16 +186,25 @@ impl OAuthCredentials {
         if let Some(discovery) = &state.discovery {
             return Ok(discovery.clone());
         }
-        let discovery = match (resource_metadata, self.current_entry(state)) {
-            // Refreshing needs only the issuer's endpoints.
-            (None, Some((issuer, entry))) if entry.tokens.is_some() => {
-                let server = discovery::server_metadata(&self.http, issuer).await?;
-                Discovery { resource: entry.resource.clone(), resource_metadata: Default::default(), server }
-            }
-            _ => discovery::discover(&self.http, &self.endpoint, resource_metadata).await?,
-        };
+        let discovery = discovery::discover(&self.http, &self.endpoint, resource_metadata).await?;
         state.discovery = Some(discovery.clone());
         Ok(discovery)
+    }
+
+    /// What refreshing the current login needs: the discovery made, else
+    /// only the current issuer's metadata (not kept: it lacks the
+    /// resource's metadata a login would need).
+    async fn refresh_endpoints(&self, state: &mut State) -> Result<Discovery, OAuthError> {
+        if let Some(discovery) = &state.discovery {
+            return Ok(discovery.clone());
+        }
+        match self.current_entry(state) {
+            Some((issuer, entry)) => {
+                let server = discovery::server_metadata(&self.http, issuer).await?;
+                Ok(Discovery { resource: entry.resource.clone(), resource_metadata: Default::default(), server })
+            }
+            None => self.discover(state, None).await,
+        }
     }
 
     /// The client that holds the kept tokens of `entry`.
@@ -271,7 +281,7 @@ impl OAuthCredentials {
     /// Renews the current login without a user: refresh token, else the
     /// client-credentials grant. `None` when neither applies.
     async fn renew(&self, state: &mut State, scopes: &[String]) -> Result<Option<String>, OAuthError> {
-        let discovery = self.discover(state, None).await?;
+        let discovery = self.refresh_endpoints(state).await?;
         let Some((_, entry)) = self.current_entry(state) else { return Ok(None) };
         let entry = entry.clone();
         if let (Some(refresh), Some(client)) =

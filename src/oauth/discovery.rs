@@ -6,7 +6,9 @@
 //! - Resource metadata: the challenge's `resource_metadata` URL, else
 //!   `/.well-known/oauth-protected-resource{path}`, else
 //!   `/.well-known/oauth-protected-resource` at the server's origin. A
-//!   server with none (an older server) has its origin as issuer.
+//!   server with none (an older server) has its origin as issuer, and
+//!   without metadata there either, the 2025-03-26 default endpoints
+//!   (`/authorize`, `/token`, `/register` at the origin).
 //! - Server metadata of issuer `https://as/{path}`:
 //!   `/.well-known/oauth-authorization-server/{path}`,
 //!   `/.well-known/openid-configuration/{path}`,
@@ -83,12 +85,34 @@ pub async fn discover(http: &Http, endpoint: &str, resource_metadata_url: Option
         (_, Some(declared)) => checked_resource(&endpoint_url, declared)?,
         _ => canonical(&endpoint_url),
     };
-    let issuer = match resource_metadata.as_ref().and_then(|m| m.authorization_servers.first()) {
-        Some(issuer) => issuer.clone(),
-        None => origin(&endpoint_url),
+    let server = match resource_metadata.as_ref().and_then(|m| m.authorization_servers.first()) {
+        Some(issuer) => server_metadata(http, issuer).await?,
+        None => match server_metadata(http, &origin(&endpoint_url)).await {
+            Ok(server) => server,
+            Err(error) => {
+                tracing::info!("{error}; using the 2025-03-26 default endpoints");
+                default_endpoints(&endpoint_url)
+            }
+        },
     };
-    let server = server_metadata(http, &issuer).await?;
     Ok(Discovery { resource, resource_metadata: resource_metadata.unwrap_or_default(), server })
+}
+
+/// A server of the 2025-03-26 era without any metadata: its origin is the
+/// authorization server, at `/authorize`, `/token` and `/register` (that
+/// revision's defaults). PKCE with S256 was required of every server then.
+fn default_endpoints(endpoint: &Url) -> ServerMetadata {
+    let base = origin(endpoint);
+    ServerMetadata {
+        issuer: base.clone(),
+        authorization_endpoint: Some(format!("{base}/authorize")),
+        token_endpoint: format!("{base}/token"),
+        registration_endpoint: Some(format!("{base}/register")),
+        code_challenge_methods_supported: Some(vec!["S256".into()]),
+        token_endpoint_auth_methods_supported: None,
+        client_id_metadata_document_supported: false,
+        authorization_response_iss_parameter_supported: false,
+    }
 }
 
 async fn resource_metadata(http: &Http, endpoint: &Url, from_header: Option<&str>) -> Result<Option<ResourceMetadata>, OAuthError> {

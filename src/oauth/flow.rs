@@ -20,6 +20,7 @@ use super::jwt;
 use super::registration::{Client, ClientAuth};
 use super::store::{now_secs, Tokens};
 use super::OAuthError;
+use crate::config::Redactor;
 
 type TokenClient = BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
 
@@ -89,11 +90,12 @@ impl Target<'_> {
     pub async fn exchange_code(&self, http: &Http, login: PendingLogin, code: String) -> Result<Tokens, OAuthError> {
         let redirect = RedirectUrl::new(login.redirect_uri.clone()).map_err(|e| OAuthError::new(format!("bad redirect URI: {e}")))?;
         let client = self.token_client()?.set_redirect_uri(redirect);
+        let code_text = code.clone();
         let mut request = client.exchange_code(AuthorizationCode::new(code)).set_pkce_verifier(login.verifier);
         for (name, value) in self.extra_params()? {
             request = request.add_extra_param(name, value);
         }
-        let answer = request.request_async(http).await.map_err(|e| self.refused("the code exchange", e))?;
+        let answer = request.request_async(http).await.map_err(|e| self.refused("the code exchange", e, &[&code_text]))?;
         Ok(tokens(&answer, &login.scopes, None))
     }
 
@@ -106,7 +108,7 @@ impl Target<'_> {
         for (name, value) in self.extra_params()? {
             request = request.add_extra_param(name, value);
         }
-        let answer = request.request_async(http).await.map_err(|e| self.refused("refreshing the token", e))?;
+        let answer = request.request_async(http).await.map_err(|e| self.refused("refreshing the token", e, &[refresh_token]))?;
         Ok(tokens(&answer, scopes, Some(refresh_token)))
     }
 
@@ -117,13 +119,15 @@ impl Target<'_> {
         for (name, value) in self.extra_params()? {
             request = request.add_extra_param(name, value);
         }
-        let answer = request.request_async(http).await.map_err(|e| self.refused("the client-credentials grant", e))?;
+        let answer = request.request_async(http).await.map_err(|e| self.refused("the client-credentials grant", e, &[]))?;
         Ok(tokens(&answer, scopes, None))
     }
 
-    fn refused(&self, what: &str, error: RequestTokenError<HttpError, BasicErrorResponse>) -> OAuthError {
+    /// The refusal as text; the server's own words are masked for every
+    /// secret of the request (it may echo a token or the secret back).
+    fn refused(&self, what: &str, error: RequestTokenError<HttpError, BasicErrorResponse>, secrets: &[&str]) -> OAuthError {
         let issuer = &self.server.issuer;
-        OAuthError::new(match error {
+        let message = match error {
             RequestTokenError::ServerResponse(answer) => {
                 let description = answer.error_description().map(|d| format!(" ({d})")).unwrap_or_default();
                 format!("{issuer} refused {what}: {}{description}", answer.error())
@@ -133,7 +137,13 @@ impl Target<'_> {
                 format!("{issuer} answered {what} with something that is not a token response: {}", e.inner())
             }
             RequestTokenError::Other(e) => format!("{what} at {issuer} failed: {e}"),
-        })
+        };
+        let client_secret = match &self.client.auth {
+            ClientAuth::SecretBasic(secret) | ClientAuth::SecretPost(secret) => Some(secret.as_str()),
+            _ => None,
+        };
+        let all = secrets.iter().copied().chain(client_secret).map(str::to_owned);
+        OAuthError::new(Redactor::with_secrets(all).text(&message).into_owned())
     }
 }
 

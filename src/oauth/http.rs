@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::OAuthError;
 use crate::config::Redactor;
+use crate::protocol::LATEST_LEGACY_VERSION;
 
 /// The most bytes a metadata document, registration or token answer may have.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
@@ -51,7 +52,8 @@ impl Http {
 
     /// GETs a JSON document; 4xx/5xx answers are [`Answer::Failed`].
     pub async fn get_json<T: DeserializeOwned>(&self, url: &str) -> Result<Answer<T>, OAuthError> {
-        let request = self.client.get(url).header("Accept", "application/json");
+        // The protocol version, as MCP clients send it on discovery requests.
+        let request = self.client.get(url).header("Accept", "application/json").header("MCP-Protocol-Version", LATEST_LEGACY_VERSION);
         self.json(url, request).await
     }
 

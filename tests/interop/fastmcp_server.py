@@ -27,7 +27,7 @@ import sys
 from pydantic import AnyUrl, BaseModel
 
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources
-import notes  # noqa: E402 (after the line above)
+import shared  # noqa: E402 (after the line above)
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import SamplingMessage, TextContent
 
@@ -36,19 +36,7 @@ server = FastMCP("mcpvisor-interop-fastmcp", host="127.0.0.1", port=port, log_le
 subscribed: set[str] = set()
 
 
-@server.tool()
-def add(a: int, b: int) -> int:
-    """Adds two integers."""
-    return a + b
-
-
-@server.tool()
-async def count(n: int, ctx: Context) -> str:
-    """Counts to n, reporting progress and logging each step."""
-    for i in range(1, n + 1):
-        await ctx.report_progress(i, n, f"step {i}")
-        await ctx.info(f"counted {i}")
-    return f"counted to {n}"
+shared.register(server, Context, "hello from fastmcp")
 
 
 class Name(BaseModel):
@@ -86,7 +74,6 @@ async def touch(uri: str, ctx: Context) -> str:
     return f"touched {uri}"
 
 
-notes.register(server, "hello from fastmcp")
 
 
 @server._mcp_server.subscribe_resource()

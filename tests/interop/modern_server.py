@@ -28,7 +28,7 @@ from typing import Annotated
 from pydantic import BaseModel
 
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources
-import notes  # noqa: E402 (after the line above)
+import shared  # noqa: E402 (after the line above)
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, ListRoots, Resolve, Sample
 from mcp import MCPDeprecationWarning
@@ -41,19 +41,7 @@ warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 server = MCPServer("mcpvisor-interop-modern", version="1.0.0")
 
 
-@server.tool()
-def add(a: int, b: int) -> int:
-    """Adds two integers."""
-    return a + b
-
-
-@server.tool()
-async def count(n: int, ctx: Context) -> str:
-    """Counts to n, reporting progress and logging each step."""
-    for i in range(1, n + 1):
-        await ctx.report_progress(i, n, f"step {i}")
-        await ctx.info(f"counted {i}")
-    return f"counted to {n}"
+shared.register(server, Context, "hello from python")
 
 
 class Name(BaseModel):
@@ -106,7 +94,6 @@ async def touch(uri: str, ctx: Context) -> str:
     return f"touched {uri}"
 
 
-notes.register(server, "hello from python")
 
 
 LANGUAGES = ["python", "rust", "ruby"]

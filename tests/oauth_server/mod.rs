@@ -27,6 +27,8 @@ pub enum Prm {
     PathAware,
     /// Only at `/.well-known/oauth-protected-resource`.
     Root,
+    /// Nowhere (a 2025-03-26 server).
+    Absent,
 }
 
 /// Where the authorization-server metadata is found.
@@ -38,6 +40,8 @@ pub enum Meta {
     OpenIdInserted,
     /// OpenID `{path}/.well-known/openid-configuration`.
     OpenIdAppended,
+    /// Nowhere: the 2025-03-26 default endpoints are used.
+    Absent,
 }
 
 /// What the redirect says in `iss`.
@@ -69,8 +73,14 @@ pub struct Options {
     pub always_insufficient: bool,
     /// A pre-registered confidential client (id, secret).
     pub client_secret: Option<(&'static str, &'static str)>,
-    /// The public key (uncompressed P-256 point) of a private-key JWT client.
+    /// The public key of a private-key JWT client: an uncompressed P-256
+    /// point (ES256), or with `jwt_rsa` an RSAPublicKey in DER (RS256).
     pub jwt_public_key: Option<Vec<u8>>,
+    pub jwt_rsa: bool,
+    /// `resource` of the protected-resource metadata, instead of the endpoint.
+    pub declared_resource: Option<&'static str>,
+    /// `issuer` of the authorization-server metadata, instead of the real one.
+    pub declared_issuer: Option<&'static str>,
 }
 
 impl Default for Options {
@@ -91,6 +101,9 @@ impl Default for Options {
             always_insufficient: false,
             client_secret: None,
             jwt_public_key: None,
+            jwt_rsa: false,
+            declared_resource: None,
+            declared_issuer: None,
         }
     }
 }
@@ -195,15 +208,18 @@ impl State {
             Prm::Header => "/custom/resource-metadata".to_owned(),
             Prm::PathAware => "/.well-known/oauth-protected-resource/mcp".to_owned(),
             Prm::Root => "/.well-known/oauth-protected-resource".to_owned(),
+            Prm::Absent => "/nowhere".to_owned(),
         };
         let path = options.issuer_path;
         let meta_path = match options.meta {
             Meta::OAuth => format!("/.well-known/oauth-authorization-server{path}"),
             Meta::OpenIdInserted => format!("/.well-known/openid-configuration{path}"),
             Meta::OpenIdAppended => format!("{path}/.well-known/openid-configuration"),
+            Meta::Absent => "/nowhere".to_owned(),
         };
         match recorded.path.as_str() {
             "/mcp" => self.mcp(&recorded, &prm_path),
+            "/nowhere" => json_response(404, json!({"error": "not found"})),
             p if p == prm_path => json_response(200, self.resource_metadata()),
             p if p == meta_path => json_response(200, self.server_metadata()),
             "/authorize" => self.authorize(&recorded),
@@ -224,13 +240,14 @@ impl State {
     }
 
     fn resource_metadata(&self) -> Value {
-        json!({"resource": format!("{}/mcp", self.base), "authorization_servers": [self.issuer()], "scopes_supported": self.options.scopes_supported})
+        let resource = self.options.declared_resource.map_or_else(|| format!("{}/mcp", self.base), str::to_owned);
+        json!({"resource": resource, "authorization_servers": [self.issuer()], "scopes_supported": self.options.scopes_supported})
     }
 
     fn server_metadata(&self) -> Value {
         let base = &self.base;
         let mut metadata = json!({
-            "issuer": self.issuer(),
+            "issuer": self.options.declared_issuer.map_or_else(|| self.issuer(), str::to_owned),
             "authorization_endpoint": format!("{base}/authorize"),
             "token_endpoint": format!("{base}/token"),
             "response_types_supported": ["code"],
@@ -311,7 +328,11 @@ impl State {
             },
             Some("client_credentials") => {
                 if !self.client_authenticated(request) {
-                    return json_response(401, json!({"error": "invalid_client"}));
+                    // Echoes what it was sent, as careless servers do.
+                    let sent = request.headers.get("authorization").cloned().unwrap_or_default();
+                    let sent = sent.strip_prefix("Basic ").and_then(|b| STANDARD.decode(b).ok()).unwrap_or_default();
+                    let description = format!("unknown client credentials {}", String::from_utf8_lossy(&sent));
+                    return json_response(401, json!({"error": "invalid_client", "error_description": description}));
                 }
                 (form.get("scope").cloned().unwrap_or_default(), 3600)
             }
@@ -338,10 +359,18 @@ impl State {
         }
         let parts: Vec<&str> = assertion.split('.').collect();
         let [header, claims, signature] = parts[..] else { return false };
-        let key = ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, key);
+        let (algorithm, name): (&dyn ring::signature::VerificationAlgorithm, &str) = match self.options.jwt_rsa {
+            true => (&ring::signature::RSA_PKCS1_2048_8192_SHA256, "RS256"),
+            false => (&ring::signature::ECDSA_P256_SHA256_FIXED, "ES256"),
+        };
+        let key = ring::signature::UnparsedPublicKey::new(algorithm, key);
         let signed = format!("{header}.{claims}");
         let Ok(signature) = URL_SAFE_NO_PAD.decode(signature) else { return false };
         if key.verify(signed.as_bytes(), &signature).is_err() {
+            return false;
+        }
+        let header: Value = URL_SAFE_NO_PAD.decode(header).ok().and_then(|h| serde_json::from_slice(&h).ok()).unwrap_or_default();
+        if header["alg"] != json!(name) {
             return false;
         }
         let claims: Value = URL_SAFE_NO_PAD.decode(claims).ok().and_then(|c| serde_json::from_slice(&c).ok()).unwrap_or_default();
