@@ -70,9 +70,10 @@ pub(super) fn tool_params(tool: &Value) -> Result<ParamHeaders, String> {
             return Err(format!("the x-mcp-header {header:?} of parameter `{property}` cannot be an HTTP header name"));
         }
         let primitive =
-            schema.get("type").and_then(Value::as_str).is_some_and(|t| matches!(t, "string" | "number" | "integer" | "boolean"));
+            // The specification admits string, integer and boolean parameters only.
+            schema.get("type").and_then(Value::as_str).is_some_and(|t| matches!(t, "string" | "integer" | "boolean"));
         if !primitive {
-            return Err(format!("parameter `{property}` has an x-mcp-header but is not a string, number or boolean"));
+            return Err(format!("parameter `{property}` has an x-mcp-header but is not a string, integer or boolean"));
         }
         if found.iter().any(|(_, other)| other.eq_ignore_ascii_case(header)) {
             return Err(format!("the x-mcp-header {header:?} is used twice (headers ignore case)"));
@@ -120,12 +121,14 @@ mod tests {
     #[test]
     fn annotations_are_checked() {
         let tool = |props: Value| json!({"name": "t", "inputSchema": {"type": "object", "properties": props}});
-        let good = tool(json!({"region": {"type": "string", "x-mcp-header": "Region"}, "q": {"type": "string"}}));
-        assert_eq!(tool_params(&good).unwrap(), [("region".to_string(), "Region".to_string())]);
+        let good = tool(json!({"region": {"type": "string", "x-mcp-header": "Region"}, "q": {"type": "string"},
+                               "n": {"type": "integer", "x-mcp-header": "N"}, "b": {"type": "boolean", "x-mcp-header": "B"}}));
+        assert_eq!(tool_params(&good).unwrap().len(), 3);
         for bad in [
             json!({"a": {"type": "string", "x-mcp-header": "Has Space"}}),
             json!({"a": {"type": "string", "x-mcp-header": "a:b"}}),
             json!({"a": {"type": "object", "x-mcp-header": "A"}}),
+            json!({"score": {"type": "number", "x-mcp-header": "Score"}}),
             json!({"a": {"type": "string", "x-mcp-header": "X"}, "b": {"type": "number", "x-mcp-header": "x"}}),
             json!({"a": {"type": "string", "x-mcp-header": "Région"}}),
         ] {
