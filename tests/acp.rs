@@ -3,6 +3,7 @@
 
 mod acp_support;
 mod cli_support;
+mod http_fixture;
 mod model_server;
 
 use acp_support::{initialize, no_requests, selected, Client};
@@ -382,5 +383,28 @@ async fn slash_model_switches_the_model_from_the_next_request_on() {
     let answer = prompt(&mut client, &session, "hello", &mut no_requests).await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     assert_eq!(model.requests()[0].body["model"], "m2");
+    assert!(client.close().await.success());
+}
+
+#[tokio::test]
+async fn a_session_brings_its_own_http_and_sse_servers() {
+    let sandbox = Sandbox::new();
+    let model = ModelServer::start([]).await;
+    let (http, sse) =
+        (http_fixture::Fixture::start(http_fixture::Flavour::Json), http_fixture::Fixture::start(http_fixture::Flavour::LegacySse));
+    let mut client = acp(&sandbox, &model);
+    let id = client.request("initialize", initialize(false, false)).await;
+    let answer = client.response(id, &mut no_requests).await;
+    assert_eq!(answer["result"]["agentCapabilities"]["mcpCapabilities"], json!({"http": true, "sse": true}), "{answer}");
+    let servers = json!([
+        {"type": "http", "name": "web", "url": http.url(), "headers": []},
+        {"type": "sse", "name": "old", "url": sse.url(), "headers": []},
+    ]);
+    let id = client.request("session/new", json!({"cwd": sandbox.project, "mcpServers": servers})).await;
+    let answer = client.response(id, &mut no_requests).await;
+    let session = answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{answer}")).to_string();
+    prompt(&mut client, &session, "/servers", &mut no_requests).await;
+    let listed = client.updates_of("agent_message_chunk").last().unwrap()["content"]["text"].as_str().unwrap().to_string();
+    assert!(listed.contains("web_s1: connected") && listed.contains("old_s1: connected"), "{listed}");
     assert!(client.close().await.success());
 }

@@ -54,8 +54,8 @@ pub use host::{EditorHost, EditorOffers};
 pub use modes::Mode;
 
 /// Whether sessions may bring http/sse MCP servers (`mcpCapabilities`):
-/// only once the runtime's remote transports connect.
-pub const REMOTE_SERVERS: bool = false;
+/// the runtime's remote transports connect them like any configured one.
+pub const REMOTE_SERVERS: bool = true;
 
 /// What every session's agent starts with.
 pub struct AcpOptions {
