@@ -6,6 +6,7 @@
 //! same [`Redactor`] patterns as everything else (an authorization server
 //! that echoes a token back never gets it printed).
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -27,23 +28,28 @@ pub enum Answer<T> {
     Failed { status: u16, body: String },
 }
 
-/// The client shared by one server's OAuth requests. Cheap to clone.
+/// The client of OAuth requests, one per process. Cheap to clone.
 #[derive(Clone)]
 pub struct Http {
     client: reqwest::Client,
 }
 
 impl Http {
+    /// The process's one OAuth client (made at the first use: every remote
+    /// server may need OAuth, and making a client loads the root certificates).
     pub fn new() -> Result<Http, OAuthError> {
-        // reqwest is built without a default crypto provider; a program that
-        // installed its own keeps it.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .user_agent(concat!("mcpvisor/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| OAuthError::new(format!("cannot set up HTTP for OAuth: {e}")))?;
-        Ok(Http { client })
+        static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+        let client = CLIENT.get_or_init(|| {
+            // reqwest is built without a default crypto provider; a program that
+            // installed its own keeps it.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            reqwest::Client::builder()
+                .timeout(REQUEST_TIMEOUT)
+                .user_agent(concat!("mcpvisor/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| format!("cannot set up HTTP for OAuth: {e}"))
+        });
+        client.clone().map(|client| Http { client }).map_err(OAuthError::new)
     }
 
     pub fn client(&self) -> &reqwest::Client {
