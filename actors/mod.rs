@@ -277,6 +277,31 @@ pub struct ServerStatus {
     pub remote: Option<crate::transport::http::RemoteStatus>,
 }
 
+impl ServerStatus {
+    /// A status with nothing known yet but the name and the state.
+    pub fn new(name: impl Into<String>, state: ServerState) -> ServerStatus {
+        ServerStatus {
+            name: name.into(),
+            state,
+            pid: None,
+            era: None,
+            protocol_version: None,
+            server_info: None,
+            tools: 0,
+            resources: 0,
+            prompts: 0,
+            in_flight: 0,
+            queued: 0,
+            restarts: 0,
+            uptime: None,
+            last_error: None,
+            stderr_tail: Vec::new(),
+            warnings: Vec::new(),
+            remote: None,
+        }
+    }
+}
+
 fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_millis() as u64)
 }

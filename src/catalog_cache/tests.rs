@@ -14,25 +14,7 @@ fn entry(server: &str, tool: &str) -> ToolEntry {
 }
 
 fn status(name: &str, state: ServerState) -> ServerStatus {
-    ServerStatus {
-        name: name.into(),
-        state,
-        pid: None,
-        era: None,
-        protocol_version: None,
-        server_info: None,
-        tools: 0,
-        resources: 0,
-        prompts: 0,
-        in_flight: 0,
-        queued: 0,
-        restarts: 0,
-        uptime: None,
-        last_error: None,
-        stderr_tail: Vec::new(),
-        warnings: Vec::new(),
-        remote: None,
-    }
+    ServerStatus::new(name, state)
 }
 
 #[test]

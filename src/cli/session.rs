@@ -264,25 +264,7 @@ mod tests {
     use super::*;
 
     fn needing_auth(error: Option<&str>) -> ServerStatus {
-        ServerStatus {
-            name: "web".into(),
-            state: ServerState::NeedsAuth,
-            pid: None,
-            era: None,
-            protocol_version: None,
-            server_info: None,
-            tools: 0,
-            resources: 0,
-            prompts: 0,
-            in_flight: 0,
-            queued: 0,
-            restarts: 0,
-            uptime: None,
-            last_error: error.map(String::from),
-            stderr_tail: Vec::new(),
-            warnings: Vec::new(),
-            remote: None,
-        }
+        ServerStatus { last_error: error.map(String::from), ..ServerStatus::new("web", ServerState::NeedsAuth) }
     }
 
     #[test]
