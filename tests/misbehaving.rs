@@ -188,3 +188,12 @@ async fn tools_with_bad_schemas_are_kept_and_every_loss_is_warned() {
         assert!(warnings.contains(expected), "missing {expected:?} in:\n{warnings}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_refusal_that_lists_the_version_tried_is_retried_once() {
+    let handle = start(vec![misbehaving("picky", &["refuse-first-discover"])]).await;
+    let status = status_of(&handle, "picky").await;
+    assert_eq!(status.state, ServerState::Connected, "{status:?}");
+    assert_eq!((status.era.as_deref(), status.protocol_version.as_deref()), (Some("modern"), Some("2026-07-28")), "{status:?}");
+    handle.shutdown().await;
+}

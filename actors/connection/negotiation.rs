@@ -5,6 +5,9 @@
 
 use super::*;
 
+/// `server/discover`s sent again after `UnsupportedProtocolVersion` answers, at most.
+const MAX_VERSION_RETRIES: u8 = 2;
+
 impl Connection {
     /// Starts the era negotiation of run `generation`: `initialize` for a
     /// legacy server; `server/discover` for a modern one, or as the probe
@@ -118,9 +121,17 @@ impl Connection {
             Err(Failure::Rpc(error)) if error.code == error_codes::UNSUPPORTED_PROTOCOL_VERSION => {
                 let supported = supported_versions(error.data.as_ref().and_then(|d| d.get("supported")));
                 let tried = self.session.version().to_string();
-                return match supported.iter().find(|v| protocol::is_modern_version(v) && **v != tried) {
+                let retries = self.current_run(generation).map_or(MAX_VERSION_RETRIES, |run| run.version_retries);
+                // Another version it supports first; the one tried again once, when it is
+                // the only one listed (a refusal need not mean the version itself was wrong).
+                let modern: Vec<&String> = supported.iter().filter(|v| protocol::is_modern_version(v)).collect();
+                let next = modern.iter().find(|v| ***v != tried).or_else(|| modern.first()).filter(|_| retries < MAX_VERSION_RETRIES);
+                return match next {
                     Some(version) => {
-                        self.session.agree(Era::Modern, version.clone());
+                        if let Some(run) = self.current_run(generation) {
+                            run.version_retries += 1;
+                        }
+                        self.session.agree(Era::Modern, (*version).clone());
                         self.send_discover(generation, probe, ctx);
                     }
                     None => self.not_modern(generation, probe, format!("it supports {}", supported.join(", ")), ctx),

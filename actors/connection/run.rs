@@ -32,6 +32,8 @@ pub(super) struct Run {
     pub(super) probing: Option<RequestId>,
     /// The era is agreed (`initialize` or `server/discover` answered).
     pub(super) negotiated: bool,
+    /// `server/discover`s sent again after an `UnsupportedProtocolVersion`.
+    pub(super) version_retries: u8,
 }
 
 impl Connection {
@@ -70,6 +72,7 @@ impl Connection {
             probing: None,
             listen: None,
             negotiated: false,
+            version_retries: 0,
         });
         self.run_error = None;
         let startup_timer = self.later(self.config.timeouts.startup, "the start-up time-out", ctx, move |act, _| {
