@@ -54,6 +54,7 @@ pub mod codec;
 pub mod config;
 pub mod demo_server;
 pub mod error;
+pub mod gateway;
 pub mod handle;
 pub mod llm;
 pub mod naming;

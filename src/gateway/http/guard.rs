@@ -1,0 +1,144 @@
+//! Who may talk to the gateway over HTTP: the DNS-rebinding checks
+//! (`Origin`, and `Host` on a loopback bind) and the bearer token.
+//!
+//! Invariants:
+//! - a request with an `Origin` not in the allow list is refused with 403
+//!   (requests without `Origin`, from programs rather than browsers, pass);
+//! - on a loopback bind, a `Host` that is not a loopback name is refused
+//!   with 403: a rebound DNS name cannot reach the gateway through a browser;
+//! - when a token is set, every path but `/healthz` needs
+//!   `Authorization: Bearer TOKEN`, compared in constant time; a wrong or
+//!   missing one gets 401 with `WWW-Authenticate: Bearer`.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+/// Hosts a loopback origin or `Host` may name.
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+/// The checks one server applies to every request.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    /// Origins allowed besides the loopback ones, exactly as browsers send
+    /// them (`https://app.example.com`, no trailing slash).
+    pub allowed_origins: Vec<String>,
+    /// Whether loopback origins (`http://localhost:*`, ...) are allowed.
+    pub loopback_origins: bool,
+    /// The server listens on a loopback address only.
+    pub loopback_bind: bool,
+    /// The bearer token every request must carry, if any.
+    pub token: Option<String>,
+}
+
+/// `host[:port]` without the port, `[::1]` keeping its brackets.
+fn host_name(authority: &str) -> &str {
+    if authority.starts_with('[') {
+        return authority.split_inclusive(']').next().unwrap_or(authority);
+    }
+    authority.split(':').next().unwrap_or(authority)
+}
+
+fn is_loopback_authority(authority: &str) -> bool {
+    LOOPBACK_HOSTS.iter().any(|host| host_name(authority).eq_ignore_ascii_case(host))
+}
+
+impl Guard {
+    fn origin_allowed(&self, origin: &str) -> bool {
+        let origin = origin.trim().trim_end_matches('/');
+        if self.allowed_origins.iter().any(|allowed| allowed.trim_end_matches('/').eq_ignore_ascii_case(origin)) {
+            return true;
+        }
+        let Some((scheme, authority)) = origin.split_once("://") else { return false };
+        self.loopback_origins && matches!(scheme, "http" | "https") && is_loopback_authority(authority)
+    }
+
+    /// Why a request is refused, or `None` when it may go on.
+    pub fn refusal(&self, path: &str, headers: &HeaderMap) -> Option<Response> {
+        let text = |name: header::HeaderName| headers.get(name).map(|value| value.to_str().unwrap_or("\u{fffd}"));
+        if let Some(origin) = text(header::ORIGIN) {
+            if !self.origin_allowed(origin) {
+                let message = format!("Forbidden: the origin {origin:?} is not allowed (add it to the gateway's allowed origins)");
+                return Some((StatusCode::FORBIDDEN, message).into_response());
+            }
+        }
+        if self.loopback_bind {
+            if let Some(host) = text(header::HOST).filter(|host| !is_loopback_authority(host)) {
+                let message = format!("Forbidden: the host {host:?} is not a loopback name, and this gateway listens on loopback only");
+                return Some((StatusCode::FORBIDDEN, message).into_response());
+            }
+        }
+        let token = self.token.as_deref().filter(|_| path != super::HEALTH_PATH)?;
+        let offered = text(header::AUTHORIZATION).and_then(|value| value.strip_prefix("Bearer ").or(value.strip_prefix("bearer ")));
+        match offered {
+            Some(offered) if constant_time_eq(offered.trim().as_bytes(), token.as_bytes()) => None,
+            _ => {
+                let mut response =
+                    (StatusCode::UNAUTHORIZED, "Unauthorized: send the gateway's token as `Authorization: Bearer TOKEN`").into_response();
+                response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                Some(response)
+            }
+        }
+    }
+}
+
+/// Equality whose time depends on the lengths only, not on where the bytes differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The middleware that applies a [`Guard`] to every request.
+pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    match guard.refusal(request.uri().path(), request.headers()) {
+        Some(refusal) => refusal,
+        None => next.run(request).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard(token: Option<&str>) -> Guard {
+        Guard {
+            allowed_origins: vec!["https://app.example.com".into()],
+            loopback_origins: true,
+            loopback_bind: true,
+            token: token.map(str::to_owned),
+        }
+    }
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        pairs.iter().map(|(name, value)| (name.clone(), HeaderValue::from_str(value).unwrap())).collect()
+    }
+
+    #[test]
+    fn origins_and_hosts_are_checked() {
+        let guard = guard(None);
+        for allowed in ["http://localhost:3000", "http://127.0.0.1", "https://[::1]:8443", "https://app.example.com/"] {
+            assert!(guard.refusal("/mcp", &headers(&[(header::ORIGIN, allowed)])).is_none(), "{allowed}");
+        }
+        for refused in ["http://evil.example.com", "http://localhost.evil.com", "null", "http://127.0.0.1.nip.io"] {
+            let refusal = guard.refusal("/mcp", &headers(&[(header::ORIGIN, refused)])).expect(refused);
+            assert_eq!(refusal.status(), StatusCode::FORBIDDEN);
+        }
+        assert!(guard.refusal("/mcp", &headers(&[(header::HOST, "localhost:8080")])).is_none());
+        assert!(guard.refusal("/mcp", &headers(&[(header::HOST, "[::1]:8080")])).is_none());
+        assert_eq!(guard.refusal("/mcp", &headers(&[(header::HOST, "evil.example.com")])).unwrap().status(), StatusCode::FORBIDDEN);
+    }
+
+    #[test]
+    fn the_token_is_required_except_for_health() {
+        let guard = guard(Some("s3cret"));
+        let refusal = guard.refusal("/mcp", &HeaderMap::new()).unwrap();
+        assert_eq!(refusal.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(refusal.headers()[header::WWW_AUTHENTICATE], "Bearer");
+        assert!(guard.refusal("/mcp", &headers(&[(header::AUTHORIZATION, "Bearer wrong!")])).is_some());
+        assert!(guard.refusal("/mcp", &headers(&[(header::AUTHORIZATION, "Bearer s3cret")])).is_none());
+        assert!(guard.refusal(super::super::HEALTH_PATH, &HeaderMap::new()).is_none());
+        assert!(constant_time_eq(b"abc", b"abc") && !constant_time_eq(b"abc", b"abd") && !constant_time_eq(b"abc", b"ab"));
+    }
+}

@@ -1,0 +1,258 @@
+//! The gateway's HTTP front (`serve --http ADDR`), on axum and hyper.
+//!
+//! | path | what |
+//! | --- | --- |
+//! | `/mcp` | Streamable HTTP, both eras ([`streamable`]) |
+//! | `/sse`, `/message` | the legacy HTTP+SSE transport of 2024-11-05 ([`legacy_sse`]) |
+//! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining |
+//! | `/metrics` | Prometheus text, when the embedding program gives a renderer |
+//!
+//! The front knows HTTP only: each downstream session is a [`Port`] made
+//! by a [`Gateway`], which takes JSON-RPC messages each with the
+//! [`Outbox`] its answers and related messages go to.
+//!
+//! Invariants:
+//! - every request passes the [`guard`] first (Origin, Host, token);
+//! - bodies over the codec's `max_frame` are refused with 413 before they are read whole;
+//! - shutdown ([`Server::run`]'s signal) stops accepting, ends the GET
+//!   and legacy streams, waits for the requests in flight (at most
+//!   `drain`), then ends every session.
+
+mod event_log;
+mod guard;
+mod legacy_sse;
+mod modern;
+mod sessions;
+mod streamable;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use futures::future::BoxFuture;
+use serde_json::{json, Value};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+pub use guard::Guard;
+
+use crate::gateway::outbox::Outbox;
+use crate::protocol::{error_codes, ErrorObject, MODERN_VERSIONS, SUPPORTED_LEGACY_VERSIONS};
+use sessions::Sessions;
+
+/// The path of Streamable HTTP.
+pub const MCP_PATH: &str = "/mcp";
+/// The path legacy HTTP+SSE clients open their stream at.
+pub const SSE_PATH: &str = "/sse";
+/// The path legacy HTTP+SSE clients post their messages to.
+pub const MESSAGE_PATH: &str = "/message";
+/// The health path (readiness and liveness).
+pub const HEALTH_PATH: &str = "/healthz";
+/// The Prometheus path.
+pub const METRICS_PATH: &str = "/metrics";
+
+const SESSION_ID: &str = "mcp-session-id";
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+const LAST_EVENT_ID: &str = "last-event-id";
+
+/// One downstream client session, as the HTTP front sees it.
+pub trait Port: Send + Sync + 'static {
+    /// Delivers one message from the client (its JSON text); answers and
+    /// the messages about it go to `outbox`. Resolves once the session
+    /// admitted it (back-pressure), `false` when the session is gone.
+    fn deliver(&self, message: Vec<u8>, outbox: Outbox) -> BoxFuture<'static, bool>;
+    /// Ends the session: its calls are cancelled.
+    fn close(&self);
+}
+
+/// Makes the sessions the HTTP front serves.
+pub trait Gateway: Send + Sync + 'static {
+    /// A session of the `initialize` era; messages that belong to no
+    /// request go to `standalone`. `None` when the gateway is stopping.
+    fn open(&self, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
+    /// The session that serves the stateless 2026-07-28 era, request by request.
+    fn stateless(&self) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
+}
+
+/// Renders `/metrics` (Prometheus text format).
+pub type MetricsRenderer = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// How the HTTP front serves.
+#[derive(Clone)]
+pub struct HttpOptions {
+    pub guard: Guard,
+    /// Largest request body, in bytes (the codec's `max_frame`).
+    pub max_body: usize,
+    /// Most `initialize`-era sessions at once (legacy SSE ones included).
+    pub max_sessions: usize,
+    /// A session unused this long is ended (its id then answers 404).
+    pub session_idle: Duration,
+    /// How long shutdown waits for requests in flight.
+    pub drain: Duration,
+    pub metrics: Option<MetricsRenderer>,
+}
+
+/// Defaults: 1024 sessions, 30 minutes idle, 20 s of draining (inside
+/// Kubernetes' default 30 s grace period).
+pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(20);
+
+/// What every handler shares.
+struct Front {
+    gateway: Arc<dyn Gateway>,
+    sessions: Sessions,
+    /// Cancelled when shutdown begins: long-lived streams end.
+    draining: CancellationToken,
+    /// Requests whose answer is still awaited.
+    in_flight: watch::Sender<usize>,
+    metrics: Option<MetricsRenderer>,
+    /// The session serving the 2026-07-28 era, made at its first request.
+    stateless: tokio::sync::OnceCell<Option<Arc<dyn Port>>>,
+}
+
+/// Counts one request in flight while it lives.
+struct InFlight(Arc<Front>);
+
+impl InFlight {
+    fn new(front: &Arc<Front>) -> InFlight {
+        front.in_flight.send_modify(|n| *n += 1);
+        InFlight(front.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// A bound HTTP front, ready to run.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    front: Arc<Front>,
+    router: Router,
+    drain: Duration,
+}
+
+impl Server {
+    /// Binds `addr`. A non-loopback address needs a token (the caller checks
+    /// it: this only reports what it bound).
+    pub async fn bind(addr: SocketAddr, gateway: Arc<dyn Gateway>, options: HttpOptions) -> std::io::Result<Server> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let front = Arc::new(Front {
+            gateway,
+            sessions: Sessions::new(options.max_sessions.max(1), options.session_idle),
+            draining: CancellationToken::new(),
+            in_flight: watch::channel(0).0,
+            metrics: options.metrics.clone(),
+            stateless: tokio::sync::OnceCell::new(),
+        });
+        let guard = Arc::new(options.guard.clone());
+        let router = Router::new()
+            .route(MCP_PATH, get(streamable::get).post(streamable::post).delete(streamable::delete))
+            .route(SSE_PATH, get(legacy_sse::open))
+            .route(MESSAGE_PATH, axum::routing::post(legacy_sse::post))
+            .route(HEALTH_PATH, get(health))
+            .route(METRICS_PATH, get(metrics))
+            .layer(DefaultBodyLimit::max(options.max_body))
+            .layer(axum::middleware::from_fn_with_state(guard, guard::check))
+            .with_state(front.clone());
+        Ok(Server { listener, front, router, drain: options.drain })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until `stop` resolves, then drains (see the module docs).
+    pub async fn run(self, stop: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+        let Server { listener, front, router, drain } = self;
+        let sweeper = tokio::spawn({
+            let front = front.clone();
+            async move {
+                let mut every = tokio::time::interval(front.sessions.sweep_every());
+                loop {
+                    every.tick().await;
+                    front.sessions.expire();
+                }
+            }
+        });
+        let draining = front.draining.clone();
+        let stopped = {
+            let draining = draining.clone();
+            async move {
+                stop.await;
+                tracing::info!("shutting down: no new connections; draining the requests in flight");
+                draining.cancel();
+            }
+        };
+        let serving = axum::serve(listener, router).with_graceful_shutdown(stopped);
+        let serving = tokio::spawn(async move { serving.await });
+        draining.cancelled().await;
+        let mut in_flight = front.in_flight.subscribe();
+        let drained = tokio::time::timeout(drain, in_flight.wait_for(|n| *n == 0)).await.is_ok();
+        if !drained {
+            tracing::warn!("{} requests still in flight after {drain:?}: they are cancelled", *front.in_flight.borrow());
+        }
+        sweeper.abort();
+        front.sessions.end_all();
+        if let Some(Some(port)) = front.stateless.get() {
+            port.close();
+        }
+        // The connections left are streams that just ended; give them a moment to flush, no more.
+        match tokio::time::timeout(Duration::from_secs(2), serving).await {
+            Ok(Ok(result)) => result,
+            _ => Ok(()),
+        }
+    }
+}
+
+async fn health(State(front): State<Arc<Front>>) -> Response {
+    let draining = front.draining.is_cancelled();
+    let body = json!({
+        "status": if draining { "draining" } else { "serving" },
+        "sessions": front.sessions.len(),
+        "in_flight": *front.in_flight.borrow(),
+    });
+    let status = if draining { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
+    (status, axum::Json(body)).into_response()
+}
+
+async fn metrics(State(front): State<Arc<Front>>) -> Response {
+    match &front.metrics {
+        Some(render) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], render()).into_response(),
+        None => (StatusCode::NOT_FOUND, "Not Found: this gateway has no metrics").into_response(),
+    }
+}
+
+/// A header's value as text, `None` when absent or not visible ASCII.
+fn header_text<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name)?.to_str().ok()
+}
+
+/// The error for a protocol version this gateway does not serve.
+fn unsupported_version(requested: &str) -> ErrorObject {
+    let supported: Vec<&str> = MODERN_VERSIONS.iter().chain(SUPPORTED_LEGACY_VERSIONS.iter().rev()).copied().collect();
+    ErrorObject {
+        code: error_codes::UNSUPPORTED_PROTOCOL_VERSION,
+        message: format!("Unsupported protocol version {requested:?}: this gateway serves {}", supported.join(", ")),
+        data: Some(json!({"supported": supported, "requested": requested})),
+    }
+}
+
+/// A JSON-RPC error answer as an HTTP response with `status`.
+fn rpc_error(status: StatusCode, id: Option<&Value>, error: ErrorObject) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id.cloned().unwrap_or(Value::Null), "error": error});
+    (status, axum::Json(body)).into_response()
+}
+
+/// A plain JSON-RPC error with a message.
+fn rpc_refusal(status: StatusCode, id: Option<&Value>, code: i64, message: impl Into<String>) -> Response {
+    rpc_error(status, id, ErrorObject { code, message: message.into(), data: None })
+}
