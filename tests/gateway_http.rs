@@ -1,0 +1,259 @@
+//! `mcpvisor serve --http` as a real process on loopback, in front of the
+//! demo server: both eras of Streamable HTTP, sessions (404, DELETE,
+//! re-initialize), SSE answers and their resumption with `Last-Event-ID`,
+//! legacy HTTP+SSE, the Origin/Host/token guard, the body limit, many
+//! clients at once, and SIGTERM draining a call in flight.
+
+mod gateway_http_support;
+
+use gateway_http_support::{client, initialize, json_of, modern_meta, open_session, post, request, Gateway, SseReader, LEGACY, MODERN};
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn an_initialize_era_session_answers_with_json_and_with_sse() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let session = open_session(&http, &gateway.mcp()).await;
+    let call = request(1, "tools/call", json!({"name": "demo__echo", "arguments": {"text": "hi"}}));
+    let response = post(&http, &gateway.mcp(), &call).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
+    let answer = json_of(response).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "hi", "{answer}");
+
+    // Progress comes first, so the answer is an SSE stream with event ids.
+    let call = request(2, "tools/call", json!({"name": "demo__progress", "arguments": {"steps": 3, "ms": 1}, "_meta": {"progressToken": "p"}}));
+    let response = post(&http, &gateway.mcp(), &call).header("mcp-session-id", &session).send().await.unwrap();
+    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let mut events = SseReader::new(response);
+    let mut progress = 0;
+    let answer = loop {
+        let event = events.next().await.expect("the stream carries the answer");
+        assert!(event.id.is_some(), "every event has an id: {event:?}");
+        match event.data["method"].as_str() {
+            Some("notifications/progress") => progress += 1,
+            _ => break event.data,
+        }
+    };
+    assert_eq!(progress, 3);
+    assert_eq!(answer["id"], 2);
+    assert!(answer["result"].is_object(), "{answer}");
+    assert!(events.next().await.is_none(), "the stream ends after its answer");
+}
+
+#[tokio::test]
+async fn an_unknown_or_deleted_session_is_404_and_the_client_initializes_again() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let list = request(1, "tools/list", json!({}));
+    let response = post(&http, &gateway.mcp(), &list).header("mcp-session-id", "no-such-session").send().await.unwrap();
+    assert_eq!(response.status(), 404);
+    let response = post(&http, &gateway.mcp(), &list).send().await.unwrap();
+    assert_eq!(response.status(), 400, "a legacy request without a session");
+
+    let session = open_session(&http, &gateway.mcp()).await;
+    let response = post(&http, &gateway.mcp(), &list).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let deleted = http.delete(gateway.mcp()).header("mcp-session-id", &session).send().await.unwrap();
+    assert!(deleted.status().is_success());
+    let response = post(&http, &gateway.mcp(), &list).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(response.status(), 404);
+    let again = open_session(&http, &gateway.mcp()).await;
+    assert_ne!(again, session);
+    let response = post(&http, &gateway.mcp(), &list).header("mcp-session-id", &again).send().await.unwrap();
+    let tools = json_of(response).await;
+    assert!(tools["result"]["tools"].as_array().unwrap().iter().any(|tool| tool["name"] == "demo__echo"), "{tools}");
+
+    let response =
+        post(&http, &gateway.mcp(), &list).header("mcp-session-id", &again).header("mcp-protocol-version", "1999-01-01").send().await.unwrap();
+    assert_eq!(response.status(), 400, "an unsupported MCP-Protocol-Version");
+}
+
+#[tokio::test]
+async fn a_dropped_stream_resumes_from_last_event_id() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let session = open_session(&http, &gateway.mcp()).await;
+    let call = request(7, "tools/call", json!({"name": "demo__progress", "arguments": {"steps": 4, "ms": 50}, "_meta": {"progressToken": 1}}));
+    let response = post(&http, &gateway.mcp(), &call).header("mcp-session-id", &session).send().await.unwrap();
+    let mut events = SseReader::new(response);
+    let first = events.next().await.expect("a first event");
+    assert_eq!(first.data["method"], "notifications/progress");
+    drop(events);
+
+    let resumed = http
+        .get(gateway.mcp())
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("last-event-id", first.id.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), 200);
+    let mut events = SseReader::new(resumed);
+    let mut progress = vec![first.data["params"]["progress"].clone()];
+    loop {
+        let event = events.next().await.expect("the resumed stream carries the answer");
+        if event.data["id"] == 7 {
+            assert!(event.data["result"].is_object(), "{:?}", event.data);
+            break;
+        }
+        progress.push(event.data["params"]["progress"].clone());
+    }
+    let expected: Vec<Value> = (1..=4).map(|n| json!(n)).collect();
+    assert_eq!(progress, expected, "no event lost or repeated across the resumption");
+}
+
+#[tokio::test]
+async fn the_stateless_era_checks_its_headers() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let call = request(1, "tools/call", json!({"name": "demo__echo", "arguments": {"text": "modern"}, "_meta": modern_meta()}));
+    let headers = |builder: reqwest::RequestBuilder, name: &str| {
+        builder.header("mcp-protocol-version", MODERN).header("mcp-method", "tools/call").header("mcp-name", name)
+    };
+    let response = headers(post(&http, &gateway.mcp(), &call), "demo__echo").send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers().get("mcp-session-id").is_none(), "no session in the stateless era");
+    let answer = json_of(response).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "modern", "{answer}");
+
+    let response = headers(post(&http, &gateway.mcp(), &call), "demo__other").send().await.unwrap();
+    assert_eq!(response.status(), 400);
+    assert_eq!(json_of(response).await["error"]["code"], -32020);
+    let response = post(&http, &gateway.mcp(), &call).header("mcp-protocol-version", MODERN).send().await.unwrap();
+    assert_eq!(json_of(response).await["error"]["code"], -32020, "Mcp-Method is required");
+    let bare = request(2, "tools/list", json!({}));
+    let response =
+        post(&http, &gateway.mcp(), &bare).header("mcp-protocol-version", MODERN).header("mcp-method", "tools/list").send().await.unwrap();
+    assert_eq!(response.status(), 400);
+    assert_eq!(json_of(response).await["error"]["code"], -32602, "a request without _meta");
+    let get = http.get(gateway.mcp()).header("accept", "text/event-stream").send().await.unwrap();
+    assert_eq!(get.status(), 405, "no GET stream without a session");
+}
+
+#[tokio::test]
+async fn legacy_sse_clients_get_an_endpoint_and_their_answers_on_the_stream() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let stream = http.get(format!("{}/sse", gateway.base)).header("accept", "text/event-stream").send().await.unwrap();
+    assert_eq!(stream.status(), 200);
+    let mut events = SseReader::new(stream);
+    let endpoint = events.next().await.expect("the endpoint event");
+    assert_eq!(endpoint.event.as_deref(), Some("endpoint"));
+    let path = endpoint.data.as_str().expect("a URL").to_string();
+    assert!(path.starts_with("/message?sessionId="), "{path}");
+    let url = format!("{}{path}", gateway.base);
+    let response = post(&http, &url, &initialize("2024-11-05")).send().await.unwrap();
+    assert_eq!(response.status(), 202);
+    let answer = events.next().await.expect("the answer on the stream");
+    assert_eq!(answer.event.as_deref(), Some("message"));
+    assert_eq!(answer.data["result"]["protocolVersion"], "2024-11-05", "{:?}", answer.data);
+    let call = request(1, "tools/call", json!({"name": "demo__echo", "arguments": {"text": "old"}}));
+    assert_eq!(post(&http, &url, &call).send().await.unwrap().status(), 202);
+    let answer = events.next().await.expect("the call's answer");
+    assert_eq!(answer.data["result"]["content"][0]["text"], "old");
+}
+
+#[tokio::test]
+async fn foreign_origins_and_hosts_are_refused() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let body = initialize(LEGACY);
+    let response = post(&http, &gateway.mcp(), &body).header("origin", "http://evil.example.com").send().await.unwrap();
+    assert_eq!(response.status(), 403);
+    let response = post(&http, &gateway.mcp(), &body).header("host", "evil.example.com").send().await.unwrap();
+    assert_eq!(response.status(), 403, "a rebound DNS name");
+    let port = gateway.base.rsplit(':').next().unwrap();
+    let response =
+        post(&http, &gateway.mcp(), &body).header("origin", format!("http://localhost:{port}")).send().await.unwrap();
+    assert_eq!(response.status(), 200, "a loopback origin");
+}
+
+#[tokio::test]
+async fn a_non_loopback_bind_needs_a_token_and_checks_it() {
+    let refused = Gateway::start("0.0.0.0:0", &[], &[]).err().expect("no token, no start");
+    assert!(refused.contains("MCPVISOR_SERVE_TOKEN"), "{refused}");
+
+    let gateway = Gateway::start("0.0.0.0:0", &[], &[("MCPVISOR_SERVE_TOKEN", "s3cret-token")]).expect("starts with a token");
+    let port = gateway.base.rsplit(':').next().unwrap();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let http = client();
+    let body = initialize(LEGACY);
+    let response = post(&http, &url, &body).send().await.unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(response.headers()["www-authenticate"], "Bearer");
+    let response = post(&http, &url, &body).bearer_auth("wrong-token!").send().await.unwrap();
+    assert_eq!(response.status(), 401);
+    let response = post(&http, &url, &body).bearer_auth("s3cret-token").send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let health = http.get(format!("http://127.0.0.1:{port}/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), 200, "probes need no token");
+    assert_eq!(json_of(health).await["status"], "serving");
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_refused() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let text = "x".repeat(17 * 1024 * 1024);
+    let call = request(1, "tools/call", json!({"name": "demo__echo", "arguments": {"text": text}}));
+    let response = post(&http, &gateway.mcp(), &call).send().await.unwrap();
+    assert_eq!(response.status(), 413);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hundred_clients_at_once() {
+    let gateway = Gateway::loopback();
+    let url = gateway.mcp();
+    let clients = (0..100).map(|n| {
+        let url = url.clone();
+        tokio::spawn(async move {
+            let http = client();
+            let session = open_session(&http, &url).await;
+            let call = request(1, "tools/call", json!({"name": "demo__echo", "arguments": {"text": format!("client {n}")}}));
+            let response = post(&http, &url, &call).header("mcp-session-id", &session).send().await.unwrap();
+            json_of(response).await["result"]["content"][0]["text"].as_str().map(str::to_owned)
+        })
+    });
+    let answers = futures::future::join_all(clients).await;
+    for (n, answer) in answers.into_iter().enumerate() {
+        assert_eq!(answer.unwrap().as_deref(), Some(format!("client {n}").as_str()), "no answer reached the wrong client");
+    }
+}
+
+/// The processes `pid` started (from every thread of it).
+fn children_of(pid: u32) -> Vec<u32> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
+    let lists = tasks.map(|task| std::fs::read_to_string(task.path().join("children")).unwrap_or_default());
+    lists.flat_map(|list| list.split_whitespace().filter_map(|child| child.parse().ok()).collect::<Vec<u32>>()).collect()
+}
+
+#[tokio::test]
+async fn sigterm_drains_the_call_in_flight() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let session = open_session(&http, &gateway.mcp()).await;
+    let call = request(1, "tools/call", json!({"name": "demo__progress", "arguments": {"steps": 20, "ms": 50}, "_meta": {"progressToken": 1}}));
+    let response = post(&http, &gateway.mcp(), &call).header("mcp-session-id", &session).send().await.unwrap();
+    let mut events = SseReader::new(response);
+    let first = events.next().await.expect("the call is under way");
+    assert_eq!(first.data["method"], "notifications/progress");
+    let servers = children_of(gateway.child.id());
+    assert!(!servers.is_empty(), "the demo server runs as a child of the gateway");
+    gateway.terminate();
+    let answer = loop {
+        let event = events.next().await.expect("the call finishes although the gateway is stopping");
+        if event.data["id"] == 1 {
+            break event.data;
+        }
+    };
+    assert!(answer["result"].is_object(), "{answer}");
+    let mut gateway = gateway;
+    let (status, gateway) = tokio::task::spawn_blocking(move || (gateway.child.wait().unwrap(), gateway)).await.unwrap();
+    assert_eq!(status.code(), Some(0), "the gateway exits cleanly after draining: {}", gateway.stderr.lock().unwrap());
+    for server in servers {
+        let stat = std::fs::read_to_string(format!("/proc/{server}/stat")).unwrap_or_default();
+        assert!(stat.is_empty(), "server process {server} was left behind: {stat}");
+    }
+}

@@ -1,0 +1,173 @@
+//! `mcpvisor serve --http` as a real process in front of the demo server,
+//! and a raw HTTP client for it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_mcpvisor");
+pub const MODERN: &str = "2026-07-28";
+pub const LEGACY: &str = "2025-11-25";
+
+/// A running gateway; SIGKILLed (process group too) when dropped, unless it exited.
+pub struct Gateway {
+    pub child: Child,
+    /// `http://HOST:PORT`, without a path.
+    pub base: String,
+    pub stderr: Arc<Mutex<String>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Gateway {
+    /// `mcpvisor --config F serve [extra] --http ADDR` with one demo server `demo`.
+    pub fn start(addr: &str, extra: &[&str], env: &[(&str, &str)]) -> Result<Gateway, String> {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let config = dir.path().join("servers.toml");
+        std::fs::write(&config, format!("[servers.demo]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n")).unwrap();
+        let mut command = Command::new(BIN);
+        command.arg("--config").arg(&config).arg("serve").args(extra).args(["--http", addr]);
+        command.env_remove("MCPVISOR_SERVE_TOKEN").env("HOME", dir.path()).env("XDG_CACHE_HOME", dir.path().join("cache"));
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("mcpvisor starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut base = None;
+        for line in lines.by_ref() {
+            let Ok(line) = line else { break };
+            stderr.lock().unwrap().push_str(&format!("{line}\n"));
+            if let Some(url) = line.split("serving MCP at ").nth(1) {
+                base = Some(url.trim().trim_end_matches("/mcp").to_string());
+                break;
+            }
+        }
+        let kept = stderr.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+        match base {
+            Some(base) => Ok(Gateway { child, base, stderr, _dir: dir }),
+            None => {
+                let status = child.wait().ok();
+                Err(format!("the gateway did not start ({status:?}): {}", stderr.lock().unwrap()))
+            }
+        }
+    }
+
+    pub fn loopback() -> Gateway {
+        Gateway::start("127.0.0.1:0", &[], &[]).expect("the gateway starts")
+    }
+
+    pub fn mcp(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+
+    pub fn terminate(&self) {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: as above.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
+            let _ = self.child.wait();
+        }
+    }
+}
+
+pub fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("an HTTP client")
+}
+
+pub fn request(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+pub fn initialize(version: &str) -> Value {
+    request(0, "initialize", json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}))
+}
+
+/// A POST with the headers every Streamable HTTP client sends.
+pub fn post(http: &reqwest::Client, url: &str, body: &Value) -> reqwest::RequestBuilder {
+    http.post(url).header("accept", "application/json, text/event-stream").header("content-type", "application/json").body(body.to_string())
+}
+
+/// Opens an `initialize`-era session: its id.
+pub async fn open_session(http: &reqwest::Client, url: &str) -> String {
+    let response = post(http, url, &initialize(LEGACY)).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let id = response.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    let answer = json_of(response).await;
+    assert_eq!(answer["result"]["protocolVersion"], LEGACY, "{answer}");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let response = post(http, url, &initialized).header("mcp-session-id", &id).header("mcp-protocol-version", LEGACY).send().await.unwrap();
+    assert_eq!(response.status(), 202);
+    id
+}
+
+/// One server-sent event: its id and its data, parsed.
+#[derive(Debug, Clone)]
+pub struct Sse {
+    pub id: Option<String>,
+    pub event: Option<String>,
+    pub data: Value,
+}
+
+/// Reads server-sent events from a response body, one at a time.
+pub struct SseReader {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl SseReader {
+    pub fn new(response: reqwest::Response) -> SseReader {
+        SseReader { response, buffer: String::new() }
+    }
+
+    /// The next event with data, `None` at the end of the stream.
+    pub async fn next(&mut self) -> Option<Sse> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let (mut id, mut event, mut data) = (None, None, String::new());
+                for line in block.lines() {
+                    if let Some(value) = line.strip_prefix("id:") {
+                        id = Some(value.trim().to_string());
+                    } else if let Some(value) = line.strip_prefix("event:") {
+                        event = Some(value.trim().to_string());
+                    } else if let Some(value) = line.strip_prefix("data:") {
+                        data.push_str(value.strip_prefix(' ').unwrap_or(value));
+                    }
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                let data = serde_json::from_str(&data).unwrap_or(Value::String(data));
+                return Some(Sse { id, event, data });
+            }
+            let chunk = self.response.chunk().await.ok()??;
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));
+        }
+    }
+}
+
+/// The `_meta` of a 2026-07-28 request.
+pub fn modern_meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}})
+}
+
+/// A response's body as JSON.
+pub async fn json_of(response: reqwest::Response) -> Value {
+    let bytes = response.bytes().await.expect("a body");
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&bytes)))
+}
