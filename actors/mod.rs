@@ -31,12 +31,14 @@
 //! | [`ToolsStale`], [`ToolsChanged`], [`ServerDown`] | Registry | — |
 //! | [`hub::AddServer`], [`hub::RemoveServer`], [`hub::Shutdown`], [`hub::WaitReady`] | Hub | results |
 //! | [`hub::Status`] | Hub | `Vec<ServerStatus>` |
+//! | [`gateway::Inbound`], [`gateway::Closed`], [`gateway::AskClient`] | GatewaySession (one client of `mcpvisor serve`) | — / the client's answer |
 //! | [`Subscribe`] | Hub (server states) / Registry (catalog) | — |
 //! | [`messages`]: `Request`, `Routed`, `Forget`, `GetStatus`, `SetLogLevel`, ... | Connection | see each |
 
 pub mod agent;
 pub mod client_requests;
 pub mod connection;
+pub mod gateway;
 pub mod hub;
 pub mod messages;
 pub mod operation;

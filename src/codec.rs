@@ -39,6 +39,26 @@ pub enum FrameError {
     NotJsonRpc { reason: String, preview: String, salvage: Salvage },
 }
 
+impl FrameError {
+    /// The error response a peer owes for this line, and the id it answers
+    /// when one can be read: `None` for a blank line and for a line that was
+    /// meant as a response (answering a response would loop).
+    pub fn refusal(&self) -> Option<(Option<RequestId>, crate::protocol::ErrorObject)> {
+        use crate::protocol::error_codes;
+        let (code, id) = match self {
+            FrameError::Blank => return None,
+            FrameError::TooLarge { head, .. } => (error_codes::INVALID_REQUEST, peek_id(head)),
+            FrameError::InvalidUtf8 { salvage, .. } | FrameError::NotJsonRpc { salvage, .. } => {
+                if salvage.is_answer {
+                    return None;
+                }
+                (error_codes::PARSE_ERROR, salvage.id.clone())
+            }
+        };
+        Some((id, crate::protocol::ErrorObject { code, message: self.to_string(), data: None }))
+    }
+}
+
 /// What can still be told about a line that is not a usable message, so
 /// that the request it answers can be failed at once.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -22,6 +22,7 @@
 //! | [`catalog_cache`] | each server's tool list kept on disk, so searches need not start every server |
 //! | [`user_dirs`] | where data and caches live (XDG base directories) |
 //! | [`builtin_tools`] | the agent's built-in tools (read, write, list, run a command) as the in-process server `builtin` |
+//! | [`gateway`] | the whole pool served as one MCP server (`mcpvisor serve`): names, routing, eras; the session actor is [`actors::gateway`] |
 //! | [`acp`] | the agent served to editors over the Agent Client Protocol (`mcpvisor acp`) |
 //! | [`cli`] | the `mcpvisor` command line |
 //!

@@ -1,4 +1,5 @@
-//! Exposed tool names: `mcp__{server}__{tool}`.
+//! Exposed tool names: `mcp__{server}__{tool}` in the registry, and
+//! `{server}__{name}` where the gateway serves the pool ([`NameRule`]).
 //!
 //! Invariants of every name built here: it matches `[A-Za-z0-9_-]{1,64}`;
 //! it is a pure function of its inputs, stable across runs and releases
@@ -17,20 +18,46 @@
 /// Longest exposed name (the limit of most LLM tool-calling APIs).
 pub const MAX_NAME_LEN: usize = 64;
 
-const PREFIX: &str = "mcp__";
 const SEPARATOR: &str = "__";
 /// `_` and 8 hex digits.
 const SUFFIX_LEN: usize = 9;
 
+/// What every exposed name of a catalog starts with. The rest of the rule
+/// (sanitising, the 64-character cut, the hash suffixes) is the same for all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NameRule {
+    pub prefix: &'static str,
+}
+
+impl NameRule {
+    /// The registry's names: `mcp__{server}__{tool}`.
+    pub const REGISTRY: NameRule = NameRule { prefix: "mcp__" };
+    /// The gateway's names: `{server}__{name}` (its client adds its own prefix).
+    pub const GATEWAY: NameRule = NameRule { prefix: "" };
+
+    /// `{prefix}{segment}__`: what every exposed name of that segment starts
+    /// with (unless the whole name was cut to [`MAX_NAME_LEN`]).
+    pub fn server_prefix(self, segment: &str) -> String {
+        format!("{}{segment}{SEPARATOR}", self.prefix)
+    }
+}
+
+impl Default for NameRule {
+    fn default() -> Self {
+        NameRule::REGISTRY
+    }
+}
+
 /// The name under which `tool` of `server` appears in the catalog when
 /// nothing collides with it.
 pub fn exposed_name(server: &str, tool: &str) -> String {
-    ExposedName { server, segment: &sanitised(server), tool, tool_hashed: false }.build()
+    ExposedName { rule: NameRule::REGISTRY, server, segment: &sanitised(server), tool, tool_hashed: false }.build()
 }
 
 /// The parts of one exposed name.
 #[derive(Debug, Clone, Copy)]
 pub struct ExposedName<'a> {
+    pub rule: NameRule,
     /// The server's configured name.
     pub server: &'a str,
     /// How the server appears in the name (see [`server_segment`]).
@@ -44,7 +71,7 @@ pub struct ExposedName<'a> {
 impl ExposedName<'_> {
     pub fn build(&self) -> String {
         let mut name = String::with_capacity(MAX_NAME_LEN + SUFFIX_LEN);
-        name.push_str(&server_prefix(self.segment));
+        name.push_str(&self.rule.server_prefix(self.segment));
         push_sanitised(&mut name, self.tool);
         let suffix = format!("_{:08x}", fnv1a([self.server.as_bytes(), self.tool.as_bytes()]) as u32);
         if self.tool_hashed {
@@ -69,10 +96,9 @@ pub fn server_segment(server: &str, disambiguate: bool) -> String {
     segment
 }
 
-/// `mcp__{segment}__`: what every exposed name of that segment starts with
-/// (unless the whole name was cut to [`MAX_NAME_LEN`]).
+/// `mcp__{segment}__`: the registry's [`NameRule::server_prefix`].
 pub fn server_prefix(segment: &str) -> String {
-    format!("{PREFIX}{segment}{SEPARATOR}")
+    NameRule::REGISTRY.server_prefix(segment)
 }
 
 /// Whether `name` can be an exposed name of a server whose segment is
@@ -161,13 +187,25 @@ mod tests {
         let dotted = server_segment("a.b", true);
         let spaced = server_segment("a b", true);
         assert_ne!(dotted, spaced);
-        let name = ExposedName { server: "a.b", segment: &dotted, tool: "echo", tool_hashed: false }.build();
+        let name = ExposedName { rule: NameRule::REGISTRY, server: "a.b", segment: &dotted, tool: "echo", tool_hashed: false }.build();
         assert!(valid(&name) && may_belong_to(&name, &dotted) && !may_belong_to(&name, "a_b"));
-        let x = ExposedName { server: "s", segment: "s", tool: "x.y", tool_hashed: true }.build();
-        let y = ExposedName { server: "s", segment: "s", tool: "x y", tool_hashed: true }.build();
+        let x = ExposedName { rule: NameRule::REGISTRY, server: "s", segment: "s", tool: "x.y", tool_hashed: true }.build();
+        let y = ExposedName { rule: NameRule::REGISTRY, server: "s", segment: "s", tool: "x y", tool_hashed: true }.build();
         assert!(valid(&x) && valid(&y) && x != y && x.starts_with("mcp__s__x_y_"));
         let long = "s".repeat(70);
         let cut = exposed_name(&long, "tool");
         assert!(valid(&cut) && may_belong_to(&cut, &sanitised(&long)) && !may_belong_to(&cut, "s"));
+    }
+
+    #[test]
+    fn the_gateway_rule_has_no_prefix_and_the_same_cut() {
+        let gateway =
+            |server, tool| ExposedName { rule: NameRule::GATEWAY, server, segment: &sanitised(server), tool, tool_hashed: false }.build();
+        assert_eq!(gateway("fs", "read.file"), "fs__read_file");
+        let long = "t".repeat(80);
+        let cut = gateway("server", &long);
+        assert_eq!(cut.len(), MAX_NAME_LEN);
+        assert_eq!(&cut[MAX_NAME_LEN - 9..], &exposed_name("server", &long)[MAX_NAME_LEN - 9..]);
+        assert!(valid(&cut) && cut.starts_with("server__ttt"));
     }
 }

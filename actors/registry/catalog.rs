@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use rmcp::model::Tool;
 
-use crate::naming::{self, ExposedName};
+use crate::naming::{self, ExposedName, NameRule};
 
 /// Where an exposed name leads.
 #[derive(Debug, Clone)]
@@ -55,6 +55,8 @@ pub struct Collision {
 
 #[derive(Debug, Default)]
 pub struct Catalog {
+    /// How names begin (the registry's rule by default).
+    rule: NameRule,
     routes: BTreeMap<String, Route>,
     servers: BTreeMap<String, Entry>,
     /// Collisions found since the last [`Catalog::take_collisions`].
@@ -62,6 +64,11 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// An empty catalog whose names follow `rule`.
+    pub fn with_rule(rule: NameRule) -> Catalog {
+        Catalog { rule, ..Catalog::default() }
+    }
+
     pub fn route(&self, name: &str) -> Option<&Route> {
         self.routes.get(name)
     }
@@ -107,7 +114,7 @@ impl Catalog {
         let old = self.clear(server);
         let mut warnings = Vec::new();
         let mut changes = Vec::new();
-        for (name, tool) in assign(server, &segment, tools, &mut warnings, &mut self.collisions) {
+        for (name, tool) in assign(self.rule, server, &segment, tools, &mut warnings, &mut self.collisions) {
             self.claim(server, name, tool, &mut warnings, &mut changes);
         }
         let entry = self.servers.entry(server.to_string()).or_default();
@@ -132,7 +139,7 @@ impl Catalog {
             warnings.push(format!(
                 "server names {} read alike in exposed tool names; this server's tools are exposed as `{}*`",
                 alike.join(", "),
-                naming::server_prefix(&entry.segment)
+                self.rule.server_prefix(&entry.segment)
             ));
         }
         warnings.extend(entry.warnings.iter().cloned());
@@ -168,7 +175,7 @@ impl Catalog {
             entry.segment = segment;
             if alike.len() > 1 && !naming::is_exact(server) {
                 let kept = alike.iter().find(|s| naming::is_exact(s)).cloned().unwrap_or_default();
-                self.collisions.push(Collision { name: naming::server_prefix(sanitised), kept, rejected: server.clone() });
+                self.collisions.push(Collision { name: self.rule.server_prefix(sanitised), kept, rejected: server.clone() });
             }
             let entry = self.servers.entry(server.clone()).or_default();
             let tools: Vec<Tool> = entry.names.iter().filter_map(|n| self.routes.get(n)).map(|r| r.tool.clone()).collect();
@@ -188,7 +195,8 @@ impl Catalog {
             warnings.push(format!("tool `{}` reads as `{name}` like another of its tools: it is left out of the catalog", tool.name));
             return;
         }
-        let hashed = |server: &str, segment: &str, tool: &str| ExposedName { server, segment, tool, tool_hashed: true }.build();
+        let rule = self.rule;
+        let hashed = |server: &str, segment: &str, tool: &str| ExposedName { rule, server, segment, tool, tool_hashed: true }.build();
         if holder.as_str() < server {
             let other = hashed(server, &self.servers[server].segment, &tool.name);
             self.collisions.push(Collision {
@@ -245,13 +253,14 @@ impl Catalog {
 /// out repeated and empty names when it reads a listing; the catalog stays
 /// unambiguous even when handed them.)
 fn assign(
+    rule: NameRule,
     server: &str,
     segment: &str,
     tools: Vec<Tool>,
     warnings: &mut Vec<String>,
     collisions: &mut Vec<Collision>,
 ) -> Vec<(String, Tool)> {
-    let plain = |tool: &str| ExposedName { server, segment, tool, tool_hashed: false }.build();
+    let plain = |tool: &str| ExposedName { rule, server, segment, tool, tool_hashed: false }.build();
     let mut groups: BTreeMap<String, Vec<Tool>> = BTreeMap::new();
     for tool in tools {
         if tool.name.is_empty() {
@@ -277,7 +286,7 @@ fn assign(
                 named.push((base.clone(), tool));
                 continue;
             }
-            let name = ExposedName { server, segment, tool: &tool.name, tool_hashed: true }.build();
+            let name = ExposedName { rule, server, segment, tool: &tool.name, tool_hashed: true }.build();
             warnings.push(format!("tools {} all read as `{base}`; `{}` is exposed as `{name}`", alike.join(", "), tool.name));
             collisions.push(Collision { name: base.clone(), kept: kept.clone(), rejected: format!("{server}/{}", tool.name) });
             named.push((name, tool));

@@ -42,10 +42,10 @@ use tokio_util::codec::FramedRead;
 
 use crate::actors::agent::{AgentLimits, ConfirmPolicy};
 use crate::actors::hub;
-use crate::codec::{peek_id, FrameError, JsonRpcCodec, DEFAULT_MAX_FRAME};
+use crate::codec::{FrameError, JsonRpcCodec, DEFAULT_MAX_FRAME};
 use crate::config::Redactor;
 use crate::llm::ChatModel;
-use crate::protocol::{error_codes, ErrorObject, Message};
+use crate::protocol::Message;
 use crate::sessions::SessionStore;
 use crate::Handle;
 
@@ -143,19 +143,9 @@ const FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Answers a line that is no usable message, with its id when it can be read.
 fn refuse(peer: &peer::Peer, error: FrameError) {
-    let (code, id) = match &error {
-        FrameError::Blank => return,
-        FrameError::TooLarge { head, .. } => (error_codes::INVALID_REQUEST, peek_id(head)),
-        FrameError::InvalidUtf8 { salvage, .. } | FrameError::NotJsonRpc { salvage, .. } => {
-            if salvage.is_answer {
-                return;
-            }
-            (error_codes::PARSE_ERROR, salvage.id.clone())
-        }
-    };
-    let error = ErrorObject { code, message: error.to_string(), data: None };
-    match id {
-        Some(id) => peer.respond::<()>(&id, Err(error)),
-        None => peer.respond_unidentified(error),
+    match error.refusal() {
+        None => {}
+        Some((Some(id), error)) => peer.respond::<()>(&id, Err(error)),
+        Some((None, error)) => peer.respond_unidentified(error),
     }
 }

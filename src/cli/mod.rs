@@ -11,6 +11,7 @@
 //! | `agent` | `agent` (one prompt, or a chat) |
 //! | `auth` | `auth`, `logout` (OAuth logins of remote servers) |
 //! | `acp` | `acp` (the agent served to an editor over ACP) |
+//! | `serve` | `serve` (every server served as one MCP server over stdio) |
 //! | `demo` | `demo` (and `demo-server`, run from here) |
 //!
 //! Shared parts: `servers` (which servers a command sees), `session` (a
@@ -34,6 +35,7 @@ mod output;
 mod prompts;
 mod resources;
 mod secrets;
+mod serve;
 mod servers;
 mod session;
 mod show;
@@ -113,6 +115,8 @@ pub enum Command {
     Logout(auth::LogoutArgs),
     /// Serve the agent to an editor (Zed, JetBrains, ...) over the Agent Client Protocol on stdin/stdout.
     Acp(acp::AcpArgs),
+    /// Serve every configured server as one MCP server on stdin/stdout (`--server NAME`: just that one, names unchanged).
+    Serve(serve::ServeArgs),
     /// Start three demo servers, call them concurrently, kill one with SIGKILL
     /// mid-call, and show what the callers got, the restart and the final status.
     Demo,
@@ -167,6 +171,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         Command::Auth(args) => with_runtime(|| auth::auth(cli, &out, args)),
         Command::Logout(args) => auth::logout(&out, args),
         Command::Acp(args) => acp::run(cli, args),
+        Command::Serve(args) => serve::run(cli, args),
         Command::Demo | Command::DemoServer(_) => unreachable!("handled in main"),
     }
 }

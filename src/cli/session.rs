@@ -14,6 +14,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::output::{report_text, warn, Failure, Layout};
 use super::secrets;
 use super::servers::{env, Entry, Servers};
+use crate::actors::client_requests::ClientHandlers;
 use crate::actors::{ServerState, ServerStatus};
 use crate::config::Redactor;
 use crate::config::{RuntimeConfig, ServerConfig};
@@ -45,20 +46,14 @@ impl Session {
     /// a usage error naming the server and the field), lets `adjust` change
     /// them, and starts them all (disabled ones are shown as such).
     pub fn launch<'a>(entries: impl IntoIterator<Item = &'a Entry>, adjust: impl Fn(&mut ServerConfig)) -> Result<Session, Failure> {
-        let mut configs = Vec::new();
-        for entry in entries {
-            let mut config = entry.config.clone();
-            adjust(&mut config);
-            if config.enabled {
-                config = config.expanded(env)?;
-            }
-            config.validate()?;
-            configs.push(config);
-        }
-        secrets::install(Redactor::from_configs(&configs));
+        Session::launch_configs(prepare(entries, adjust)?, Default::default())
+    }
+
+    /// Starts these prepared servers ([`prepare`]); `handlers` answer their requests.
+    pub fn launch_configs(configs: Vec<ServerConfig>, handlers: ClientHandlers) -> Result<Session, Failure> {
         let startup_bound = configs.iter().filter(|c| c.enabled).map(|c| c.timeouts.startup).max().unwrap_or_default() + SETTLE_MARGIN;
         let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
-        let handle = Runtime::start(RuntimeConfig { end_orphans: true, ..RuntimeConfig::new(configs) })
+        let handle = Runtime::start(RuntimeConfig { end_orphans: true, handlers, ..RuntimeConfig::new(configs) })
             .map_err(|e| Failure::connection(format!("cannot start the runtime: {e}")))?;
         Ok(Session { handle, names, startup_bound })
     }
@@ -109,6 +104,24 @@ impl Session {
     pub async fn close(self) {
         self.handle.shutdown().await;
     }
+}
+
+/// The enabled servers of `entries` expanded and validated (a problem is a
+/// usage error naming the server and the field), after `adjust`; the secret
+/// values among them are scrubbed from everything printed from now on.
+pub fn prepare<'a>(entries: impl IntoIterator<Item = &'a Entry>, adjust: impl Fn(&mut ServerConfig)) -> Result<Vec<ServerConfig>, Failure> {
+    let mut configs = Vec::new();
+    for entry in entries {
+        let mut config = entry.config.clone();
+        adjust(&mut config);
+        if config.enabled {
+            config = config.expanded(env)?;
+        }
+        config.validate()?;
+        configs.push(config);
+    }
+    secrets::install(Redactor::from_configs(&configs));
+    Ok(configs)
 }
 
 /// Starts the selected servers. With one server asked for by name, it must

@@ -1,4 +1,39 @@
-//! The whole pool served as one MCP server.
+//! The whole pool served as one MCP server: the passive parts.
+//!
+//! The active part is [`crate::actors::gateway::GatewaySession`], one per
+//! downstream client session; a transport (stdio here, in [`stdio`];
+//! Streamable HTTP elsewhere) owns the bytes and talks to a session only
+//! through the seam described there: [`crate::actors::gateway::Inbound`]
+//! messages in, [`outbox::Frame`]s out.
+//!
+//! | module | what it holds |
+//! | --- | --- |
+//! | [`outbox`] | the bounded channels frames leave by, and the frames themselves |
+//! | [`era`] | the server side of the protocol's eras: which era serves a request, `initialize` and `server/discover` answers |
+//! | [`names`] | the routing tables: served names of tools and prompts, resource URIs and templates, back to their servers |
+//! | [`bridge`] | servers' own requests (sampling, elicitation, roots) sent on to the gateway's client |
+//! | [`errors`] | a [`crate::CallError`] as the JSON-RPC error or `isError` result MCP expects |
+//! | [`stdio`] | serving one session over stdin/stdout |
+| [`http`] | serving sessions over Streamable HTTP and legacy HTTP+SSE (`serve --http`) |
 
+pub mod bridge;
+pub mod era;
+pub mod errors;
 pub mod http;
+pub mod names;
 pub mod outbox;
+pub mod stdio;
+
+/// What `serve` serves.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// `serve --server NAME`: only this server, its names unchanged
+    /// (no `{server}__` prefix). `None`: every server, names prefixed.
+    pub passthrough: Option<String>,
+}
+
+/// The name this gateway gives itself in `initialize` and `server/discover`.
+pub const SERVER_NAME: &str = "mcpvisor";
+
+/// The built-in resource with every server's status.
+pub const STATUS_URI: &str = "mcpvisor://status";

@@ -1,0 +1,366 @@
+//! [`GatewaySession`]: one downstream client session of the gateway, which
+//! serves the Hub's whole pool as one MCP server.
+//!
+//! The seam between a session and its transport (stdio in
+//! [`crate::gateway::stdio`], Streamable HTTP elsewhere):
+//! - the transport starts a session with [`GatewaySession::new`] from the
+//!   pool (a [`Handle`]), the [`ServeOptions`] and the session's own
+//!   [`Outbox`], where frames that belong to no request go: list changes,
+//!   log messages, `resources/updated`, and requests to the client made when
+//!   no request of the client is open;
+//! - it sends each message the client sent as one [`Inbound`], together
+//!   with the outbox of that message's stream: the request's response, its
+//!   progress notifications and the requests to the client made on its
+//!   behalf go there (on stdio the same single outbox; over Streamable HTTP
+//!   the POST's SSE stream);
+//! - it sends [`Closed`] when the client is gone: every open request is
+//!   cancelled (upstream calls too) and the session stops.
+//!
+//! Eras: each request is served in the era it declares
+//! ([`crate::gateway::era`]). A 2026-07-28 request is self-contained (its
+//! `_meta` carries the version and the client's capabilities), so a session
+//! answers it without `initialize`; a stateless HTTP front may use one
+//! session for many such requests, or one per request.
+//!
+//! Bounds: at most [`MAX_OPEN_REQUESTS`] requests are open at once; the
+//! answer to [`Inbound`] for a request resolves only once it is admitted,
+//! so a transport that awaits it stops reading while the session is full.
+//! Responses wait for room in their outbox (a client that stops reading
+//! keeps its requests open, so it soon stops being read from); notifications
+//! that find their outbox full are dropped ([`Outbox::offer`]). Memory does
+//! not grow with a slow client.
+
+mod events;
+mod work;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use actix::prelude::*;
+use serde_json::{json, Value};
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+
+use crate::codec::Frame as InboundFrame;
+use crate::gateway::era::{self, Served};
+use crate::gateway::names::RoutesCache;
+use crate::gateway::outbox::{Frame, Outbox};
+use crate::gateway::{ServeOptions, SERVER_NAME};
+use crate::protocol::{error_codes, methods, ErrorObject, Message as RpcMessage, RequestId};
+use crate::Handle;
+use work::Pool;
+
+/// Requests of one session open at once; the next waits for one to end.
+pub const MAX_OPEN_REQUESTS: usize = 64;
+
+/// One message the client sent, with the outbox of its stream. Resolves
+/// once the session took it: at once for notifications and responses,
+/// when it was admitted for a request (see the module's bounds).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct Inbound {
+    /// The decoded frame, or why it could not be decoded (answered with
+    /// the error JSON-RPC prescribes, never a panic).
+    pub frame: InboundFrame,
+    /// Where this message's answers go.
+    pub stream: Outbox,
+}
+
+/// The client is gone: cancels every open request and stops the session.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct Closed;
+
+/// A server's own request (sampling, elicitation, roots) to put to the
+/// gateway's client. `None`: the client did not declare the capability (or
+/// is gone), so the caller answers with its default.
+#[derive(Message, Debug)]
+#[rtype(result = "Option<Result<Value, ErrorObject>>")]
+pub struct AskClient {
+    pub server: String,
+    pub method: &'static str,
+    pub params: Value,
+}
+
+/// A request being served.
+struct Open {
+    work: SpawnHandle,
+    /// The server it went to, once known (server requests go to its stream).
+    server: Option<String>,
+    stream: Outbox,
+}
+
+pub struct GatewaySession {
+    pool: Pool,
+    /// Frames that belong to no request.
+    outbox: Outbox,
+    /// What `initialize` agreed: `None` before it.
+    client: Option<ClientInfo>,
+    /// `notifications/initialized` arrived: notifications may go out.
+    ready: bool,
+    permits: Arc<Semaphore>,
+    open: HashMap<RequestId, Open>,
+    /// Requests to the client awaiting its response, by our id.
+    asked: HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>,
+    next_ask: u64,
+    /// Notifications dropped because the outbox was full.
+    dropped: u64,
+}
+
+/// The client as `initialize` described it.
+#[derive(Debug, Clone)]
+struct ClientInfo {
+    capabilities: Value,
+}
+
+impl GatewaySession {
+    /// A session serving `handle`'s pool; `outbox` takes the frames that
+    /// belong to no request. Start it on the pool's actix System (e.g. with
+    /// [`crate::actors::hub::Spawn`]).
+    pub fn new(handle: Handle, options: ServeOptions, outbox: Outbox) -> GatewaySession {
+        GatewaySession {
+            pool: Pool {
+                handle,
+                options: Arc::new(options),
+                routes: RoutesCache::default(),
+                subscribed: Arc::new(Mutex::new(HashSet::new())),
+            },
+            outbox,
+            client: None,
+            ready: false,
+            permits: Arc::new(Semaphore::new(MAX_OPEN_REQUESTS)),
+            open: HashMap::new(),
+            asked: HashMap::new(),
+            next_ask: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Sends a notification that belongs to no request (dropped, and
+    /// counted, when the client is not reading).
+    fn notify(&mut self, method: &str, params: Value) {
+        if !self.ready {
+            return;
+        }
+        if !self.outbox.offer(Frame::notification(method, &params)) {
+            self.dropped += 1;
+            if self.dropped.is_power_of_two() {
+                tracing::warn!(dropped = self.dropped, "the gateway's client is not reading; notifications were dropped");
+            }
+        }
+    }
+
+    fn took(&mut self, frame: InboundFrame, stream: Outbox, ctx: &mut Context<Self>) -> Option<(RequestId, String, Value, Outbox)> {
+        let message = match frame {
+            Ok(message) => message,
+            Err(error) => {
+                if let Some((id, error)) = error.refusal() {
+                    let frame = match id {
+                        Some(id) => Frame::response::<()>(&id, Err(error)),
+                        None => Frame::unidentified(error),
+                    };
+                    stream.offer(frame);
+                }
+                return None;
+            }
+        };
+        match message {
+            RpcMessage::Response { id, outcome } => {
+                let waiter = id.and_then(|id| self.asked.remove(&id));
+                if let Some(waiter) = waiter {
+                    let outcome = outcome.map(|raw| serde_json::from_str(raw.get()).unwrap_or(Value::Null));
+                    let _ = waiter.send(outcome);
+                }
+                None
+            }
+            RpcMessage::Notification { method, params } => {
+                self.notified(&method, params_value(params.as_deref()), ctx);
+                None
+            }
+            RpcMessage::Request { id, method, params } => Some((id, method, params_value(params.as_deref()), stream)),
+        }
+    }
+
+    fn notified(&mut self, method: &str, params: Value, ctx: &mut Context<Self>) {
+        match method {
+            methods::INITIALIZED => self.ready = true,
+            methods::CANCELLED => {
+                let id = params.get("requestId").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
+                if let Some(open) = id.and_then(|id| self.open.remove(&id)) {
+                    // Dropping the work drops its upstream call, which cancels it upstream.
+                    ctx.cancel_future(open.work);
+                }
+            }
+            methods::ROOTS_LIST_CHANGED => {
+                let pool = self.pool.clone();
+                ctx.spawn(async move { pool.roots_changed().await }.into_actor(self));
+            }
+            _ => {} // Unknown notifications are ignored, as JSON-RPC asks.
+        }
+    }
+
+    /// Serves one admitted request.
+    fn serve(
+        &mut self,
+        id: RequestId,
+        method: String,
+        params: Value,
+        stream: Outbox,
+        permit: OwnedSemaphorePermit,
+        ctx: &mut Context<Self>,
+    ) {
+        let served = match Served::of(&method, &params) {
+            Ok(served) => served,
+            Err(error) => return self.answer_now(&id, Err(error), &stream),
+        };
+        match method.as_str() {
+            methods::INITIALIZE => {
+                let answer = self.initialize(&params);
+                return self.answer_now(&id, Ok(answer), &stream);
+            }
+            methods::PING => return self.answer_now(&id, Ok(served.finish(&method, json!({}))), &stream),
+            methods::DISCOVER => return self.answer_now(&id, Ok(discover()), &stream),
+            _ => {}
+        }
+        let pool = self.pool.clone();
+        let (answer_to, key) = (stream.clone(), id.clone());
+        let server = pool.server_of(&method, &params);
+        let work = async move {
+            let outcome = pool.answer(&method, params, &answer_to).await.map(|result| served.finish(&method, result));
+            answer_to.send(Frame::response(&id, outcome)).await;
+            drop(permit);
+        };
+        let done = key.clone();
+        let handle = ctx.spawn(work.into_actor(self).map(move |(), session, _| {
+            session.open.remove(&done);
+        }));
+        self.open.insert(key, Open { work: handle, server, stream });
+    }
+
+    fn answer_now(&mut self, id: &RequestId, outcome: Result<Value, ErrorObject>, stream: &Outbox) {
+        // Answered at once from the actor: never wait here; a full stream drops it like a notification.
+        stream.offer(Frame::response(id, outcome));
+    }
+
+    fn initialize(&mut self, params: &Value) -> Value {
+        let version = era::negotiated(params.get("protocolVersion").and_then(Value::as_str));
+        self.client = Some(ClientInfo { capabilities: params.get("capabilities").cloned().unwrap_or_else(|| json!({})) });
+        json!({
+            "protocolVersion": version,
+            "capabilities": capabilities(),
+            "serverInfo": server_info(),
+            "instructions": INSTRUCTIONS,
+        })
+    }
+
+    /// Where a request to the client about `server` goes: the stream of an
+    /// open request to that server, else the session's outbox.
+    fn stream_for(&self, server: &str) -> Outbox {
+        self.open
+            .values()
+            .find(|open| open.server.as_deref() == Some(server) && !open.stream.is_closed())
+            .map(|open| open.stream.clone())
+            .unwrap_or_else(|| self.outbox.clone())
+    }
+}
+
+fn params_value(params: Option<&serde_json::value::RawValue>) -> Value {
+    params.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or(Value::Null)
+}
+
+/// What the gateway offers. Declared whole, whatever the pool offers now:
+/// servers come and go while a session lasts (restarts, `SIGHUP`), and a
+/// session's capabilities cannot change after `initialize`.
+fn capabilities() -> Value {
+    json!({
+        "tools": { "listChanged": true },
+        "prompts": { "listChanged": true },
+        "resources": { "subscribe": true, "listChanged": true },
+        "completions": {},
+        "logging": {},
+    })
+}
+
+fn server_info() -> Value {
+    json!({ "name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION") })
+}
+
+const INSTRUCTIONS: &str = "mcpvisor serves many MCP servers as one: tools and prompts are named {server}__{name}; \
+     the resource mcpvisor://status shows every server's state.";
+
+fn discover() -> Value {
+    json!({
+        "resultType": "complete",
+        "supportedVersions": era::supported_versions(),
+        "capabilities": capabilities(),
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
+        "ttlMs": 0,
+        "cacheScope": "private",
+    })
+}
+
+impl Actor for GatewaySession {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.add_stream(events::stream(&self.pool.handle));
+    }
+}
+
+impl Handler<Inbound> for GatewaySession {
+    type Result = ResponseActFuture<Self, ()>;
+
+    fn handle(&mut self, inbound: Inbound, ctx: &mut Context<Self>) -> Self::Result {
+        let Some((id, method, params, stream)) = self.took(inbound.frame, inbound.stream, ctx) else {
+            return Box::pin(fut::ready(()));
+        };
+        let permits = self.permits.clone();
+        Box::pin(async move { permits.acquire_owned().await }.into_actor(self).map(move |permit, session, ctx| {
+            // The semaphore is never closed, so a permit always comes.
+            if let Ok(permit) = permit {
+                session.serve(id, method, params, stream, permit, ctx);
+            }
+        }))
+    }
+}
+
+impl Handler<Closed> for GatewaySession {
+    type Result = ();
+
+    fn handle(&mut self, _: Closed, ctx: &mut Context<Self>) {
+        for (_, open) in self.open.drain() {
+            ctx.cancel_future(open.work);
+        }
+        self.asked.clear();
+        ctx.stop();
+    }
+}
+
+impl Handler<AskClient> for GatewaySession {
+    type Result = ResponseFuture<Option<Result<Value, ErrorObject>>>;
+
+    fn handle(&mut self, ask: AskClient, _: &mut Context<Self>) -> Self::Result {
+        let capability = match ask.method {
+            methods::SAMPLING_CREATE_MESSAGE => "sampling",
+            methods::ELICITATION_CREATE => "elicitation",
+            _ => "roots",
+        };
+        let declared = self.client.as_ref().is_some_and(|client| client.capabilities.get(capability).is_some());
+        if !declared {
+            return Box::pin(async { None });
+        }
+        self.asked.retain(|_, waiter| !waiter.is_closed());
+        self.next_ask += 1;
+        let id = RequestId::String(format!("mcpvisor-{}", self.next_ask));
+        let (tx, rx) = oneshot::channel();
+        self.asked.insert(id.clone(), tx);
+        let stream = self.stream_for(&ask.server);
+        Box::pin(async move {
+            if !stream.send(Frame::request(&id, ask.method, &ask.params)).await {
+                return None;
+            }
+            let gone = ErrorObject { code: error_codes::INTERNAL_ERROR, message: "the gateway's client went away".into(), data: None };
+            Some(rx.await.unwrap_or(Err(gone)))
+        })
+    }
+}

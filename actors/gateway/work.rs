@@ -1,0 +1,270 @@
+//! What a [`super::GatewaySession`] does for each request past the
+//! handshake: the methods, routed to the pool by [`crate::gateway::names`].
+//!
+//! Every method here runs as one future per request, beside the session's
+//! mailbox; dropping it (cancellation, the client gone) drops the upstream
+//! request with it, which cancels it upstream.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use futures::future::join_all;
+use rmcp::model::{ArgumentInfo, JsonObject, Reference};
+use serde_json::{json, Value};
+
+use crate::actors::hub::ToServer;
+use crate::actors::operation::{Complete, LogLevel};
+use crate::actors::{CallTool, ProgressSink};
+use crate::gateway::errors::{invalid_params, rpc_error, tool_failure};
+use crate::gateway::names::{serves, Routes, RoutesCache};
+use crate::gateway::outbox::{Frame, Outbox};
+use crate::gateway::{ServeOptions, STATUS_URI};
+use crate::protocol::{error_codes, methods, ErrorObject};
+use crate::Handle;
+
+/// Items in one page of a list; `nextCursor` leads to the next.
+pub const PAGE_SIZE: usize = 100;
+
+type Answer = Result<Value, ErrorObject>;
+
+/// What a request's work needs of its session; cheap to clone.
+#[derive(Clone)]
+pub struct Pool {
+    pub handle: Handle,
+    pub options: Arc<ServeOptions>,
+    pub routes: RoutesCache,
+    /// Resource URIs this session subscribed to.
+    pub subscribed: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Pool {
+    /// Answers one request (not `initialize`, `ping` or `server/discover`,
+    /// which the session answers itself). Progress goes to `stream`.
+    pub async fn answer(&self, method: &str, params: Value, stream: &Outbox) -> Answer {
+        match method {
+            methods::TOOLS_LIST => {
+                let routes = self.routes().await;
+                page(&params, routes.tools.values().map(|(_, tool)| json!(tool)).collect(), "tools")
+            }
+            methods::TOOLS_CALL => self.call(params, stream).await,
+            methods::PROMPTS_LIST => {
+                let routes = self.routes().await;
+                page(&params, routes.prompts.values().map(|(_, prompt)| json!(prompt)).collect(), "prompts")
+            }
+            methods::PROMPTS_GET => self.prompt(params).await,
+            methods::RESOURCES_LIST => {
+                let routes = self.routes().await;
+                let status = json!({"uri": STATUS_URI, "name": "status", "title": "mcpvisor: every server's status",
+                    "mimeType": "application/json"});
+                let listed = std::iter::once(status).chain(routes.resources.values().map(|(_, resource)| json!(resource)));
+                page(&params, listed.collect(), "resources")
+            }
+            methods::RESOURCE_TEMPLATES_LIST => {
+                let routes = self.routes().await;
+                page(&params, routes.templates.iter().map(|(_, template)| json!(template)).collect(), "resourceTemplates")
+            }
+            methods::RESOURCES_READ => self.read(params).await,
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => self.subscription(method, params).await,
+            methods::COMPLETE => self.complete(params).await,
+            methods::SET_LOG_LEVEL => self.set_level(params).await,
+            other => Err(ErrorObject { code: error_codes::METHOD_NOT_FOUND, message: format!("Method not found: {other}"), data: None }),
+        }
+    }
+
+    async fn routes(&self) -> Arc<Routes> {
+        self.routes.get(&self.handle, &self.options).await
+    }
+
+    /// The server a request goes to, when the current tables tell it at once.
+    pub fn server_of(&self, method: &str, params: &Value) -> Option<String> {
+        if method != methods::TOOLS_CALL {
+            return None;
+        }
+        let name = params.get("name")?.as_str()?;
+        let routes = self.routes.current()?;
+        routes.tools.get(name).map(|(owner, _)| owner.server.clone())
+    }
+
+    async fn call(&self, params: Value, stream: &Outbox) -> Answer {
+        let name = string(&params, "name", methods::TOOLS_CALL)?;
+        let mut routes = self.routes().await;
+        if !routes.tools.contains_key(&name) {
+            // A server may have listed new tools since the tables were built.
+            self.routes.invalidate();
+            routes = self.routes().await;
+        }
+        let Some((owner, _)) = routes.tools.get(&name) else {
+            return Err(invalid_params(format!("Unknown tool: `{name}` is not served here; list the tools for the names served")));
+        };
+        let mut call = CallTool::new(owner.name.clone(), params.get("arguments").cloned().unwrap_or(Value::Null));
+        let token = params.pointer("/_meta/progressToken").cloned();
+        let Some(token) = token else {
+            return self.handle.call_on(&owner.server, call).await.map(|result| json!(result)).or_else(tool_failure);
+        };
+        let (sink, mut progress) = ProgressSink::channel();
+        call = call.with_progress(sink);
+        let running = self.handle.call_on(&owner.server, call);
+        tokio::pin!(running);
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut running => break outcome,
+                Some(step) = progress.recv() => {
+                    let mut params = json!({"progressToken": token, "progress": step.progress});
+                    if let Some(total) = step.total { params["total"] = json!(total); }
+                    if let Some(message) = step.message { params["message"] = json!(message); }
+                    // Progress is lossy: a client that does not read it loses some.
+                    stream.offer(Frame::notification(methods::PROGRESS, &params));
+                }
+            }
+        };
+        outcome.map(|result| json!(result)).or_else(tool_failure)
+    }
+
+    async fn prompt(&self, params: Value) -> Answer {
+        let name = string(&params, "name", methods::PROMPTS_GET)?;
+        let routes = self.routes().await;
+        let Some((owner, _)) = routes.prompts.get(&name) else {
+            return Err(invalid_params(format!("Unknown prompt: `{name}` is not served here; list the prompts for the names served")));
+        };
+        let arguments = optional_object(&params, "arguments", methods::PROMPTS_GET)?;
+        self.handle.get_prompt(&owner.server, &owner.name, arguments).await.map(|result| json!(result)).map_err(rpc_error)
+    }
+
+    async fn read(&self, params: Value) -> Answer {
+        let uri = string(&params, "uri", methods::RESOURCES_READ)?;
+        if uri == STATUS_URI {
+            let statuses: Vec<_> = self.handle.status().await.into_iter().filter(|status| serves(&self.options, &status.name)).collect();
+            let text = serde_json::to_string_pretty(&statuses).unwrap_or_default();
+            return Ok(json!({"contents": [{"uri": STATUS_URI, "mimeType": "application/json", "text": text}]}));
+        }
+        let server = self.resource_server(&uri).await?;
+        self.handle.read_resource(&server, &uri).await.map(|result| json!(result)).map_err(rpc_error)
+    }
+
+    async fn subscription(&self, method: &str, params: Value) -> Answer {
+        let uri = string(&params, "uri", method)?;
+        let subscribe = method == methods::RESOURCES_SUBSCRIBE;
+        if uri != STATUS_URI {
+            let server = self.resource_server(&uri).await?;
+            let outcome = match subscribe {
+                true => self.handle.subscribe_resource(&server, &uri).await,
+                false => self.handle.unsubscribe_resource(&server, &uri).await,
+            };
+            outcome.map_err(rpc_error)?;
+        }
+        let mut subscribed = self.subscribed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match subscribe {
+            true => subscribed.insert(uri),
+            false => subscribed.remove(&uri),
+        };
+        Ok(json!({}))
+    }
+
+    async fn resource_server(&self, uri: &str) -> Result<String, ErrorObject> {
+        let mut routes = self.routes().await;
+        if routes.resource_server(uri).is_none() {
+            self.routes.invalidate();
+            routes = self.routes().await;
+        }
+        routes.resource_server(uri).map(str::to_string).ok_or_else(|| ErrorObject {
+            code: error_codes::RESOURCE_NOT_FOUND,
+            message: format!("Resource not found: no server lists `{uri}` or a template it fits"),
+            data: Some(json!({ "uri": uri })),
+        })
+    }
+
+    async fn complete(&self, params: Value) -> Answer {
+        let reference = params.get("ref").cloned().unwrap_or(Value::Null);
+        let argument: ArgumentInfo = serde_json::from_value(params.get("argument").cloned().unwrap_or(Value::Null))
+            .map_err(|e| invalid_params(format!("completion/complete: `argument` must be {{name, value}}: {e}")))?;
+        let context = params.pointer("/context/arguments").and_then(Value::as_object).cloned();
+        let routes = self.routes().await;
+        let (server, reference) = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = string(&reference, "name", "completion/complete ref")?;
+                let (owner, _) =
+                    routes.prompts.get(&name).ok_or_else(|| invalid_params(format!("completion/complete: unknown prompt `{name}`")))?;
+                (owner.server.clone(), Reference::for_prompt(owner.name.clone()))
+            }
+            Some("ref/resource") => {
+                let uri = string(&reference, "uri", "completion/complete ref")?;
+                let server = routes
+                    .template_server(&uri)
+                    .ok_or_else(|| invalid_params(format!("completion/complete: no server has the resource template `{uri}`")))?;
+                (server.to_string(), Reference::for_resource(uri))
+            }
+            _ => return Err(invalid_params("completion/complete: `ref` must be {type: ref/prompt, name} or {type: ref/resource, uri}")),
+        };
+        let message = Complete { reference, argument, context };
+        let outcome = self.handle.hub().send(ToServer { server, message }).await;
+        let completion = outcome.unwrap_or_else(|_| Err(crate::CallError::RuntimeStopped { tool: String::new() })).map_err(rpc_error)?;
+        Ok(json!({ "completion": completion }))
+    }
+
+    async fn set_level(&self, params: Value) -> Answer {
+        let level: LogLevel = serde_json::from_value(params.get("level").cloned().unwrap_or(Value::Null)).map_err(|_| {
+            invalid_params("logging/setLevel: `level` must be one of debug, info, notice, warning, error, critical, alert, emergency")
+        })?;
+        let servers = self.served_servers().await;
+        // Fanned out to every server; one that does not log is not an error of the client's.
+        join_all(servers.iter().map(|server| self.handle.set_log_level(server, level))).await;
+        Ok(json!({}))
+    }
+
+    /// Tells every served server that the client's roots changed.
+    pub async fn roots_changed(&self) {
+        let servers = self.served_servers().await;
+        join_all(servers.iter().map(|server| self.handle.roots_changed(server))).await;
+    }
+
+    async fn served_servers(&self) -> Vec<String> {
+        self.handle.status().await.into_iter().map(|status| status.name).filter(|name| serves(&self.options, name)).collect()
+    }
+}
+
+/// One page of `items` under `key`, from the request's `cursor` (an offset).
+fn page(params: &Value, items: Vec<Value>, key: &str) -> Answer {
+    let start = match params.get("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(cursor)) => cursor.parse::<usize>().map_err(|_| invalid_params(format!("invalid cursor `{cursor}`")))?,
+        Some(_) => return Err(invalid_params("`cursor` must be a string")),
+    };
+    let end = items.len().min(start.saturating_add(PAGE_SIZE));
+    let mut result = json!({ key: items.get(start..end).unwrap_or_default() });
+    if end < items.len() {
+        result["nextCursor"] = json!(end.to_string());
+    }
+    Ok(result)
+}
+
+fn string(params: &Value, key: &str, method: &str) -> Result<String, ErrorObject> {
+    match params.get(key) {
+        Some(Value::String(value)) => Ok(value.clone()),
+        Some(other) => Err(invalid_params(format!("{method}: `{key}` must be a string, not {}", crate::protocol::json_kind(other)))),
+        None => Err(invalid_params(format!("{method}: `{key}` is missing"))),
+    }
+}
+
+fn optional_object(params: &Value, key: &str, method: &str) -> Result<Option<JsonObject>, ErrorObject> {
+    match params.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(map)) => Ok(Some(map.clone())),
+        Some(other) => Err(invalid_params(format!("{method}: `{key}` must be an object, not {}", crate::protocol::json_kind(other)))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_are_paged_by_offset_cursors() {
+        let items: Vec<Value> = (0..250).map(|i| json!(i)).collect();
+        let first = page(&json!({}), items.clone(), "tools").unwrap();
+        assert_eq!((first["tools"].as_array().unwrap().len(), first["nextCursor"].as_str()), (PAGE_SIZE, Some("100")));
+        let last = page(&json!({"cursor": "200"}), items.clone(), "tools").unwrap();
+        assert_eq!((last["tools"].as_array().unwrap().len(), last.get("nextCursor")), (50, None));
+        assert_eq!(page(&json!({"cursor": "999"}), items.clone(), "tools").unwrap()["tools"], json!([]));
+        assert_eq!(page(&json!({"cursor": "x"}), items, "tools").unwrap_err().code, error_codes::INVALID_PARAMS);
+    }
+}

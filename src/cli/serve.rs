@@ -1,0 +1,88 @@
+//! `mcpvisor serve`: every configured server served as one MCP server on
+//! stdin/stdout ([`crate::gateway`]); `serve --server NAME` serves one
+//! server with its own names (a supervising, restarting wrapper).
+//!
+//! stdout carries only protocol frames; logs go to stderr. `SIGHUP`
+//! reads the configuration again and applies it with `SetServers`: new
+//! servers start, removed ones stop, changed ones restart, unchanged ones
+//! keep running. Exit code 0 when the client closes stdin.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use super::output::{warn, Failure};
+use super::servers::Servers;
+use super::session::{prepare, Session};
+use super::{interrupted, Cli, EXIT_INTERRUPTED};
+use crate::config::ServerConfig;
+use crate::gateway::bridge::ClientBridge;
+use crate::gateway::ServeOptions;
+use crate::Handle;
+
+/// Time for the servers to stop after stdin closed or a signal.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Serve only this server, its tools and prompts under their own names.
+    #[arg(long, value_name = "NAME")]
+    pub server: Option<String>,
+}
+
+pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
+    let servers = Servers::load(cli)?;
+    let configs = selected(&servers, args)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::connection(format!("cannot start a tokio runtime: {e}")))?;
+    let outcome = runtime.block_on(async {
+        let bridge = ClientBridge::default();
+        // No settling wait: a request made before a server is up waits for it.
+        let session = Session::launch_configs(configs, bridge.handlers())?;
+        let options = ServeOptions { passthrough: args.server.clone() };
+        let served = crate::gateway::stdio::serve(session.handle.clone(), options, bridge, tokio::io::stdin(), tokio::io::stdout());
+        let outcome = tokio::select! {
+            () = served => Ok(0),
+            () = reload_on_hangup(cli, args, &session.handle) => Ok(0),
+            signal = interrupted() => Err(Failure { code: EXIT_INTERRUPTED, message: format!("interrupted by {signal}; the servers were stopped") }),
+        };
+        session.close().await;
+        outcome
+    });
+    // A read of stdin may still be pending after a signal: do not wait for it.
+    runtime.shutdown_timeout(STOP_GRACE);
+    outcome
+}
+
+/// The servers to start: all, or the one named (which must exist).
+fn selected(servers: &Servers, args: &ServeArgs) -> Result<Vec<ServerConfig>, Failure> {
+    prepare(servers.to_start(args.server.as_deref())?, |_| {})
+}
+
+/// Applies the configuration again on every `SIGHUP`; never returns
+/// (pending for ever when SIGHUP cannot be watched).
+async fn reload_on_hangup(cli: &Cli, args: &ServeArgs, handle: &Handle) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else { return std::future::pending().await };
+    while hangups.recv().await.is_some() {
+        let configs = match Servers::load(cli).and_then(|servers| selected(&servers, args)) {
+            Ok(configs) => configs,
+            Err(failure) => {
+                warn(format_args!("SIGHUP: the configuration was not applied: {}", failure.message));
+                continue;
+            }
+        };
+        match handle.set_servers(configs).await {
+            Ok(done) => {
+                tracing::info!(added = ?done.added, removed = ?done.removed, changed = ?done.changed, "SIGHUP: configuration applied");
+                for (server, error) in done.errors {
+                    warn(format_args!("SIGHUP: server `{server}` was not applied: {error}"));
+                }
+            }
+            Err(error) => warn(format_args!("SIGHUP: the configuration was not applied: {error}")),
+        }
+    }
+    std::future::pending().await
+}

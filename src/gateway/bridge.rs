@@ -1,0 +1,102 @@
+//! Servers' own requests (sampling, elicitation, roots) sent on to the
+//! gateway's client.
+//!
+//! A [`ClientBridge`] gives the runtime [`ClientHandlers`] that put each
+//! request to the first attached session whose client declared the
+//! capability ([`AskClient`]). When none did, the request gets the answer a
+//! client without handlers gets: sampling refused (saying why), elicitation
+//! declined, and as roots the gateway's working directory.
+
+use std::sync::{Arc, Mutex};
+
+use actix::WeakAddr;
+use rmcp::model::{ElicitResult, JsonObject};
+use serde_json::{json, Value};
+
+use crate::actors::client_requests::{ClientHandlers, Refusal, Root};
+use crate::actors::gateway::{AskClient, GatewaySession};
+use crate::protocol::{methods, ErrorObject};
+
+/// The sessions that may answer servers' requests; clones share them.
+#[derive(Clone, Default)]
+pub struct ClientBridge {
+    sessions: Arc<Mutex<Vec<WeakAddr<GatewaySession>>>>,
+}
+
+impl ClientBridge {
+    /// Lets `session`'s client answer servers' requests (from now until it stops).
+    pub fn attach(&self, session: WeakAddr<GatewaySession>) {
+        let mut sessions = self.lock();
+        sessions.retain(|session| session.upgrade().is_some());
+        sessions.push(session);
+    }
+
+    /// Handlers for the runtime serving the pool.
+    pub fn handlers(&self) -> ClientHandlers {
+        let (sampling, elicitation, roots) = (self.clone(), self.clone(), self.clone());
+        ClientHandlers::default()
+            .sampling_fn(move |request| {
+                let bridge = sampling.clone();
+                async move {
+                    match bridge.ask(request.server, methods::SAMPLING_CREATE_MESSAGE, Value::Object(request.params)).await {
+                        Some(answer) => answer.and_then(|value| object(value, "sampling")),
+                        None => Err(Refusal::new("the gateway's client does not offer sampling (it did not declare the capability)")),
+                    }
+                }
+            })
+            .elicitation_fn(move |request| {
+                let bridge = elicitation.clone();
+                async move {
+                    let params = serde_json::to_value(&request.request).unwrap_or(Value::Null);
+                    match bridge.ask(request.server, methods::ELICITATION_CREATE, params).await {
+                        Some(answer) => answer.and_then(|value| {
+                            serde_json::from_value::<ElicitResult>(value)
+                                .map_err(|e| Refusal::new(format!("the gateway's client answered elicitation with no valid result: {e}")))
+                        }),
+                        None => Ok(crate::actors::client_requests::declined()),
+                    }
+                }
+            })
+            .roots_fn(move |request| {
+                let bridge = roots.clone();
+                async move {
+                    match bridge.ask(request.server, methods::ROOTS_LIST, json!({})).await {
+                        Some(answer) => answer.and_then(|value| {
+                            let listed = value.get("roots").and_then(Value::as_array).cloned().unwrap_or_default();
+                            Ok(listed.iter().filter_map(root).collect())
+                        }),
+                        None => Ok(std::env::current_dir()
+                            .map(|dir| vec![Root { uri: format!("file://{}", dir.display()), name: None }])
+                            .unwrap_or_default()),
+                    }
+                }
+            })
+    }
+
+    /// The first answer of a session whose client declared the capability.
+    async fn ask(&self, server: String, method: &'static str, params: Value) -> Option<Result<Value, Refusal>> {
+        let sessions: Vec<_> = self.lock().iter().filter_map(WeakAddr::upgrade).collect();
+        for session in sessions {
+            let ask = AskClient { server: server.clone(), method, params: params.clone() };
+            if let Ok(Some(answer)) = session.send(ask).await {
+                return Some(answer.map_err(|ErrorObject { code, message, .. }| Refusal { code, message }));
+            }
+        }
+        None
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<WeakAddr<GatewaySession>>> {
+        self.sessions.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn object(value: Value, what: &str) -> Result<JsonObject, Refusal> {
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err(Refusal::new(format!("the gateway's client answered {what} with something that is not an object"))),
+    }
+}
+
+fn root(value: &Value) -> Option<Root> {
+    Some(Root { uri: value.get("uri")?.as_str()?.to_string(), name: value.get("name").and_then(Value::as_str).map(str::to_string) })
+}

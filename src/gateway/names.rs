@@ -1,0 +1,295 @@
+//! The gateway's routing tables: the names it serves, and where each leads.
+//!
+//! - Tools and prompts are served as `{server}__{name}` by the registry's
+//!   naming rule with the gateway's prefix ([`NameRule::GATEWAY`]):
+//!   sanitised, at most 64 characters, hash suffixes where names were cut
+//!   or read alike, and every collision reported as the registry reports it.
+//!   With `serve --server NAME` ([`ServeOptions::passthrough`]) the one
+//!   server's names are served unchanged.
+//! - Resources and resource templates keep their own URIs; a URI served
+//!   by two servers goes to the first in name order, and the clash is
+//!   reported ([`Routes::warnings`]).
+//! - The built-in [`STATUS_URI`] resource comes first and cannot be shadowed.
+//!
+//! Invariant: a table is a pure function of the servers' listings; it is
+//! rebuilt whenever a listing may have changed ([`RoutesCache::invalidate`]).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::join_all;
+use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
+
+use super::{ServeOptions, STATUS_URI};
+use crate::actors::registry::catalog::Catalog;
+use crate::actors::{ServerState, ServerStatus, ToolEntry};
+use crate::naming::{self, ExposedName, NameRule};
+use crate::Handle;
+
+/// A served name's owner: the server and its own name for the thing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Owner {
+    pub server: String,
+    pub name: String,
+}
+
+/// One snapshot of what the pool serves.
+#[derive(Debug, Default)]
+pub struct Routes {
+    /// Served tool name → its tool, renamed.
+    pub tools: BTreeMap<String, (Owner, Tool)>,
+    pub prompts: BTreeMap<String, (Owner, Prompt)>,
+    /// URI → (server, resource), first server in name order wins.
+    pub resources: BTreeMap<String, (String, Resource)>,
+    /// In server name order.
+    pub templates: Vec<(String, ResourceTemplate)>,
+    /// Collisions and clashes, as the log message the client is sent.
+    pub warnings: Vec<String>,
+}
+
+/// What one server lists besides its tools.
+#[derive(Debug, Default)]
+pub struct Listing {
+    pub server: String,
+    pub tools: Vec<Tool>,
+    pub prompts: Vec<Prompt>,
+    pub resources: Vec<Resource>,
+    pub templates: Vec<ResourceTemplate>,
+}
+
+impl Routes {
+    /// The tables of these listings (sorted by server name).
+    pub fn build(mut listings: Vec<Listing>, options: &ServeOptions) -> Routes {
+        listings.sort_by(|a, b| a.server.cmp(&b.server));
+        let mut routes = Routes::default();
+        let passthrough = options.passthrough.is_some();
+        let mut catalog = Catalog::with_rule(NameRule::GATEWAY);
+        for listing in &listings {
+            catalog.register(&listing.server);
+        }
+        for listing in &mut listings {
+            if passthrough {
+                for tool in std::mem::take(&mut listing.tools) {
+                    let owner = Owner { server: listing.server.clone(), name: tool.name.to_string() };
+                    routes.tools.insert(tool.name.to_string(), (owner, tool));
+                }
+            } else {
+                catalog.install(&listing.server, std::mem::take(&mut listing.tools));
+            }
+        }
+        for collision in catalog.take_collisions() {
+            routes.warnings.push(format!(
+                "tool names read alike as `{}`: `{}` keeps it, `{}` is served under a disambiguated name",
+                collision.name, collision.kept, collision.rejected
+            ));
+        }
+        for (name, route) in catalog.routes() {
+            let mut tool = route.tool.clone();
+            let owner = Owner { server: route.server.clone(), name: tool.name.to_string() };
+            tool.name = name.clone().into();
+            routes.tools.insert(name.clone(), (owner, tool));
+        }
+        for listing in listings {
+            routes.add_prompts(&listing.server, listing.prompts, passthrough);
+            for resource in listing.resources {
+                routes.add_resource(&listing.server, resource);
+            }
+            routes.templates.extend(listing.templates.into_iter().map(|template| (listing.server.clone(), template)));
+        }
+        routes
+    }
+
+    fn add_prompts(&mut self, server: &str, prompts: Vec<Prompt>, passthrough: bool) {
+        let segment = naming::sanitised(server);
+        for mut prompt in prompts {
+            let own = prompt.name.clone();
+            let built = |tool_hashed| ExposedName { rule: NameRule::GATEWAY, server, segment: &segment, tool: &own, tool_hashed }.build();
+            let mut name = if passthrough { own.clone() } else { built(false) };
+            if let Some((holder, _)) = self.prompts.get(&name) {
+                let rejected = format!("{server}/{own}");
+                let kept = format!("{}/{}", holder.server, holder.name);
+                if passthrough || self.prompts.contains_key(&built(true)) {
+                    self.warnings.push(format!("prompt `{rejected}` reads as `{name}` like `{kept}`: it is left out"));
+                    continue;
+                }
+                name = built(true);
+                self.warnings.push(format!("prompt `{rejected}` reads as `{}` like `{kept}`: it is served as `{name}`", built(false)));
+            }
+            prompt.name = name.clone();
+            self.prompts.insert(name, (Owner { server: server.to_string(), name: own }, prompt));
+        }
+    }
+
+    fn add_resource(&mut self, server: &str, resource: Resource) {
+        let uri = resource.uri.clone();
+        if uri == STATUS_URI {
+            self.warnings.push(format!("server `{server}` lists `{uri}`, which is the gateway's own: the server's is not served"));
+            return;
+        }
+        if let Some((first, _)) = self.resources.get(&uri) {
+            self.warnings.push(format!("resource `{uri}` is listed by `{first}` and `{server}`: it is read from `{first}`"));
+            return;
+        }
+        self.resources.insert(uri, (server.to_string(), resource));
+    }
+
+    /// The server that serves `uri`: the one listing it, else the first
+    /// whose template's fixed start it begins with.
+    pub fn resource_server(&self, uri: &str) -> Option<&str> {
+        if let Some((server, _)) = self.resources.get(uri) {
+            return Some(server);
+        }
+        self.templates
+            .iter()
+            .filter(|(_, template)| {
+                let fixed = template.uri_template.split('{').next().unwrap_or_default();
+                !fixed.is_empty() && uri.starts_with(fixed)
+            })
+            .max_by_key(|(_, template)| template.uri_template.split('{').next().map_or(0, str::len))
+            .map(|(server, _)| server.as_str())
+    }
+
+    /// The server owning the template `uri_template`.
+    pub fn template_server(&self, uri_template: &str) -> Option<&str> {
+        self.templates.iter().find(|(_, template)| template.uri_template == uri_template).map(|(server, _)| server.as_str())
+    }
+}
+
+/// The current [`Routes`], built when first needed after a change.
+#[derive(Debug, Clone, Default)]
+pub struct RoutesCache(Arc<Mutex<Option<Arc<Routes>>>>);
+
+impl RoutesCache {
+    /// The tables, built from the pool if a change made them stale.
+    pub async fn get(&self, handle: &Handle, options: &ServeOptions) -> Arc<Routes> {
+        if let Some(routes) = self.lock().clone() {
+            return routes;
+        }
+        let routes = Arc::new(Routes::build(listings(handle, options).await, options));
+        for warning in &routes.warnings {
+            tracing::warn!("{warning}");
+        }
+        *self.lock() = Some(routes.clone());
+        routes
+    }
+
+    /// The tables if they are fresh, without building them.
+    pub fn current(&self) -> Option<Arc<Routes>> {
+        self.lock().clone()
+    }
+
+    /// Forgets the tables: a server's lists may have changed.
+    pub fn invalidate(&self) {
+        self.lock().take();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Routes>>> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Whether `server` is served under these options.
+pub fn serves(options: &ServeOptions, server: &str) -> bool {
+    options.passthrough.as_deref().is_none_or(|only| only == server)
+}
+
+/// How long building the tables waits for servers still starting.
+pub const STARTUP_WAIT: Duration = Duration::from_secs(30);
+
+/// Every connected served server's listing; a list a server does not offer
+/// is empty. Servers still starting (`pending`) are waited for first, at
+/// most [`STARTUP_WAIT`], so a client's first listing is not empty.
+async fn listings(handle: &Handle, options: &ServeOptions) -> Vec<Listing> {
+    let starting = |statuses: &[ServerStatus]| statuses.iter().any(|s| s.state == ServerState::Pending && serves(options, &s.name));
+    if starting(&handle.status().await) {
+        handle.wait_ready(STARTUP_WAIT).await;
+    }
+    let tools: Vec<ToolEntry> = handle.list_tools().await;
+    let servers: Vec<String> = handle
+        .status()
+        .await
+        .into_iter()
+        .filter(|status| status.state == ServerState::Connected && serves(options, &status.name))
+        .map(|status| status.name)
+        .collect();
+    join_all(servers.into_iter().map(|server| {
+        let tools: Vec<Tool> = tools.iter().filter(|entry| entry.server == server).map(|entry| entry.tool.clone()).collect();
+        async move {
+            let (prompts, resources, templates) =
+                futures::join!(handle.list_prompts(&server), handle.list_resources(&server), handle.list_resource_templates(&server));
+            Listing {
+                tools,
+                prompts: prompts.unwrap_or_default(),
+                resources: resources.unwrap_or_default(),
+                templates: templates.unwrap_or_default(),
+                server,
+            }
+        }
+    }))
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::RawResource;
+
+    fn tool(name: &str) -> Tool {
+        Tool::new(name.to_string(), "", Arc::new(Default::default()))
+    }
+
+    fn resource(uri: &str) -> Resource {
+        Resource::new(RawResource::new(uri, uri), None)
+    }
+
+    fn listing(server: &str, tools: &[&str], prompts: &[&str], resources: &[&str]) -> Listing {
+        Listing {
+            server: server.into(),
+            tools: tools.iter().map(|name| tool(name)).collect(),
+            prompts: prompts.iter().map(|name| Prompt::new(*name, None::<String>, None)).collect(),
+            resources: resources.iter().map(|uri| resource(uri)).collect(),
+            templates: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn tools_and_prompts_are_prefixed_and_collisions_reported() {
+        let routes = Routes::build(
+            vec![listing("b", &["echo"], &["greet"], &["file:///x"]), listing("a", &["echo", "a.b", "a_b"], &[], &["file:///x"])],
+            &ServeOptions::default(),
+        );
+        let names: Vec<&String> = routes.tools.keys().collect();
+        assert!(names.contains(&&"a__echo".to_string()) && names.contains(&&"b__echo".to_string()), "{names:?}");
+        assert_eq!(routes.tools["a__a_b"].0, Owner { server: "a".into(), name: "a_b".into() });
+        assert_eq!(routes.tools["b__echo"].1.name, "b__echo");
+        assert!(routes.tools.keys().any(|name| name.starts_with("a__a_b_") && routes.tools[name].0.name == "a.b"));
+        assert!(routes.warnings.iter().any(|w| w.contains("read alike as `a__a_b`")), "{:?}", routes.warnings);
+        assert_eq!(routes.prompts["b__greet"].0.name, "greet");
+        assert_eq!(routes.resources["file:///x"].0, "a");
+        assert!(routes.warnings.iter().any(|w| w.contains("`file:///x` is listed by `a` and `b`")), "{:?}", routes.warnings);
+    }
+
+    #[test]
+    fn passthrough_keeps_names_and_long_names_are_cut() {
+        let long = "t".repeat(80);
+        let options = ServeOptions { passthrough: Some("one".into()) };
+        let routes = Routes::build(vec![listing("one", &["echo", &long], &["greet"], &[])], &options);
+        assert!(routes.tools.contains_key("echo") && routes.tools.contains_key(&long) && routes.prompts.contains_key("greet"));
+        let routes = Routes::build(vec![listing("one", &[&long], &[], &[])], &ServeOptions::default());
+        let name = routes.tools.keys().next().unwrap();
+        assert_eq!(name.len(), naming::MAX_NAME_LEN);
+        assert!(name.starts_with("one__ttt"));
+    }
+
+    #[test]
+    fn resources_route_by_uri_then_by_template_and_the_status_uri_stays_ours() {
+        let mut routes = Routes::build(vec![listing("s", &[], &[], &[STATUS_URI, "demo://a"])], &ServeOptions::default());
+        assert!(!routes.resources.contains_key(STATUS_URI) && routes.warnings.iter().any(|w| w.contains("gateway's own")));
+        routes.templates.push(("t".into(), ResourceTemplate::new(rmcp::model::RawResourceTemplate::new("demo://item/{id}", "item"), None)));
+        assert_eq!(routes.resource_server("demo://a"), Some("s"));
+        assert_eq!(routes.resource_server("demo://item/7"), Some("t"));
+        assert_eq!(routes.resource_server("other://x"), None);
+        assert_eq!(routes.template_server("demo://item/{id}"), Some("t"));
+    }
+}
