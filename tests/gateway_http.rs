@@ -22,7 +22,8 @@ async fn an_initialize_era_session_answers_with_json_and_with_sse() {
     assert_eq!(answer["result"]["content"][0]["text"], "hi", "{answer}");
 
     // Progress comes first, so the answer is an SSE stream with event ids.
-    let call = request(2, "tools/call", json!({"name": "demo__progress", "arguments": {"steps": 3, "ms": 1}, "_meta": {"progressToken": "p"}}));
+    let call =
+        request(2, "tools/call", json!({"name": "demo__progress", "arguments": {"steps": 3, "ms": 1}, "_meta": {"progressToken": "p"}}));
     let response = post(&http, &gateway.mcp(), &call).header("mcp-session-id", &session).send().await.unwrap();
     assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
     let mut events = SseReader::new(response);
@@ -64,8 +65,12 @@ async fn an_unknown_or_deleted_session_is_404_and_the_client_initializes_again()
     let tools = json_of(response).await;
     assert!(tools["result"]["tools"].as_array().unwrap().iter().any(|tool| tool["name"] == "demo__echo"), "{tools}");
 
-    let response =
-        post(&http, &gateway.mcp(), &list).header("mcp-session-id", &again).header("mcp-protocol-version", "1999-01-01").send().await.unwrap();
+    let response = post(&http, &gateway.mcp(), &list)
+        .header("mcp-session-id", &again)
+        .header("mcp-protocol-version", "1999-01-01")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 400, "an unsupported MCP-Protocol-Version");
 }
 
@@ -74,7 +79,8 @@ async fn a_dropped_stream_resumes_from_last_event_id() {
     let gateway = Gateway::loopback();
     let http = client();
     let session = open_session(&http, &gateway.mcp()).await;
-    let call = request(7, "tools/call", json!({"name": "demo__progress", "arguments": {"steps": 4, "ms": 50}, "_meta": {"progressToken": 1}}));
+    let call =
+        request(7, "tools/call", json!({"name": "demo__progress", "arguments": {"steps": 4, "ms": 50}, "_meta": {"progressToken": 1}}));
     let response = post(&http, &gateway.mcp(), &call).header("mcp-session-id", &session).send().await.unwrap();
     let mut events = SseReader::new(response);
     let first = events.next().await.expect("a first event");
@@ -91,16 +97,16 @@ async fn a_dropped_stream_resumes_from_last_event_id() {
         .unwrap();
     assert_eq!(resumed.status(), 200);
     let mut events = SseReader::new(resumed);
-    let mut progress = vec![first.data["params"]["progress"].clone()];
+    let mut progress = vec![first.data["params"]["progress"].as_f64()];
     loop {
         let event = events.next().await.expect("the resumed stream carries the answer");
         if event.data["id"] == 7 {
             assert!(event.data["result"].is_object(), "{:?}", event.data);
             break;
         }
-        progress.push(event.data["params"]["progress"].clone());
+        progress.push(event.data["params"]["progress"].as_f64());
     }
-    let expected: Vec<Value> = (1..=4).map(|n| json!(n)).collect();
+    let expected: Vec<Option<f64>> = (1..=4).map(|n| Some(f64::from(n))).collect();
     assert_eq!(progress, expected, "no event lost or repeated across the resumption");
 }
 
@@ -165,8 +171,7 @@ async fn foreign_origins_and_hosts_are_refused() {
     let response = post(&http, &gateway.mcp(), &body).header("host", "evil.example.com").send().await.unwrap();
     assert_eq!(response.status(), 403, "a rebound DNS name");
     let port = gateway.base.rsplit(':').next().unwrap();
-    let response =
-        post(&http, &gateway.mcp(), &body).header("origin", format!("http://localhost:{port}")).send().await.unwrap();
+    let response = post(&http, &gateway.mcp(), &body).header("origin", format!("http://localhost:{port}")).send().await.unwrap();
     assert_eq!(response.status(), 200, "a loopback origin");
 }
 
@@ -234,7 +239,8 @@ async fn sigterm_drains_the_call_in_flight() {
     let gateway = Gateway::loopback();
     let http = client();
     let session = open_session(&http, &gateway.mcp()).await;
-    let call = request(1, "tools/call", json!({"name": "demo__progress", "arguments": {"steps": 20, "ms": 50}, "_meta": {"progressToken": 1}}));
+    let call =
+        request(1, "tools/call", json!({"name": "demo__progress", "arguments": {"steps": 20, "ms": 50}, "_meta": {"progressToken": 1}}));
     let response = post(&http, &gateway.mcp(), &call).header("mcp-session-id", &session).send().await.unwrap();
     let mut events = SseReader::new(response);
     let first = events.next().await.expect("the call is under way");

@@ -11,7 +11,7 @@
 //! | `agent` | `agent` (one prompt, or a chat) |
 //! | `auth` | `auth`, `logout` (OAuth logins of remote servers) |
 //! | `acp` | `acp` (the agent served to an editor over ACP) |
-//! | `serve` | `serve` (every server served as one MCP server over stdio) |
+//! | `serve` | `serve` (every server served as one MCP server over stdio; `serve_http`: `--http`) |
 //! | `demo` | `demo` (and `demo-server`, run from here) |
 //!
 //! Shared parts: `servers` (which servers a command sees), `session` (a
@@ -36,6 +36,7 @@ mod prompts;
 mod resources;
 mod secrets;
 mod serve;
+mod serve_http;
 mod servers;
 mod session;
 mod show;

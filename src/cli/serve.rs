@@ -28,11 +28,20 @@ pub struct ServeArgs {
     /// Serve only this server, its tools and prompts under their own names.
     #[arg(long, value_name = "NAME")]
     pub server: Option<String>,
+    #[command(flatten)]
+    pub http: super::serve_http::HttpArgs,
 }
 
 pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
     let configs = selected(&servers, args)?;
+    let http = match &args.http.http {
+        Some(addr) => {
+            let addr = super::serve_http::parse_addr(addr)?;
+            Some((addr, super::serve_http::options(&args.http, addr)?))
+        }
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -42,6 +51,18 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         // No settling wait: a request made before a server is up waits for it.
         let session = Session::launch_configs(configs, bridge.handlers())?;
         let options = ServeOptions { passthrough: args.server.clone() };
+        if let Some((addr, http)) = http {
+            let stop = async {
+                interrupted().await;
+            };
+            let served = super::serve_http::serve(session.handle.clone(), options, bridge, addr, http, stop);
+            let outcome = tokio::select! {
+                outcome = served => outcome,
+                () = reload_on_hangup(cli, args, &session.handle) => Ok(0),
+            };
+            session.close().await;
+            return outcome;
+        }
         let served = crate::gateway::stdio::serve(session.handle.clone(), options, bridge, tokio::io::stdin(), tokio::io::stdout());
         let outcome = tokio::select! {
             () = served => Ok(0),

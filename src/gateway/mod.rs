@@ -14,7 +14,7 @@
 //! | [`bridge`] | servers' own requests (sampling, elicitation, roots) sent on to the gateway's client |
 //! | [`errors`] | a [`crate::CallError`] as the JSON-RPC error or `isError` result MCP expects |
 //! | [`stdio`] | serving one session over stdin/stdout |
-| [`http`] | serving sessions over Streamable HTTP and legacy HTTP+SSE (`serve --http`) |
+//! | [`http`] | serving sessions over Streamable HTTP and legacy HTTP+SSE (`serve --http`) |
 
 pub mod bridge;
 pub mod era;

@@ -22,6 +22,7 @@ mod event_log;
 mod guard;
 mod legacy_sse;
 mod modern;
+pub mod pool;
 mod sessions;
 mod streamable;
 

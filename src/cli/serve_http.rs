@@ -1,0 +1,98 @@
+//! `serve --http ADDR`: the pool served over Streamable HTTP (and legacy
+//! HTTP+SSE) by [`crate::gateway::http`], until SIGTERM or SIGINT drains it.
+//!
+//! Decisions: a bare port means `127.0.0.1:PORT`; the token is read from
+//! `MCPVISOR_SERVE_TOKEN` only (never from a flag, which `ps` shows); a
+//! non-loopback bind without one is refused before anything starts. Once
+//! listening, one line on stderr says where (`serving MCP at
+//! http://ADDR/mcp`), with the port chosen when ADDR asked for port 0.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::output::Failure;
+use super::parse_seconds;
+use crate::codec::DEFAULT_MAX_FRAME;
+use crate::gateway::bridge::ClientBridge;
+use crate::gateway::http::pool::PoolGateway;
+use crate::gateway::http::{Guard, HttpOptions, Server, DEFAULT_DRAIN, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE};
+use crate::gateway::ServeOptions;
+use crate::Handle;
+
+/// The environment variable the gateway's bearer token is read from.
+pub const TOKEN_VAR: &str = "MCPVISOR_SERVE_TOKEN";
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct HttpArgs {
+    /// Serve Streamable HTTP at http://ADDR/mcp (and legacy SSE at /sse)
+    /// instead of stdio. ADDR is HOST:PORT, or a port on 127.0.0.1.
+    /// Any non-loopback address needs $MCPVISOR_SERVE_TOKEN.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Allow this Origin besides the loopback ones (repeatable), e.g. https://app.example.com.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub allow_origin: Vec<String>,
+    /// Most initialize-era sessions at once (default 1024).
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_sessions: Option<usize>,
+    /// End a session unused for this many seconds (default 1800).
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds, requires = "http")]
+    pub session_idle: Option<Duration>,
+    /// On SIGTERM, wait this many seconds for calls in flight (default 20).
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds, requires = "http")]
+    pub drain: Option<Duration>,
+}
+
+/// `ADDR` as a socket address.
+pub fn parse_addr(text: &str) -> Result<SocketAddr, Failure> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    let normalized = text.replacen("localhost:", "127.0.0.1:", 1);
+    normalized.parse().map_err(|_| Failure::usage(format!("--http {text}: not an address like 127.0.0.1:8080, [::1]:8080 or 8080")))
+}
+
+/// What the HTTP front is configured with; refuses a non-loopback bind without a token.
+pub fn options(args: &HttpArgs, addr: SocketAddr) -> Result<HttpOptions, Failure> {
+    let token = std::env::var(TOKEN_VAR).ok().filter(|token| !token.trim().is_empty());
+    let loopback = addr.ip().is_loopback();
+    if !loopback && token.is_none() {
+        return Err(Failure::usage(format!(
+            "--http {addr} listens beyond this machine: set {TOKEN_VAR} to a secret token clients send as `Authorization: Bearer TOKEN` \
+             (or listen on 127.0.0.1)"
+        )));
+    }
+    Ok(HttpOptions {
+        guard: Guard {
+            allowed_origins: args.allow_origin.clone(),
+            loopback_origins: true,
+            loopback_bind: loopback,
+            token: token.map(|token| token.trim().to_string()),
+        },
+        max_body: DEFAULT_MAX_FRAME,
+        max_sessions: args.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS),
+        session_idle: args.session_idle.unwrap_or(DEFAULT_SESSION_IDLE),
+        drain: args.drain.unwrap_or(DEFAULT_DRAIN),
+        metrics: None,
+    })
+}
+
+/// Serves `handle`'s pool over HTTP until `stop` resolves, then drains.
+pub async fn serve(
+    handle: Handle,
+    serve: ServeOptions,
+    bridge: ClientBridge,
+    addr: SocketAddr,
+    options: HttpOptions,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<u8, Failure> {
+    let gateway = Arc::new(PoolGateway { handle, options: serve, bridge });
+    let server = Server::bind(addr, gateway, options).await.map_err(|e| Failure::connection(format!("cannot listen on {addr}: {e}")))?;
+    let bound = server.local_addr().unwrap_or(addr);
+    eprintln!("mcpvisor: serving MCP at http://{bound}/mcp");
+    server.run(stop).await.map_err(|e| Failure::connection(format!("the HTTP server on {bound} failed: {e}")))?;
+    Ok(0)
+}

@@ -1,0 +1,69 @@
+//! The HTTP front's [`Gateway`] over the pool: each session is a
+//! [`GatewaySession`] actor started on the pool's actix System.
+
+use std::sync::Arc;
+
+use actix::Addr;
+use futures::future::BoxFuture;
+
+use super::{Gateway, Port};
+use crate::actors::gateway::{Closed, GatewaySession, Inbound};
+use crate::actors::hub;
+use crate::gateway::bridge::ClientBridge;
+use crate::gateway::outbox::Outbox;
+use crate::gateway::ServeOptions;
+use crate::protocol::Message;
+use crate::Handle;
+
+/// Serves `handle`'s pool; `bridge` (the one the runtime was started with)
+/// lets the sessions' clients answer the servers' requests.
+pub struct PoolGateway {
+    pub handle: Handle,
+    pub options: ServeOptions,
+    pub bridge: ClientBridge,
+}
+
+/// One started [`GatewaySession`].
+struct SessionPort(Addr<GatewaySession>);
+
+impl Port for SessionPort {
+    fn deliver(&self, message: Vec<u8>, outbox: Outbox) -> BoxFuture<'static, bool> {
+        let session = self.0.clone();
+        Box::pin(async move {
+            let Ok(frame) = Message::parse(&message) else { return false };
+            session.send(Inbound { frame: Ok(frame), stream: outbox }).await.is_ok()
+        })
+    }
+
+    fn close(&self) {
+        self.0.do_send(Closed);
+    }
+}
+
+impl PoolGateway {
+    fn start(&self, outbox: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
+        let (started, session) = tokio::sync::oneshot::channel();
+        let starting = GatewaySession::new(self.handle.clone(), self.options.clone(), outbox);
+        let bridge = self.bridge.clone();
+        self.handle.hub().do_send(hub::Spawn(Box::new(move || {
+            let session = actix::Actor::start(starting);
+            bridge.attach(session.downgrade());
+            let _ = started.send(session);
+        })));
+        Box::pin(async move { session.await.ok().map(|addr| Arc::new(SessionPort(addr)) as Arc<dyn Port>) })
+    }
+}
+
+impl Gateway for PoolGateway {
+    fn open(&self, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
+        self.start(standalone)
+    }
+
+    fn stateless(&self) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
+        // The 2026-07-28 era has no stream outside requests: what would go
+        // there (list changes) is dropped, never queued.
+        let (outbox, frames) = Outbox::with_capacity(1);
+        drop(frames);
+        self.start(outbox)
+    }
+}
