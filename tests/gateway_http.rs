@@ -263,3 +263,86 @@ async fn sigterm_drains_the_call_in_flight() {
         assert!(stat.is_empty(), "server process {server} was left behind: {stat}");
     }
 }
+
+#[tokio::test]
+async fn a_client_that_stops_reading_leaves_a_bounded_stream() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let session = open_session(&http, &gateway.mcp()).await;
+    let steps = 3000;
+    let call =
+        request(9, "tools/call", json!({"name": "demo__progress", "arguments": {"steps": steps, "ms": 0}, "_meta": {"progressToken": 9}}));
+    // The stream's first event is read, then no more.
+    let stalled = post(&http, &gateway.mcp(), &call).header("mcp-session-id", &session).send().await.unwrap();
+    assert!(stalled.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let mut stalled = SseReader::new(stalled);
+    let first = stalled.next().await.expect("a first event").id.expect("an id");
+    let stream: u64 = first.split(':').next().unwrap().parse().unwrap();
+
+    // Other requests are served meanwhile.
+    let echo = request(10, "tools/call", json!({"name": "demo__echo", "arguments": {"text": "still here"}}));
+    let response = post(&http, &gateway.mcp(), &echo).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(json_of(response).await["result"]["content"][0]["text"], "still here");
+
+    // The call ends although its client reads nothing: the gateway holds no request in flight.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let health = json_of(http.get(format!("{}/healthz", gateway.base)).send().await.unwrap()).await;
+        if health["in_flight"] == 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the call never ended: {health}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // Resuming from the stream's start gives what the bounded buffer kept: the newest events, the answer last.
+    let resumed = http
+        .get(gateway.mcp())
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("last-event-id", format!("{stream}:0"))
+        .send()
+        .await
+        .unwrap();
+    let mut events = SseReader::new(resumed);
+    let mut kept = 0;
+    let first_seq = loop {
+        let event = events.next().await.expect("the answer comes");
+        kept += 1;
+        if kept == 1 {
+            break event.id.unwrap().split(':').nth(1).unwrap().parse::<u64>().unwrap();
+        }
+    };
+    loop {
+        let event = events.next().await.expect("the answer comes");
+        kept += 1;
+        if event.data["id"] == 9 {
+            break;
+        }
+    }
+    assert!(kept <= 256, "the stream kept {kept} events");
+    assert!(first_seq > 1, "the oldest events were dropped, not kept for a reader that does not read (first kept: {first_seq})");
+    drop(stalled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcpvisors_own_client_connects_in_every_era_and_transport() {
+    use mcpvisor::config::{Era, RuntimeConfig, ServerConfig, Transport};
+    let gateway = Gateway::loopback();
+    let remote = |name: &str, transport: Transport, url: String, era: Era| {
+        let mut config = ServerConfig::remote(name, transport, url);
+        config.era = era;
+        config
+    };
+    let handle = mcpvisor::Runtime::start(RuntimeConfig::new([
+        remote("legacy", Transport::Http, gateway.mcp(), Era::Legacy),
+        remote("modern", Transport::Http, gateway.mcp(), Era::Modern),
+        remote("sse", Transport::Sse, format!("{}/sse", gateway.base), Era::Auto),
+    ]))
+    .expect("a runtime");
+    for server in ["legacy", "modern", "sse"] {
+        let result = handle.call_tool(&format!("mcp__{server}__demo__echo"), json!({"text": server})).await;
+        let result = result.unwrap_or_else(|e| panic!("{server}: {e}"));
+        assert_eq!(result.content[0].as_text().map(|text| text.text.as_str()), Some(server));
+    }
+    handle.shutdown().await;
+}
