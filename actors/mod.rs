@@ -229,6 +229,11 @@ pub enum ServerState {
     Failed {
         error: String,
         stderr_tail: Vec<String>,
+        /// When the server is tried again (after a restart-intensity
+        /// cool-down), counted from when the state was read; `None`: only a
+        /// reconnect starts it again.
+        #[serde(serialize_with = "serialize_opt_millis", rename = "retry_in_ms")]
+        retry_in: Option<Duration>,
     },
     NeedsAuth,
     Disabled,

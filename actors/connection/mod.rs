@@ -226,6 +226,8 @@ pub struct Connection {
     /// Why the current run is ending, when we know better than its exit status.
     run_error: Option<(ConnectError, Ending)>,
     last_error: Option<String>,
+    /// When a server failed on its restart intensity is tried again.
+    retry_at: Option<Instant>,
     /// Serving, reconnecting on purpose, or stopping for good.
     phase: Phase,
     /// Enabled servers list their tools and take calls; a disabled one keeps
@@ -302,6 +304,7 @@ impl Connection {
             session: Session::new(Era::Legacy, protocol::LATEST_LEGACY_VERSION, capabilities),
             run_error: None,
             last_error: None,
+            retry_at: None,
             phase: Phase::Serving,
             enabled: config_enabled,
             #[cfg(feature = "fault-injection")]
@@ -325,6 +328,11 @@ impl Connection {
         } else {
             ServerState::Disabled
         }
+    }
+
+    /// How long until the cool-down's retry, from now.
+    fn retry_in(&self) -> Option<Duration> {
+        self.retry_at.map(|at| at.saturating_duration_since(Instant::now()))
     }
 
     /// Changes the lifecycle state and tells the Hub when what it sees
@@ -383,6 +391,7 @@ impl Connection {
             return;
         }
         self.restarts.forgive();
+        self.retry_at = None;
         match self.run.as_mut() {
             Some(run) => {
                 self.phase = Phase::Reconnecting;
@@ -399,9 +408,13 @@ impl Connection {
 
     fn status(&self) -> ServerStatus {
         let run = self.run.as_ref();
+        let mut state = self.reported_state();
+        if let ServerState::Failed { retry_in, .. } = &mut state {
+            *retry_in = self.retry_in();
+        }
         ServerStatus {
             name: self.config.name.clone(),
-            state: self.reported_state(),
+            state,
             pid: run.and_then(|r| r.process.pid()),
             era: self.peer.as_ref().map(|p| p.era.as_str().to_string()),
             protocol_version: self.peer.as_ref().map(|p| p.version.clone()),

@@ -59,6 +59,7 @@ use crate::transport::in_process::{InProcessHandler, ToolHandler};
 
 pub mod agent;
 pub mod discover;
+pub mod duration;
 mod dotenv;
 mod expand;
 pub(crate) mod file;

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use toml_edit::{Item, TableLike, Value};
 
-use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS, KEYS, OAUTH_KEYS, TOOLS_KEYS};
+use super::schema::{not_a_server_table, Restart, BACKOFF_KEYS, DEFAULT_MAX_RESTARTS, KEYS, OAUTH_KEYS, TOOLS_KEYS};
 use crate::config::{Auth, Grant, Keyword, OAuthConfig, ServerConfig, ToolFilter, Transport};
 use crate::error::ConfigError;
-use crate::restart::RestartPolicy;
+use crate::config::duration::parse_duration;
+use crate::restart::{Cooldown, RestartPolicy};
 
 /// Reads the values of one server's table, naming the file, the server and
 /// the key in every error.
@@ -77,6 +78,50 @@ impl Reader<'_> {
             .filter(|s| *s > 0.0)
             .and_then(|s| Duration::try_from_secs_f64(s).ok())
             .ok_or_else(|| self.invalid(field, "must be a number of seconds greater than zero, like 60 or 2.5"))
+    }
+
+    /// A span of time: a string with a unit (`"100ms"`, `"60s"`, `"10m"`,
+    /// `"1h"`) or a number of seconds; greater than zero.
+    fn duration(&self, field: &str, item: &Item) -> Result<Duration, ConfigError> {
+        let wrong = || self.invalid(field, "must be a span of time greater than zero, like \"100ms\", \"60s\", \"10m\" or a number of seconds");
+        match item.as_str() {
+            Some(text) => parse_duration(text).filter(|d| !d.is_zero()).ok_or_else(wrong),
+            None => self.seconds(field, item).map_err(|_| wrong()),
+        }
+    }
+
+    /// `{ initial = "100ms", max = "30s" }`: either key may be left out
+    /// (then `default`'s is kept); `max` must not be below `initial`.
+    fn backoff(&self, field: &str, item: &Item, default: (Duration, Duration)) -> Result<(Duration, Duration), ConfigError> {
+        let table = self.table(field, item, "{ initial = \"100ms\", max = \"30s\" }")?;
+        let (mut initial, mut max) = default;
+        for (key, value) in table.iter() {
+            match key {
+                "initial" => initial = self.duration(&format!("{field}.{key}"), value)?,
+                "max" => max = self.duration(&format!("{field}.{key}"), value)?,
+                _ => return Err(self.unknown_key(format!("{field}.{key}"), &BACKOFF_KEYS)),
+            }
+        }
+        if max < initial {
+            return Err(self.invalid(&format!("{field}.max"), format!("({max:?}) is shorter than {field}.initial ({initial:?}); make it at least as long")));
+        }
+        Ok((initial, max))
+    }
+
+    /// `cooldown = { initial = "30s", max = "10m" }`, or `false` to give a
+    /// server up for good after its restart intensity.
+    fn cooldown(&self, item: &Item) -> Result<Option<Cooldown>, ConfigError> {
+        if let Some(on) = item.as_bool() {
+            return Ok(on.then(Cooldown::default));
+        }
+        let default = Cooldown::default();
+        let (initial, max) = self.backoff("cooldown", item, (default.initial, default.max)).map_err(|error| match error {
+            ConfigError::InvalidField { field, message, .. } if field == "cooldown" => {
+                self.invalid("cooldown", format!("{message}, or false to give the server up for good"))
+            }
+            error => error,
+        })?;
+        Ok(Some(Cooldown { initial, max }))
     }
 
     fn count<T: TryFrom<i64>>(&self, field: &str, item: &Item, min: i64) -> Result<T, ConfigError> {
@@ -197,6 +242,13 @@ pub(super) fn read_server(path: &Path, name: &str, item: &Item) -> Result<Server
             "max_timeout" => config.timeouts.max_call = r.seconds(key, item)?,
             "health_ping" => config.timeouts.health_ping = Some(r.seconds(key, item)?),
             "restart" | "max_restarts" => {}
+            "intensity" => config.restart_limits.max_restarts_in_window = r.count(key, item, 1)?,
+            "period" => config.restart_limits.window = r.duration(key, item)?,
+            "backoff" => {
+                let limits = &mut config.restart_limits;
+                (limits.initial_backoff, limits.max_backoff) = r.backoff(key, item, (limits.initial_backoff, limits.max_backoff))?;
+            }
+            "cooldown" => config.restart_limits.cooldown = r.cooldown(item)?,
             "era" => config.era = r.keyword(key, item)?,
             "roots" => config.roots = r.strings(key, item)?,
             "tools" => config.tools = r.tools(item)?,
