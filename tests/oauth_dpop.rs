@@ -8,12 +8,13 @@ mod oauth_server;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::time::Duration;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use common::*;
 use mcpvisor::config::{Auth, AuthorizerHandle, Era, OAuthConfig, ServerConfig, Transport};
-use mcpvisor::oauth::FollowRedirects;
+use mcpvisor::oauth::{FollowRedirects, OAuthCredentials, TokenStore};
 use mcpvisor::{Handle, ServerState};
 use oauth_server::{AuthServer, Options};
 use serde_json::{json, Value};
@@ -30,6 +31,15 @@ fn remote(server: &AuthServer, dir: &Path, headless: bool, dpop: bool) -> Server
         ..OAuthConfig::default()
     }));
     config
+}
+
+/// The fixture with `options`, and a runtime connected to it after a
+/// headless login; tokens in the returned directory.
+async fn logged_in(options: Options, dpop: bool) -> (AuthServer, tempfile::TempDir, Handle) {
+    let server = AuthServer::start(options).await;
+    let dir = tempfile::tempdir().unwrap();
+    let handle = start(vec![remote(&server, dir.path(), true, dpop)]).await;
+    (server, dir, handle)
 }
 
 async fn echo(handle: &Handle, text: &str) -> String {
@@ -52,9 +62,7 @@ fn schemes(server: &AuthServer) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dpop_login_binds_the_tokens_to_a_kept_key_and_proves_every_request() {
-    let server = AuthServer::start(Options { dpop: true, ..Options::default() }).await;
-    let dir = tempfile::tempdir().unwrap();
-    let handle = start(vec![remote(&server, dir.path(), true, true)]).await;
+    let (server, dir, handle) = logged_in(Options { dpop: true, ..Options::default() }, true).await;
     assert_eq!(status_of(&handle, "remote").await.state, ServerState::Connected);
     assert_eq!(echo(&handle, "one").await, "one");
     assert_eq!(echo(&handle, "two").await, "two");
@@ -76,9 +84,7 @@ async fn a_dpop_login_binds_the_tokens_to_a_kept_key_and_proves_every_request() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nonces_asked_for_by_the_authorization_server_and_the_endpoint_are_sent_on_a_retry() {
     let options = Options { dpop: true, as_nonce: Some("as-nonce-1"), rs_nonce: Some("rs-nonce-1"), ..Options::default() };
-    let server = AuthServer::start(options).await;
-    let dir = tempfile::tempdir().unwrap();
-    let handle = start(vec![remote(&server, dir.path(), true, true)]).await;
+    let (server, _dir, handle) = logged_in(options, true).await;
     assert_eq!(echo(&handle, "nonce").await, "nonce");
 
     assert_eq!(server.dpop_refusals(), Vec::<String>::new());
@@ -97,9 +103,7 @@ async fn nonces_asked_for_by_the_authorization_server_and_the_endpoint_are_sent_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kept_dpop_token_and_its_key_work_after_a_restart_and_refresh() {
-    let server = AuthServer::start(Options { dpop: true, ..Options::default() }).await;
-    let dir = tempfile::tempdir().unwrap();
-    let handle = start(vec![remote(&server, dir.path(), true, true)]).await;
+    let (server, dir, handle) = logged_in(Options { dpop: true, ..Options::default() }, true).await;
     assert_eq!(echo(&handle, "first").await, "first");
     handle.shutdown().await;
 
@@ -123,12 +127,26 @@ async fn a_kept_dpop_token_and_its_key_work_after_a_restart_and_refresh() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_dpop_turned_off_tokens_are_plain_bearer_tokens() {
-    let server = AuthServer::start(Options { dpop: true, ..Options::default() }).await;
-    let dir = tempfile::tempdir().unwrap();
-    let handle = start(vec![remote(&server, dir.path(), true, false)]).await;
+    let (server, _dir, handle) = logged_in(Options { dpop: true, ..Options::default() }, false).await;
     assert_eq!(echo(&handle, "plain").await, "plain");
     assert_eq!(server.bound_tokens(), 0);
     assert!(server.to("/token").iter().all(|r| !r.headers.contains_key("dpop")));
     assert!(schemes(&server).iter().all(|s| s == "Bearer"));
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_made_ahead_of_time_reads_a_dpop_challenge_and_binds_the_token() {
+    let server = AuthServer::start(Options { dpop: true, ..Options::default() }).await;
+    let dir = tempfile::tempdir().unwrap();
+    // As `mcpvisor auth` does: the endpoint's challenge is in the DPoP scheme only.
+    let credentials = OAuthCredentials::new(&remote(&server, dir.path(), false, true), Some(TokenStore::new(dir.path())), None).unwrap();
+    let logged_in = credentials.log_in(&FollowRedirects::new().unwrap(), Duration::from_secs(60)).await.unwrap();
+    assert_eq!(logged_in.issuer, server.issuer());
+    assert_eq!(server.to("/custom/resource-metadata").len(), 1, "discovery followed the DPoP challenge's resource_metadata");
+
+    let handle = start(vec![remote(&server, dir.path(), false, true)]).await;
+    assert_eq!(echo(&handle, "later").await, "later");
+    assert_eq!((server.bound_tokens(), server.dpop_refusals()), (2, Vec::<String>::new()));
     handle.shutdown().await;
 }
