@@ -109,11 +109,6 @@ impl DpopKey {
         URL_SAFE_NO_PAD.encode(&self.pkcs8)
     }
 
-    /// The public key as a JWK (no private part).
-    pub fn jwk(&self) -> &Value {
-        &self.jwk
-    }
-
     /// A proof for one request: `method` to `url`, presenting `access_token`
     /// (a resource request) or none (a token request), with `nonce` if any.
     pub fn proof(&self, method: &str, url: &str, access_token: Option<&str>, nonce: Option<&str>) -> Result<String, OAuthError> {
@@ -226,7 +221,7 @@ mod tests {
     #[test]
     fn a_stored_key_is_the_same_key() {
         let key = DpopKey::generate().unwrap();
-        assert_eq!(DpopKey::from_stored(&key.stored()).unwrap().jwk(), key.jwk());
+        assert_eq!(DpopKey::from_stored(&key.stored()).unwrap().jwk, key.jwk);
         assert!(DpopKey::from_stored("not a key").is_err());
         assert!(DpopKey::from_stored(&URL_SAFE_NO_PAD.encode(b"garbage")).is_err());
     }

@@ -32,7 +32,6 @@ mod store;
 
 pub use challenge::BearerChallenge;
 pub use credentials::{LoggedIn, OAuthCredentials, EXPIRY_MARGIN_SECS, LOGIN_TIMEOUT, MAX_STEP_UPS, RENEWAL_GRACE};
-pub use dpop::DpopKey;
 pub use login::{Authorizer, FollowRedirects, SystemBrowser, CALLBACK_PATH};
 pub use store::TokenStore;
 
