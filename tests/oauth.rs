@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use mcpvisor::config::{Auth, AuthorizerHandle, Grant, OAuthConfig, ServerConfig, Transport};
 use mcpvisor::oauth::{Authorizer, FollowRedirects, OAuthCredentials, TokenStore, MAX_STEP_UPS};
-use mcpvisor::transport::credentials::{Challenge, Credentials, Renewal};
+use mcpvisor::transport::credentials::{Challenge, Credentials, Renewal, RequestLine};
 use oauth_server::{AuthServer, Iss, Meta, Options, Prm};
 
 fn server_config(server: &AuthServer, oauth: OAuthConfig) -> ServerConfig {
@@ -32,7 +32,7 @@ async fn call(credentials: &dyn Credentials, url: &str) -> Result<u16, String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();
     for _ in 0..8 {
-        let headers = credentials.headers().await.map_err(|e| e.message)?;
+        let headers = credentials.headers(RequestLine { method: "POST", url }).await.map_err(|e| e.message)?;
         let mut request = http.post(url).body("{}");
         for (name, value) in headers {
             request = request.header(name, value);
@@ -196,7 +196,9 @@ async fn an_expired_token_is_refreshed_once_for_every_waiting_caller() {
     std::fs::write(&file, kept.to_string()).unwrap();
 
     let waiting = credentials(&server, OAuthConfig::default(), dir.path(), false);
-    let headers = futures::future::join_all((0..8).map(|_| waiting.headers())).await;
+    let mcp = server.mcp();
+    let line = RequestLine { method: "POST", url: &mcp };
+    let headers = futures::future::join_all((0..8).map(|_| waiting.headers(line))).await;
     assert_eq!(server.grants("refresh_token").len(), 1, "one refresh for eight callers");
     let first = headers[0].as_ref().unwrap().clone();
     assert!(headers.iter().all(|h| h.as_ref().unwrap() == &first), "every caller got the new token");

@@ -8,6 +8,8 @@
 //! `client_id` (and `client_secret` for a confidential one); a machine
 //! client sets `grant = "client_credentials"` with a secret or a
 //! `private_key` (PEM, for `private_key_jwt`), and needs no browser.
+//! Tokens are DPoP-bound when the authorization server offers it, unless
+//! `dpop = false`.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -18,7 +20,7 @@ use crate::oauth::Authorizer;
 
 /// The OAuth settings of one server. Text values may hold `$VAR` /
 /// `${VAR}` references (expanded with the rest of the configuration).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OAuthConfig {
     /// A client registered beforehand with the authorization server.
     pub client_id: Option<String>,
@@ -34,6 +36,9 @@ pub struct OAuthConfig {
     /// A PEM private key (PKCS#8; ECDSA P-256 or RSA) for `private_key_jwt`
     /// client authentication.
     pub private_key: Option<String>,
+    /// DPoP-bound tokens (RFC 9449) when the authorization server offers
+    /// them (`auth.dpop`, on by default); off: plain bearer tokens.
+    pub dpop: bool,
     /// Set in code only: who follows the authorization URL when a login is
     /// needed while connecting. Without one a login is left to the user
     /// (`needs_auth`).
@@ -41,6 +46,22 @@ pub struct OAuthConfig {
     /// Set in code only: where tokens are kept instead of the user's
     /// configuration directory.
     pub token_dir: Option<PathBuf>,
+}
+
+impl Default for OAuthConfig {
+    fn default() -> Self {
+        OAuthConfig {
+            client_id: None,
+            client_secret: None,
+            scopes: Vec::new(),
+            client_metadata_url: None,
+            grant: Grant::default(),
+            private_key: None,
+            dpop: true,
+            authorizer: None,
+            token_dir: None,
+        }
+    }
 }
 
 /// How tokens are obtained.

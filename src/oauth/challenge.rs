@@ -1,6 +1,8 @@
 //! The `WWW-Authenticate: Bearer ...` challenge of a refusal (RFC 6750
 //! §3, RFC 9728 §5.1): where the protected-resource metadata is, which
-//! scopes the server wants, and why it refused.
+//! scopes the server wants, and why it refused. A server that takes only
+//! DPoP-bound tokens challenges with the `DPoP` scheme instead (RFC 9449
+//! §7.1), with the same parameters: read when there is no `Bearer` one.
 
 /// The parameters of a `Bearer` challenge that OAuth acts on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,7 +20,7 @@ impl BearerChallenge {
     /// is none or it cannot be read (a server's header never fails a login).
     pub fn parse(header: &str) -> BearerChallenge {
         let mut challenge = BearerChallenge::default();
-        let Some(params) = bearer_params(header) else { return challenge };
+        let Some(params) = scheme_params(header, "bearer").or_else(|| scheme_params(header, "dpop")) else { return challenge };
         for (name, value) in parse_params(params) {
             match name.to_ascii_lowercase().as_str() {
                 "resource_metadata" => challenge.resource_metadata = Some(value),
@@ -46,13 +48,13 @@ impl BearerChallenge {
     }
 }
 
-/// The text after the `Bearer` scheme name, up to the next challenge.
-fn bearer_params(header: &str) -> Option<&str> {
+/// The text after the scheme name `scheme` (lower case), up to the next challenge.
+fn scheme_params<'h>(header: &'h str, scheme: &str) -> Option<&'h str> {
     let lower = header.to_ascii_lowercase();
     let mut from = 0;
-    while let Some(at) = lower[from..].find("bearer") {
+    while let Some(at) = lower[from..].find(scheme) {
         let start = from + at;
-        let end = start + "bearer".len();
+        let end = start + scheme.len();
         let starts_word = start == 0 || matches!(lower.as_bytes()[start - 1], b' ' | b',');
         let ends_word = end == lower.len() || lower.as_bytes()[end] == b' ';
         if starts_word && ends_word {
@@ -129,6 +131,15 @@ mod tests {
             let challenge = BearerChallenge::parse(&header);
             let _ = challenge.scopes();
         }
+    }
+
+    #[test]
+    fn a_dpop_challenge_is_read_when_there_is_no_bearer_one() {
+        let challenge = BearerChallenge::parse(r#"DPoP error="use_dpop_nonce", resource_metadata="https://r/.well-known/x""#);
+        assert_eq!(challenge.error.as_deref(), Some("use_dpop_nonce"));
+        assert_eq!(challenge.resource_metadata.as_deref(), Some("https://r/.well-known/x"));
+        let both = BearerChallenge::parse(r#"DPoP error="use_dpop_nonce", Bearer scope="a""#);
+        assert_eq!((both.error, both.scope.as_deref()), (None, Some("a")));
     }
 
     #[test]

@@ -17,6 +17,11 @@
 //!   just after a renewal, is retried as it is); after [`MAX_STEP_UPS`]
 //!   tries for the same scopes it gives up with an error.
 //!
+//! - DPoP (see `dpop`): when the authorization server offers it, token
+//!   requests carry proofs of the login's key, and a DPoP-bound token goes
+//!   out as `Authorization: DPoP` with a proof per request; a refusal
+//!   asking for a nonce the server just sent is retried with it.
+//!
 //! Tokens never appear in errors or logs: messages name servers, issuers
 //! and scopes only.
 
@@ -28,6 +33,7 @@ use tokio::sync::Mutex;
 
 use super::challenge::BearerChallenge;
 use super::discovery::{self, Discovery};
+use super::dpop::{self, DpopKey, Nonces, Prover};
 use super::flow::Target;
 use super::http::Http;
 use super::login::{self, Authorizer};
@@ -36,7 +42,7 @@ use super::store::{Entry, ServerTokens, TokenStore, Tokens};
 use super::OAuthError;
 use crate::config::{Auth, Grant, OAuthConfig, ServerConfig};
 use crate::protocol::LATEST_LEGACY_VERSION;
-use crate::transport::credentials::{Challenge, Credentials, CredentialsError, Renewal};
+use crate::transport::credentials::{Challenge, Credentials, CredentialsError, Renewal, RequestLine};
 
 /// A token this close to its end is refreshed before it is sent.
 pub const EXPIRY_MARGIN_SECS: u64 = 30;
@@ -56,6 +62,8 @@ pub struct OAuthCredentials {
     store: Option<TokenStore>,
     http: Http,
     authorizer: Option<Arc<dyn Authorizer>>,
+    /// The DPoP nonces of the servers (authorization and MCP) by origin.
+    nonces: Arc<Nonces>,
     state: Mutex<State>,
 }
 
@@ -66,6 +74,9 @@ struct State {
     renewed_at: Option<Instant>,
     /// The scopes of the last step-up and how often they were asked for.
     step_up: Option<(Vec<String>, u32)>,
+    /// The DPoP key in use, with the stored text it was read from (`None`:
+    /// made for a login whose tokens are not kept yet).
+    dpop_key: Option<(Option<String>, Arc<DpopKey>)>,
 }
 
 /// What a login obtained, for the user.
@@ -97,6 +108,7 @@ impl OAuthCredentials {
             store,
             http: Http::new()?,
             authorizer,
+            nonces: Arc::default(),
             state: Mutex::default(),
         })
     }
@@ -133,7 +145,8 @@ impl OAuthCredentials {
             merge_scopes(&mut wanted, &entry.wanted_scopes);
         }
         let scopes = discovery.scopes(&self.config.scopes, &wanted);
-        let (client, tokens) = self.obtain(&discovery, &scopes, Some(authorizer), timeout).await?;
+        let http = self.token_http(&mut state, &discovery)?;
+        let (client, tokens) = self.obtain(&http, &discovery, &scopes, Some(authorizer), timeout).await?;
         let scopes = tokens.scopes.clone();
         self.keep(&mut state, &discovery, &client, tokens)?;
         Ok(LoggedIn { issuer: discovery.server.issuer, scopes })
@@ -219,9 +232,36 @@ impl OAuthCredentials {
         Some(Client { client_id: url, auth: ClientAuth::None, origin: ClientOrigin::MetadataDocument })
     }
 
+    /// The DPoP key of the login with `issuer`: the kept one, else the one
+    /// made for it, else a new one.
+    fn dpop_key(&self, state: &mut State, issuer: &str) -> Result<Arc<DpopKey>, OAuthError> {
+        let stored = self.entry(state, issuer).and_then(|entry| entry.dpop_key.clone());
+        let key = match (&state.dpop_key, stored) {
+            (Some((Some(text), key)), Some(stored)) if *text == stored => return Ok(key.clone()),
+            (_, Some(stored)) => (Some(stored.clone()), Arc::new(DpopKey::from_stored(&stored)?)),
+            (Some((None, key)), None) => return Ok(key.clone()),
+            (_, None) => (None, Arc::new(DpopKey::generate()?)),
+        };
+        state.dpop_key = Some(key.clone());
+        Ok(key.1)
+    }
+
+    /// The client of token requests to `discovery`'s server: with DPoP
+    /// proofs when it offers DPoP or the login already has a key.
+    fn token_http(&self, state: &mut State, discovery: &Discovery) -> Result<Http, OAuthError> {
+        let issuer = &discovery.server.issuer;
+        let has_key = self.entry(state, issuer).is_some_and(|entry| entry.dpop_key.is_some());
+        if !(dpop::wanted(&self.config, discovery) || (self.config.dpop && has_key)) {
+            return Ok(self.http.clone());
+        }
+        let key = self.dpop_key(state, issuer)?;
+        Ok(self.http.with_dpop(Prover { key, nonces: self.nonces.clone() }))
+    }
+
     /// New tokens for `scopes`: the client-credentials grant, or a login.
     async fn obtain(
         &self,
+        http: &Http,
         discovery: &Discovery,
         scopes: &[String],
         authorizer: Option<&dyn Authorizer>,
@@ -231,22 +271,25 @@ impl OAuthCredentials {
             let client = registration::configured(&self.config, &discovery.server)
                 .ok_or_else(|| OAuthError::new("the client-credentials grant needs auth.client_id with a secret or a private key"))?;
             let target = Target { server: &discovery.server, resource: &discovery.resource, client: &client };
-            let tokens = target.client_credentials(&self.http, scopes).await?;
+            let tokens = target.client_credentials(http, scopes).await?;
             return Ok((client, tokens));
         }
         let authorizer = authorizer.ok_or_else(|| OAuthError::new("a login is needed"))?;
-        login::login(&self.http, &self.config, discovery, scopes, authorizer, timeout).await
+        login::login(http, &self.config, discovery, scopes, authorizer, timeout).await
     }
 
     /// Keeps new tokens as the current login, on disk when there is a store.
     fn keep(&self, state: &mut State, discovery: &Discovery, client: &Client, tokens: Tokens) -> Result<(), OAuthError> {
         let issuer = discovery.server.issuer.clone();
-        let kept = state.kept.get_or_insert_with(ServerTokens::default);
         let wanted_scopes = tokens.scopes.clone();
-        kept.issuers.insert(
-            issuer.clone(),
-            Entry { resource: discovery.resource.clone(), client: client.to_store(), tokens: Some(tokens), wanted_scopes },
-        );
+        let dpop_key = match (&mut state.dpop_key, tokens.dpop) {
+            (Some((stored, key)), true) => Some(stored.get_or_insert_with(|| key.stored()).clone()),
+            _ => None,
+        };
+        let entry =
+            Entry { resource: discovery.resource.clone(), client: client.to_store(), tokens: Some(tokens), wanted_scopes, dpop_key };
+        let kept = state.kept.get_or_insert_with(ServerTokens::default);
+        kept.issuers.insert(issuer.clone(), entry);
         kept.current = Some(issuer);
         state.renewed_at = Some(Instant::now());
         self.save(state)
@@ -259,23 +302,28 @@ impl OAuthCredentials {
         }
     }
 
-    /// The access token to send, refreshed first when it is about to end.
-    async fn access_token(&self) -> Result<Option<String>, OAuthError> {
+    /// The access token to send, refreshed first when it is about to end,
+    /// and the DPoP key it is bound to, if it is.
+    async fn access_token(&self) -> Result<Option<(String, Option<Arc<DpopKey>>)>, OAuthError> {
         let mut state = self.state.lock().await;
         self.load(&mut state)?;
         let Some((_, entry)) = self.current_entry(&state) else { return Ok(None) };
         let Some(tokens) = entry.tokens.clone() else { return Ok(None) };
-        if !tokens.expires_within(EXPIRY_MARGIN_SECS) {
-            return Ok(Some(tokens.access_token));
-        }
-        match self.renew(&mut state, &tokens.scopes).await {
-            Ok(Some(fresh)) => Ok(Some(fresh)),
-            Ok(None) => Ok(None),
-            Err(error) => {
-                tracing::warn!(server = %self.server, "the OAuth token expired and could not be renewed: {error}");
-                Ok(None)
+        if tokens.expires_within(EXPIRY_MARGIN_SECS) {
+            match self.renew(&mut state, &tokens.scopes).await {
+                Ok(Some(_)) => {}
+                Ok(None) => return Ok(None),
+                Err(error) => {
+                    tracing::warn!(server = %self.server, "the OAuth token expired and could not be renewed: {error}");
+                    return Ok(None);
+                }
             }
         }
+        let Some((issuer, entry)) = self.current_entry(&state) else { return Ok(None) };
+        let Some(tokens) = entry.tokens.clone() else { return Ok(None) };
+        let issuer = issuer.to_owned();
+        let key = if tokens.dpop { Some(self.dpop_key(&mut state, &issuer)?) } else { None };
+        Ok(Some((tokens.access_token, key)))
     }
 
     /// Renews the current login without a user: refresh token, else the
@@ -288,7 +336,8 @@ impl OAuthCredentials {
             (entry.tokens.as_ref().and_then(|t| t.refresh_token.clone()), self.client_of(&entry, &discovery))
         {
             let target = Target { server: &discovery.server, resource: &discovery.resource, client: &client };
-            match target.refresh(&self.http, &refresh, scopes).await {
+            let http = self.token_http(state, &discovery)?;
+            match target.refresh(&http, &refresh, scopes).await {
                 Ok(tokens) => {
                     let access = tokens.access_token.clone();
                     self.keep(state, &discovery, &client, tokens)?;
@@ -302,7 +351,8 @@ impl OAuthCredentials {
             }
         }
         if self.config.grant == Grant::ClientCredentials {
-            let (client, tokens) = self.obtain(&discovery, scopes, None, LOGIN_TIMEOUT).await?;
+            let http = self.token_http(state, &discovery)?;
+            let (client, tokens) = self.obtain(&http, &discovery, scopes, None, LOGIN_TIMEOUT).await?;
             let access = tokens.access_token.clone();
             self.keep(state, &discovery, &client, tokens)?;
             return Ok(Some(access));
@@ -321,6 +371,10 @@ impl OAuthCredentials {
 
     async fn after_refusal(&self, challenge: Challenge) -> Result<Renewal, OAuthError> {
         let parsed = BearerChallenge::parse(challenge.www_authenticate.as_deref().unwrap_or(""));
+        if parsed.error.as_deref() == Some(dpop::USE_NONCE) && self.nonces.get(&challenge.resource).is_some() {
+            // The nonce came with the refusal (`nonce_offered`): the next proof carries it.
+            return Ok(Renewal::Retry);
+        }
         let mut state = self.state.lock().await;
         self.load(&mut state)?;
         let held: Vec<String> =
@@ -387,7 +441,8 @@ impl OAuthCredentials {
     async fn new_tokens(&self, state: &mut State, discovery: &Discovery, scopes: &[String]) -> Result<Renewal, OAuthError> {
         let authorizer = self.authorizer.as_deref();
         if self.config.grant == Grant::ClientCredentials || authorizer.is_some() {
-            let (client, tokens) = self.obtain(discovery, scopes, authorizer, LOGIN_TIMEOUT).await?;
+            let http = self.token_http(state, discovery)?;
+            let (client, tokens) = self.obtain(&http, discovery, scopes, authorizer, LOGIN_TIMEOUT).await?;
             self.keep(state, discovery, &client, tokens)?;
             return Ok(Renewal::Retry);
         }
@@ -398,6 +453,7 @@ impl OAuthCredentials {
             client: None,
             tokens: None,
             wanted_scopes: Vec::new(),
+            dpop_key: None,
         });
         entry.wanted_scopes = scopes.to_vec();
         kept.current = Some(issuer.clone());
@@ -417,11 +473,23 @@ fn merge_scopes(scopes: &mut Vec<String>, more: &[String]) {
 }
 
 impl Credentials for OAuthCredentials {
-    fn headers(&self) -> BoxFuture<'_, Result<Vec<(String, String)>, CredentialsError>> {
+    fn headers(&self, request: RequestLine<'_>) -> BoxFuture<'_, Result<Vec<(String, String)>, CredentialsError>> {
+        let (method, url) = (request.method.to_owned(), request.url.to_owned());
         Box::pin(async move {
-            let token = self.access_token().await.map_err(|e| CredentialsError { message: e.to_string() })?;
-            Ok(token.map(|token| vec![("Authorization".to_owned(), format!("Bearer {token}"))]).unwrap_or_default())
+            let failed = |e: OAuthError| CredentialsError { message: e.to_string() };
+            Ok(match self.access_token().await.map_err(failed)? {
+                None => Vec::new(),
+                Some((token, None)) => vec![("Authorization".to_owned(), format!("Bearer {token}"))],
+                Some((token, Some(key))) => {
+                    let proof = key.proof(&method, &url, Some(&token), self.nonces.get(&url).as_deref()).map_err(failed)?;
+                    vec![("Authorization".to_owned(), format!("DPoP {token}")), ("DPoP".to_owned(), proof)]
+                }
+            })
         })
+    }
+
+    fn nonce_offered(&self, url: &str, nonce: &str) {
+        self.nonces.offer(url, nonce);
     }
 
     fn refused(&self, challenge: Challenge) -> BoxFuture<'_, Result<Renewal, CredentialsError>> {

@@ -28,6 +28,9 @@ pub struct ResourceMetadata {
     #[serde(default)]
     pub authorization_servers: Vec<String>,
     pub scopes_supported: Option<Vec<String>>,
+    /// RFC 9728 §2: the resource accepts only DPoP-bound tokens.
+    #[serde(default)]
+    pub dpop_bound_access_tokens_required: bool,
 }
 
 /// RFC 8414 authorization-server metadata, the fields OAuth acts on.
@@ -43,6 +46,8 @@ pub struct ServerMetadata {
     pub client_id_metadata_document_supported: bool,
     #[serde(default)]
     pub authorization_response_iss_parameter_supported: bool,
+    /// RFC 9449 §5.1: the algorithms of DPoP proofs it accepts.
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl ServerMetadata {
@@ -112,6 +117,7 @@ fn default_endpoints(endpoint: &Url) -> ServerMetadata {
         token_endpoint_auth_methods_supported: None,
         client_id_metadata_document_supported: false,
         authorization_response_iss_parameter_supported: false,
+        dpop_signing_alg_values_supported: None,
     }
 }
 

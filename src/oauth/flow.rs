@@ -153,5 +153,6 @@ fn tokens(answer: &oauth2::basic::BasicTokenResponse, asked: &[String], old_refr
         refresh_token: answer.refresh_token().map(|t| t.secret().clone()).or_else(|| old_refresh.map(str::to_owned)),
         expires_at: answer.expires_in().map(|d| now_secs().saturating_add(d.as_secs())),
         scopes: answer.scopes().map(|scopes| scopes.iter().map(|s| s.to_string()).collect()).unwrap_or_else(|| asked.to_vec()),
+        dpop: answer.token_type().as_ref().eq_ignore_ascii_case("dpop"),
     }
 }

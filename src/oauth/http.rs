@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
+use super::dpop::{self, Prover};
 use super::OAuthError;
 use crate::config::Redactor;
 use crate::protocol::LATEST_LEGACY_VERSION;
@@ -32,6 +33,8 @@ pub enum Answer<T> {
 #[derive(Clone)]
 pub struct Http {
     client: reqwest::Client,
+    /// Set for the token requests of a DPoP login: each gets a proof.
+    dpop: Option<Prover>,
 }
 
 impl Http {
@@ -49,7 +52,13 @@ impl Http {
                 .build()
                 .map_err(|e| format!("cannot set up HTTP for OAuth: {e}"))
         });
-        client.clone().map(|client| Http { client }).map_err(OAuthError::new)
+        client.clone().map(|client| Http { client, dpop: None }).map_err(OAuthError::new)
+    }
+
+    /// This client, with a DPoP proof on every token request it sends for
+    /// `oauth2`, and a retry when the server asks for a nonce.
+    pub fn with_dpop(&self, prover: Prover) -> Http {
+        Http { client: self.client.clone(), dpop: Some(prover) }
     }
 
     pub fn client(&self) -> &reqwest::Client {
@@ -82,8 +91,32 @@ impl Http {
             .map_err(|e| OAuthError::new(format!("{url} answered with a document that is not what OAuth expects: {e}")))
     }
 
-    /// Sends one request `oauth2` built; its body is bounded like every other.
+    /// Sends one request `oauth2` built, with a DPoP proof when this
+    /// client has a [`Prover`]: a refusal with `use_dpop_nonce` and a new
+    /// nonce is sent once more with it (RFC 9449 §8).
     pub async fn send(&self, request: oauth2::HttpRequest) -> Result<oauth2::HttpResponse, HttpError> {
+        let Some(prover) = &self.dpop else { return self.send_once(request).await };
+        let (parts, body) = request.into_parts();
+        let url = parts.uri.to_string();
+        let mut retried = false;
+        loop {
+            let proof = prover.token_request_proof(parts.method.as_str(), &url).map_err(|e| HttpError(e.message))?;
+            let mut request = http::Request::from_parts(parts.clone(), body.clone());
+            let proof = http::HeaderValue::from_str(&proof).map_err(|e| HttpError(format!("unusable DPoP proof: {e}")))?;
+            request.headers_mut().insert("DPoP", proof);
+            let answer = self.send_once(request).await?;
+            let nonce = answer.headers().get(dpop::NONCE_HEADER).and_then(|v| v.to_str().ok());
+            let new_nonce = nonce.is_some_and(|nonce| prover.nonces.offer(&url, nonce));
+            if !retried && new_nonce && answer.status().is_client_error() && dpop::asks_for_nonce(answer.body()) {
+                retried = true;
+                continue;
+            }
+            return Ok(answer);
+        }
+    }
+
+    /// Sends one request; its body is bounded like every other.
+    async fn send_once(&self, request: oauth2::HttpRequest) -> Result<oauth2::HttpResponse, HttpError> {
         let (parts, body) = request.into_parts();
         let builder = self.client.request(parts.method, parts.uri.to_string()).headers(parts.headers).body(body);
         let response = builder.send().await.map_err(|e| HttpError(format!("cannot reach the token endpoint: {}", without_url(e))))?;

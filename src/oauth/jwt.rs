@@ -45,8 +45,18 @@ pub fn client_assertion(private_key_pem: &str, client_id: &str, audience: &str) 
         "exp": now + LIFETIME_SECS,
         "jti": URL_SAFE_NO_PAD.encode(jti),
     });
+    compact(&header, &claims, |input| key.sign(&rng, input))
+}
+
+/// A compact JWS: `header.claims.signature`, each part base64url, the
+/// signature made by `sign` over the first two.
+pub(super) fn compact(
+    header: &serde_json::Value,
+    claims: &serde_json::Value,
+    sign: impl FnOnce(&[u8]) -> Result<Vec<u8>, OAuthError>,
+) -> Result<String, OAuthError> {
     let signing_input = format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
-    let signature = key.sign(&rng, signing_input.as_bytes())?;
+    let signature = sign(signing_input.as_bytes())?;
     Ok(format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(signature)))
 }
 

@@ -47,6 +47,10 @@ pub struct Entry {
     /// The scopes the server asked for last (a step-up needing a login).
     #[serde(default)]
     pub wanted_scopes: Vec<String>,
+    /// The DPoP key pair of this login (PKCS#8, base64url), which its
+    /// DPoP-bound tokens need.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<String>,
 }
 
 /// A dynamically registered client.
@@ -66,6 +70,10 @@ pub struct Tokens {
     pub expires_at: Option<u64>,
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// Issued as `token_type` `DPoP`: sent with `Authorization: DPoP` and a
+    /// proof made with the entry's `dpop_key`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dpop: bool,
 }
 
 impl Tokens {
@@ -81,7 +89,12 @@ pub fn now_secs() -> u64 {
 
 impl fmt::Debug for Entry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Entry").field("resource", &self.resource).field("client", &self.client).field("tokens", &self.tokens).finish()
+        f.debug_struct("Entry")
+            .field("resource", &self.resource)
+            .field("client", &self.client)
+            .field("tokens", &self.tokens)
+            .field("dpop_key", &self.dpop_key.as_ref().map(|_| MASK))
+            .finish()
     }
 }
 
@@ -100,6 +113,7 @@ impl fmt::Debug for Tokens {
             .field("refresh_token", &refresh)
             .field("expires_at", &self.expires_at)
             .field("scopes", &self.scopes)
+            .field("dpop", &self.dpop)
             .finish()
     }
 }
@@ -223,8 +237,10 @@ mod tests {
                 refresh_token: Some("refresh-token-value".into()),
                 expires_at: None,
                 scopes: vec![],
+                dpop: true,
             }),
             wanted_scopes: vec![],
+            dpop_key: Some("dpop-key-value".into()),
         };
         let shown = format!("{entry:?}");
         assert!(!shown.contains("value"), "{shown}");

@@ -42,12 +42,29 @@ pub struct CredentialsError {
     pub message: String,
 }
 
+/// The request credentials are asked for: a DPoP proof (RFC 9449) signs
+/// its method and URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLine<'a> {
+    /// `POST`, `GET`, `DELETE`.
+    pub method: &'a str,
+    /// The absolute URL the request goes to.
+    pub url: &'a str,
+}
+
 /// Supplies the credentials of one remote server.
 pub trait Credentials: Send + Sync + 'static {
-    /// Extra headers to send on every request (`Authorization`, an API key
-    /// header), fresh at the time of the call.
-    fn headers(&self) -> BoxFuture<'_, Result<Vec<(String, String)>, CredentialsError>>;
+    /// Extra headers to send on `request` (`Authorization`, an API key
+    /// header, a DPoP proof), fresh at the time of the call.
+    fn headers(&self, request: RequestLine<'_>) -> BoxFuture<'_, Result<Vec<(String, String)>, CredentialsError>>;
 
     /// The server refused a request; renew what can be renewed.
     fn refused(&self, challenge: Challenge) -> BoxFuture<'_, Result<Renewal, CredentialsError>>;
+
+    /// The server at `url` sent a `DPoP-Nonce` header (on any answer, a
+    /// refusal included, before [`Credentials::refused`] hears of it):
+    /// the nonce its next proofs must carry. Ignored by default.
+    fn nonce_offered(&self, url: &str, nonce: &str) {
+        let _ = (url, nonce);
+    }
 }

@@ -2,13 +2,17 @@
 //! loopback, each behaviour a knob: where the metadata lives, whether PKCE,
 //! dynamic registration or client ID metadata documents are offered, what
 //! the redirect's `iss` says, how long tokens live, which scopes a call
-//! needs. Every request is recorded for the test to check; PKCE verifiers,
-//! refresh tokens, client secrets and private-key JWT assertions are
-//! verified for real.
+//! needs, whether tokens are DPoP-bound and nonces required. Every request
+//! is recorded for the test to check; PKCE verifiers, refresh tokens,
+//! client secrets, private-key JWT assertions and DPoP proofs are verified
+//! for real. The endpoint answers JSON-RPC enough for a real connection
+//! (`initialize`, `tools/list`, an `echo` tool).
 
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
+mod dpop;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
@@ -81,6 +85,13 @@ pub struct Options {
     pub declared_resource: Option<&'static str>,
     /// `issuer` of the authorization-server metadata, instead of the real one.
     pub declared_issuer: Option<&'static str>,
+    /// DPoP offered (ES256): a token request with a proof gets tokens bound
+    /// to its key, which the endpoint then takes only with a proof.
+    pub dpop: bool,
+    /// The nonce token requests' proofs must carry (`use_dpop_nonce` until they do).
+    pub as_nonce: Option<&'static str>,
+    /// The nonce the endpoint's proofs must carry.
+    pub rs_nonce: Option<&'static str>,
 }
 
 impl Default for Options {
@@ -104,6 +115,9 @@ impl Default for Options {
             jwt_rsa: false,
             declared_resource: None,
             declared_issuer: None,
+            dpop: false,
+            as_nonce: None,
+            rs_nonce: None,
         }
     }
 }
@@ -127,6 +141,10 @@ struct Issued {
     tokens: BTreeMap<String, String>,
     /// refresh token → scope
     refresh: BTreeMap<String, String>,
+    /// access or refresh token → the thumbprint of the DPoP key it is bound to
+    bound: BTreeMap<String, String>,
+    /// the `jti` of every DPoP proof accepted
+    jtis: BTreeSet<String>,
     counter: u64,
 }
 
@@ -136,6 +154,8 @@ struct State {
     options: Options,
     log: Arc<Mutex<Vec<Recorded>>>,
     issued: Arc<Mutex<Issued>>,
+    /// Why DPoP proofs were refused (a nonce asked for is not a refusal).
+    dpop_refusals: Arc<Mutex<Vec<String>>>,
 }
 
 pub struct AuthServer {
@@ -148,7 +168,7 @@ impl AuthServer {
     pub async fn start(options: Options) -> AuthServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let state = State { base: base.clone(), options, log: Arc::default(), issued: Arc::default() };
+        let state = State { base: base.clone(), options, log: Arc::default(), issued: Arc::default(), dpop_refusals: Arc::default() };
         let app = axum::Router::new().fallback({
             let state = state.clone();
             move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
@@ -176,6 +196,16 @@ impl AuthServer {
     /// The requests to `path`.
     pub fn to(&self, path: &str) -> Vec<Recorded> {
         self.requests().into_iter().filter(|r| r.path == path).collect()
+    }
+
+    /// Why DPoP proofs were refused; empty when every proof checked out.
+    pub fn dpop_refusals(&self) -> Vec<String> {
+        self.state.dpop_refusals.lock().unwrap().clone()
+    }
+
+    /// How many tokens are bound to a DPoP key.
+    pub fn bound_tokens(&self) -> usize {
+        self.state.issued.lock().unwrap().bound.len()
     }
 
     /// Token requests of this grant type.
@@ -261,16 +291,79 @@ impl State {
         if self.options.dcr {
             metadata["registration_endpoint"] = json!(format!("{base}/register"));
         }
+        if self.options.dpop {
+            metadata["dpop_signing_alg_values_supported"] = json!(["ES256"]);
+        }
         metadata
     }
 
+    /// Checks a DPoP proof; `Err` is the answer refusing it.
+    fn check_proof(&self, request: &Recorded, path: &str, token: Option<&str>, nonce: Option<&str>) -> Result<String, Refused> {
+        let proof = request.headers.get("dpop").map(String::as_str);
+        let url = format!("{}{path}", self.base);
+        let verified = dpop::verify(proof, &request.method, &url, token, nonce, &mut self.issued.lock().unwrap().jtis);
+        verified.map_err(|refusal| match refusal {
+            dpop::Refusal::NeedsNonce => Refused::NeedsNonce(nonce.unwrap_or_default().to_owned()),
+            dpop::Refusal::Invalid(why) => {
+                self.dpop_refusals.lock().unwrap().push(format!("{} {path}: {why}", request.method));
+                Refused::Invalid
+            }
+        })
+    }
+
+    /// What the endpoint answers a request that got past authorization.
+    fn json_rpc(&self, request: &Recorded) -> Response {
+        let message: Value = serde_json::from_str(&request.body).unwrap_or_default();
+        let (Some(method), id) = (message["method"].as_str(), &message["id"]) else {
+            return json_response(200, json!({"jsonrpc": "2.0", "id": 0, "result": {}}));
+        };
+        let result = match method {
+            _ if id.is_null() => return Response::builder().status(202).body(Body::empty()).unwrap(),
+            "initialize" => json!({"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                                   "serverInfo": {"name": "oauth-fixture", "version": "1"}}),
+            "tools/list" => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+            "tools/call" => json!({"content": [{"type": "text", "text": message["params"]["arguments"]["text"]}]}),
+            _ => return json_response(200, json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no such method"}})),
+        };
+        json_response(200, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+    }
+
     fn mcp(&self, request: &Recorded, prm_path: &str) -> Response {
-        let token = request.headers.get("authorization").and_then(|h| h.strip_prefix("Bearer ")).unwrap_or("");
-        let scope = self.issued.lock().unwrap().tokens.get(token).cloned();
+        let authorization = request.headers.get("authorization").map(String::as_str).unwrap_or("");
+        let (scheme, token) = authorization.split_once(' ').unwrap_or(("", ""));
+        let (scope, bound) = {
+            let issued = self.issued.lock().unwrap();
+            (issued.tokens.get(token).cloned(), issued.bound.get(token).cloned())
+        };
+        let scheme_name = if self.options.dpop { "DPoP" } else { "Bearer" };
+        if let (Some(jkt), Some(_)) = (&bound, &scope) {
+            let refused = |challenge: String| Response::builder().status(401).header("WWW-Authenticate", challenge);
+            let proved = match scheme {
+                "DPoP" => self.check_proof(request, "/mcp", Some(token), self.options.rs_nonce),
+                _ => {
+                    self.dpop_refusals.lock().unwrap().push(format!("a DPoP-bound token sent with the {scheme:?} scheme"));
+                    Err(Refused::Invalid)
+                }
+            };
+            match proved {
+                Ok(proof_jkt) if proof_jkt == *jkt => {}
+                Ok(_) => {
+                    self.dpop_refusals.lock().unwrap().push("a proof by another key than the token's".into());
+                    return refused("DPoP error=\"invalid_token\"".into()).body(Body::empty()).unwrap();
+                }
+                Err(Refused::NeedsNonce(nonce)) => {
+                    let response = refused("DPoP error=\"use_dpop_nonce\", error_description=\"a nonce\"".into());
+                    return response.header("DPoP-Nonce", nonce).body(Body::empty()).unwrap();
+                }
+                Err(Refused::Invalid) => return refused("DPoP error=\"invalid_dpop_proof\"".into()).body(Body::empty()).unwrap(),
+            }
+        } else if scope.is_some() && scheme != "Bearer" {
+            return Response::builder().status(401).header("WWW-Authenticate", scheme_name).body(Body::empty()).unwrap();
+        }
         let Some(scope) = scope else {
             let mut challenge = match self.options.prm {
-                Prm::Header => format!("Bearer resource_metadata=\"{}{prm_path}\"", self.base),
-                _ => "Bearer".to_owned(),
+                Prm::Header => format!("{scheme_name} resource_metadata=\"{}{prm_path}\"", self.base),
+                _ => scheme_name.to_owned(),
             };
             if let Some(scope) = self.options.challenge_scope {
                 challenge.push_str(&format!(", scope=\"{scope}\""));
@@ -283,7 +376,10 @@ impl State {
             let challenge = format!("Bearer error=\"insufficient_scope\", scope=\"{needed}\"");
             return Response::builder().status(403).header("WWW-Authenticate", challenge).body(Body::empty()).unwrap();
         }
-        json_response(200, json!({"jsonrpc": "2.0", "id": 0, "result": {}}))
+        if request.method == "GET" {
+            return Response::builder().status(405).body(Body::empty()).unwrap();
+        }
+        self.json_rpc(request)
     }
 
     fn authorize(&self, request: &Recorded) -> Response {
@@ -309,6 +405,18 @@ impl State {
     fn token(&self, request: &Recorded) -> Response {
         let form = &request.form;
         let refuse = |error: &str| json_response(400, json!({"error": error}));
+        let jkt = match (self.options.dpop, request.headers.contains_key("dpop")) {
+            (true, true) => match self.check_proof(request, "/token", None, self.options.as_nonce) {
+                Ok(jkt) => Some(jkt),
+                Err(Refused::NeedsNonce(nonce)) => {
+                    let mut answer = refuse("use_dpop_nonce");
+                    answer.headers_mut().insert("DPoP-Nonce", nonce.parse().unwrap());
+                    return answer;
+                }
+                Err(Refused::Invalid) => return refuse("invalid_dpop_proof"),
+            },
+            _ => None,
+        };
         let mut issued = self.issued.lock().unwrap();
         let (scope, expires_in) = match form.get("grant_type").map(String::as_str) {
             Some("authorization_code") => {
@@ -322,10 +430,17 @@ impl State {
                 }
                 (scope, self.options.first_expires_in)
             }
-            Some("refresh_token") => match form.get("refresh_token").and_then(|t| issued.refresh.get(t)).cloned() {
-                Some(scope) => (scope, 3600),
-                None => return refuse("invalid_grant"),
-            },
+            Some("refresh_token") => {
+                let refresh = form.get("refresh_token").cloned().unwrap_or_default();
+                // A refresh token bound to a key is refreshed only with a proof by that key.
+                if issued.bound.get(&refresh).is_some_and(|bound| Some(bound) != jkt.as_ref()) {
+                    return refuse("invalid_grant");
+                }
+                match issued.refresh.get(&refresh).cloned() {
+                    Some(scope) => (scope, 3600),
+                    None => return refuse("invalid_grant"),
+                }
+            }
             Some("client_credentials") => {
                 if !self.client_authenticated(request) {
                     // Echoes what it was sent, as careless servers do.
@@ -342,9 +457,14 @@ impl State {
         let (access, refresh) = (format!("access-{}", issued.counter), format!("refresh-{}", issued.counter));
         issued.tokens.insert(access.clone(), scope.clone());
         issued.refresh.insert(refresh.clone(), scope.clone());
+        if let Some(jkt) = &jkt {
+            issued.bound.insert(access.clone(), jkt.clone());
+            issued.bound.insert(refresh.clone(), jkt.clone());
+        }
+        let token_type = if jkt.is_some() { "DPoP" } else { "Bearer" };
         json_response(
             200,
-            json!({"access_token": access, "token_type": "Bearer", "expires_in": expires_in, "refresh_token": refresh, "scope": scope}),
+            json!({"access_token": access, "token_type": token_type, "expires_in": expires_in, "refresh_token": refresh, "scope": scope}),
         )
     }
 
@@ -380,4 +500,12 @@ impl State {
             && claims["aud"] == json!(self.issuer())
             && claims["exp"].is_u64()
     }
+}
+
+/// A DPoP proof the fixture did not take.
+enum Refused {
+    /// Answered with `use_dpop_nonce` and this nonce.
+    NeedsNonce(String),
+    /// Recorded in `dpop_refusals`.
+    Invalid,
 }

@@ -229,6 +229,7 @@ fn auth(auth: &Auth) -> Value {
             ("client_metadata_url", oauth.client_metadata_url.as_deref().and_then(text)),
             ("grant", Some(Value::from(oauth.grant.as_str())).filter(|_| oauth.grant != Grant::default())),
             ("private_key", oauth.private_key.as_deref().and_then(text)),
+            ("dpop", Some(Value::from(false)).filter(|_| !oauth.dpop)),
         ],
     };
     Value::InlineTable(pairs.into_iter().filter_map(|(key, value)| Some((key, value?))).collect::<InlineTable>())
@@ -422,6 +423,7 @@ mod tests {
         let mut browser = ServerConfig::remote("browser", Transport::Http, "https://b.example/mcp");
         browser.auth = Some(Auth::OAuth(crate::config::OAuthConfig {
             client_metadata_url: Some("https://me.example/client.json".into()),
+            dpop: false,
             ..Default::default()
         }));
         let configs = [full_config(), remote, never, odd_name, machine, browser];

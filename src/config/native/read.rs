@@ -189,6 +189,7 @@ impl Reader<'_> {
             client_metadata_url: text("client_metadata_url")?,
             grant: table.get("grant").map(|item| self.keyword("auth.grant", item)).transpose()?.unwrap_or_default(),
             private_key: text("private_key")?,
+            dpop: table.get("dpop").map(|item| self.bool("auth.dpop", item)).transpose()?.unwrap_or(true),
             ..OAuthConfig::default()
         };
         if config.client_secret.is_some() && config.private_key.is_some() {

@@ -50,7 +50,8 @@ pub(super) const TOOLS_KEYS: [&str; 2] = ["allow", "deny"];
 /// The keys of `backoff` and `cooldown`.
 pub(super) const BACKOFF_KEYS: [&str; 2] = ["initial", "max"];
 /// The keys of `auth = { type = "oauth", ... }`, in the order they are written.
-pub(super) const OAUTH_KEYS: [&str; 7] = ["type", "client_id", "client_secret", "scopes", "client_metadata_url", "grant", "private_key"];
+pub(super) const OAUTH_KEYS: [&str; 8] =
+    ["type", "client_id", "client_secret", "scopes", "client_metadata_url", "grant", "private_key", "dpop"];
 
 pub(super) fn parse_document(path: &Path, text: &str) -> Result<DocumentMut, ConfigError> {
     let document: DocumentMut = text.parse().map_err(|error: toml_edit::TomlError| ConfigError::Syntax {

@@ -11,7 +11,7 @@ use base64::Engine;
 use futures::future::BoxFuture;
 
 use crate::config::{Auth, ServerConfig};
-use crate::transport::credentials::{Challenge, Credentials, CredentialsError, Renewal};
+use crate::transport::credentials::{Challenge, Credentials, CredentialsError, Renewal, RequestLine};
 
 /// The credentials of `config`'s server: the one place that picks their kind.
 /// OAuth for `auth = { type = "oauth" }` and for a server without `auth`
@@ -67,7 +67,7 @@ fn auth_header(auth: &Auth) -> Option<(String, String)> {
 }
 
 impl Credentials for StaticCredentials {
-    fn headers(&self) -> BoxFuture<'_, Result<Vec<(String, String)>, CredentialsError>> {
+    fn headers(&self, _request: RequestLine<'_>) -> BoxFuture<'_, Result<Vec<(String, String)>, CredentialsError>> {
         Box::pin(async move { Ok(self.headers.clone()) })
     }
 
@@ -92,7 +92,8 @@ mod tests {
     fn sent(auth: Auth) -> Vec<(String, String)> {
         let mut config = ServerConfig::remote("r", Transport::Http, "http://x/mcp");
         config.auth = Some(auth);
-        futures::executor::block_on(credentials_for(&config).headers()).unwrap()
+        let request = RequestLine { method: "POST", url: "http://x/mcp" };
+        futures::executor::block_on(credentials_for(&config).headers(request)).unwrap()
     }
 
     #[test]

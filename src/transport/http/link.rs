@@ -13,10 +13,12 @@ use tokio::sync::{mpsc, Notify};
 use super::client::error_chain;
 use super::headers::ParamHeaders;
 use super::RemoteStatus;
-use crate::transport::credentials::{Challenge, Credentials, Renewal};
+use crate::transport::credentials::{Challenge, Credentials, Renewal, RequestLine};
 
 /// Requests sent again at most after the credentials were renewed.
 const MAX_RENEWALS: usize = 2;
+/// A server's nonce for the DPoP proofs of later requests (RFC 9449 §9).
+const DPOP_NONCE: &str = "dpop-nonce";
 
 /// Why the bridge ends before its input does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,24 +244,40 @@ impl Link {
     /// what they could. A failure to reach the server ends the bridge.
     pub(super) async fn send(&self, what: &str, build: impl Fn(&reqwest::Client) -> RequestBuilder) -> Result<Response, Broken> {
         for renewals in 0.. {
-            let credentials = match self.credentials.headers().await {
+            let lost = |error: &reqwest::Error| Ending::Lost(format!("{what} {} failed: {}", self.shown_url(), error_chain(error)));
+            let mut request = match build(&self.http).headers(self.headers.clone()).build() {
+                Ok(request) => request,
+                Err(error) => {
+                    self.end(lost(&error));
+                    return Err(Broken);
+                }
+            };
+            let line = RequestLine { method: request.method().as_str(), url: request.url().as_str() };
+            let credentials = match self.credentials.headers(line).await {
                 Ok(credentials) => credentials,
                 Err(error) => {
                     self.end(Ending::Lost(format!("no credentials for {}: {error}", self.shown_url())));
                     return Err(Broken);
                 }
             };
-            let mut request = build(&self.http).headers(self.headers.clone());
             for (name, value) in credentials {
-                request = request.header(name, value);
+                let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&value)) else {
+                    self.end(Ending::Lost(format!("the credentials for {} made a header HTTP cannot carry", self.shown_url())));
+                    return Err(Broken);
+                };
+                request.headers_mut().insert(name, value);
             }
-            let response = match request.send().await {
+            let url = request.url().to_string();
+            let response = match self.http.execute(request).await {
                 Ok(response) => response,
                 Err(error) => {
-                    self.end(Ending::Lost(format!("{what} {} failed: {}", self.shown_url(), error_chain(&error))));
+                    self.end(lost(&error));
                     return Err(Broken);
                 }
             };
+            if let Some(nonce) = response.headers().get(DPOP_NONCE).and_then(|v| v.to_str().ok()) {
+                self.credentials.nonce_offered(&url, nonce);
+            }
             let Some(challenge) = self.challenge(&response) else {
                 self.show(|status| status.reached = true);
                 return Ok(response);
