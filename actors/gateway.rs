@@ -123,6 +123,7 @@ impl GatewaySession {
                 options: Arc::new(options),
                 routes: RoutesCache::default(),
                 subscribed: Arc::new(Mutex::new(HashSet::new())),
+                notices: outbox.clone(),
             },
             outbox,
             client: None,
