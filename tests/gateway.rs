@@ -250,3 +250,53 @@ async fn sighup_applies_the_changed_configuration_and_keeps_unchanged_servers() 
     assert!(gateway.tool_names().await.contains(&"other__echo".to_string()));
     assert_eq!(gateway.close().await, Some(0));
 }
+
+/// A client that stops reading: the gateway stops reading it too (its
+/// stdin pipe fills up) instead of queueing answers, and it answers every
+/// request once the client reads again.
+#[tokio::test]
+async fn a_client_that_stops_reading_is_not_read_from_and_memory_stays_bounded() {
+    use tokio::io::AsyncWriteExt;
+    const REQUESTS: i64 = 1500;
+    const BYTES: usize = 100_000;
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Gateway::start(&config(&dir, &[demo_table("demo", &[])]), &[], json!({})).await;
+    assert_eq!(gateway.call_text("demo__echo", json!({"text": "warm"})).await, "warm");
+    let before = gateway.memory_kib("VmRSS");
+    let first = gateway.next_id();
+    gateway.skip_ids(REQUESTS);
+    let stdin = gateway.stdin.clone();
+    // Unbounded, the gateway would hold REQUESTS * BYTES = 150 MB of answers.
+    let flood = tokio::spawn(async move {
+        let mut stdin = stdin.lock().await;
+        for id in first..first + REQUESTS {
+            let call =
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "demo__big", "arguments": {"bytes": BYTES}}});
+            let mut line = serde_json::to_vec(&call).unwrap();
+            line.push(b'\n');
+            stdin.write_all(&line).await.unwrap();
+        }
+        stdin.flush().await.unwrap();
+    });
+    // Wait until the gateway has stopped reading: its stdin pipe is (nearly) full.
+    while gateway.unread_input() < 32 * 1024 {
+        assert!(!flood.is_finished(), "all {REQUESTS} requests were read though nobody read an answer");
+        tokio::task::yield_now().await;
+        std::thread::yield_now();
+    }
+    let stuck = gateway.memory_kib("VmRSS");
+    let mut answered = 0;
+    for id in first..first + REQUESTS {
+        let answer = gateway.response(json!(id)).await;
+        assert_eq!(answer["result"]["content"][0]["text"].as_str().map(str::len), Some(BYTES), "request {id}");
+        answered += 1;
+    }
+    flood.await.unwrap();
+    let peak = gateway.memory_kib("VmHWM");
+    assert_eq!(answered, REQUESTS);
+    let grew_mib = peak.saturating_sub(before) / 1024;
+    eprintln!("gateway memory: {before} KiB before, {stuck} KiB while stuck, peak {peak} KiB (+{grew_mib} MiB)");
+    assert!(grew_mib < 64, "the gateway grew by {grew_mib} MiB for a client that did not read");
+    assert_eq!(gateway.call_text("demo__echo", json!({"text": "still serving"})).await, "still serving");
+    assert_eq!(gateway.close().await, Some(0));
+}

@@ -10,9 +10,12 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::Mutex;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_mcpvisor");
 
@@ -24,13 +27,15 @@ pub type Answerer = Box<dyn FnMut(&str, &Value) -> Option<Value> + Send>;
 
 pub struct Gateway {
     pub child: Child,
-    stdin: ChildStdin,
+    /// Shared so that a task may flood it while the test does not read.
+    pub stdin: Arc<Mutex<ChildStdin>>,
     lines: Lines<BufReader<ChildStdout>>,
     pub notifications: VecDeque<Value>,
     next_id: i64,
     pub answerer: Answerer,
     /// Requests the gateway sent us, in order.
     pub asked: Vec<Value>,
+    stdin_fd: i32,
 }
 
 /// A `[servers.NAME]` table running the bundled demo server with `flags`.
@@ -54,9 +59,11 @@ impl Gateway {
             .kill_on_drop(true)
             .spawn()
             .expect("mcpvisor serve starts");
-        let stdin = child.stdin.take().unwrap();
+        let stdin = Arc::new(Mutex::new(child.stdin.take().unwrap()));
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Gateway { child, stdin, lines, notifications: VecDeque::new(), next_id: 0, answerer: Box::new(|_, _| None), asked: Vec::new() }
+        let stdin_fd = std::os::fd::AsRawFd::as_raw_fd(&*stdin.try_lock().unwrap());
+        let answerer: Answerer = Box::new(|_, _| None);
+        Gateway { child, stdin, lines, notifications: VecDeque::new(), next_id: 0, answerer, asked: Vec::new(), stdin_fd }
     }
 
     /// [`Gateway::spawn`], then `initialize` with `capabilities` and `notifications/initialized`.
@@ -70,14 +77,43 @@ impl Gateway {
     }
 
     pub async fn send_line(&mut self, line: &[u8]) {
-        self.stdin.write_all(line).await.expect("the gateway reads stdin");
-        self.stdin.write_all(b"\n").await.expect("the gateway reads stdin");
-        self.stdin.flush().await.unwrap();
+        let mut stdin = self.stdin.lock().await;
+        stdin.write_all(line).await.expect("the gateway reads stdin");
+        stdin.write_all(b"\n").await.expect("the gateway reads stdin");
+        stdin.flush().await.unwrap();
+    }
+
+    /// Bytes written to the gateway's stdin that it has not read yet.
+    pub fn unread_input(&self) -> usize {
+        use std::os::fd::AsRawFd;
+        let fd = self.stdin.try_lock().map(|stdin| stdin.as_raw_fd());
+        let fd = fd.unwrap_or_else(|_| self.stdin_fd);
+        let mut unread: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one c_int to the pointer given.
+        unsafe { libc::ioctl(fd, libc::FIONREAD, &mut unread) };
+        unread.max(0) as usize
+    }
+
+    /// A line of `/proc/PID/status` of the gateway, in KiB (`VmRSS`, `VmHWM`).
+    pub fn memory_kib(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id().unwrap())).unwrap_or_default();
+        let value = status.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':'));
+        value.and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0)
     }
 
     pub async fn notify(&mut self, method: &str, params: Value) {
         let line = serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": method, "params": params})).unwrap();
         self.send_line(&line).await;
+    }
+
+    /// The id the next request will get.
+    pub fn next_id(&self) -> i64 {
+        self.next_id + 1
+    }
+
+    /// Skips `count` ids (requests written by someone else).
+    pub fn skip_ids(&mut self, count: i64) {
+        self.next_id += count;
     }
 
     /// Sends a request and returns its id.
