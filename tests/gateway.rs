@@ -233,21 +233,46 @@ async fn serve_server_serves_one_server_under_its_own_names() {
 #[tokio::test]
 async fn sighup_applies_the_changed_configuration_and_keeps_unchanged_servers() {
     let dir = tempfile::tempdir().unwrap();
-    let path = config(&dir, &[demo_table("demo", &[])]);
+    let path = config(&dir, &[demo_table("demo", &[]), demo_table("gone", &[])]);
     let mut gateway = Gateway::start(&path, &[], json!({})).await;
-    assert_eq!(gateway.tool_names().await.iter().filter(|n| n.starts_with("other__")).count(), 0);
+    let names = gateway.tool_names().await;
+    assert!(names.contains(&"gone__echo".to_string()) && !names.iter().any(|n| n.starts_with("other__")), "{names:?}");
     let pid = pid_of(&gateway.statuses().await, "demo");
     std::fs::write(&path, [demo_table("demo", &[]), demo_table("other", &[])].concat()).unwrap();
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(gateway.child.id().unwrap() as i32, libc::SIGHUP) };
-    // Each change of the pool is announced; look again after each until the new server's tools are there.
-    while !gateway.tool_names().await.contains(&"other__echo".to_string()) {
+    // Each change of the pool is announced; look again after each until it is all there.
+    loop {
+        let names = gateway.tool_names().await;
+        if names.contains(&"other__echo".to_string()) && !names.contains(&"gone__echo".to_string()) {
+            break;
+        }
         gateway.notification("notifications/tools/list_changed").await;
     }
     assert_eq!(gateway.call_text("other__echo", json!({"text": "added"})).await, "added");
     let statuses = gateway.statuses().await;
     assert_eq!(pid_of(&statuses, "demo"), pid, "the unchanged server kept running");
-    assert!(gateway.tool_names().await.contains(&"other__echo".to_string()));
+    let servers: Vec<&str> = statuses.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(servers, ["demo", "other"]);
+    let gone = gateway.call("gone__echo", json!({"text": "x"})).await;
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+#[tokio::test]
+async fn an_overloaded_server_is_a_json_rpc_error_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = format!("{}max_in_flight = 1\nmax_queued = 0\n", demo_table("demo", &[]));
+    let mut gateway = Gateway::start(&config(&dir, &[table]), &[], json!({})).await;
+    let slow = gateway.send("tools/call", json!({"name": "demo__sleep", "arguments": {"ms": 600000}})).await;
+    while gateway.statuses().await[0]["in_flight"].as_u64() != Some(1) {}
+    let refused = gateway.call("demo__echo", json!({"text": "x"})).await;
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    assert_eq!(refused["error"]["data"]["kind"], "overloaded", "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("server `demo` is overloaded"), "{refused}");
+    gateway.notify("notifications/cancelled", json!({"requestId": slow})).await;
+    while gateway.statuses().await[0]["in_flight"].as_u64() != Some(0) {}
+    assert_eq!(gateway.call_text("demo__echo", json!({"text": "free again"})).await, "free again");
     assert_eq!(gateway.close().await, Some(0));
 }
 
