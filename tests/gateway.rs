@@ -325,3 +325,18 @@ async fn a_client_that_stops_reading_is_not_read_from_and_memory_stays_bounded()
     assert_eq!(gateway.call_text("demo__echo", json!({"text": "still serving"})).await, "still serving");
     assert_eq!(gateway.close().await, Some(0));
 }
+
+/// A 2025-11-25 server's tool that must run as a task is served as a plain
+/// tool: the gateway's connection runs the task and the client gets its result.
+#[tokio::test]
+async fn a_task_required_tool_is_served_and_answered_with_the_tasks_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Gateway::start(&config(&dir, &[demo_table("demo", &["--era", "legacy"])]), &[], json!({})).await;
+    let listed = gateway.result("tools/list", json!({})).await;
+    let tool = listed["tools"].as_array().unwrap().iter().find(|tool| tool["name"] == "demo__slow_task").cloned();
+    assert!(tool.as_ref().is_some_and(|tool| tool.get("execution").is_none()), "{listed}");
+    let answer = gateway.call("demo__slow_task", json!({"ms": 5})).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "slept 5 ms", "{answer}");
+    assert!(answer["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"].is_string(), "{answer}");
+    assert_eq!(gateway.close().await, Some(0));
+}
