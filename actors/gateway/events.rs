@@ -42,9 +42,14 @@ impl StreamHandler<Event> for GatewaySession {
                 }
                 self.updated(STATUS_URI);
             }
-            Event::Catalog { .. } => {
+            Event::Catalog { added, .. } => {
                 self.pool.routes.invalidate();
                 self.notify(methods::TOOLS_LIST_CHANGED, json!({}));
+                if added.is_empty() {
+                    // Tools only leaving: the server may have been removed, its prompts and resources with it.
+                    self.notify(methods::PROMPTS_LIST_CHANGED, json!({}));
+                    self.notify(methods::RESOURCES_LIST_CHANGED, json!({}));
+                }
             }
             Event::ListChanged { list, .. } => {
                 self.pool.routes.invalidate();
