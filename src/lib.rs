@@ -12,7 +12,8 @@
 //! | [`transport`] | child processes over stdio (process groups, environment, shutdown, orphans, parent-death signal); in-process servers ([`ToolHandler`]); remote servers over Streamable HTTP and HTTP+SSE ([`transport::http`]) with their credentials |
 //! | [`config`] | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
 //! | [`oauth`] | OAuth 2.1 for remote servers: discovery, registration, PKCE logins, refresh, step-up, client credentials, tokens on disk |
-//! | [`restart`] | restart policy, backoff and intensity, as plain data |
+//! | [`restart`] | restart policy, backoff, intensity and cool-down, as plain data |
+//! | [`rate_limit`] | calls per second (token bucket) and calls at once, per server and per tool |
 //! | [`naming`] | exposed tool names `mcp__{server}__{tool}`, and how names that read alike are told apart |
 //! | [`error`] | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
 //! | [`demo_server`] | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
@@ -59,6 +60,7 @@ pub mod llm;
 pub mod naming;
 pub mod oauth;
 pub mod protocol;
+pub mod rate_limit;
 pub mod restart;
 pub mod sessions;
 pub mod tool_search;

@@ -68,6 +68,7 @@ use crate::config::{Era as ConfiguredEra, Keyword, Redactor, ServerConfig, Trans
 use crate::error::{CallError, ConnectError};
 use crate::protocol::schema::ToolContract;
 use crate::protocol::{self, error_codes, methods, Era, ErrorObject, Message as RpcMessage, RequestId, Session};
+use crate::rate_limit::Limiter;
 use crate::restart::{Decision, Ending, RestartTracker};
 use crate::transport::stdio::{self, LogLines, ProcessGroup};
 use crate::transport::{ExitInfo, ExitWatch};
@@ -198,6 +199,8 @@ pub struct Connection {
     answerer: Arc<Answerer>,
     state: ServerState,
     restarts: RestartTracker,
+    /// The server's and its tools' rate limits.
+    limiter: Limiter,
     next_id: i64,
     generation: u64,
     /// Requests on the wire, calls waiting for a slot, unusable lines.
@@ -276,6 +279,7 @@ impl Connection {
         let capabilities = handlers.capabilities();
         let answerer = Arc::new(Answerer::new(&config.name, handlers, &config.roots, config.cwd.as_deref()));
         let restarts = RestartTracker::new(config.restart, config.restart_limits);
+        let limiter = Limiter::new(&config.name, &config.rate_limits);
         let config_enabled = config.enabled;
         let redactor = Redactor::from_configs([&config]);
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
@@ -287,6 +291,7 @@ impl Connection {
             answerer,
             state,
             restarts,
+            limiter,
             next_id: 0,
             generation: 0,
             calls: CallBook::default(),
