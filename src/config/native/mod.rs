@@ -138,7 +138,7 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
         upsert(&copy, &server).unwrap();
         let written = fs::read_to_string(&copy).unwrap();
         assert!(written.contains("intensity = 3\nperiod = \"2m\"\nbackoff = { initial = \"250ms\", max = \"5s\" }\ncooldown = { initial = \"1s\", max = \"10m\" }"), "{written}");
-        assert_eq!(load(&copy).unwrap(), [server.clone()]);
+        assert_eq!(load(&copy).unwrap(), [server]);
         let off = parse(Path::new("x.toml"), "[servers.s]\ncommand = \"x\"\ncooldown = false\nperiod = 90\n").unwrap().remove(0);
         assert_eq!((off.restart_limits.cooldown, off.restart_limits.window), (None, Duration::from_secs(90)));
         let (_dir3, default) = file("");
