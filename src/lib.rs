@@ -18,6 +18,7 @@
 //! | [`error`] | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
 //! | [`demo_server`] | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
 //! | [`llm`] | model providers (OpenAI-compatible, Anthropic) behind one [`llm::ChatModel`] seam |
+//! | [`telemetry`] | call metrics (Prometheus text for `/metrics`) and the audit log, fed by every tool call |
 //! | [`sessions`] | the agent's saved conversations: one JSON-lines file each, secrets masked, resumable |
 //! | [`tool_search`] | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
 //! | [`catalog_cache`] | each server's tool list kept on disk, so searches need not start every server |
@@ -63,6 +64,7 @@ pub mod protocol;
 pub mod rate_limit;
 pub mod restart;
 pub mod sessions;
+pub mod telemetry;
 pub mod tool_search;
 pub mod transport;
 pub mod user_dirs;

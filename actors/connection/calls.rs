@@ -120,6 +120,42 @@ impl Connection {
     /// apply. A limited call waits for its permit off the actor, then comes
     /// back as [`Admitted`] with the rest of its time-out.
     fn guarded_call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
+        let watch = self.watch(&call);
+        match self.limited_call(call, ctx) {
+            Reply::Ready(result) => {
+                watch.finish(&result);
+                Reply::Ready(result)
+            }
+            Reply::Later(answer) => Reply::later(async move {
+                let result = answer.await;
+                watch.finish(&result);
+                result
+            }),
+        }
+    }
+
+    /// Starts counting (and auditing) a call.
+    fn watch(&mut self, call: &CallTool) -> CallWatch {
+        let server = &self.config.name;
+        let stats = match self.tool_stats.get(&call.name) {
+            Some(stats) => stats.clone(),
+            None => {
+                let stats = self.telemetry.metrics().tool(server, &call.name);
+                self.tool_stats.insert(call.name.clone(), stats.clone());
+                stats
+            }
+        };
+        self.telemetry.watch(CallStart {
+            server,
+            tool: &call.name,
+            caller: call.caller.as_deref(),
+            arguments: call.arguments.as_ref(),
+            redactor: &self.redactor,
+            stats,
+        })
+    }
+
+    fn limited_call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
         if !self.limiter.limits(&call.name) {
             return self.admitted_call(call, ctx);
         }

@@ -396,11 +396,20 @@ pub struct RuntimeConfig {
     /// where every orphan is a server's descendant; needs `subreaper`. Off
     /// by default: an embedding program's own orphans would be ended too.
     pub end_orphans: bool,
+    /// Where every tool call is counted and, if an audit log is set,
+    /// written down ([`crate::telemetry`]); `Handle::metrics` reads it.
+    pub telemetry: crate::telemetry::Telemetry,
 }
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig { servers: Vec::new(), handlers: Default::default(), subreaper: true, end_orphans: false }
+        RuntimeConfig {
+            servers: Vec::new(),
+            handlers: Default::default(),
+            subreaper: true,
+            end_orphans: false,
+            telemetry: Default::default(),
+        }
     }
 }
 
