@@ -76,6 +76,8 @@ pub struct CallTool {
     /// Set by [`CallTool::new`] when the arguments were not a JSON object:
     /// the connection refuses the call with `CallError::InvalidArguments`.
     pub arguments_error: Option<String>,
+    /// Who asks, for the audit log (a gateway puts its client's session here).
+    pub caller: Option<String>,
 }
 
 impl CallTool {
@@ -86,7 +88,7 @@ impl CallTool {
             Ok(arguments) => (arguments, None),
             Err(message) => (None, Some(message)),
         };
-        CallTool { name: name.into(), arguments, timeout: None, progress: None, arguments_error }
+        CallTool { name: name.into(), arguments, timeout: None, progress: None, arguments_error, caller: None }
     }
 
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
@@ -96,6 +98,12 @@ impl CallTool {
 
     pub fn with_progress(mut self, sink: ProgressSink) -> Self {
         self.progress = Some(sink);
+        self
+    }
+
+    /// Labels the call with who made it; the audit log records it.
+    pub fn with_caller(mut self, caller: impl Into<String>) -> Self {
+        self.caller = Some(caller.into());
         self
     }
 }

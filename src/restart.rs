@@ -96,10 +96,18 @@ pub enum Ending {
 /// What to do about a server that went down.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
-    Restart { attempt: u32, after: Duration },
+    Restart {
+        attempt: u32,
+        after: Duration,
+    },
     /// Failed on the intensity limit; tried again `after` the cool-down.
-    CoolDown { reason: String, after: Duration },
-    GiveUp { reason: String },
+    CoolDown {
+        reason: String,
+        after: Duration,
+    },
+    GiveUp {
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -154,8 +162,7 @@ impl RestartTracker {
             self.recent.pop_front();
         }
         if self.recent.len() >= self.limits.max_restarts_in_window {
-            let reason =
-                format!("restarted {} times within {:?} (restart intensity limit)", self.recent.len(), self.limits.window);
+            let reason = format!("restarted {} times within {:?} (restart intensity limit)", self.recent.len(), self.limits.window);
             let Some(cooldown) = self.limits.cooldown else {
                 return Decision::GiveUp { reason: format!("{reason}; not restarting again") };
             };

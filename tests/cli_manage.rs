@@ -169,11 +169,7 @@ fn info_shows_the_supervision_of_the_file_and_the_defaults() {
         "[servers.tuned]\ncommand = \"x\"\nintensity = 2\nperiod = \"30s\"\nbackoff = { initial = \"1s\", max = \"8s\" }\ncooldown = false\n\n[servers.plain]\ncommand = \"y\"\n",
     );
     let output = sandbox.cmd(["info", "tuned"]).output().unwrap();
-    assert!(
-        stdout(&output).contains("at most 2 restarts in 30s, backoff 1s doubling to 8s, then no cool-down"),
-        "{}",
-        stdout(&output)
-    );
+    assert!(stdout(&output).contains("at most 2 restarts in 30s, backoff 1s doubling to 8s, then no cool-down"), "{}", stdout(&output));
     let (tuned, _) = sandbox.json(["info", "tuned", "--json"]);
     assert_eq!(
         tuned["supervision"],

@@ -68,7 +68,10 @@ async fn a_failed_server_is_tried_again_after_the_cool_down_and_recovers() {
             Some(Event::ServerState { state, .. }) => {
                 let connected = state == ServerState::Connected;
                 if let ServerState::Failed { retry_in, error, .. } = &state {
-                    assert!(retry_in.is_some_and(|left| left <= Duration::from_millis(300)), "the first cool-down is `initial`: {retry_in:?}");
+                    assert!(
+                        retry_in.is_some_and(|left| left <= Duration::from_millis(300)),
+                        "the first cool-down is `initial`: {retry_in:?}"
+                    );
                     assert!(error.contains("trying again in 300ms"), "{error}");
                     // The status counts the cool-down down.
                     let status = handle.server_status("flaky").await.unwrap();

@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 use super::output::{table, Failure, Out, Paint, Piece};
 use super::servers::{env, DefinedIn, Entry, Servers};
 use super::Cli;
-use crate::config::{Auth, Keyword, ServerConfig};
 use crate::config::duration::format_duration;
+use crate::config::{Auth, Keyword, ServerConfig};
 use crate::restart::{RestartLimits, RestartPolicy};
 
 #[derive(Debug, clap::Args)]

@@ -138,12 +138,41 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
         upsert(&copy, &server).unwrap();
         let written = fs::read_to_string(&copy).unwrap();
         assert!(written.contains("intensity = 3\nperiod = \"2m\"\nbackoff = { initial = \"250ms\", max = \"5s\" }\ncooldown = { initial = \"1s\", max = \"10m\" }"), "{written}");
-        assert_eq!(load(&copy).unwrap(), [server.clone()]);
+        assert_eq!(load(&copy).unwrap(), [server]);
         let off = parse(Path::new("x.toml"), "[servers.s]\ncommand = \"x\"\ncooldown = false\nperiod = 90\n").unwrap().remove(0);
         assert_eq!((off.restart_limits.cooldown, off.restart_limits.window), (None, Duration::from_secs(90)));
         let (_dir3, default) = file("");
         upsert(&default, &ServerConfig::stdio("d", "x", Vec::<String>::new())).unwrap();
         assert_eq!(fs::read_to_string(&default).unwrap(), "[servers.d]\ncommand = \"x\"\n", "defaults are not written");
+    }
+
+    #[test]
+    fn rate_limits_are_read_and_written_back() {
+        let text = "[servers.s]\ncommand = \"x\"\n\n[servers.s.limits]\nrate = 10\nburst = 20\nconcurrent = 4\n\n[servers.s.limits.tools.search]\nrate = 0.5\n";
+        let server = parse(Path::new("x.toml"), text).unwrap().remove(0);
+        let limits = &server.rate_limits;
+        assert_eq!((limits.server.rate, limits.server.burst, limits.server.concurrent), (Some(10.0), Some(20), Some(4)));
+        assert_eq!(limits.tools["search"].rate, Some(0.5));
+        let (_dir, copy) = file("");
+        upsert(&copy, &server).unwrap();
+        let written = fs::read_to_string(&copy).unwrap();
+        assert!(written.contains("limits = { rate = 10, burst = 20, concurrent = 4, tools = { search = { rate = 0.5 } } }"), "{written}");
+        assert_eq!(load(&copy).unwrap(), [server]);
+        let cases = [
+            ("limits = { rate = 0 }", "`limits.rate` must be a number of calls per second greater than zero"),
+            ("limits = { burst = 3 }", "`limits.burst` needs limits.rate"),
+            ("limits = { concurrent = 0 }", "`limits.concurrent` must be a whole number of at least 1"),
+            ("limits = { per_second = 1 }", "unknown key `limits.per_second`; the known keys are rate, burst, concurrent, tools"),
+            (
+                "limits = { tools = { t = { tools = {} } } }",
+                "unknown key `limits.tools.t.tools`; the known keys are rate, burst, concurrent",
+            ),
+            ("limits = 5", "`limits` must be a table, like { rate = 10, burst = 20, concurrent = 4 }"),
+        ];
+        for (body, expected) in cases {
+            let message = parse_error(&format!("[servers.s]\ncommand = \"x\"\n{body}\n"));
+            assert!(message.starts_with("servers.toml: server \"s\": ") && message.contains(expected), "{body:?}: {message}");
+        }
     }
 
     #[test]

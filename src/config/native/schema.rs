@@ -13,7 +13,7 @@ use crate::error::ConfigError;
 pub const DEFAULT_MAX_RESTARTS: u32 = 5;
 
 /// The keys of a server table, in the order new keys are written.
-pub const KEYS: [&str; 29] = [
+pub const KEYS: [&str; 30] = [
     "transport",
     "command",
     "args",
@@ -43,10 +43,13 @@ pub const KEYS: [&str; 29] = [
     "max_frame",
     "max_list_pages",
     "max_list_items",
+    "limits",
 ];
 
 pub(super) const TOP_LEVEL_KEYS: [&str; 2] = ["servers", "agent"];
 pub(super) const TOOLS_KEYS: [&str; 2] = ["allow", "deny"];
+/// The keys of `limits` (a tool's own limits take the first three).
+pub(super) const LIMITS_KEYS: [&str; 4] = ["rate", "burst", "concurrent", "tools"];
 /// The keys of `backoff` and `cooldown`.
 pub(super) const BACKOFF_KEYS: [&str; 2] = ["initial", "max"];
 /// The keys of `auth = { type = "oauth", ... }`, in the order they are written.
