@@ -13,7 +13,7 @@ use std::time::Duration;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use common::*;
-use mcpvisor::config::{Auth, AuthorizerHandle, Era, OAuthConfig, ServerConfig, Transport};
+use mcpvisor::config::{Auth, AuthorizerHandle, Era, Grant, OAuthConfig, ServerConfig, Transport};
 use mcpvisor::oauth::{FollowRedirects, OAuthCredentials, TokenStore};
 use mcpvisor::{Handle, ServerState};
 use oauth_server::{AuthServer, Options};
@@ -148,5 +148,22 @@ async fn a_login_made_ahead_of_time_reads_a_dpop_challenge_and_binds_the_token()
     let handle = start(vec![remote(&server, dir.path(), false, true)]).await;
     assert_eq!(echo(&handle, "later").await, "later");
     assert_eq!((server.bound_tokens(), server.dpop_refusals()), (2, Vec::<String>::new()));
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_client_gets_a_bound_token_with_no_browser() {
+    let server = AuthServer::start(Options { dpop: true, client_secret: Some(("machine", "machine-secret")), ..Options::default() }).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = remote(&server, dir.path(), false, true);
+    if let Some(Auth::OAuth(oauth)) = &mut config.auth {
+        (oauth.grant, oauth.client_id, oauth.client_secret) =
+            (Grant::ClientCredentials, Some("machine".into()), Some("machine-secret".into()));
+    }
+    let handle = start(vec![config]).await;
+    assert_eq!(echo(&handle, "machine").await, "machine");
+    assert_eq!(server.grants("client_credentials").len(), 1);
+    assert_eq!((server.bound_tokens(), server.dpop_refusals()), (2, Vec::<String>::new()));
+    assert!(schemes(&server).iter().all(|s| s == "DPoP"));
     handle.shutdown().await;
 }
