@@ -24,9 +24,14 @@ pub struct Gateway {
 impl Gateway {
     /// `mcpvisor --config F serve [extra] --http ADDR` with one demo server `demo`.
     pub fn start(addr: &str, extra: &[&str], env: &[(&str, &str)]) -> Result<Gateway, String> {
+        Gateway::start_with_config(&format!("[servers.demo]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n"), addr, extra, env)
+    }
+
+    /// `mcpvisor --config F serve [extra] --http ADDR`, F holding `toml`.
+    pub fn start_with_config(toml: &str, addr: &str, extra: &[&str], env: &[(&str, &str)]) -> Result<Gateway, String> {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let config = dir.path().join("servers.toml");
-        std::fs::write(&config, format!("[servers.demo]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n")).unwrap();
+        std::fs::write(&config, toml).unwrap();
         let mut command = Command::new(BIN);
         command.arg("--config").arg(&config).arg("serve").args(extra).args(["--http", addr]);
         command.env_remove("MCPVISOR_SERVE_TOKEN").env("HOME", dir.path()).env("XDG_CACHE_HOME", dir.path().join("cache"));
@@ -71,6 +76,28 @@ impl Gateway {
     pub fn terminate(&self) {
         // SAFETY: kill has no memory-safety preconditions.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+    }
+
+    /// The exit code once the gateway has exited (-1 for a signal), `None` while it runs.
+    pub fn child_exited(&mut self) -> Option<i32> {
+        self.child.try_wait().ok().flatten().map(|status| status.code().unwrap_or(-1))
+    }
+
+    /// Waits up to `limit` for the gateway to exit: its exit code (-1 for a signal).
+    pub fn wait_exit(&mut self, limit: std::time::Duration) -> Option<i32> {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if let Some(code) = self.child_exited() {
+                return Some(code);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Everything the gateway wrote on stderr so far.
+    pub fn stderr_text(&self) -> String {
+        self.stderr.lock().unwrap().clone()
     }
 }
 
