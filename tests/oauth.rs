@@ -108,6 +108,25 @@ async fn a_server_without_any_metadata_gets_the_2025_03_26_default_endpoints() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_2025_03_26_server_names_its_own_issuer_and_its_redirects_are_checked_against_it() {
+    // No resource metadata: the metadata at the origin names the issuer
+    // `<origin>/oauth`, which is taken (there is none to compare it with).
+    for (iss, logs_in) in [(Iss::Correct, true), (Iss::Wrong, false)] {
+        let server = AuthServer::start(Options { prm: Prm::Absent, declared_issuer: Some("/oauth"), iss, ..Options::default() }).await;
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await;
+        if logs_in {
+            assert_eq!(outcome, Ok(200));
+            let kept: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("remote.json")).unwrap()).unwrap();
+            assert_eq!(kept["current"], format!("{}/oauth", server.base));
+        } else {
+            assert!(outcome.unwrap_err().contains("mix-up"), "the redirect's iss is checked against the declared issuer");
+            assert!(server.grants("authorization_code").is_empty());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn metadata_for_another_resource_or_issuer_is_refused() {
     let cases = [
         (Options { declared_resource: Some("http://other.example/mcp"), ..Options::default() }, "not for"),
@@ -346,4 +365,32 @@ async fn the_transport_constructor_uses_the_configured_authorizer_and_token_dire
     let credentials = OAuthCredentials::for_server(&server_config(&server, oauth)).unwrap();
     assert_eq!(call(credentials.as_ref(), &server.mcp()).await, Ok(200));
     assert!(dir.path().join("remote.json").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resource_that_moves_to_another_authorization_server_logs_in_there_with_a_client_of_its_own() {
+    // Right after the login (the refusal comes within the renewal grace),
+    // and in a process started later (nothing renewed yet).
+    for restarted in [false, true] {
+        let server = AuthServer::start(Options::default()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let first = credentials(&server, OAuthConfig::default(), dir.path(), true);
+        assert_eq!(call(&first, &server.mcp()).await, Ok(200));
+        server.move_authorization_server();
+        let connection = if restarted { credentials(&server, OAuthConfig::default(), dir.path(), true) } else { first };
+        assert_eq!(call(&connection, &server.mcp()).await, Ok(200), "restarted: {restarted}");
+
+        assert_eq!(server.to("/moved/register").len(), 1, "registered with the new server");
+        let authorize = &server.to("/moved/authorize")[0];
+        assert_eq!(authorize.query.get("client_id").map(String::as_str), Some("moved-client"));
+        let at_new = server.to("/moved/token");
+        assert!(
+            at_new.iter().all(|r| r.form.get("grant_type").map(String::as_str) == Some("authorization_code")),
+            "no refresh token of the old server: {at_new:?}"
+        );
+        assert!(at_new.iter().all(|r| !r.body.contains("dynamic-client")), "no client of the old server");
+        let kept: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("remote.json")).unwrap()).unwrap();
+        assert_eq!(kept["current"], format!("{}/moved", server.base));
+        assert!(kept["issuers"][&server.base].is_object(), "each issuer keeps its own entry: {kept}");
+    }
 }

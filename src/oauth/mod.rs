@@ -9,6 +9,7 @@
 //! | `registration` | which client: configured, metadata document, dynamic registration |
 //! | `flow` | token requests with `oauth2`: PKCE, code exchange, refresh, client credentials |
 //! | `jwt` | `private_key_jwt` client assertions |
+//! | `grants` | the JWT-bearer grant: workload identity, enterprise-managed (token exchange) |
 //! | `login` | a user's login: loopback redirect listener, [`Authorizer`]s, `iss` check |
 //! | `store` | tokens on disk, per server and issuer, 0600 |
 //! | `credentials` | [`OAuthCredentials`]: the seam's implementation (refresh once, step-up) |
@@ -22,6 +23,7 @@ mod challenge;
 mod credentials;
 mod discovery;
 mod flow;
+mod grants;
 mod http;
 mod jwt;
 mod login;

@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
@@ -79,7 +80,9 @@ pub struct Options {
     pub jwt_rsa: bool,
     /// `resource` of the protected-resource metadata, instead of the endpoint.
     pub declared_resource: Option<&'static str>,
-    /// `issuer` of the authorization-server metadata, instead of the real one.
+    /// `issuer` of the authorization-server metadata (and of the redirect's
+    /// `iss`), instead of the real one; one starting with `/` is a path on
+    /// this server.
     pub declared_issuer: Option<&'static str>,
 }
 
@@ -136,6 +139,9 @@ struct State {
     options: Options,
     log: Arc<Mutex<Vec<Recorded>>>,
     issued: Arc<Mutex<Issued>>,
+    /// The resource now names another authorization server (at `/moved`),
+    /// and tokens of the first one are refused.
+    moved: Arc<AtomicBool>,
 }
 
 pub struct AuthServer {
@@ -148,7 +154,7 @@ impl AuthServer {
     pub async fn start(options: Options) -> AuthServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let state = State { base: base.clone(), options, log: Arc::default(), issued: Arc::default() };
+        let state = State { base: base.clone(), options, log: Arc::default(), issued: Arc::default(), moved: Arc::default() };
         let app = axum::Router::new().fallback({
             let state = state.clone();
             move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
@@ -178,11 +184,21 @@ impl AuthServer {
         self.requests().into_iter().filter(|r| r.path == path).collect()
     }
 
+    /// Makes the protected-resource metadata name a second authorization
+    /// server, `{base}/moved`, with its own registration, endpoints and
+    /// tokens; the MCP endpoint refuses the first one's tokens from now on.
+    pub fn move_authorization_server(&self) {
+        self.state.moved.store(true, Ordering::SeqCst);
+    }
+
     /// Token requests of this grant type.
     pub fn grants(&self, grant_type: &str) -> Vec<Recorded> {
         self.to("/token").into_iter().filter(|r| r.form.get("grant_type").map(String::as_str) == Some(grant_type)).collect()
     }
 }
+
+/// The path of the second authorization server (`move_authorization_server`).
+const MOVED: &str = "/moved";
 
 fn json_response(status: u16, value: Value) -> Response {
     Response::builder().status(status).header("Content-Type", "application/json").body(Body::from(value.to_string())).unwrap()
@@ -210,25 +226,35 @@ impl State {
             Prm::Root => "/.well-known/oauth-protected-resource".to_owned(),
             Prm::Absent => "/nowhere".to_owned(),
         };
-        let path = options.issuer_path;
+        let path = format!("{}{}", self.prefix(), options.issuer_path);
         let meta_path = match options.meta {
             Meta::OAuth => format!("/.well-known/oauth-authorization-server{path}"),
             Meta::OpenIdInserted => format!("/.well-known/openid-configuration{path}"),
             Meta::OpenIdAppended => format!("{path}/.well-known/openid-configuration"),
             Meta::Absent => "/nowhere".to_owned(),
         };
+        let moved = self.moved();
+        // The authorization server's own paths, under `/moved` once it moved.
+        let as_path = match moved {
+            true => recorded.path.strip_prefix(MOVED).unwrap_or("/the-old-authorization-server"),
+            false => recorded.path.as_str(),
+        };
         match recorded.path.as_str() {
-            "/mcp" => self.mcp(&recorded, &prm_path),
-            "/nowhere" => json_response(404, json!({"error": "not found"})),
-            p if p == prm_path => json_response(200, self.resource_metadata()),
-            p if p == meta_path => json_response(200, self.server_metadata()),
+            "/mcp" => return self.mcp(&recorded, &prm_path),
+            "/nowhere" => return json_response(404, json!({"error": "not found"})),
+            p if p == prm_path => return json_response(200, self.resource_metadata()),
+            p if p == meta_path => return json_response(200, self.server_metadata()),
+            _ => {}
+        }
+        match as_path {
             "/authorize" => self.authorize(&recorded),
             "/token" => self.token(&recorded),
             "/register" if options.dcr => {
                 let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+                let client_id = if moved { "moved-client" } else { "dynamic-client" };
                 json_response(
                     201,
-                    json!({"client_id": "dynamic-client", "redirect_uris": request["redirect_uris"], "token_endpoint_auth_method": "none"}),
+                    json!({"client_id": client_id, "redirect_uris": request["redirect_uris"], "token_endpoint_auth_method": "none"}),
                 )
             }
             _ => json_response(404, json!({"error": "not found"})),
@@ -236,7 +262,29 @@ impl State {
     }
 
     fn issuer(&self) -> String {
-        format!("{}{}", self.base, self.options.issuer_path)
+        format!("{}{}{}", self.base, self.prefix(), self.options.issuer_path)
+    }
+
+    /// The issuer the metadata names.
+    fn declared_issuer(&self) -> String {
+        match self.options.declared_issuer {
+            Some(path) if path.starts_with('/') => format!("{}{path}", self.base),
+            Some(issuer) => issuer.to_owned(),
+            None => self.issuer(),
+        }
+    }
+
+    fn moved(&self) -> bool {
+        self.moved.load(Ordering::SeqCst)
+    }
+
+    /// Where the current authorization server's endpoints are.
+    fn prefix(&self) -> &'static str {
+        if self.moved() {
+            MOVED
+        } else {
+            ""
+        }
     }
 
     fn resource_metadata(&self) -> Value {
@@ -245,9 +293,9 @@ impl State {
     }
 
     fn server_metadata(&self) -> Value {
-        let base = &self.base;
+        let base = format!("{}{}", self.base, self.prefix());
         let mut metadata = json!({
-            "issuer": self.options.declared_issuer.map_or_else(|| self.issuer(), str::to_owned),
+            "issuer": self.declared_issuer(),
             "authorization_endpoint": format!("{base}/authorize"),
             "token_endpoint": format!("{base}/token"),
             "response_types_supported": ["code"],
@@ -266,7 +314,7 @@ impl State {
 
     fn mcp(&self, request: &Recorded, prm_path: &str) -> Response {
         let token = request.headers.get("authorization").and_then(|h| h.strip_prefix("Bearer ")).unwrap_or("");
-        let scope = self.issued.lock().unwrap().tokens.get(token).cloned();
+        let scope = self.issued.lock().unwrap().tokens.get(token).filter(|_| !self.moved() || token.starts_with("moved-")).cloned();
         let Some(scope) = scope else {
             let mut challenge = match self.options.prm {
                 Prm::Header => format!("Bearer resource_metadata=\"{}{prm_path}\"", self.base),
@@ -288,6 +336,7 @@ impl State {
 
     fn authorize(&self, request: &Recorded) -> Response {
         let q = &request.query;
+        let iss = self.declared_issuer();
         let mut issued = self.issued.lock().unwrap();
         issued.counter += 1;
         let code = format!("code-{}", issued.counter);
@@ -299,7 +348,7 @@ impl State {
         let mut target = url::Url::parse(q.get("redirect_uri").map(String::as_str).unwrap_or("http://127.0.0.1:1/")).unwrap();
         target.query_pairs_mut().append_pair("code", &code).append_pair("state", q.get("state").map(String::as_str).unwrap_or(""));
         match self.options.iss {
-            Iss::Correct => drop(target.query_pairs_mut().append_pair("iss", &self.issuer())),
+            Iss::Correct => drop(target.query_pairs_mut().append_pair("iss", &iss)),
             Iss::Wrong => drop(target.query_pairs_mut().append_pair("iss", "https://evil.example")),
             Iss::Absent => {}
         }
@@ -339,7 +388,8 @@ impl State {
             _ => return refuse("unsupported_grant_type"),
         };
         issued.counter += 1;
-        let (access, refresh) = (format!("access-{}", issued.counter), format!("refresh-{}", issued.counter));
+        let from = if self.moved() { "moved-" } else { "" };
+        let (access, refresh) = (format!("{from}access-{}", issued.counter), format!("{from}refresh-{}", issued.counter));
         issued.tokens.insert(access.clone(), scope.clone());
         issued.refresh.insert(refresh.clone(), scope.clone());
         json_response(

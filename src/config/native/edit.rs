@@ -10,7 +10,7 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, TableLike, Value};
 use super::read::read_server;
 use super::schema::{not_a_server_table, parse_document, servers_table_mut, Restart, DEFAULT_MAX_RESTARTS, KEYS};
 use crate::config::file::{read_optional, write_atomically};
-use crate::config::{Auth, Grant, Keyword, ServerConfig, ToolFilter, Transport};
+use crate::config::{Auth, Grant, IdentityProvider, Keyword, ServerConfig, ToolFilter, Transport};
 use crate::error::{ConfigError, ManageError};
 use crate::restart::RestartPolicy;
 
@@ -206,9 +206,23 @@ fn auth(auth: &Auth) -> Value {
             ("client_metadata_url", oauth.client_metadata_url.as_deref().and_then(text)),
             ("grant", Some(Value::from(oauth.grant.as_str())).filter(|_| oauth.grant != Grant::default())),
             ("private_key", oauth.private_key.as_deref().and_then(text)),
+            ("assertion", oauth.assertion.as_deref().and_then(text)),
+            ("assertion_file", oauth.assertion_file.as_deref().and_then(text)),
+            ("identity_provider", oauth.identity_provider.as_ref().map(identity_provider)),
         ],
     };
     Value::InlineTable(pairs.into_iter().filter_map(|(key, value)| Some((key, value?))).collect::<InlineTable>())
+}
+
+fn identity_provider(idp: &IdentityProvider) -> Value {
+    let pairs = [
+        ("token_endpoint", Some(&idp.token_endpoint)),
+        ("client_id", Some(&idp.client_id)),
+        ("client_secret", idp.client_secret.as_ref()),
+        ("id_token", idp.id_token.as_ref()),
+        ("id_token_file", idp.id_token_file.as_ref()),
+    ];
+    Value::InlineTable(pairs.into_iter().filter_map(|(key, value)| Some((key, Value::from(value?.as_str())))).collect::<InlineTable>())
 }
 
 /// Makes the table `item` hold the desired keys, touching only what differs.

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use toml_edit::{Item, TableLike, Value};
 
-use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS, KEYS, OAUTH_KEYS, TOOLS_KEYS};
-use crate::config::{Auth, Grant, Keyword, OAuthConfig, ServerConfig, ToolFilter, Transport};
+use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS, IDENTITY_PROVIDER_KEYS, KEYS, OAUTH_KEYS, TOOLS_KEYS};
+use crate::config::{Auth, Grant, IdentityProvider, Keyword, OAuthConfig, ServerConfig, ToolFilter, Transport};
 use crate::error::ConfigError;
 use crate::restart::RestartPolicy;
 
@@ -144,6 +144,9 @@ impl Reader<'_> {
             client_metadata_url: text("client_metadata_url")?,
             grant: table.get("grant").map(|item| self.keyword("auth.grant", item)).transpose()?.unwrap_or_default(),
             private_key: text("private_key")?,
+            assertion: text("assertion")?,
+            assertion_file: text("assertion_file")?,
+            identity_provider: table.get("identity_provider").map(|item| self.identity_provider(item)).transpose()?,
             ..OAuthConfig::default()
         };
         if config.client_secret.is_some() && config.private_key.is_some() {
@@ -156,7 +159,30 @@ impl Reader<'_> {
             let message = "needs auth.client_id with auth.client_secret or auth.private_key: a machine client must authenticate itself";
             return Err(self.invalid("auth.grant", message));
         }
+        if let Some((field, message)) = config.assertion_problem() {
+            return Err(self.invalid(field, message));
+        }
         Ok(config)
+    }
+
+    /// `identity_provider = { token_endpoint, client_id, ... }` of a `jwt_bearer` grant.
+    fn identity_provider(&self, item: &Item) -> Result<IdentityProvider, ConfigError> {
+        let example = "{ token_endpoint = \"https://idp.example.com/token\", client_id = \"...\", id_token_file = \"...\" }";
+        let table = self.table("auth.identity_provider", item, example)?;
+        if let Some((key, _)) = table.iter().find(|(key, _)| !IDENTITY_PROVIDER_KEYS.contains(key)) {
+            return Err(self.unknown_key(format!("auth.identity_provider.{key}"), &IDENTITY_PROVIDER_KEYS));
+        }
+        let text = |key: &str| table.get(key).map(|item| self.string(&format!("auth.identity_provider.{key}"), item)).transpose();
+        let required = |key: &str| {
+            text(key)?.ok_or_else(|| self.invalid(&format!("auth.identity_provider.{key}"), "is missing; the identity provider needs it"))
+        };
+        Ok(IdentityProvider {
+            token_endpoint: required("token_endpoint")?,
+            client_id: required("client_id")?,
+            client_secret: text("client_secret")?,
+            id_token: text("id_token")?,
+            id_token_file: text("id_token_file")?,
+        })
     }
 
     fn restart(&self, restart: Option<&Item>, max_restarts: Option<&Item>) -> Result<RestartPolicy, ConfigError> {

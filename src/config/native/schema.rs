@@ -44,7 +44,20 @@ pub const KEYS: [&str; 25] = [
 pub(super) const TOP_LEVEL_KEYS: [&str; 2] = ["servers", "agent"];
 pub(super) const TOOLS_KEYS: [&str; 2] = ["allow", "deny"];
 /// The keys of `auth = { type = "oauth", ... }`, in the order they are written.
-pub(super) const OAUTH_KEYS: [&str; 7] = ["type", "client_id", "client_secret", "scopes", "client_metadata_url", "grant", "private_key"];
+pub(super) const OAUTH_KEYS: [&str; 10] = [
+    "type",
+    "client_id",
+    "client_secret",
+    "scopes",
+    "client_metadata_url",
+    "grant",
+    "private_key",
+    "assertion",
+    "assertion_file",
+    "identity_provider",
+];
+/// The keys of `identity_provider` in an OAuth `auth` (a `jwt_bearer` grant).
+pub(super) const IDENTITY_PROVIDER_KEYS: [&str; 5] = ["token_endpoint", "client_id", "client_secret", "id_token", "id_token_file"];
 
 pub(super) fn parse_document(path: &Path, text: &str) -> Result<DocumentMut, ConfigError> {
     let document: DocumentMut = text.parse().map_err(|error: toml_edit::TomlError| ConfigError::Syntax {
