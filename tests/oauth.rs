@@ -9,10 +9,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use mcpvisor::config::{Auth, AuthorizerHandle, Grant, OAuthConfig, ServerConfig, Transport};
+use mcpvisor::config::{Auth, AuthorizerHandle, Grant, IdentityProvider, OAuthConfig, ServerConfig, Transport};
 use mcpvisor::oauth::{Authorizer, FollowRedirects, OAuthCredentials, TokenStore, MAX_STEP_UPS};
 use mcpvisor::transport::credentials::{Challenge, Credentials, Renewal};
-use oauth_server::{AuthServer, Iss, Meta, Options, Prm};
+use oauth_server::{AuthServer, Iss, Meta, Options, PlatformKey, Prm, JWT_BEARER};
 
 fn server_config(server: &AuthServer, oauth: OAuthConfig) -> ServerConfig {
     let mut config = ServerConfig::remote("remote", Transport::Http, server.mcp());
@@ -393,4 +393,67 @@ async fn a_resource_that_moves_to_another_authorization_server_logs_in_there_wit
         assert_eq!(kept["current"], format!("{}/moved", server.base));
         assert!(kept["issuers"][&server.base].is_object(), "each issuer keeps its own entry: {kept}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workload_presents_its_platform_token_and_a_refusal_is_final() {
+    let platform = PlatformKey::new();
+    let server = AuthServer::start(Options { assertion_key: Some(platform.public_key()), ..Options::default() }).await;
+    let jwt_bearer = |assertion: String| OAuthConfig {
+        client_id: Some("workload".into()),
+        grant: Grant::JwtBearer,
+        assertion: Some(assertion),
+        scopes: vec!["jobs".into()],
+        ..OAuthConfig::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let valid = platform.token(&server.issuer(), 300);
+    assert_eq!(call(&credentials(&server, jwt_bearer(valid.clone()), dir.path(), false), &server.mcp()).await, Ok(200));
+    let grant = &server.grants(JWT_BEARER)[0];
+    assert_eq!(grant.form.get("assertion"), Some(&valid));
+    assert_eq!(grant.form.get("client_id").map(String::as_str), Some("workload"));
+    assert_eq!((grant.form.get("resource"), grant.form.get("scope").map(String::as_str)), (Some(&server.mcp()), Some("jobs")));
+
+    // Expired, or for another audience: refused once, no other grant tried.
+    for refused in [platform.token(&server.issuer(), -60), platform.token("https://other.example", 300)] {
+        let server = AuthServer::start(Options { assertion_key: Some(platform.public_key()), ..Options::default() }).await;
+        let other = tempfile::tempdir().unwrap();
+        let error = call(&credentials(&server, jwt_bearer(refused.clone()), other.path(), true), &server.mcp()).await.unwrap_err();
+        assert!(error.contains("refused the assertion grant (RFC 7523): invalid_grant"), "{error}");
+        assert!(!error.contains(&refused), "{error}");
+        assert_eq!(server.to("/token").len(), 1, "no retry, no other grant");
+        assert!(server.to("/authorize").is_empty() && server.to("/register").is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_enterprise_users_id_token_is_exchanged_for_an_id_jag_which_is_presented() {
+    let options = Options { id_token: Some("user-id-token"), client_secret: Some(("crm", "crm-secret-value")), ..Options::default() };
+    let server = AuthServer::start(options).await;
+    let enterprise = |id_token: &str| OAuthConfig {
+        client_id: Some("crm".into()),
+        client_secret: Some("crm-secret-value".into()),
+        grant: Grant::JwtBearer,
+        identity_provider: Some(IdentityProvider {
+            token_endpoint: format!("{}/idp/token", server.base),
+            client_id: "mcpvisor".into(),
+            id_token: Some(id_token.into()),
+            ..IdentityProvider::default()
+        }),
+        ..OAuthConfig::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(call(&credentials(&server, enterprise("user-id-token"), dir.path(), false), &server.mcp()).await, Ok(200));
+    let exchange = &server.to("/idp/token")[0].form;
+    assert_eq!(exchange.get("subject_token").map(String::as_str), Some("user-id-token"));
+    assert_eq!((exchange.get("audience"), exchange.get("resource")), (Some(&server.issuer()), Some(&server.mcp())));
+    assert_eq!(exchange.get("client_id").map(String::as_str), Some("mcpvisor"));
+    let grant = &server.grants(JWT_BEARER)[0];
+    assert!(grant.form["assertion"].starts_with("id-jag-"), "the ID-JAG is presented: {grant:?}");
+    assert!(grant.headers["authorization"].starts_with("Basic "), "the client authenticates at the authorization server");
+
+    let other = tempfile::tempdir().unwrap();
+    let error = call(&credentials(&server, enterprise("stale-id-token-value"), other.path(), false), &server.mcp()).await.unwrap_err();
+    assert!(error.contains("refused the token exchange for an ID-JAG: invalid_grant"), "{error}");
+    assert!(!error.contains("stale-id-token-value"), "the identity provider's echo is masked: {error}");
 }

@@ -70,7 +70,7 @@ pub async fn jwt_bearer(
         }
     };
     let secrets = [Some(assertion.as_str()), basic.map(|(_, secret)| secret)];
-    let request = TokenRequest { endpoint: &discovery.server.token_endpoint, party: issuer, what: "the JWT-bearer grant" };
+    let request = TokenRequest { endpoint: &discovery.server.token_endpoint, party: issuer, what: "the assertion grant (RFC 7523)" };
     let answer: BasicTokenResponse = request.send(http, &form, basic, &secrets).await?;
     Ok(tokens(&answer, scopes, None))
 }

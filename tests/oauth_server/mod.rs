@@ -8,6 +8,10 @@
 
 #![allow(dead_code)]
 
+mod grants;
+
+pub use grants::{PlatformKey, JWT_BEARER};
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -80,6 +84,12 @@ pub struct Options {
     pub jwt_rsa: bool,
     /// `resource` of the protected-resource metadata, instead of the endpoint.
     pub declared_resource: Option<&'static str>,
+    /// The JWT-bearer grant: the P-256 public key (uncompressed point) that
+    /// signs a workload's assertions.
+    pub assertion_key: Option<Vec<u8>>,
+    /// The identity provider at `/idp/token` exchanges this ID token for
+    /// an ID-JAG the JWT-bearer grant accepts.
+    pub id_token: Option<&'static str>,
     /// `issuer` of the authorization-server metadata (and of the redirect's
     /// `iss`), instead of the real one; one starting with `/` is a path on
     /// this server.
@@ -107,6 +117,8 @@ impl Default for Options {
             jwt_rsa: false,
             declared_resource: None,
             declared_issuer: None,
+            assertion_key: None,
+            id_token: None,
         }
     }
 }
@@ -124,6 +136,8 @@ pub struct Recorded {
 
 #[derive(Default)]
 struct Issued {
+    /// ID-JAGs the identity provider issued → the resource they are for
+    id_jags: BTreeMap<String, String>,
     /// code → (PKCE challenge, scope, client_id)
     codes: BTreeMap<String, (String, String, String)>,
     /// access token → scope
@@ -249,6 +263,7 @@ impl State {
         match as_path {
             "/authorize" => self.authorize(&recorded),
             "/token" => self.token(&recorded),
+            "/idp/token" => self.token_exchange(&recorded),
             "/register" if options.dcr => {
                 let request: Value = serde_json::from_slice(&body).unwrap_or_default();
                 let client_id = if moved { "moved-client" } else { "dynamic-client" };
@@ -385,6 +400,10 @@ impl State {
                 }
                 (form.get("scope").cloned().unwrap_or_default(), 3600)
             }
+            Some(grants::JWT_BEARER) => match self.jwt_bearer(request, &issued) {
+                Ok(scope) => (scope, 3600),
+                Err(error) => return refuse(error),
+            },
             _ => return refuse("unsupported_grant_type"),
         };
         issued.counter += 1;

@@ -415,7 +415,20 @@ mod tests {
             client_metadata_url: Some("https://me.example/client.json".into()),
             ..Default::default()
         }));
-        let configs = [full_config(), remote, never, odd_name, machine, browser];
+        let mut enterprise = ServerConfig::remote("enterprise", Transport::Http, "https://e.example/mcp");
+        enterprise.auth = Some(Auth::OAuth(crate::config::OAuthConfig {
+            client_id: Some("crm".into()),
+            client_secret: Some("${CRM_SECRET}".into()),
+            grant: crate::config::Grant::JwtBearer,
+            identity_provider: Some(crate::config::IdentityProvider {
+                token_endpoint: "https://idp.example/token".into(),
+                client_id: "mcpvisor".into(),
+                id_token_file: Some("/run/user/sso/id_token".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }));
+        let configs = [full_config(), remote, never, odd_name, machine, browser, enterprise];
         for config in &configs {
             upsert(&path, config).unwrap();
         }
