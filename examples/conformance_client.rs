@@ -190,7 +190,7 @@ fn oauth(scenario: &str, context: &Value, token_dir: &std::path::Path) -> Result
     let authorizer = FollowRedirects::new().map_err(|e| format!("no HTTP client for the authorization redirect: {e}"))?;
     let identity_provider = match (text("idp_token_endpoint"), text("idp_client_id"), text("idp_id_token")) {
         (Some(token_endpoint), Some(client_id), Some(id_token)) => {
-            Some(IdentityProvider { token_endpoint, client_id, id_token: Some(id_token), ..IdentityProvider::default() })
+            Some(Box::new(IdentityProvider { token_endpoint, client_id, id_token: Some(id_token), ..IdentityProvider::default() }))
         }
         _ => None,
     };

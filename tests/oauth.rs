@@ -434,12 +434,12 @@ async fn an_enterprise_users_id_token_is_exchanged_for_an_id_jag_which_is_presen
         client_id: Some("crm".into()),
         client_secret: Some("crm-secret-value".into()),
         grant: Grant::JwtBearer,
-        identity_provider: Some(IdentityProvider {
+        identity_provider: Some(Box::new(IdentityProvider {
             token_endpoint: format!("{}/idp/token", server.base),
             client_id: "mcpvisor".into(),
             id_token: Some(id_token.into()),
             ..IdentityProvider::default()
-        }),
+        })),
         ..OAuthConfig::default()
     };
     let dir = tempfile::tempdir().unwrap();

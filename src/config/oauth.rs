@@ -54,8 +54,9 @@ pub struct OAuthConfig {
     /// `jwt_bearer`: the file holding the assertion.
     pub assertion_file: Option<String>,
     /// `jwt_bearer`: the identity provider that exchanges the user's ID
-    /// token for the assertion (enterprise-managed authorization).
-    pub identity_provider: Option<IdentityProvider>,
+    /// token for the assertion (enterprise-managed authorization). Boxed:
+    /// few configurations have one.
+    pub identity_provider: Option<Box<IdentityProvider>>,
     /// Set in code only: who follows the authorization URL when a login is
     /// needed while connecting. Without one a login is left to the user
     /// (`needs_auth`).

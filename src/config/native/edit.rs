@@ -208,7 +208,7 @@ fn auth(auth: &Auth) -> Value {
             ("private_key", oauth.private_key.as_deref().and_then(text)),
             ("assertion", oauth.assertion.as_deref().and_then(text)),
             ("assertion_file", oauth.assertion_file.as_deref().and_then(text)),
-            ("identity_provider", oauth.identity_provider.as_ref().map(identity_provider)),
+            ("identity_provider", oauth.identity_provider.as_deref().map(identity_provider)),
         ],
     };
     Value::InlineTable(pairs.into_iter().filter_map(|(key, value)| Some((key, value?))).collect::<InlineTable>())
@@ -420,12 +420,12 @@ mod tests {
             client_id: Some("crm".into()),
             client_secret: Some("${CRM_SECRET}".into()),
             grant: crate::config::Grant::JwtBearer,
-            identity_provider: Some(crate::config::IdentityProvider {
+            identity_provider: Some(Box::new(crate::config::IdentityProvider {
                 token_endpoint: "https://idp.example/token".into(),
                 client_id: "mcpvisor".into(),
                 id_token_file: Some("/run/user/sso/id_token".into()),
                 ..Default::default()
-            }),
+            })),
             ..Default::default()
         }));
         let configs = [full_config(), remote, never, odd_name, machine, browser, enterprise];

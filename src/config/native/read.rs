@@ -146,7 +146,7 @@ impl Reader<'_> {
             private_key: text("private_key")?,
             assertion: text("assertion")?,
             assertion_file: text("assertion_file")?,
-            identity_provider: table.get("identity_provider").map(|item| self.identity_provider(item)).transpose()?,
+            identity_provider: table.get("identity_provider").map(|item| self.identity_provider(item).map(Box::new)).transpose()?,
             ..OAuthConfig::default()
         };
         if config.client_secret.is_some() && config.private_key.is_some() {
