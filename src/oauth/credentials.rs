@@ -330,16 +330,17 @@ impl OAuthCredentials {
 
     /// Whether a refusal of a token just obtained is because the resource
     /// now names another authorization server (SEP-2352): its metadata is
-    /// read again.
-    async fn moved(&self, state: &State, resource_metadata: Option<&str>) -> Result<bool, OAuthError> {
-        let Some(url) = resource_metadata else { return Ok(false) };
-        let Some(current) = state.kept.as_ref().and_then(|kept| kept.current.clone()) else { return Ok(false) };
-        let discovery = discovery::discover(&self.http, &self.endpoint, Some(url)).await?;
+    /// read again. Metadata that cannot be read says nothing: the refusal
+    /// is then taken as sent with the old token.
+    async fn moved(&self, state: &State, resource_metadata: Option<&str>) -> bool {
+        let Some(url) = resource_metadata else { return false };
+        let Some(current) = state.kept.as_ref().and_then(|kept| kept.current.clone()) else { return false };
+        let Ok(discovery) = discovery::discover(&self.http, &self.endpoint, Some(url)).await else { return false };
         if discovery.server.issuer == current {
-            return Ok(false);
+            return false;
         }
         tracing::info!(server = %self.server, "the server moved from the authorization server {current} to {}", discovery.server.issuer);
-        Ok(true)
+        true
     }
 
     /// Forgets the current tokens (they were refused and cannot be renewed).
@@ -385,7 +386,7 @@ impl OAuthCredentials {
             let discovery = self.discover(&mut state, parsed.resource_metadata.as_deref()).await?;
             return self.new_tokens(&mut state, &discovery, &wanted).await;
         }
-        if recently_renewed && !self.moved(&state, parsed.resource_metadata.as_deref()).await? {
+        if recently_renewed && !self.moved(&state, parsed.resource_metadata.as_deref()).await {
             return Ok(Renewal::Retry);
         }
         // A login made since by another process (`mcpvisor auth`) is on disk.
