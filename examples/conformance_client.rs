@@ -29,7 +29,7 @@
 use std::time::Duration;
 
 use actix::prelude::*;
-use mcpvisor::config::{Auth, AuthorizerHandle, Era, Grant, OAuthConfig, RuntimeConfig, ServerConfig, Transport};
+use mcpvisor::config::{Auth, AuthorizerHandle, Era, Grant, IdentityProvider, OAuthConfig, RuntimeConfig, ServerConfig, Transport};
 use mcpvisor::oauth::FollowRedirects;
 use mcpvisor::{
     CallError, CallTool, ClientHandlers, ElicitResult, ElicitationAction, ElicitationRequest, Handle, JsonObject, Refusal, Root,
@@ -179,19 +179,37 @@ const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadat
 /// headlessly by following the authorization redirect (the suite's
 /// authorization server approves without a person), tokens kept in
 /// `token_dir`, and what `context` (`MCP_CONFORMANCE_CONTEXT`) says was
-/// registered beforehand: a client ID and secret, or a machine client
-/// (client credentials, with a secret or a private key for
-/// `private_key_jwt`), which the scenario names.
+/// set up beforehand: a client ID and secret; a machine client (client
+/// credentials, with a secret or a private key for `private_key_jwt`),
+/// which the scenario names; a workload's platform-issued JWT
+/// (`valid_jwt`: the JWT-bearer grant); or an enterprise identity provider
+/// with the user's ID token (`idp_*`: the JWT-bearer grant with an ID-JAG
+/// from a token exchange there).
 fn oauth(scenario: &str, context: &Value, token_dir: &std::path::Path) -> Result<OAuthConfig, String> {
     let text = |key: &str| context[key].as_str().map(str::to_string);
     let authorizer = FollowRedirects::new().map_err(|e| format!("no HTTP client for the authorization redirect: {e}"))?;
-    let machine = scenario.contains("client-credentials") || context.get("private_key_pem").is_some();
+    let identity_provider = match (text("idp_token_endpoint"), text("idp_client_id"), text("idp_id_token")) {
+        (Some(token_endpoint), Some(client_id), Some(id_token)) => {
+            Some(Box::new(IdentityProvider { token_endpoint, client_id, id_token: Some(id_token), ..IdentityProvider::default() }))
+        }
+        _ => None,
+    };
+    let assertion = text("valid_jwt");
+    let grant = if assertion.is_some() || identity_provider.is_some() {
+        Grant::JwtBearer
+    } else if scenario.contains("client-credentials") || context.get("private_key_pem").is_some() {
+        Grant::ClientCredentials
+    } else {
+        Grant::AuthorizationCode
+    };
     Ok(OAuthConfig {
         client_id: text("client_id"),
         client_secret: text("client_secret"),
         client_metadata_url: Some(CLIENT_METADATA_URL.into()),
-        grant: if machine { Grant::ClientCredentials } else { Grant::AuthorizationCode },
+        grant,
         private_key: text("private_key_pem"),
+        assertion,
+        identity_provider,
         authorizer: Some(AuthorizerHandle::new(authorizer)),
         token_dir: Some(token_dir.to_path_buf()),
         ..OAuthConfig::default()

@@ -9,10 +9,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use mcpvisor::config::{Auth, AuthorizerHandle, Grant, OAuthConfig, ServerConfig, Transport};
+use mcpvisor::config::{Auth, AuthorizerHandle, Grant, IdentityProvider, OAuthConfig, ServerConfig, Transport};
 use mcpvisor::oauth::{Authorizer, FollowRedirects, OAuthCredentials, TokenStore, MAX_STEP_UPS};
 use mcpvisor::transport::credentials::{Challenge, Credentials, Renewal, RequestLine};
-use oauth_server::{AuthServer, Iss, Meta, Options, Prm};
+use oauth_server::{AuthServer, Iss, Meta, Options, PlatformKey, Prm, JWT_BEARER};
 
 fn server_config(server: &AuthServer, oauth: OAuthConfig) -> ServerConfig {
     let mut config = ServerConfig::remote("remote", Transport::Http, server.mcp());
@@ -105,6 +105,25 @@ async fn a_server_without_any_metadata_gets_the_2025_03_26_default_endpoints() {
     let dir = tempfile::tempdir().unwrap();
     assert_eq!(call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await, Ok(200));
     assert_eq!((server.to("/register").len(), server.to("/authorize").len(), server.grants("authorization_code").len()), (1, 1, 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2025_03_26_server_names_its_own_issuer_and_its_redirects_are_checked_against_it() {
+    // No resource metadata: the metadata at the origin names the issuer
+    // `<origin>/oauth`, which is taken (there is none to compare it with).
+    for (iss, logs_in) in [(Iss::Correct, true), (Iss::Wrong, false)] {
+        let server = AuthServer::start(Options { prm: Prm::Absent, declared_issuer: Some("/oauth"), iss, ..Options::default() }).await;
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await;
+        if logs_in {
+            assert_eq!(outcome, Ok(200));
+            let kept: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("remote.json")).unwrap()).unwrap();
+            assert_eq!(kept["current"], format!("{}/oauth", server.base));
+        } else {
+            assert!(outcome.unwrap_err().contains("mix-up"), "the redirect's iss is checked against the declared issuer");
+            assert!(server.grants("authorization_code").is_empty());
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -348,4 +367,95 @@ async fn the_transport_constructor_uses_the_configured_authorizer_and_token_dire
     let credentials = OAuthCredentials::for_server(&server_config(&server, oauth)).unwrap();
     assert_eq!(call(credentials.as_ref(), &server.mcp()).await, Ok(200));
     assert!(dir.path().join("remote.json").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resource_that_moves_to_another_authorization_server_logs_in_there_with_a_client_of_its_own() {
+    // Right after the login (the refusal comes within the renewal grace),
+    // and in a process started later (nothing renewed yet).
+    for restarted in [false, true] {
+        let server = AuthServer::start(Options::default()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let first = credentials(&server, OAuthConfig::default(), dir.path(), true);
+        assert_eq!(call(&first, &server.mcp()).await, Ok(200));
+        server.move_authorization_server();
+        let connection = if restarted { credentials(&server, OAuthConfig::default(), dir.path(), true) } else { first };
+        assert_eq!(call(&connection, &server.mcp()).await, Ok(200), "restarted: {restarted}");
+
+        assert_eq!(server.to("/moved/register").len(), 1, "registered with the new server");
+        let authorize = &server.to("/moved/authorize")[0];
+        assert_eq!(authorize.query.get("client_id").map(String::as_str), Some("moved-client"));
+        let at_new = server.to("/moved/token");
+        assert!(
+            at_new.iter().all(|r| r.form.get("grant_type").map(String::as_str) == Some("authorization_code")),
+            "no refresh token of the old server: {at_new:?}"
+        );
+        assert!(at_new.iter().all(|r| !r.body.contains("dynamic-client")), "no client of the old server");
+        let kept: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("remote.json")).unwrap()).unwrap();
+        assert_eq!(kept["current"], format!("{}/moved", server.base));
+        assert!(kept["issuers"][&server.base].is_object(), "each issuer keeps its own entry: {kept}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workload_presents_its_platform_token_and_a_refusal_is_final() {
+    let platform = PlatformKey::new();
+    let server = AuthServer::start(Options { assertion_key: Some(platform.public_key()), ..Options::default() }).await;
+    let jwt_bearer = |assertion: String| OAuthConfig {
+        client_id: Some("workload".into()),
+        grant: Grant::JwtBearer,
+        assertion: Some(assertion),
+        scopes: vec!["jobs".into()],
+        ..OAuthConfig::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let valid = platform.token(&server.issuer(), 300);
+    assert_eq!(call(&credentials(&server, jwt_bearer(valid.clone()), dir.path(), false), &server.mcp()).await, Ok(200));
+    let grant = &server.grants(JWT_BEARER)[0];
+    assert_eq!(grant.form.get("assertion"), Some(&valid));
+    assert_eq!(grant.form.get("client_id").map(String::as_str), Some("workload"));
+    assert_eq!((grant.form.get("resource"), grant.form.get("scope").map(String::as_str)), (Some(&server.mcp()), Some("jobs")));
+
+    // Expired, or for another audience: refused once, no other grant tried.
+    for refused in [platform.token(&server.issuer(), -60), platform.token("https://other.example", 300)] {
+        let server = AuthServer::start(Options { assertion_key: Some(platform.public_key()), ..Options::default() }).await;
+        let other = tempfile::tempdir().unwrap();
+        let error = call(&credentials(&server, jwt_bearer(refused.clone()), other.path(), true), &server.mcp()).await.unwrap_err();
+        assert!(error.contains("refused the assertion grant (RFC 7523): invalid_grant"), "{error}");
+        assert!(!error.contains(&refused), "{error}");
+        assert_eq!(server.to("/token").len(), 1, "no retry, no other grant");
+        assert!(server.to("/authorize").is_empty() && server.to("/register").is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_enterprise_users_id_token_is_exchanged_for_an_id_jag_which_is_presented() {
+    let options = Options { id_token: Some("user-id-token"), client_secret: Some(("crm", "crm-secret-value")), ..Options::default() };
+    let server = AuthServer::start(options).await;
+    let enterprise = |id_token: &str| OAuthConfig {
+        client_id: Some("crm".into()),
+        client_secret: Some("crm-secret-value".into()),
+        grant: Grant::JwtBearer,
+        identity_provider: Some(Box::new(IdentityProvider {
+            token_endpoint: format!("{}/idp/token", server.base),
+            client_id: "mcpvisor".into(),
+            id_token: Some(id_token.into()),
+            ..IdentityProvider::default()
+        })),
+        ..OAuthConfig::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(call(&credentials(&server, enterprise("user-id-token"), dir.path(), false), &server.mcp()).await, Ok(200));
+    let exchange = &server.to("/idp/token")[0].form;
+    assert_eq!(exchange.get("subject_token").map(String::as_str), Some("user-id-token"));
+    assert_eq!((exchange.get("audience"), exchange.get("resource")), (Some(&server.issuer()), Some(&server.mcp())));
+    assert_eq!(exchange.get("client_id").map(String::as_str), Some("mcpvisor"));
+    let grant = &server.grants(JWT_BEARER)[0];
+    assert!(grant.form["assertion"].starts_with("id-jag-"), "the ID-JAG is presented: {grant:?}");
+    assert!(grant.headers["authorization"].starts_with("Basic "), "the client authenticates at the authorization server");
+
+    let other = tempfile::tempdir().unwrap();
+    let error = call(&credentials(&server, enterprise("stale-id-token-value"), other.path(), false), &server.mcp()).await.unwrap_err();
+    assert!(error.contains("refused the token exchange for an ID-JAG: invalid_grant"), "{error}");
+    assert!(!error.contains("stale-id-token-value"), "the identity provider's echo is masked: {error}");
 }

@@ -97,3 +97,24 @@ async fn a_machine_client_logs_in_without_a_browser_and_info_hides_its_secret() 
     assert!(shown.contains("oauth (client_credentials), client_id machine, client_secret ${CI_SECRET}"), "{shown}");
     assert!(!shown.contains("machine-secret-value"), "{shown}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workload_logs_in_with_the_platform_token_its_configuration_names() {
+    let platform = oauth_server::PlatformKey::new();
+    let server = AuthServer::start(Options { assertion_key: Some(platform.public_key()), ..Options::default() }).await;
+    let assertion = platform.token(&server.issuer(), 300);
+    let sandbox = Sandbox::new();
+    let token_file = sandbox.write("workload-token", &format!("{assertion}\n"));
+    sandbox.write_user_file(&format!(
+        "[servers.job]\nurl = \"{}\"\nauth = {{ type = \"oauth\", grant = \"jwt_bearer\", client_id = \"workload\", assertion_file = \"{}\" }}\n",
+        server.mcp(),
+        token_file.display()
+    ));
+    let output = sandbox.cmd(["auth", "job", "--no-browser"]).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    let grants = server.grants(oauth_server::JWT_BEARER);
+    assert_eq!(grants.len(), 1);
+    assert_eq!(grants[0].form.get("assertion"), Some(&assertion), "the file's token, without its newline");
+    assert!(server.to("/authorize").is_empty(), "no browser");
+}

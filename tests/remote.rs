@@ -261,14 +261,18 @@ async fn a_server_that_stops_answering_holds_only_max_in_flight_requests() {
     let mut config = remote("web", &fixture);
     (config.limits.max_in_flight, config.limits.max_queued) = (2, 1);
     let handle = start(vec![config]).await;
-    let waiting: Vec<_> = (0..3)
-        .map(|_| {
-            let handle = handle.clone();
-            tokio::spawn(async move { handle.call(CallTool::new("mcp__web__wait", json!({})).with_timeout(Duration::from_secs(1))).await })
-        })
-        .collect();
-    wait_status(&handle, "web", |s| s.in_flight == 2 && s.queued == 1).await;
+    // Two calls fill the slots and outlive the third, which waits in the
+    // queue: its time-out must fire there, before a slot frees (with equal
+    // time-outs, the slots could free first and let it reach the server).
+    let call = |timeout: Duration| {
+        let handle = handle.clone();
+        tokio::spawn(async move { handle.call(CallTool::new("mcp__web__wait", json!({})).with_timeout(timeout)).await })
+    };
+    let mut waiting: Vec<_> = (0..2).map(|_| call(Duration::from_secs(4))).collect();
+    wait_status(&handle, "web", |s| s.in_flight == 2).await;
     wait_posted(&fixture, "tools/call", 2).await;
+    waiting.push(call(Duration::from_secs(1)));
+    wait_status(&handle, "web", |s| s.in_flight == 2 && s.queued == 1).await;
     let refused = echo(&handle, "web", "one too many").await;
     assert!(matches!(refused, Err(CallError::Overloaded { in_flight: 2, queued: 1, .. })), "{refused:?}");
     for call in waiting {

@@ -117,6 +117,8 @@ fn auth(auth: &Auth) -> String {
                 ("client_secret", &oauth.client_secret),
                 ("client_metadata_url", &oauth.client_metadata_url),
                 ("private_key", &oauth.private_key),
+                ("assertion", &oauth.assertion),
+                ("assertion_file", &oauth.assertion_file),
             ];
             for (key, value) in parts {
                 if let Some(value) = value {
@@ -125,6 +127,9 @@ fn auth(auth: &Auth) -> String {
             }
             if !oauth.scopes.is_empty() {
                 shown.push_str(&format!(", scopes {}", oauth.scopes.join(" ")));
+            }
+            if let Some(idp) = &oauth.identity_provider {
+                shown.push_str(&format!(", identity provider {} (client {})", idp.token_endpoint, idp.client_id));
             }
             shown
         }

@@ -87,12 +87,23 @@ impl ServerConfig {
             }
             Some(Auth::ApiKey { value, .. }) => visit(TextField::Auth("value"), value)?,
             Some(Auth::OAuth(oauth)) => {
-                let fields = [
+                let mut fields = vec![
                     ("client_id", &mut oauth.client_id),
                     ("client_secret", &mut oauth.client_secret),
                     ("client_metadata_url", &mut oauth.client_metadata_url),
                     ("private_key", &mut oauth.private_key),
+                    ("assertion", &mut oauth.assertion),
+                    ("assertion_file", &mut oauth.assertion_file),
                 ];
+                if let Some(idp) = &mut oauth.identity_provider {
+                    visit(TextField::Auth("identity_provider.token_endpoint"), &mut idp.token_endpoint)?;
+                    visit(TextField::Auth("identity_provider.client_id"), &mut idp.client_id)?;
+                    fields.extend([
+                        ("identity_provider.client_secret", &mut idp.client_secret),
+                        ("identity_provider.id_token", &mut idp.id_token),
+                        ("identity_provider.id_token_file", &mut idp.id_token_file),
+                    ]);
+                }
                 for (key, value) in fields {
                     if let Some(value) = value {
                         visit(TextField::Auth(key), value)?;

@@ -74,7 +74,7 @@ pub mod redact;
 pub use agent::{AgentSettings, ConfirmMode};
 pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
 pub use filter::ToolFilter;
-pub use oauth::{AuthorizerHandle, Grant, OAuthConfig};
+pub use oauth::{AuthorizerHandle, Grant, IdentityProvider, OAuthConfig};
 pub use redact::{Redactor, MASK};
 
 /// Back-pressure bounds of one connection.

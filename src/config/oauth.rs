@@ -10,6 +10,21 @@
 //! `private_key` (PEM, for `private_key_jwt`), and needs no browser.
 //! Tokens are DPoP-bound when the authorization server offers it, unless
 //! `dpop = false`.
+//!
+//! `grant = "jwt_bearer"` (RFC 7523) presents a signed JWT the client did not
+//! make, with its `client_id` (and a secret or key if it has one):
+//!
+//! - workload identity: the platform's token, `assertion = "${TOKEN}"` or
+//!   `assertion_file = "/var/run/secrets/tokens/mcp"` (read again at every
+//!   token request, as platforms rotate it);
+//! - enterprise-managed authorization (SEP-990): an `identity_provider =
+//!   { token_endpoint, client_id, client_secret, id_token | id_token_file }`
+//!   table; the user's ID token from the enterprise's identity provider is
+//!   exchanged there (RFC 8693) for an identity assertion grant (ID-JAG)
+//!   for this server's authorization server, which is then presented.
+//!
+//! Exactly one of `assertion`, `assertion_file` and `identity_provider` goes
+//! with `jwt_bearer`, and none with another grant.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -39,6 +54,14 @@ pub struct OAuthConfig {
     /// DPoP-bound tokens (RFC 9449) when the authorization server offers
     /// them (`auth.dpop`, on by default); off: plain bearer tokens.
     pub dpop: bool,
+    /// `jwt_bearer`: the assertion itself.
+    pub assertion: Option<String>,
+    /// `jwt_bearer`: the file holding the assertion.
+    pub assertion_file: Option<String>,
+    /// `jwt_bearer`: the identity provider that exchanges the user's ID
+    /// token for the assertion (enterprise-managed authorization). Boxed:
+    /// few configurations have one.
+    pub identity_provider: Option<Box<IdentityProvider>>,
     /// Set in code only: who follows the authorization URL when a login is
     /// needed while connecting. Without one a login is left to the user
     /// (`needs_auth`).
@@ -58,8 +81,41 @@ impl Default for OAuthConfig {
             grant: Grant::default(),
             private_key: None,
             dpop: true,
+            assertion: None,
+            assertion_file: None,
+            identity_provider: None,
             authorizer: None,
             token_dir: None,
+        }
+    }
+}
+
+impl OAuthConfig {
+    /// What is wrong with the assertion settings, as (field, message): a
+    /// `jwt_bearer` grant needs exactly one source, another grant none.
+    pub(crate) fn assertion_problem(&self) -> Option<(&'static str, &'static str)> {
+        let sources = [self.assertion.is_some(), self.assertion_file.is_some(), self.identity_provider.is_some()];
+        let count = sources.iter().filter(|set| **set).count();
+        if self.grant != Grant::JwtBearer {
+            return (count > 0).then_some((
+                "auth.grant",
+                "is not \"jwt_bearer\", yet an assertion, assertion_file or identity_provider is set; write grant = \"jwt_bearer\"",
+            ));
+        }
+        if count != 1 {
+            return Some((
+                "auth.grant",
+                "\"jwt_bearer\" needs exactly one of auth.assertion, auth.assertion_file and auth.identity_provider",
+            ));
+        }
+        if self.client_id.is_none() {
+            return Some(("auth.client_id", "is missing; the jwt_bearer grant presents the assertion for a client_id"));
+        }
+        match &self.identity_provider {
+            Some(idp) if idp.id_token.is_some() == idp.id_token_file.is_some() => {
+                Some(("auth.identity_provider", "needs exactly one of id_token and id_token_file"))
+            }
+            _ => None,
         }
     }
 }
@@ -72,11 +128,40 @@ pub enum Grant {
     AuthorizationCode,
     /// A machine client authenticates itself; no user, no browser.
     ClientCredentials,
+    /// A JWT issued by someone else (a workload platform, an enterprise
+    /// identity provider) is presented (RFC 7523); no browser.
+    JwtBearer,
+}
+
+impl Grant {
+    /// Whether tokens come without a user (and can be had again at any time).
+    pub fn is_machine(self) -> bool {
+        self != Grant::AuthorizationCode
+    }
+}
+
+/// An enterprise identity provider that exchanges the user's ID token for
+/// an identity assertion grant (ID-JAG; RFC 8693 token exchange, SEP-990).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IdentityProvider {
+    /// The identity provider's token endpoint.
+    pub token_endpoint: String,
+    /// This client at the identity provider.
+    pub client_id: String,
+    /// Its secret, for a confidential client (sent in HTTP Basic).
+    pub client_secret: Option<String>,
+    /// The user's ID token from the identity provider.
+    pub id_token: Option<String>,
+    /// A file holding it (a single sign-on tool keeps it fresh there).
+    pub id_token_file: Option<String>,
 }
 
 impl Keyword for Grant {
-    const CHOICES: &'static [(&'static str, Self)] =
-        &[("authorization_code", Grant::AuthorizationCode), ("client_credentials", Grant::ClientCredentials)];
+    const CHOICES: &'static [(&'static str, Self)] = &[
+        ("authorization_code", Grant::AuthorizationCode),
+        ("client_credentials", Grant::ClientCredentials),
+        ("jwt_bearer", Grant::JwtBearer),
+    ];
 }
 
 /// An [`Authorizer`] inside a configuration: two are equal when they share it.

@@ -169,7 +169,16 @@ impl ServerConfig {
             let follows_secret_flag = std::mem::take(&mut after_secret_flag);
             let whole = |secret: bool| if secret { std::iter::once(0..text.len()).collect() } else { Vec::new() };
             let spans = match field {
-                TextField::Cwd | TextField::Auth("username" | "client_id" | "client_metadata_url") => Vec::new(),
+                TextField::Cwd
+                | TextField::Auth(
+                    "username"
+                    | "client_id"
+                    | "client_metadata_url"
+                    | "assertion_file"
+                    | "identity_provider.token_endpoint"
+                    | "identity_provider.client_id"
+                    | "identity_provider.id_token_file",
+                ) => Vec::new(),
                 TextField::Env(name) if looks_secret(name) => whole(could_be_secret(text)),
                 TextField::Header(_) | TextField::Auth(_) => whole(could_be_secret(text) && !is_only_reference(text, field.syntax())),
                 TextField::Arg(_) if follows_secret_flag && !text.starts_with('-') => whole(could_be_secret(text)),

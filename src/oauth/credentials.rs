@@ -7,11 +7,15 @@
 //!   goes on with the new one.
 //! - `refused` after a 401: discovery (from the challenge's
 //!   `resource_metadata`), then a refresh, else new tokens: the
-//!   client-credentials grant for a machine client, a login through the
+//!   grant of a machine client (client credentials, JWT bearer), a login through the
 //!   configured [`Authorizer`], else [`Renewal::NeedsLogin`]. A 401 within
 //!   [`RENEWAL_GRACE`] of a renewal was sent with the old token: it is
-//!   retried without renewing again. The token file is read again first,
-//!   so a login made meanwhile by `mcpvisor auth` is picked up.
+//!   retried without renewing again, unless the resource's metadata now
+//!   names another authorization server (SEP-2352). The token file is read
+//!   again first, so a login made meanwhile by `mcpvisor auth` is picked up.
+//! - a resource that moved to another authorization server gets new tokens
+//!   there, with a client of that server: nothing of the old one (refresh
+//!   token, registered client) is sent to it; each issuer keeps its entry.
 //! - after a 403 `insufficient_scope`: step-up to the union of the scopes
 //!   held and those the challenge names (a refusal of scopes already held,
 //!   just after a renewal, is retried as it is); after [`MAX_STEP_UPS`]
@@ -35,6 +39,7 @@ use super::challenge::BearerChallenge;
 use super::discovery::{self, Discovery};
 use super::dpop::{self, DpopKey, Nonces, Prover};
 use super::flow::Target;
+use super::grants;
 use super::http::Http;
 use super::login::{self, Authorizer};
 use super::registration::{self, Client, ClientAuth, ClientOrigin};
@@ -211,13 +216,15 @@ impl OAuthCredentials {
         if let Some(discovery) = &state.discovery {
             return Ok(discovery.clone());
         }
-        match self.current_entry(state) {
-            Some((issuer, entry)) => {
-                let server = discovery::server_metadata(&self.http, issuer).await?;
-                Ok(Discovery { resource: entry.resource.clone(), resource_metadata: Default::default(), server })
+        let current = self.current_entry(state).map(|(issuer, entry)| (issuer.to_owned(), entry.resource.clone()));
+        if let Some((issuer, resource)) = current {
+            // A 2025-03-26 server's issuer need not be where its metadata is:
+            // then discovery finds it again.
+            if let Ok(server) = discovery::server_metadata(&self.http, &issuer).await {
+                return Ok(Discovery { resource, resource_metadata: Default::default(), server });
             }
-            None => self.discover(state, None).await,
         }
+        self.discover(state, None).await
     }
 
     /// The client that holds the kept tokens of `entry`.
@@ -258,7 +265,7 @@ impl OAuthCredentials {
         Ok(self.http.with_dpop(Prover { key, nonces: self.nonces.clone() }))
     }
 
-    /// New tokens for `scopes`: the client-credentials grant, or a login.
+    /// New tokens for `scopes`: a machine grant (client credentials, JWT bearer), or a login.
     async fn obtain(
         &self,
         http: &Http,
@@ -267,11 +274,17 @@ impl OAuthCredentials {
         authorizer: Option<&dyn Authorizer>,
         timeout: Duration,
     ) -> Result<(Client, Tokens), OAuthError> {
-        if self.config.grant == Grant::ClientCredentials {
-            let client = registration::configured(&self.config, &discovery.server)
-                .ok_or_else(|| OAuthError::new("the client-credentials grant needs auth.client_id with a secret or a private key"))?;
-            let target = Target { server: &discovery.server, resource: &discovery.resource, client: &client };
-            let tokens = target.client_credentials(http, scopes).await?;
+        if self.config.grant.is_machine() {
+            let client = registration::configured(&self.config, &discovery.server).ok_or_else(|| {
+                OAuthError::new("this grant needs auth.client_id (with a secret or a private key for client credentials)")
+            })?;
+            let tokens = match self.config.grant {
+                Grant::JwtBearer => grants::jwt_bearer(http, &self.config, discovery, &client, scopes).await?,
+                _ => {
+                    let target = Target { server: &discovery.server, resource: &discovery.resource, client: &client };
+                    target.client_credentials(http, scopes).await?
+                }
+            };
             return Ok((client, tokens));
         }
         let authorizer = authorizer.ok_or_else(|| OAuthError::new("a login is needed"))?;
@@ -327,10 +340,15 @@ impl OAuthCredentials {
     }
 
     /// Renews the current login without a user: refresh token, else the
-    /// client-credentials grant. `None` when neither applies.
+    /// machine grant again. `None` when neither applies.
     async fn renew(&self, state: &mut State, scopes: &[String]) -> Result<Option<String>, OAuthError> {
         let discovery = self.refresh_endpoints(state).await?;
-        let Some((_, entry)) = self.current_entry(state) else { return Ok(None) };
+        let Some((issuer, entry)) = self.current_entry(state) else { return Ok(None) };
+        if issuer != discovery.server.issuer {
+            // The resource moved to another authorization server: nothing of
+            // the old one (refresh token, client) is sent to the new one.
+            return Ok(None);
+        }
         let entry = entry.clone();
         if let (Some(refresh), Some(client)) =
             (entry.tokens.as_ref().and_then(|t| t.refresh_token.clone()), self.client_of(&entry, &discovery))
@@ -343,14 +361,14 @@ impl OAuthCredentials {
                     self.keep(state, &discovery, &client, tokens)?;
                     return Ok(Some(access));
                 }
-                Err(error) if self.config.grant != Grant::ClientCredentials => {
+                Err(error) if !self.config.grant.is_machine() => {
                     self.drop_tokens(state)?;
                     return Err(error);
                 }
                 Err(_) => {}
             }
         }
-        if self.config.grant == Grant::ClientCredentials {
+        if self.config.grant.is_machine() {
             let http = self.token_http(state, &discovery)?;
             let (client, tokens) = self.obtain(&http, &discovery, scopes, None, LOGIN_TIMEOUT).await?;
             let access = tokens.access_token.clone();
@@ -358,6 +376,21 @@ impl OAuthCredentials {
             return Ok(Some(access));
         }
         Ok(None)
+    }
+
+    /// Whether a refusal of a token just obtained is because the resource
+    /// now names another authorization server (SEP-2352): its metadata is
+    /// read again. Metadata that cannot be read says nothing: the refusal
+    /// is then taken as sent with the old token.
+    async fn moved(&self, state: &State, resource_metadata: Option<&str>) -> bool {
+        let Some(url) = resource_metadata else { return false };
+        let Some(current) = state.kept.as_ref().and_then(|kept| kept.current.clone()) else { return false };
+        let Ok(discovery) = discovery::discover(&self.http, &self.endpoint, Some(url)).await else { return false };
+        if discovery.server.issuer == current {
+            return false;
+        }
+        tracing::info!(server = %self.server, "the server moved from the authorization server {current} to {}", discovery.server.issuer);
+        true
     }
 
     /// Forgets the current tokens (they were refused and cannot be renewed).
@@ -407,7 +440,7 @@ impl OAuthCredentials {
             let discovery = self.discover(&mut state, parsed.resource_metadata.as_deref()).await?;
             return self.new_tokens(&mut state, &discovery, &wanted).await;
         }
-        if recently_renewed {
+        if recently_renewed && !self.moved(&state, parsed.resource_metadata.as_deref()).await {
             return Ok(Renewal::Retry);
         }
         // A login made since by another process (`mcpvisor auth`) is on disk.
@@ -440,7 +473,7 @@ impl OAuthCredentials {
     /// user must do.
     async fn new_tokens(&self, state: &mut State, discovery: &Discovery, scopes: &[String]) -> Result<Renewal, OAuthError> {
         let authorizer = self.authorizer.as_deref();
-        if self.config.grant == Grant::ClientCredentials || authorizer.is_some() {
+        if self.config.grant.is_machine() || authorizer.is_some() {
             let http = self.token_http(state, discovery)?;
             let (client, tokens) = self.obtain(&http, discovery, scopes, authorizer, LOGIN_TIMEOUT).await?;
             self.keep(state, discovery, &client, tokens)?;

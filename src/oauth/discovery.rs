@@ -6,14 +6,20 @@
 //! - Resource metadata: the challenge's `resource_metadata` URL, else
 //!   `/.well-known/oauth-protected-resource{path}`, else
 //!   `/.well-known/oauth-protected-resource` at the server's origin. A
-//!   server with none (an older server) has its origin as issuer, and
-//!   without metadata there either, the 2025-03-26 default endpoints
-//!   (`/authorize`, `/token`, `/register` at the origin).
+//!   server with none (a 2025-03-26 server) has its metadata at the
+//!   origin's `/.well-known/oauth-authorization-server` (that revision's
+//!   "authorization base URL"), and without metadata there either, the
+//!   2025-03-26 default endpoints (`/authorize`, `/token`, `/register` at
+//!   the origin).
 //! - Server metadata of issuer `https://as/{path}`:
 //!   `/.well-known/oauth-authorization-server/{path}`,
 //!   `/.well-known/openid-configuration/{path}`,
 //!   `/{path}/.well-known/openid-configuration`; without a path the first
-//!   two at the root. The document's `issuer` must be the one asked for.
+//!   two at the root. The document's `issuer` must be the one asked for
+//!   (RFC 8414 §3.3), except on the 2025-03-26 path: there the client has
+//!   no issuer identifier to compare with (the URL comes from the MCP
+//!   server's, not from an issuer), so the issuer the document names is
+//!   taken, and the redirect's `iss` is checked against it (RFC 9207).
 
 use serde::Deserialize;
 use url::Url;
@@ -92,7 +98,7 @@ pub async fn discover(http: &Http, endpoint: &str, resource_metadata_url: Option
     };
     let server = match resource_metadata.as_ref().and_then(|m| m.authorization_servers.first()) {
         Some(issuer) => server_metadata(http, issuer).await?,
-        None => match server_metadata(http, &origin(&endpoint_url)).await {
+        None => match metadata_at(http, &origin(&endpoint_url), Issuer::AsDeclared).await {
             Ok(server) => server,
             Err(error) => {
                 tracing::info!("{error}; using the 2025-03-26 default endpoints");
@@ -143,8 +149,22 @@ async fn resource_metadata(http: &Http, endpoint: &Url, from_header: Option<&str
     Ok(None)
 }
 
+/// How the `issuer` of a metadata document is checked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Issuer {
+    /// It must be the issuer whose metadata was asked for (RFC 8414 §3.3).
+    Identical,
+    /// Taken as the document says: the 2025-03-26 authorization base URL,
+    /// which is the MCP server's origin rather than an issuer identifier.
+    AsDeclared,
+}
+
 /// Fetches the metadata of `issuer` from the first well-known URL that has it.
 pub async fn server_metadata(http: &Http, issuer: &str) -> Result<ServerMetadata, OAuthError> {
+    metadata_at(http, issuer, Issuer::Identical).await
+}
+
+async fn metadata_at(http: &Http, issuer: &str, check: Issuer) -> Result<ServerMetadata, OAuthError> {
     let issuer_url = parse_url(issuer)?;
     let base = origin(&issuer_url);
     let path = issuer_url.path().trim_end_matches('/');
@@ -161,7 +181,7 @@ pub async fn server_metadata(http: &Http, issuer: &str) -> Result<ServerMetadata
     for url in candidates {
         match http.get_json::<ServerMetadata>(&url).await? {
             Answer::Ok(metadata) => {
-                if metadata.issuer.trim_end_matches('/') != issuer.trim_end_matches('/') {
+                if check == Issuer::Identical && metadata.issuer.trim_end_matches('/') != issuer.trim_end_matches('/') {
                     return Err(OAuthError::new(format!(
                         "{url} names the issuer {:?}, not {issuer:?} whose metadata it should be (RFC 8414 §3.3); refusing it",
                         metadata.issuer

@@ -147,7 +147,7 @@ impl Target<'_> {
     }
 }
 
-fn tokens(answer: &oauth2::basic::BasicTokenResponse, asked: &[String], old_refresh: Option<&str>) -> Tokens {
+pub(super) fn tokens(answer: &oauth2::basic::BasicTokenResponse, asked: &[String], old_refresh: Option<&str>) -> Tokens {
     Tokens {
         access_token: answer.access_token().secret().clone(),
         refresh_token: answer.refresh_token().map(|t| t.secret().clone()).or_else(|| old_refresh.map(str::to_owned)),

@@ -10,6 +10,7 @@
 //! | `flow` | token requests with `oauth2`: PKCE, code exchange, refresh, client credentials |
 //! | `jwt` | `private_key_jwt` client assertions |
 //! | `dpop` | DPoP (RFC 9449): the key pair, proofs, nonces |
+//! | `grants` | the JWT-bearer grant: workload identity, enterprise-managed (token exchange) |
 //! | `login` | a user's login: loopback redirect listener, [`Authorizer`]s, `iss` check |
 //! | `store` | tokens on disk, per server and issuer, 0600 |
 //! | `credentials` | [`OAuthCredentials`]: the seam's implementation (refresh once, step-up) |
@@ -24,6 +25,7 @@ mod credentials;
 mod discovery;
 mod dpop;
 mod flow;
+mod grants;
 mod http;
 mod jwt;
 mod login;

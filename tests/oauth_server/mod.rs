@@ -11,8 +11,13 @@
 #![allow(dead_code)]
 
 mod dpop;
+mod grants;
+
+#[allow(unused_imports)] // not every test binary that mounts the fixture uses them
+pub use grants::{PlatformKey, JWT_BEARER};
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
@@ -83,7 +88,15 @@ pub struct Options {
     pub jwt_rsa: bool,
     /// `resource` of the protected-resource metadata, instead of the endpoint.
     pub declared_resource: Option<&'static str>,
-    /// `issuer` of the authorization-server metadata, instead of the real one.
+    /// The JWT-bearer grant: the P-256 public key (uncompressed point) that
+    /// signs a workload's assertions.
+    pub assertion_key: Option<Vec<u8>>,
+    /// The identity provider at `/idp/token` exchanges this ID token for
+    /// an ID-JAG the JWT-bearer grant accepts.
+    pub id_token: Option<&'static str>,
+    /// `issuer` of the authorization-server metadata (and of the redirect's
+    /// `iss`), instead of the real one; one starting with `/` is a path on
+    /// this server.
     pub declared_issuer: Option<&'static str>,
     /// DPoP offered (ES256): a token request with a proof gets tokens bound
     /// to its key, which the endpoint then takes only with a proof.
@@ -118,6 +131,8 @@ impl Default for Options {
             dpop: false,
             as_nonce: None,
             rs_nonce: None,
+            assertion_key: None,
+            id_token: None,
         }
     }
 }
@@ -135,6 +150,8 @@ pub struct Recorded {
 
 #[derive(Default)]
 struct Issued {
+    /// ID-JAGs the identity provider issued → the resource they are for
+    id_jags: BTreeMap<String, String>,
     /// code → (PKCE challenge, scope, client_id)
     codes: BTreeMap<String, (String, String, String)>,
     /// access token → scope
@@ -156,6 +173,9 @@ struct State {
     issued: Arc<Mutex<Issued>>,
     /// Why DPoP proofs were refused (a nonce asked for is not a refusal).
     dpop_refusals: Arc<Mutex<Vec<String>>>,
+    /// The resource now names another authorization server (at `/moved`),
+    /// and tokens of the first one are refused.
+    moved: Arc<AtomicBool>,
 }
 
 pub struct AuthServer {
@@ -168,7 +188,14 @@ impl AuthServer {
     pub async fn start(options: Options) -> AuthServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let state = State { base: base.clone(), options, log: Arc::default(), issued: Arc::default(), dpop_refusals: Arc::default() };
+        let state = State {
+            base: base.clone(),
+            options,
+            log: Arc::default(),
+            issued: Arc::default(),
+            dpop_refusals: Arc::default(),
+            moved: Arc::default(),
+        };
         let app = axum::Router::new().fallback({
             let state = state.clone();
             move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
@@ -208,11 +235,21 @@ impl AuthServer {
         self.state.issued.lock().unwrap().bound.len()
     }
 
+    /// Makes the protected-resource metadata name a second authorization
+    /// server, `{base}/moved`, with its own registration, endpoints and
+    /// tokens; the MCP endpoint refuses the first one's tokens from now on.
+    pub fn move_authorization_server(&self) {
+        self.state.moved.store(true, Ordering::SeqCst);
+    }
+
     /// Token requests of this grant type.
     pub fn grants(&self, grant_type: &str) -> Vec<Recorded> {
         self.to("/token").into_iter().filter(|r| r.form.get("grant_type").map(String::as_str) == Some(grant_type)).collect()
     }
 }
+
+/// The path of the second authorization server (`move_authorization_server`).
+const MOVED: &str = "/moved";
 
 fn json_response(status: u16, value: Value) -> Response {
     Response::builder().status(status).header("Content-Type", "application/json").body(Body::from(value.to_string())).unwrap()
@@ -240,25 +277,36 @@ impl State {
             Prm::Root => "/.well-known/oauth-protected-resource".to_owned(),
             Prm::Absent => "/nowhere".to_owned(),
         };
-        let path = options.issuer_path;
+        let path = format!("{}{}", self.prefix(), options.issuer_path);
         let meta_path = match options.meta {
             Meta::OAuth => format!("/.well-known/oauth-authorization-server{path}"),
             Meta::OpenIdInserted => format!("/.well-known/openid-configuration{path}"),
             Meta::OpenIdAppended => format!("{path}/.well-known/openid-configuration"),
             Meta::Absent => "/nowhere".to_owned(),
         };
+        let moved = self.moved();
+        // The authorization server's own paths, under `/moved` once it moved.
+        let as_path = match moved {
+            true => recorded.path.strip_prefix(MOVED).unwrap_or("/the-old-authorization-server"),
+            false => recorded.path.as_str(),
+        };
         match recorded.path.as_str() {
-            "/mcp" => self.mcp(&recorded, &prm_path),
-            "/nowhere" => json_response(404, json!({"error": "not found"})),
-            p if p == prm_path => json_response(200, self.resource_metadata()),
-            p if p == meta_path => json_response(200, self.server_metadata()),
+            "/mcp" => return self.mcp(&recorded, &prm_path),
+            "/nowhere" => return json_response(404, json!({"error": "not found"})),
+            p if p == prm_path => return json_response(200, self.resource_metadata()),
+            p if p == meta_path => return json_response(200, self.server_metadata()),
+            _ => {}
+        }
+        match as_path {
             "/authorize" => self.authorize(&recorded),
             "/token" => self.token(&recorded),
+            "/idp/token" => self.token_exchange(&recorded),
             "/register" if options.dcr => {
                 let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+                let client_id = if moved { "moved-client" } else { "dynamic-client" };
                 json_response(
                     201,
-                    json!({"client_id": "dynamic-client", "redirect_uris": request["redirect_uris"], "token_endpoint_auth_method": "none"}),
+                    json!({"client_id": client_id, "redirect_uris": request["redirect_uris"], "token_endpoint_auth_method": "none"}),
                 )
             }
             _ => json_response(404, json!({"error": "not found"})),
@@ -266,7 +314,29 @@ impl State {
     }
 
     fn issuer(&self) -> String {
-        format!("{}{}", self.base, self.options.issuer_path)
+        format!("{}{}{}", self.base, self.prefix(), self.options.issuer_path)
+    }
+
+    /// The issuer the metadata names.
+    fn declared_issuer(&self) -> String {
+        match self.options.declared_issuer {
+            Some(path) if path.starts_with('/') => format!("{}{path}", self.base),
+            Some(issuer) => issuer.to_owned(),
+            None => self.issuer(),
+        }
+    }
+
+    fn moved(&self) -> bool {
+        self.moved.load(Ordering::SeqCst)
+    }
+
+    /// Where the current authorization server's endpoints are.
+    fn prefix(&self) -> &'static str {
+        if self.moved() {
+            MOVED
+        } else {
+            ""
+        }
     }
 
     fn resource_metadata(&self) -> Value {
@@ -275,9 +345,9 @@ impl State {
     }
 
     fn server_metadata(&self) -> Value {
-        let base = &self.base;
+        let base = format!("{}{}", self.base, self.prefix());
         let mut metadata = json!({
-            "issuer": self.options.declared_issuer.map_or_else(|| self.issuer(), str::to_owned),
+            "issuer": self.declared_issuer(),
             "authorization_endpoint": format!("{base}/authorize"),
             "token_endpoint": format!("{base}/token"),
             "response_types_supported": ["code"],
@@ -360,6 +430,8 @@ impl State {
         } else if scope.is_some() && scheme != "Bearer" {
             return Response::builder().status(401).header("WWW-Authenticate", scheme_name).body(Body::empty()).unwrap();
         }
+        let token = request.headers.get("authorization").and_then(|h| h.strip_prefix("Bearer ")).unwrap_or("");
+        let scope = self.issued.lock().unwrap().tokens.get(token).filter(|_| !self.moved() || token.starts_with("moved-")).cloned();
         let Some(scope) = scope else {
             let mut challenge = match self.options.prm {
                 Prm::Header => format!("{scheme_name} resource_metadata=\"{}{prm_path}\"", self.base),
@@ -384,6 +456,7 @@ impl State {
 
     fn authorize(&self, request: &Recorded) -> Response {
         let q = &request.query;
+        let iss = self.declared_issuer();
         let mut issued = self.issued.lock().unwrap();
         issued.counter += 1;
         let code = format!("code-{}", issued.counter);
@@ -395,7 +468,7 @@ impl State {
         let mut target = url::Url::parse(q.get("redirect_uri").map(String::as_str).unwrap_or("http://127.0.0.1:1/")).unwrap();
         target.query_pairs_mut().append_pair("code", &code).append_pair("state", q.get("state").map(String::as_str).unwrap_or(""));
         match self.options.iss {
-            Iss::Correct => drop(target.query_pairs_mut().append_pair("iss", &self.issuer())),
+            Iss::Correct => drop(target.query_pairs_mut().append_pair("iss", &iss)),
             Iss::Wrong => drop(target.query_pairs_mut().append_pair("iss", "https://evil.example")),
             Iss::Absent => {}
         }
@@ -451,10 +524,15 @@ impl State {
                 }
                 (form.get("scope").cloned().unwrap_or_default(), 3600)
             }
+            Some(grants::JWT_BEARER) => match self.jwt_bearer(request, &issued) {
+                Ok(scope) => (scope, 3600),
+                Err(error) => return refuse(error),
+            },
             _ => return refuse("unsupported_grant_type"),
         };
         issued.counter += 1;
-        let (access, refresh) = (format!("access-{}", issued.counter), format!("refresh-{}", issued.counter));
+        let from = if self.moved() { "moved-" } else { "" };
+        let (access, refresh) = (format!("{from}access-{}", issued.counter), format!("{from}refresh-{}", issued.counter));
         issued.tokens.insert(access.clone(), scope.clone());
         issued.refresh.insert(refresh.clone(), scope.clone());
         if let Some(jkt) = &jkt {

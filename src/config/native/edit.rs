@@ -11,7 +11,7 @@ use super::read::read_server;
 use super::schema::{not_a_server_table, parse_document, servers_table_mut, Restart, DEFAULT_MAX_RESTARTS, KEYS};
 use crate::config::duration::format_duration;
 use crate::config::file::{read_optional, write_atomically};
-use crate::config::{Auth, Grant, Keyword, ServerConfig, ToolFilter, Transport};
+use crate::config::{Auth, Grant, IdentityProvider, Keyword, ServerConfig, ToolFilter, Transport};
 use crate::error::{ConfigError, ManageError};
 use crate::rate_limit::{RateLimit, RateLimits};
 use crate::restart::{Cooldown, RestartPolicy};
@@ -254,9 +254,23 @@ fn auth(auth: &Auth) -> Value {
             ("grant", Some(Value::from(oauth.grant.as_str())).filter(|_| oauth.grant != Grant::default())),
             ("private_key", oauth.private_key.as_deref().and_then(text)),
             ("dpop", Some(Value::from(false)).filter(|_| !oauth.dpop)),
+            ("assertion", oauth.assertion.as_deref().and_then(text)),
+            ("assertion_file", oauth.assertion_file.as_deref().and_then(text)),
+            ("identity_provider", oauth.identity_provider.as_deref().map(identity_provider)),
         ],
     };
     Value::InlineTable(pairs.into_iter().filter_map(|(key, value)| Some((key, value?))).collect::<InlineTable>())
+}
+
+fn identity_provider(idp: &IdentityProvider) -> Value {
+    let pairs = [
+        ("token_endpoint", Some(&idp.token_endpoint)),
+        ("client_id", Some(&idp.client_id)),
+        ("client_secret", idp.client_secret.as_ref()),
+        ("id_token", idp.id_token.as_ref()),
+        ("id_token_file", idp.id_token_file.as_ref()),
+    ];
+    Value::InlineTable(pairs.into_iter().filter_map(|(key, value)| Some((key, Value::from(value?.as_str())))).collect::<InlineTable>())
 }
 
 /// Makes the table `item` hold the desired keys, touching only what differs.
@@ -450,7 +464,20 @@ mod tests {
             dpop: false,
             ..Default::default()
         }));
-        let configs = [full_config(), remote, never, odd_name, machine, browser];
+        let mut enterprise = ServerConfig::remote("enterprise", Transport::Http, "https://e.example/mcp");
+        enterprise.auth = Some(Auth::OAuth(crate::config::OAuthConfig {
+            client_id: Some("crm".into()),
+            client_secret: Some("${CRM_SECRET}".into()),
+            grant: crate::config::Grant::JwtBearer,
+            identity_provider: Some(Box::new(crate::config::IdentityProvider {
+                token_endpoint: "https://idp.example/token".into(),
+                client_id: "mcpvisor".into(),
+                id_token_file: Some("/run/user/sso/id_token".into()),
+                ..Default::default()
+            })),
+            ..Default::default()
+        }));
+        let configs = [full_config(), remote, never, odd_name, machine, browser, enterprise];
         for config in &configs {
             upsert(&path, config).unwrap();
         }

@@ -285,6 +285,22 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
                 "url = \"https://x\"\nauth = { type = \"oauth\", client_id = \"c\", client_secret = \"s\", private_key = \"k\" }",
                 "`auth.private_key` and auth.client_secret are both set",
             ),
+            (
+                "url = \"https://x\"\nauth = { type = \"oauth\", grant = \"jwt_bearer\", client_id = \"c\" }",
+                "\"jwt_bearer\" needs exactly one of auth.assertion, auth.assertion_file and auth.identity_provider",
+            ),
+            (
+                "url = \"https://x\"\nauth = { type = \"oauth\", client_id = \"c\", assertion_file = \"/run/token\" }",
+                "is not \"jwt_bearer\", yet an assertion",
+            ),
+            (
+                "url = \"https://x\"\nauth = { type = \"oauth\", grant = \"jwt_bearer\", client_id = \"c\", identity_provider = { client_id = \"i\" } }",
+                "`auth.identity_provider.token_endpoint` is missing",
+            ),
+            (
+                "url = \"https://x\"\nauth = { type = \"oauth\", grant = \"jwt_bearer\", client_id = \"c\", identity_provider = { token_endpoint = \"https://idp/token\", client_id = \"i\" } }",
+                "`auth.identity_provider` needs exactly one of id_token and id_token_file",
+            ),
             ("url = \"https://x\"\nheaders = [\"a\"]", "`headers` must be a table, like { NAME = \"value\" }, not array"),
             ("args = [\"a\"]", "invalid configuration for server `s`: `command` is empty"),
             ("url = \"ftp://x\"", "`url` must be an http:// or https:// URL"),

@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use toml_edit::{Item, TableLike, Value};
 
-use super::schema::{not_a_server_table, Restart, BACKOFF_KEYS, DEFAULT_MAX_RESTARTS, KEYS, LIMITS_KEYS, OAUTH_KEYS, TOOLS_KEYS};
+use super::schema::{
+    not_a_server_table, Restart, BACKOFF_KEYS, DEFAULT_MAX_RESTARTS, IDENTITY_PROVIDER_KEYS, KEYS, LIMITS_KEYS, OAUTH_KEYS, TOOLS_KEYS,
+};
 use crate::config::duration::parse_duration;
-use crate::config::{Auth, Grant, Keyword, OAuthConfig, ServerConfig, ToolFilter, Transport};
+use crate::config::{Auth, Grant, IdentityProvider, Keyword, OAuthConfig, ServerConfig, ToolFilter, Transport};
 use crate::error::ConfigError;
 use crate::rate_limit::{RateLimit, RateLimits};
 use crate::restart::{Cooldown, RestartPolicy};
@@ -236,6 +238,9 @@ impl Reader<'_> {
             grant: table.get("grant").map(|item| self.keyword("auth.grant", item)).transpose()?.unwrap_or_default(),
             private_key: text("private_key")?,
             dpop: table.get("dpop").map(|item| self.bool("auth.dpop", item)).transpose()?.unwrap_or(true),
+            assertion: text("assertion")?,
+            assertion_file: text("assertion_file")?,
+            identity_provider: table.get("identity_provider").map(|item| self.identity_provider(item).map(Box::new)).transpose()?,
             ..OAuthConfig::default()
         };
         if config.client_secret.is_some() && config.private_key.is_some() {
@@ -248,7 +253,30 @@ impl Reader<'_> {
             let message = "needs auth.client_id with auth.client_secret or auth.private_key: a machine client must authenticate itself";
             return Err(self.invalid("auth.grant", message));
         }
+        if let Some((field, message)) = config.assertion_problem() {
+            return Err(self.invalid(field, message));
+        }
         Ok(config)
+    }
+
+    /// `identity_provider = { token_endpoint, client_id, ... }` of a `jwt_bearer` grant.
+    fn identity_provider(&self, item: &Item) -> Result<IdentityProvider, ConfigError> {
+        let example = "{ token_endpoint = \"https://idp.example.com/token\", client_id = \"...\", id_token_file = \"...\" }";
+        let table = self.table("auth.identity_provider", item, example)?;
+        if let Some((key, _)) = table.iter().find(|(key, _)| !IDENTITY_PROVIDER_KEYS.contains(key)) {
+            return Err(self.unknown_key(format!("auth.identity_provider.{key}"), &IDENTITY_PROVIDER_KEYS));
+        }
+        let text = |key: &str| table.get(key).map(|item| self.string(&format!("auth.identity_provider.{key}"), item)).transpose();
+        let required = |key: &str| {
+            text(key)?.ok_or_else(|| self.invalid(&format!("auth.identity_provider.{key}"), "is missing; the identity provider needs it"))
+        };
+        Ok(IdentityProvider {
+            token_endpoint: required("token_endpoint")?,
+            client_id: required("client_id")?,
+            client_secret: text("client_secret")?,
+            id_token: text("id_token")?,
+            id_token_file: text("id_token_file")?,
+        })
     }
 
     fn restart(&self, restart: Option<&Item>, max_restarts: Option<&Item>) -> Result<RestartPolicy, ConfigError> {

@@ -53,8 +53,21 @@ pub(super) const LIMITS_KEYS: [&str; 4] = ["rate", "burst", "concurrent", "tools
 /// The keys of `backoff` and `cooldown`.
 pub(super) const BACKOFF_KEYS: [&str; 2] = ["initial", "max"];
 /// The keys of `auth = { type = "oauth", ... }`, in the order they are written.
-pub(super) const OAUTH_KEYS: [&str; 8] =
-    ["type", "client_id", "client_secret", "scopes", "client_metadata_url", "grant", "private_key", "dpop"];
+pub(super) const OAUTH_KEYS: [&str; 11] = [
+    "type",
+    "client_id",
+    "client_secret",
+    "scopes",
+    "client_metadata_url",
+    "grant",
+    "private_key",
+    "dpop",
+    "assertion",
+    "assertion_file",
+    "identity_provider",
+];
+/// The keys of `identity_provider` in an OAuth `auth` (a `jwt_bearer` grant).
+pub(super) const IDENTITY_PROVIDER_KEYS: [&str; 5] = ["token_endpoint", "client_id", "client_secret", "id_token", "id_token_file"];
 
 pub(super) fn parse_document(path: &Path, text: &str) -> Result<DocumentMut, ConfigError> {
     let document: DocumentMut = text.parse().map_err(|error: toml_edit::TomlError| ConfigError::Syntax {

@@ -1,0 +1,188 @@
+//! The JWT-bearer grant (RFC 7523 §2.1): a JWT someone else issued is
+//! presented at the token endpoint as `assertion`, with the client's own
+//! authentication and `resource` (RFC 8707). Where the JWT comes from:
+//!
+//! - workload identity: the platform's token, from the configuration or a
+//!   file read at every request (platforms rotate them);
+//! - enterprise-managed authorization (SEP-990): the user's ID token is
+//!   exchanged at the enterprise identity provider (RFC 8693 token exchange)
+//!   for an identity assertion JWT authorization grant (ID-JAG) whose
+//!   audience is the MCP server's authorization server and whose resource
+//!   is the MCP server.
+//!
+//! `oauth2` has neither grant, so the form is built here and sent through
+//! [`Http::send`] (same client, same body limit); the answers are read as
+//! `oauth2`'s token and error responses. A refused grant is an error, never
+//! a reason to try another grant. Errors name the server and the OAuth
+//! error; assertions, ID tokens and secrets are masked in them.
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use oauth2::basic::{BasicErrorResponse, BasicTokenResponse};
+use serde::Deserialize;
+
+use super::discovery::Discovery;
+use super::flow::tokens;
+use super::http::Http;
+use super::jwt;
+use super::registration::{Client, ClientAuth};
+use super::store::Tokens;
+use super::OAuthError;
+use crate::config::{IdentityProvider, OAuthConfig, Redactor};
+
+pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ID_TOKEN: &str = "urn:ietf:params:oauth:token-type:id_token";
+const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
+
+/// Tokens for `scopes` by the JWT-bearer grant, with the assertion the
+/// configuration names.
+pub async fn jwt_bearer(
+    http: &Http,
+    config: &OAuthConfig,
+    discovery: &Discovery,
+    client: &Client,
+    scopes: &[String],
+) -> Result<Tokens, OAuthError> {
+    let assertion = assertion(http, config, discovery, scopes).await?;
+    let issuer = &discovery.server.issuer;
+    let mut form = vec![("grant_type", JWT_BEARER.to_owned()), ("assertion", assertion.clone()), ("resource", discovery.resource.clone())];
+    if !scopes.is_empty() {
+        form.push(("scope", scopes.join(" ")));
+    }
+    let basic = match &client.auth {
+        ClientAuth::SecretBasic(secret) => Some((client.client_id.as_str(), secret.as_str())),
+        ClientAuth::SecretPost(secret) => {
+            form.extend([("client_id", client.client_id.clone()), ("client_secret", secret.clone())]);
+            None
+        }
+        ClientAuth::PrivateKeyJwt(key) => {
+            form.extend([
+                ("client_id", client.client_id.clone()),
+                ("client_assertion_type", jwt::ASSERTION_TYPE.to_owned()),
+                ("client_assertion", jwt::client_assertion(key, &client.client_id, issuer)?),
+            ]);
+            None
+        }
+        ClientAuth::None => {
+            form.push(("client_id", client.client_id.clone()));
+            None
+        }
+    };
+    let secrets = [Some(assertion.as_str()), basic.map(|(_, secret)| secret)];
+    let request = TokenRequest { endpoint: &discovery.server.token_endpoint, party: issuer, what: "the assertion grant (RFC 7523)" };
+    let answer: BasicTokenResponse = request.send(http, &form, basic, &secrets).await?;
+    Ok(tokens(&answer, scopes, None))
+}
+
+/// The assertion to present: given, read from its file, or obtained from
+/// the identity provider.
+async fn assertion(http: &Http, config: &OAuthConfig, discovery: &Discovery, scopes: &[String]) -> Result<String, OAuthError> {
+    if let Some(idp) = &config.identity_provider {
+        return identity_assertion(http, idp, discovery, scopes).await;
+    }
+    given_or_file(config.assertion.as_deref(), config.assertion_file.as_deref(), "auth.assertion")
+}
+
+/// A token from the configuration or from a file (trimmed; a token never
+/// ends in white space, a file usually does).
+fn given_or_file(given: Option<&str>, file: Option<&str>, field: &str) -> Result<String, OAuthError> {
+    let token = match (given, file) {
+        (Some(token), _) => token.to_owned(),
+        (None, Some(path)) => {
+            std::fs::read_to_string(path).map_err(|e| OAuthError::new(format!("cannot read {field}_file {path}: {e}")))?
+        }
+        (None, None) => return Err(OAuthError::new(format!("the jwt_bearer grant needs {field} or {field}_file"))),
+    };
+    let token = token.trim();
+    if token.is_empty() {
+        return Err(OAuthError::new(format!("{field} is empty")));
+    }
+    Ok(token.to_owned())
+}
+
+#[derive(Deserialize)]
+struct Exchanged {
+    access_token: String,
+    issued_token_type: Option<String>,
+}
+
+/// RFC 8693 at the identity provider: the user's ID token for an ID-JAG
+/// meant for the MCP server's authorization server and the MCP server.
+async fn identity_assertion(http: &Http, idp: &IdentityProvider, discovery: &Discovery, scopes: &[String]) -> Result<String, OAuthError> {
+    let id_token = given_or_file(idp.id_token.as_deref(), idp.id_token_file.as_deref(), "auth.identity_provider.id_token")?;
+    let mut form = vec![
+        ("grant_type", TOKEN_EXCHANGE.to_owned()),
+        ("requested_token_type", ID_JAG.to_owned()),
+        ("subject_token", id_token.clone()),
+        ("subject_token_type", ID_TOKEN.to_owned()),
+        ("audience", discovery.server.issuer.clone()),
+        ("resource", discovery.resource.clone()),
+    ];
+    if !scopes.is_empty() {
+        form.push(("scope", scopes.join(" ")));
+    }
+    let basic = idp.client_secret.as_deref().map(|secret| (idp.client_id.as_str(), secret));
+    if basic.is_none() {
+        form.push(("client_id", idp.client_id.clone()));
+    }
+    let secrets = [Some(id_token.as_str()), idp.client_secret.as_deref()];
+    let request = TokenRequest { endpoint: &idp.token_endpoint, party: &idp.token_endpoint, what: "the token exchange for an ID-JAG" };
+    let answer: Exchanged = request.send(http, &form, basic, &secrets).await?;
+    match answer.issued_token_type.as_deref() {
+        None | Some(ID_JAG) => Ok(answer.access_token),
+        Some(other) => Err(OAuthError::new(format!("the identity provider {} issued a {other}, not an ID-JAG", idp.token_endpoint))),
+    }
+}
+
+/// One form POST to a token endpoint.
+struct TokenRequest<'a> {
+    endpoint: &'a str,
+    /// Who answers, for messages.
+    party: &'a str,
+    what: &'static str,
+}
+
+impl TokenRequest<'_> {
+    /// Sends `form`, with the client in HTTP Basic when `basic` (its parts
+    /// form-encoded first, RFC 6749 §2.3.1), and reads a 2xx answer as `T`.
+    async fn send<T: serde::de::DeserializeOwned>(
+        &self,
+        http: &Http,
+        form: &[(&str, String)],
+        basic: Option<(&str, &str)>,
+        secrets: &[Option<&str>],
+    ) -> Result<T, OAuthError> {
+        let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish();
+        let mut request = ::http::Request::builder()
+            .method(::http::Method::POST)
+            .uri(self.endpoint)
+            .header(::http::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(::http::header::ACCEPT, "application/json");
+        if let Some((id, secret)) = basic {
+            let encode = |text: &str| url::form_urlencoded::byte_serialize(text.as_bytes()).collect::<String>();
+            let pair = STANDARD.encode(format!("{}:{}", encode(id), encode(secret)));
+            request = request.header(::http::header::AUTHORIZATION, format!("Basic {pair}"));
+        }
+        let request = request
+            .body(body.into_bytes())
+            .map_err(|e| OAuthError::new(format!("{} {:?} is not a usable URL: {e}", self.what, self.endpoint)))?;
+        let mask = |message: String| {
+            let secrets = secrets.iter().flatten().map(|secret| (*secret).to_owned());
+            OAuthError::new(Redactor::with_secrets(secrets).text(&message).into_owned())
+        };
+        let response = http.send(request).await.map_err(|e| mask(format!("{} at {} failed: {e}", self.what, self.party)))?;
+        if response.status().is_success() {
+            return serde_json::from_slice(response.body())
+                .map_err(|e| mask(format!("{} answered {} with something that is not a token response: {e}", self.party, self.what)));
+        }
+        let message = match serde_json::from_slice::<BasicErrorResponse>(response.body()) {
+            Ok(refusal) => {
+                let description = refusal.error_description().map(|d| format!(" ({d})")).unwrap_or_default();
+                format!("{} refused {}: {}{description}", self.party, self.what, refusal.error())
+            }
+            Err(_) => format!("{} refused {} with HTTP {}", self.party, self.what, response.status().as_u16()),
+        };
+        Err(mask(message))
+    }
+}
