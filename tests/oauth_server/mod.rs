@@ -430,8 +430,8 @@ impl State {
         } else if scope.is_some() && scheme != "Bearer" {
             return Response::builder().status(401).header("WWW-Authenticate", scheme_name).body(Body::empty()).unwrap();
         }
-        let token = request.headers.get("authorization").and_then(|h| h.strip_prefix("Bearer ")).unwrap_or("");
-        let scope = self.issued.lock().unwrap().tokens.get(token).filter(|_| !self.moved() || token.starts_with("moved-")).cloned();
+        // Once moved, only the new authorization server's tokens are taken.
+        let scope = scope.filter(|_| !self.moved() || token.starts_with("moved-"));
         let Some(scope) = scope else {
             let mut challenge = match self.options.prm {
                 Prm::Header => format!("{scheme_name} resource_metadata=\"{}{prm_path}\"", self.base),
