@@ -108,6 +108,20 @@ async fn the_2026_era_is_served_per_request_without_initialize() {
     assert_eq!((listed["resultType"].as_str(), listed["cacheScope"].as_str()), (Some("complete"), Some("private")));
     let called = gateway.result("tools/call", json!({"_meta": meta, "name": "demo__echo", "arguments": {"text": "modern"}})).await;
     assert_eq!((called["content"][0]["text"].as_str(), called["resultType"].as_str()), (Some("modern"), Some("complete")));
+
+    // Changes reach a 2026-07-28 client on its listen stream, tagged with the stream's id.
+    let filter = json!({"toolsListChanged": true, "resourceSubscriptions": ["demo://counter"]});
+    let listen = gateway.send("subscriptions/listen", json!({"_meta": meta, "notifications": filter})).await;
+    let ack = gateway.notification("notifications/subscriptions/acknowledged").await;
+    assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], listen, "{ack}");
+    assert_eq!(ack["params"]["notifications"], filter);
+    gateway.result("tools/call", json!({"_meta": meta, "name": "demo__touch", "arguments": {}})).await;
+    let updated = gateway.notification("notifications/resources/updated").await;
+    assert_eq!(updated["params"]["uri"], "demo://counter");
+    assert_eq!(updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], listen, "{updated}");
+    let bad = gateway.request("subscriptions/listen", json!({"_meta": meta, "notifications": 3})).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    gateway.notify("notifications/cancelled", json!({"requestId": listen})).await;
     assert_eq!(gateway.close().await, Some(0));
 }
 

@@ -181,6 +181,19 @@ impl Pool {
         Ok(json!({}))
     }
 
+    /// Subscribes upstream to each of `uris` for a listen stream; a URI no
+    /// server serves is skipped (its stream never hears of it). Subscriptions
+    /// stay until the server restarts: updates nobody asked for are filtered out.
+    pub async fn watch(&self, uris: Vec<String>) {
+        for uri in uris.iter().filter(|uri| *uri != STATUS_URI) {
+            if let Ok(server) = self.resource_server(uri).await {
+                if let Err(error) = self.handle.subscribe_resource(&server, uri).await {
+                    tracing::warn!(%server, %uri, "subscriptions/listen: {error}");
+                }
+            }
+        }
+    }
+
     async fn resource_server(&self, uri: &str) -> Result<String, ErrorObject> {
         let mut routes = self.routes().await;
         if routes.resource_server(uri).is_none() {
