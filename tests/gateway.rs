@@ -92,6 +92,14 @@ async fn bad_input_gets_the_json_rpc_error_it_deserves_and_the_gateway_goes_on()
     assert_eq!(refused["error"]["code"], -32600, "{}", &refused.to_string()[..200.min(refused.to_string().len())]);
     let old = gateway.request("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}})).await;
     assert_eq!(old["error"]["code"], -32022, "{old}");
+    // An id still in use by an open request is refused; the open request is not disturbed.
+    gateway
+        .send_line(br#"{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"demo__sleep","arguments":{"ms":600000}}}"#)
+        .await;
+    gateway.send_line(br#"{"jsonrpc":"2.0","id":"dup","method":"ping"}"#).await;
+    let reused = gateway.response(json!("dup")).await;
+    assert_eq!(reused["error"]["code"], -32600, "{reused}");
+    gateway.notify("notifications/cancelled", json!({"requestId": "dup"})).await;
     assert_eq!(gateway.call_text("demo__echo", json!({"text": "still here"})).await, "still here");
     assert_eq!(gateway.close().await, Some(0));
 }
