@@ -362,3 +362,21 @@ async fn a_task_required_tool_is_served_and_answered_with_the_tasks_result() {
     assert!(answer["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"].is_string(), "{answer}");
     assert_eq!(gateway.close().await, Some(0));
 }
+
+/// A server's secret that reaches its stderr is masked in the status resource.
+#[tokio::test]
+async fn the_status_resource_masks_the_servers_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = format!("{}env = {{ DATABASE_URL = \"postgres://u:pa55word@host/db\" }}\n", demo_table("demo", &[]));
+    let mut gateway = Gateway::start(&config(&dir, &[table]), &[], json!({})).await;
+    gateway.call_text("demo__stderr", json!({"text": "connecting to postgres://u:pa55word@host/db"})).await;
+    let tail = loop {
+        let statuses = gateway.statuses().await;
+        let tail = statuses[0]["stderr_tail"].to_string();
+        if tail.contains("connecting to") {
+            break tail;
+        }
+    };
+    assert!(!tail.contains("pa55word") && tail.contains("postgres://u:"), "{tail}");
+    assert_eq!(gateway.close().await, Some(0));
+}
