@@ -108,6 +108,8 @@ pub struct GatewaySession {
     dropped: u64,
     /// Open 2026-07-28 `subscriptions/listen` streams.
     listens: Vec<Listen>,
+    /// List changes waiting to be announced together ([`events`]).
+    coalescing: Vec<crate::gateway::listen::Change>,
 }
 
 /// One `subscriptions/listen` request: never answered, it stays open (and
@@ -146,6 +148,7 @@ impl GatewaySession {
             next_ask: 0,
             dropped: 0,
             listens: Vec::new(),
+            coalescing: Vec::new(),
         }
     }
 

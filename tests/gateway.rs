@@ -228,7 +228,14 @@ async fn a_killed_upstream_sends_list_changed_and_serves_again_after_its_restart
     let pid = pid_of(&gateway.statuses().await, "other");
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    gateway.notification("notifications/tools/list_changed").await;
+    // Announced once its connection saw it go: wait for an announcement made after that.
+    loop {
+        gateway.notification("notifications/tools/list_changed").await;
+        let statuses = gateway.statuses().await;
+        if statuses.iter().any(|s| s["name"] == "other" && (s["restarts"].as_u64() >= Some(1) || s["state"] != "connected")) {
+            break;
+        }
+    }
     // The restarted server answers (the call waits for it if it is not back yet).
     assert_eq!(gateway.call_text("other__echo", json!({"text": "back"})).await, "back");
     let statuses = gateway.statuses().await;
@@ -286,6 +293,9 @@ async fn an_overloaded_server_is_a_json_rpc_error_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let table = format!("{}max_in_flight = 1\nmax_queued = 0\n", demo_table("demo", &[]));
     let mut gateway = Gateway::start(&config(&dir, &[table]), &[], json!({})).await;
+    // Once the server is connected, listed and idle, one call takes its only slot.
+    gateway.tool_names().await;
+    while gateway.statuses().await[0]["in_flight"].as_u64() != Some(0) {}
     let slow = gateway.send("tools/call", json!({"name": "demo__sleep", "arguments": {"ms": 600000}})).await;
     while gateway.statuses().await[0]["in_flight"].as_u64() != Some(1) {}
     let refused = gateway.call("demo__echo", json!({"text": "x"})).await;

@@ -5,6 +5,8 @@
 //! server's state changes). 2026-07-28 clients hear them on their
 //! `subscriptions/listen` streams.
 
+use std::time::Duration;
+
 use actix::prelude::*;
 use futures::Stream;
 use serde_json::json;
@@ -26,7 +28,7 @@ pub fn stream(handle: &Handle) -> impl Stream<Item = Event> {
 }
 
 impl StreamHandler<Event> for GatewaySession {
-    fn handle(&mut self, event: Event, _: &mut Context<Self>) {
+    fn handle(&mut self, event: Event, ctx: &mut Context<Self>) {
         let server = match &event {
             Event::ServerState { server, .. }
             | Event::Catalog { server, .. }
@@ -41,26 +43,28 @@ impl StreamHandler<Event> for GatewaySession {
         match event {
             Event::ServerState { .. } => {
                 self.pool.routes.invalidate();
-                for change in [Change::Tools, Change::Prompts, Change::Resources, Change::Updated(STATUS_URI.into())] {
-                    self.announce(change);
+                for change in [Change::Tools, Change::Prompts, Change::Resources] {
+                    self.soon(change, ctx);
                 }
+                self.announce(Change::Updated(STATUS_URI.into()));
             }
             Event::Catalog { added, .. } => {
                 self.pool.routes.invalidate();
-                self.announce(Change::Tools);
+                self.soon(Change::Tools, ctx);
                 if added.is_empty() {
                     // Tools only leaving: the server may have been removed, its prompts and resources with it.
-                    self.announce(Change::Prompts);
-                    self.announce(Change::Resources);
+                    self.soon(Change::Prompts, ctx);
+                    self.soon(Change::Resources, ctx);
                 }
             }
             Event::ListChanged { list, .. } => {
                 self.pool.routes.invalidate();
-                match list.as_str() {
-                    "prompts" => self.announce(Change::Prompts),
-                    "resources" => self.announce(Change::Resources),
-                    _ => self.announce(Change::Tools),
-                }
+                let change = match list.as_str() {
+                    "prompts" => Change::Prompts,
+                    "resources" => Change::Resources,
+                    _ => Change::Tools,
+                };
+                self.soon(change, ctx);
             }
             Event::Log { server, level, data, .. } => {
                 self.notify(methods::LOG_MESSAGE, json!({ "level": level, "logger": server, "data": data }));
@@ -76,7 +80,26 @@ impl StreamHandler<Event> for GatewaySession {
     }
 }
 
+/// How long list changes are gathered before they are announced: a
+/// restart or a reload changes many lists at once, and each announcement
+/// makes a client list again.
+const COALESCE: Duration = Duration::from_millis(50);
+
 impl GatewaySession {
+    /// Announces a list change within [`COALESCE`], once however often it happened meanwhile.
+    fn soon(&mut self, change: Change, ctx: &mut Context<Self>) {
+        if self.coalescing.is_empty() {
+            ctx.run_later(COALESCE, |session, _| {
+                for change in std::mem::take(&mut session.coalescing) {
+                    session.announce(change);
+                }
+            });
+        }
+        if !self.coalescing.contains(&change) {
+            self.coalescing.push(change);
+        }
+    }
+
     /// Tells the client about `change`: as an unsolicited notification in
     /// the handshake era (`resources/updated` only for subscribed URIs),
     /// and on every 2026-07-28 listen stream that asked for it, tagged with
