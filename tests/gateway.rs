@@ -92,6 +92,14 @@ async fn bad_input_gets_the_json_rpc_error_it_deserves_and_the_gateway_goes_on()
     assert_eq!(refused["error"]["code"], -32600, "{}", &refused.to_string()[..200.min(refused.to_string().len())]);
     let old = gateway.request("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}})).await;
     assert_eq!(old["error"]["code"], -32022, "{old}");
+    // An id still in use by an open request is refused; the open request is not disturbed.
+    gateway
+        .send_line(br#"{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"demo__sleep","arguments":{"ms":600000}}}"#)
+        .await;
+    gateway.send_line(br#"{"jsonrpc":"2.0","id":"dup","method":"ping"}"#).await;
+    let reused = gateway.response(json!("dup")).await;
+    assert_eq!(reused["error"]["code"], -32600, "{reused}");
+    gateway.notify("notifications/cancelled", json!({"requestId": "dup"})).await;
     assert_eq!(gateway.call_text("demo__echo", json!({"text": "still here"})).await, "still here");
     assert_eq!(gateway.close().await, Some(0));
 }
@@ -108,6 +116,20 @@ async fn the_2026_era_is_served_per_request_without_initialize() {
     assert_eq!((listed["resultType"].as_str(), listed["cacheScope"].as_str()), (Some("complete"), Some("private")));
     let called = gateway.result("tools/call", json!({"_meta": meta, "name": "demo__echo", "arguments": {"text": "modern"}})).await;
     assert_eq!((called["content"][0]["text"].as_str(), called["resultType"].as_str()), (Some("modern"), Some("complete")));
+
+    // Changes reach a 2026-07-28 client on its listen stream, tagged with the stream's id.
+    let filter = json!({"toolsListChanged": true, "resourceSubscriptions": ["demo://counter"]});
+    let listen = gateway.send("subscriptions/listen", json!({"_meta": meta, "notifications": filter})).await;
+    let ack = gateway.notification("notifications/subscriptions/acknowledged").await;
+    assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], listen, "{ack}");
+    assert_eq!(ack["params"]["notifications"], filter);
+    gateway.result("tools/call", json!({"_meta": meta, "name": "demo__touch", "arguments": {}})).await;
+    let updated = gateway.notification("notifications/resources/updated").await;
+    assert_eq!(updated["params"]["uri"], "demo://counter");
+    assert_eq!(updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], listen, "{updated}");
+    let bad = gateway.request("subscriptions/listen", json!({"_meta": meta, "notifications": 3})).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    gateway.notify("notifications/cancelled", json!({"requestId": listen})).await;
     assert_eq!(gateway.close().await, Some(0));
 }
 
@@ -206,7 +228,14 @@ async fn a_killed_upstream_sends_list_changed_and_serves_again_after_its_restart
     let pid = pid_of(&gateway.statuses().await, "other");
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    gateway.notification("notifications/tools/list_changed").await;
+    // Announced once its connection saw it go: wait for an announcement made after that.
+    loop {
+        gateway.notification("notifications/tools/list_changed").await;
+        let statuses = gateway.statuses().await;
+        if statuses.iter().any(|s| s["name"] == "other" && (s["restarts"].as_u64() >= Some(1) || s["state"] != "connected")) {
+            break;
+        }
+    }
     // The restarted server answers (the call waits for it if it is not back yet).
     assert_eq!(gateway.call_text("other__echo", json!({"text": "back"})).await, "back");
     let statuses = gateway.statuses().await;
@@ -264,6 +293,9 @@ async fn an_overloaded_server_is_a_json_rpc_error_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let table = format!("{}max_in_flight = 1\nmax_queued = 0\n", demo_table("demo", &[]));
     let mut gateway = Gateway::start(&config(&dir, &[table]), &[], json!({})).await;
+    // Once the server is connected, listed and idle, one call takes its only slot.
+    gateway.tool_names().await;
+    while gateway.statuses().await[0]["in_flight"].as_u64() != Some(0) {}
     let slow = gateway.send("tools/call", json!({"name": "demo__sleep", "arguments": {"ms": 600000}})).await;
     while gateway.statuses().await[0]["in_flight"].as_u64() != Some(1) {}
     let refused = gateway.call("demo__echo", json!({"text": "x"})).await;
@@ -338,5 +370,23 @@ async fn a_task_required_tool_is_served_and_answered_with_the_tasks_result() {
     let answer = gateway.call("demo__slow_task", json!({"ms": 5})).await;
     assert_eq!(answer["result"]["content"][0]["text"], "slept 5 ms", "{answer}");
     assert!(answer["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"].is_string(), "{answer}");
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+/// A server's secret that reaches its stderr is masked in the status resource.
+#[tokio::test]
+async fn the_status_resource_masks_the_servers_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = format!("{}env = {{ DATABASE_URL = \"postgres://u:pa55word@host/db\" }}\n", demo_table("demo", &[]));
+    let mut gateway = Gateway::start(&config(&dir, &[table]), &[], json!({})).await;
+    gateway.call_text("demo__stderr", json!({"text": "connecting to postgres://u:pa55word@host/db"})).await;
+    let tail = loop {
+        let statuses = gateway.statuses().await;
+        let tail = statuses[0]["stderr_tail"].to_string();
+        if tail.contains("connecting to") {
+            break tail;
+        }
+    };
+    assert!(!tail.contains("pa55word") && tail.contains("postgres://u:"), "{tail}");
     assert_eq!(gateway.close().await, Some(0));
 }

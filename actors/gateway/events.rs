@@ -2,7 +2,10 @@
 //! `*/list_changed` when a server comes, goes, restarts or changes a list;
 //! log messages with the server's name as `logger`; `resources/updated`
 //! for the URIs this session subscribed to (and [`STATUS_URI`] when a
-//! server's state changes).
+//! server's state changes). 2026-07-28 clients hear them on their
+//! `subscriptions/listen` streams.
+
+use std::time::Duration;
 
 use actix::prelude::*;
 use futures::Stream;
@@ -10,9 +13,12 @@ use serde_json::json;
 
 use super::GatewaySession;
 use crate::actors::Event;
+use crate::gateway::listen::Change;
 use crate::gateway::names::serves;
+use crate::gateway::outbox::Frame;
 use crate::gateway::STATUS_URI;
 use crate::protocol::methods;
+use crate::protocol::session::META_SUBSCRIPTION_ID;
 use crate::Handle;
 
 /// The pool's events as a stream (bounded: a session that falls behind
@@ -22,7 +28,7 @@ pub fn stream(handle: &Handle) -> impl Stream<Item = Event> {
 }
 
 impl StreamHandler<Event> for GatewaySession {
-    fn handle(&mut self, event: Event, _: &mut Context<Self>) {
+    fn handle(&mut self, event: Event, ctx: &mut Context<Self>) {
         let server = match &event {
             Event::ServerState { server, .. }
             | Event::Catalog { server, .. }
@@ -37,28 +43,33 @@ impl StreamHandler<Event> for GatewaySession {
         match event {
             Event::ServerState { .. } => {
                 self.pool.routes.invalidate();
-                for method in [methods::TOOLS_LIST_CHANGED, methods::PROMPTS_LIST_CHANGED, methods::RESOURCES_LIST_CHANGED] {
-                    self.notify(method, json!({}));
+                for change in [Change::Tools, Change::Prompts, Change::Resources] {
+                    self.soon(change, ctx);
                 }
-                self.updated(STATUS_URI);
+                self.announce(Change::Updated(STATUS_URI.into()));
             }
             Event::Catalog { added, .. } => {
                 self.pool.routes.invalidate();
-                self.notify(methods::TOOLS_LIST_CHANGED, json!({}));
+                self.soon(Change::Tools, ctx);
                 if added.is_empty() {
                     // Tools only leaving: the server may have been removed, its prompts and resources with it.
-                    self.notify(methods::PROMPTS_LIST_CHANGED, json!({}));
-                    self.notify(methods::RESOURCES_LIST_CHANGED, json!({}));
+                    self.soon(Change::Prompts, ctx);
+                    self.soon(Change::Resources, ctx);
                 }
             }
             Event::ListChanged { list, .. } => {
                 self.pool.routes.invalidate();
-                self.notify(&format!("notifications/{list}/list_changed"), json!({}));
+                let change = match list.as_str() {
+                    "prompts" => Change::Prompts,
+                    "resources" => Change::Resources,
+                    _ => Change::Tools,
+                };
+                self.soon(change, ctx);
             }
             Event::Log { server, level, data, .. } => {
                 self.notify(methods::LOG_MESSAGE, json!({ "level": level, "logger": server, "data": data }));
             }
-            Event::ResourceUpdated { uri, .. } => self.updated(&uri),
+            Event::ResourceUpdated { uri, .. } => self.announce(Change::Updated(uri)),
             // The gateway's own names are checked when its tables are built.
             Event::NameCollision { .. } => {}
         }
@@ -69,12 +80,43 @@ impl StreamHandler<Event> for GatewaySession {
     }
 }
 
+/// How long list changes are gathered before they are announced: a
+/// restart or a reload changes many lists at once, and each announcement
+/// makes a client list again.
+const COALESCE: Duration = Duration::from_millis(50);
+
 impl GatewaySession {
-    /// `notifications/resources/updated` for `uri` if this session subscribed to it.
-    fn updated(&mut self, uri: &str) {
-        let subscribed = self.pool.subscribed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).contains(uri);
+    /// Announces a list change within [`COALESCE`], once however often it happened meanwhile.
+    fn soon(&mut self, change: Change, ctx: &mut Context<Self>) {
+        if self.coalescing.is_empty() {
+            ctx.run_later(COALESCE, |session, _| {
+                for change in std::mem::take(&mut session.coalescing) {
+                    session.announce(change);
+                }
+            });
+        }
+        if !self.coalescing.contains(&change) {
+            self.coalescing.push(change);
+        }
+    }
+
+    /// Tells the client about `change`: as an unsolicited notification in
+    /// the handshake era (`resources/updated` only for subscribed URIs),
+    /// and on every 2026-07-28 listen stream that asked for it, tagged with
+    /// its subscription id.
+    fn announce(&mut self, change: Change) {
+        let subscribed = match &change {
+            Change::Updated(uri) => self.pool.subscribed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).contains(uri),
+            _ => true,
+        };
         if subscribed {
-            self.notify(methods::RESOURCE_UPDATED, json!({ "uri": uri }));
+            self.notify(change.method(), change.params());
+        }
+        self.listens.retain(|listen| !listen.stream.is_closed());
+        for listen in self.listens.iter().filter(|listen| listen.filter.wants(&change)) {
+            let mut params = change.params();
+            params["_meta"] = json!({ META_SUBSCRIPTION_ID: listen.id });
+            listen.stream.offer(Frame::notification(change.method(), &params));
         }
     }
 }

@@ -87,6 +87,11 @@ impl Filter {
         accepted
     }
 
+    /// The resource URIs asked for.
+    pub fn uris(&self) -> impl Iterator<Item = &String> {
+        self.uris.iter()
+    }
+
     pub fn wants(&self, change: &Change) -> bool {
         match change {
             Change::Tools => self.tools,
