@@ -136,6 +136,17 @@ async fn the_stateless_era_checks_its_headers() {
     assert_eq!(json_of(response).await["error"]["code"], -32602, "a request without _meta");
     let get = http.get(gateway.mcp()).header("accept", "text/event-stream").send().await.unwrap();
     assert_eq!(get.status(), 405, "no GET stream without a session");
+    for removed in ["ping", "initialize"] {
+        let request = request(3, removed, json!({"_meta": modern_meta()}));
+        let response = post(&http, &gateway.mcp(), &request)
+            .header("mcp-protocol-version", MODERN)
+            .header("mcp-method", removed)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404, "{removed} is not part of the 2026-07-28 era");
+        assert_eq!(json_of(response).await["error"]["code"], -32601);
+    }
 }
 
 #[tokio::test]

@@ -38,7 +38,7 @@ use super::{
     header_text, modern, rpc_error, rpc_refusal, unsupported_version, Front, InFlight, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
 };
 use crate::gateway::outbox::{Frame, Outbox};
-use crate::protocol::{error_codes, is_supported_legacy_version, methods, Message};
+use crate::protocol::{error_codes, is_modern_version, is_supported_legacy_version, methods, Message};
 
 /// How often an idle SSE stream gets a comment, so proxies keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -184,7 +184,8 @@ pub(super) async fn post(State(front): State<Arc<Front>>, headers: HeaderMap, bo
         }
         return serve_message(&front, posted, Some(session)).await;
     }
-    if posted.method() == Some(methods::INITIALIZE) {
+    let modern_header = header_text(&headers, PROTOCOL_VERSION).is_some_and(|version| is_modern_version(version.trim()));
+    if posted.method() == Some(methods::INITIALIZE) && !modern_header {
         return match open_session(&front, None).await {
             Ok(session) => serve_message(&front, posted, Some(session)).await,
             Err(refusal) => refusal,
