@@ -123,6 +123,7 @@ impl GatewaySession {
                 options: Arc::new(options),
                 routes: RoutesCache::default(),
                 subscribed: Arc::new(Mutex::new(HashSet::new())),
+                notices: outbox.clone(),
             },
             outbox,
             client: None,
@@ -149,18 +150,16 @@ impl GatewaySession {
         }
     }
 
-    fn took(&mut self, frame: InboundFrame, stream: Outbox, ctx: &mut Context<Self>) -> Option<(RequestId, String, Value, Outbox)> {
+    /// Takes one inbound frame: what is no request is handled here.
+    fn took(&mut self, frame: InboundFrame, stream: Outbox, ctx: &mut Context<Self>) -> Took {
         let message = match frame {
             Ok(message) => message,
             Err(error) => {
-                if let Some((id, error)) = error.refusal() {
-                    let frame = match id {
-                        Some(id) => Frame::response::<()>(&id, Err(error)),
-                        None => Frame::unidentified(error),
-                    };
-                    stream.offer(frame);
-                }
-                return None;
+                return match error.refusal() {
+                    Some((Some(id), error)) => Took::Refused(Frame::response::<()>(&id, Err(error)), stream),
+                    Some((None, error)) => Took::Refused(Frame::unidentified(error), stream),
+                    None => Took::Done,
+                };
             }
         };
         match message {
@@ -170,13 +169,13 @@ impl GatewaySession {
                     let outcome = outcome.map(|raw| serde_json::from_str(raw.get()).unwrap_or(Value::Null));
                     let _ = waiter.send(outcome);
                 }
-                None
+                Took::Done
             }
             RpcMessage::Notification { method, params } => {
                 self.notified(&method, params_value(params.as_deref()), ctx);
-                None
+                Took::Done
             }
-            RpcMessage::Request { id, method, params } => Some((id, method, params_value(params.as_deref()), stream)),
+            RpcMessage::Request { id, method, params } => Took::Request { id, method, params: params_value(params.as_deref()), stream },
         }
     }
 
@@ -208,24 +207,25 @@ impl GatewaySession {
         permit: OwnedSemaphorePermit,
         ctx: &mut Context<Self>,
     ) {
-        let served = match Served::of(&method, &params) {
-            Ok(served) => served,
-            Err(error) => return self.answer_now(&id, Err(error), &stream),
+        let served = Served::of(&method, &params);
+        // What the session answers itself, at once; the rest is work for the pool.
+        let immediate = match (&served, method.as_str()) {
+            (Err(error), _) => Some(Err(error.clone())),
+            (Ok(_), methods::INITIALIZE) => Some(Ok(self.initialize(&params))),
+            (Ok(served), methods::PING) => Some(Ok(served.finish(&method, json!({})))),
+            (Ok(_), methods::DISCOVER) => Some(Ok(discover())),
+            _ => None,
         };
-        match method.as_str() {
-            methods::INITIALIZE => {
-                let answer = self.initialize(&params);
-                return self.answer_now(&id, Ok(answer), &stream);
-            }
-            methods::PING => return self.answer_now(&id, Ok(served.finish(&method, json!({}))), &stream),
-            methods::DISCOVER => return self.answer_now(&id, Ok(discover()), &stream),
-            _ => {}
-        }
         let pool = self.pool.clone();
         let (answer_to, key) = (stream.clone(), id.clone());
         let server = pool.server_of(&method, &params);
         let work = async move {
-            let outcome = pool.answer(&method, params, &answer_to).await.map(|result| served.finish(&method, result));
+            let outcome = match (immediate, served) {
+                (Some(outcome), _) => outcome,
+                (None, Ok(served)) => pool.answer(&method, params, &answer_to).await.map(|result| served.finish(&method, result)),
+                (None, Err(error)) => Err(error),
+            };
+            // Responses wait for room: a client that does not read keeps its requests open.
             answer_to.send(Frame::response(&id, outcome)).await;
             drop(permit);
         };
@@ -234,11 +234,6 @@ impl GatewaySession {
             session.open.remove(&done);
         }));
         self.open.insert(key, Open { work: handle, server, stream });
-    }
-
-    fn answer_now(&mut self, id: &RequestId, outcome: Result<Value, ErrorObject>, stream: &Outbox) {
-        // Answered at once from the actor: never wait here; a full stream drops it like a notification.
-        stream.offer(Frame::response(id, outcome));
     }
 
     fn initialize(&mut self, params: &Value) -> Value {
@@ -261,6 +256,19 @@ impl GatewaySession {
             .map(|open| open.stream.clone())
             .unwrap_or_else(|| self.outbox.clone())
     }
+}
+
+/// What became of an inbound frame.
+enum Took {
+    Done,
+    /// A line that is no usable message, and the error response it gets.
+    Refused(Frame, Outbox),
+    Request {
+        id: RequestId,
+        method: String,
+        params: Value,
+        stream: Outbox,
+    },
 }
 
 fn params_value(params: Option<&serde_json::value::RawValue>) -> Value {
@@ -311,8 +319,18 @@ impl Handler<Inbound> for GatewaySession {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, inbound: Inbound, ctx: &mut Context<Self>) -> Self::Result {
-        let Some((id, method, params, stream)) = self.took(inbound.frame, inbound.stream, ctx) else {
-            return Box::pin(fut::ready(()));
+        let (id, method, params, stream) = match self.took(inbound.frame, inbound.stream, ctx) {
+            Took::Done => return Box::pin(fut::ready(())),
+            // An error response, like any, waits for room.
+            Took::Refused(frame, stream) => {
+                return Box::pin(
+                    async move {
+                        stream.send(frame).await;
+                    }
+                    .into_actor(self),
+                )
+            }
+            Took::Request { id, method, params, stream } => (id, method, params, stream),
         };
         let permits = self.permits.clone();
         Box::pin(async move { permits.acquire_owned().await }.into_actor(self).map(move |permit, session, ctx| {

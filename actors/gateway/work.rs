@@ -18,7 +18,7 @@ use crate::actors::{CallTool, ProgressSink};
 use crate::gateway::errors::{invalid_params, rpc_error, tool_failure};
 use crate::gateway::names::{serves, Routes, RoutesCache};
 use crate::gateway::outbox::{Frame, Outbox};
-use crate::gateway::{ServeOptions, STATUS_URI};
+use crate::gateway::{ServeOptions, SERVER_NAME, STATUS_URI};
 use crate::protocol::{error_codes, methods, ErrorObject};
 use crate::Handle;
 
@@ -35,6 +35,8 @@ pub struct Pool {
     pub routes: RoutesCache,
     /// Resource URIs this session subscribed to.
     pub subscribed: Arc<Mutex<HashSet<String>>>,
+    /// The session's own outbox, for what belongs to no request.
+    pub notices: Outbox,
 }
 
 impl Pool {
@@ -71,8 +73,17 @@ impl Pool {
         }
     }
 
+    /// The current tables; newly built ones' warnings (name collisions,
+    /// URI clashes) are told to the client as log messages.
     async fn routes(&self) -> Arc<Routes> {
-        self.routes.get(&self.handle, &self.options).await
+        let fetched = self.routes.fetch(&self.handle, &self.options).await;
+        if fetched.fresh {
+            for warning in &fetched.routes.warnings {
+                let params = json!({"level": "warning", "logger": SERVER_NAME, "data": warning});
+                self.notices.offer(Frame::notification(methods::LOG_MESSAGE, &params));
+            }
+        }
+        fetched.routes
     }
 
     /// The server a request goes to, when the current tables tell it at once.
@@ -93,7 +104,7 @@ impl Pool {
             self.routes.invalidate();
             routes = self.routes().await;
         }
-        let Some((owner, _)) = routes.tools.get(&name) else {
+        let Some(owner) = routes.tools.get(&name).map(|(owner, _)| owner.clone()).or_else(|| self.routes.known_tool(&name)) else {
             return Err(invalid_params(format!("Unknown tool: `{name}` is not served here; list the tools for the names served")));
         };
         let mut call = CallTool::new(owner.name.clone(), params.get("arguments").cloned().unwrap_or(Value::Null));

@@ -158,33 +158,56 @@ impl Routes {
 
 /// The current [`Routes`], built when first needed after a change.
 #[derive(Debug, Clone, Default)]
-pub struct RoutesCache(Arc<Mutex<Option<Arc<Routes>>>>);
+pub struct RoutesCache(Arc<Mutex<Cached>>);
+
+#[derive(Debug, Default)]
+struct Cached {
+    current: Option<Arc<Routes>>,
+    /// Every tool name served so far and its owner: a server that is down
+    /// (restarting) leaves the listing, but calls by its names still go to
+    /// it, and its connection holds them until it is back.
+    known_tools: BTreeMap<String, Owner>,
+}
+
+/// What building the tables found: the tables, and whether they are new
+/// (their warnings not yet told).
+pub struct Fetched {
+    pub routes: Arc<Routes>,
+    pub fresh: bool,
+}
 
 impl RoutesCache {
     /// The tables, built from the pool if a change made them stale.
-    pub async fn get(&self, handle: &Handle, options: &ServeOptions) -> Arc<Routes> {
-        if let Some(routes) = self.lock().clone() {
-            return routes;
+    pub async fn fetch(&self, handle: &Handle, options: &ServeOptions) -> Fetched {
+        if let Some(routes) = self.lock().current.clone() {
+            return Fetched { routes, fresh: false };
         }
         let routes = Arc::new(Routes::build(listings(handle, options).await, options));
         for warning in &routes.warnings {
             tracing::warn!("{warning}");
         }
-        *self.lock() = Some(routes.clone());
-        routes
+        let mut cached = self.lock();
+        cached.known_tools.extend(routes.tools.iter().map(|(name, (owner, _))| (name.clone(), owner.clone())));
+        cached.current = Some(routes.clone());
+        Fetched { routes, fresh: true }
     }
 
     /// The tables if they are fresh, without building them.
     pub fn current(&self) -> Option<Arc<Routes>> {
-        self.lock().clone()
+        self.lock().current.clone()
+    }
+
+    /// The owner of a tool name served before, though not listed now.
+    pub fn known_tool(&self, name: &str) -> Option<Owner> {
+        self.lock().known_tools.get(name).cloned()
     }
 
     /// Forgets the tables: a server's lists may have changed.
     pub fn invalidate(&self) {
-        self.lock().take();
+        self.lock().current.take();
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Routes>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cached> {
         self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }

@@ -1,0 +1,302 @@
+//! `mcpvisor serve` over stdio in front of real `mcpvisor demo-server`
+//! processes, driven by a small JSON-lines client (tests/gateway_support).
+
+mod gateway_support;
+
+use std::path::PathBuf;
+
+use gateway_support::{demo_table, pid_of, Gateway};
+use serde_json::{json, Value};
+
+fn config(dir: &tempfile::TempDir, tables: &[String]) -> PathBuf {
+    let path = dir.path().join("servers.toml");
+    std::fs::write(&path, tables.concat()).unwrap();
+    path
+}
+
+fn two_demos(dir: &tempfile::TempDir) -> PathBuf {
+    config(dir, &[demo_table("demo", &[]), demo_table("other", &[])])
+}
+
+#[tokio::test]
+async fn tools_prompts_resources_and_completion_are_served_under_prefixed_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Gateway::start(&two_demos(&dir), &[], json!({})).await;
+    let names = gateway.tool_names().await;
+    for name in ["demo__echo", "other__echo", "demo__progress", "other__sample"] {
+        assert!(names.contains(&name.to_string()), "{name} in {names:?}");
+    }
+    assert_eq!(gateway.call_text("other__echo", json!({"text": "hi"})).await, "hi");
+    let sum = gateway.call("demo__add", json!({"a": 2, "b": 3})).await;
+    assert_eq!(sum["result"]["structuredContent"]["sum"], 5, "{sum}");
+
+    let prompts = gateway.result("prompts/list", json!({})).await;
+    let prompt_names: Vec<&str> = prompts["prompts"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert!(prompt_names.contains(&"demo__greet") && prompt_names.contains(&"other__plain"), "{prompt_names:?}");
+    let greet = gateway.result("prompts/get", json!({"name": "demo__greet", "arguments": {"name": "Ada"}})).await;
+    assert!(greet["messages"][0]["content"]["text"].as_str().unwrap().contains("Ada"), "{greet}");
+
+    let resources = gateway.result("resources/list", json!({})).await;
+    let uris: Vec<&str> = resources["resources"].as_array().unwrap().iter().map(|r| r["uri"].as_str().unwrap()).collect();
+    assert_eq!(uris[0], "mcpvisor://status");
+    assert!(uris.contains(&"demo://counter"), "{uris:?}");
+    // demo://item/7 is listed by neither server: it is routed by the template.
+    let item = gateway.result("resources/read", json!({"uri": "demo://item/7"})).await;
+    assert_eq!(item["contents"][0]["text"], "item 7", "{item}");
+    let templates = gateway.result("resources/templates/list", json!({})).await;
+    assert_eq!(templates["resourceTemplates"][0]["uriTemplate"], "demo://item/{id}");
+
+    let style = json!({"ref": {"type": "ref/prompt", "name": "other__greet"}, "argument": {"name": "style", "value": "pi"}});
+    let completion = gateway.result("completion/complete", style).await;
+    assert_eq!(completion["completion"]["values"], json!(["pirate"]), "{completion}");
+    let id = json!({"ref": {"type": "ref/resource", "uri": "demo://item/{id}"}, "argument": {"name": "id", "value": "2"}});
+    let completion = gateway.result("completion/complete", id).await;
+    assert!(completion["completion"]["values"].as_array().unwrap().contains(&json!("2")), "{completion}");
+
+    let statuses = gateway.statuses().await;
+    let states: Vec<(&str, &str)> = statuses.iter().map(|s| (s["name"].as_str().unwrap(), s["state"].as_str().unwrap())).collect();
+    assert_eq!(states, [("demo", "connected"), ("other", "connected")]);
+    assert_eq!(gateway.result("ping", json!({})).await, json!({}));
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+#[tokio::test]
+async fn bad_input_gets_the_json_rpc_error_it_deserves_and_the_gateway_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Gateway::start(&config(&dir, &[demo_table("demo", &[])]), &[], json!({})).await;
+    let unknown = gateway.call("demo__nope", json!({})).await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert!(unknown["error"]["message"].as_str().unwrap().contains("demo__nope"));
+    let method = gateway.request("tools/frobnicate", json!({})).await;
+    assert_eq!(method["error"]["code"], -32601, "{method}");
+    let typed = gateway.request("tools/call", json!({"name": 5})).await;
+    assert_eq!(typed["error"]["code"], -32602, "{typed}");
+    assert!(typed["error"]["message"].as_str().unwrap().contains("`name` must be a string"), "{typed}");
+    let arguments = gateway.request("tools/call", json!({"name": "demo__echo", "arguments": [1]})).await;
+    assert_eq!(arguments["error"]["code"], -32602, "{arguments}");
+    let no_uri = gateway.request("resources/read", json!({"uri": "nowhere://x"})).await;
+    assert_eq!(no_uri["error"]["code"], -32002, "{no_uri}");
+
+    gateway.send_line(b"{this is not json").await;
+    let parse = gateway.next_message().await;
+    assert_eq!((parse["error"]["code"].clone(), parse["id"].clone()), (json!(-32700), Value::Null), "{parse}");
+    gateway.send_line(b"[1, 2]").await;
+    assert!(gateway.next_message().await["error"]["code"].as_i64().is_some());
+    // A frame past the codec's 16 MiB limit is refused by its id, unread.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{{"name":"demo__echo","arguments":{{"text":"{}"}}}}}}"#,
+        "x".repeat(17 << 20)
+    );
+    gateway.send_line(huge.as_bytes()).await;
+    let refused = gateway.response(json!("huge")).await;
+    assert_eq!(refused["error"]["code"], -32600, "{}", &refused.to_string()[..200.min(refused.to_string().len())]);
+    let old = gateway.request("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}})).await;
+    assert_eq!(old["error"]["code"], -32022, "{old}");
+    assert_eq!(gateway.call_text("demo__echo", json!({"text": "still here"})).await, "still here");
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+#[tokio::test]
+async fn the_2026_era_is_served_per_request_without_initialize() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Gateway::spawn(&config(&dir, &[demo_table("demo", &[])]), &[]);
+    let discover = gateway.result("server/discover", json!({})).await;
+    assert_eq!(discover["supportedVersions"][0], "2026-07-28");
+    assert_eq!(discover["supportedVersions"][1], "2025-11-25");
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let listed = gateway.result("tools/list", json!({"_meta": meta})).await;
+    assert_eq!((listed["resultType"].as_str(), listed["cacheScope"].as_str()), (Some("complete"), Some("private")));
+    let called = gateway.result("tools/call", json!({"_meta": meta, "name": "demo__echo", "arguments": {"text": "modern"}})).await;
+    assert_eq!((called["content"][0]["text"].as_str(), called["resultType"].as_str()), (Some("modern"), Some("complete")));
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+#[tokio::test]
+async fn progress_carries_the_clients_token_and_cancellation_reaches_the_upstream_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Gateway::start(&config(&dir, &[demo_table("demo", &[])]), &[], json!({})).await;
+    let call = json!({"name": "demo__progress", "arguments": {"steps": 3, "ms": 1}, "_meta": {"progressToken": "mine"}});
+    let done = gateway.result("tools/call", call).await;
+    assert_eq!(done["content"][0]["text"], "done 3 steps");
+    let mut seen = Vec::new();
+    while let Some(at) = gateway.notifications.iter().position(|n| n["method"] == "notifications/progress") {
+        seen.push(gateway.notifications.remove(at).unwrap());
+    }
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert!(seen.iter().all(|n| n["params"]["progressToken"] == "mine"), "{seen:?}");
+
+    let slow = gateway.send("tools/call", json!({"name": "demo__sleep", "arguments": {"ms": 600000}})).await;
+    // Wait until the call is in flight upstream, as the status resource shows.
+    loop {
+        let statuses = gateway.statuses().await;
+        if statuses[0]["in_flight"].as_u64() == Some(1) {
+            break;
+        }
+    }
+    gateway.notify("notifications/cancelled", json!({"requestId": slow, "reason": "changed my mind"})).await;
+    let received = loop {
+        let answer = gateway.call("demo__cancellations", json!({})).await;
+        let received = answer["result"]["structuredContent"]["cancellations"].as_array().cloned().unwrap_or_default();
+        if !received.is_empty() {
+            break received;
+        }
+    };
+    assert_eq!(received[0]["tool"], "sleep", "{received:?}");
+    // The cancelled request is never answered: the next answer is the ping's.
+    let ping = gateway.send("ping", json!({})).await;
+    let next = gateway.next_message().await;
+    assert_eq!(next["id"], ping, "{next}");
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+#[tokio::test]
+async fn subscriptions_logs_and_server_requests_pass_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let capabilities = json!({"sampling": {}, "elicitation": {"form": {}}, "roots": {"listChanged": true}});
+    let mut gateway = Gateway::start(&config(&dir, &[demo_table("demo", &[])]), &[], capabilities).await;
+    gateway.answerer = Box::new(|method, params| match method {
+        "sampling/createMessage" => {
+            let asked = params["messages"][0]["content"]["text"].as_str().unwrap_or_default();
+            Some(json!({"role": "assistant", "content": {"type": "text", "text": format!("client model: {asked}")}, "model": "m"}))
+        }
+        "elicitation/create" => Some(json!({"action": "accept", "content": {"name": "Grace"}})),
+        "roots/list" => Some(json!({"roots": [{"uri": "file:///client/root", "name": "root"}]})),
+        _ => None,
+    });
+    gateway.result("resources/subscribe", json!({"uri": "demo://counter"})).await;
+    gateway.call_text("demo__touch", json!({})).await;
+    let updated = gateway.notification("notifications/resources/updated").await;
+    assert_eq!(updated["params"]["uri"], "demo://counter");
+
+    gateway.result("logging/setLevel", json!({"level": "debug"})).await;
+    let sent = gateway.call_text("demo__log", json!({"level": "warning", "message": "careful"})).await;
+    assert!(sent.starts_with("sent"), "{sent}");
+    let log = gateway.notification("notifications/message").await;
+    assert_eq!((log["params"]["logger"].as_str(), log["params"]["level"].as_str()), (Some("demo"), Some("warning")), "{log}");
+
+    let sampled = gateway.call_text("demo__sample", json!({"prompt": "hello"})).await;
+    assert!(sampled.contains("client model: hello"), "{sampled}");
+    let elicited = gateway.call_text("demo__elicit", json!({"message": "Your name?"})).await;
+    assert!(elicited.contains("accept") && elicited.contains("Grace"), "{elicited}");
+    let roots = gateway.call_text("demo__roots", json!({})).await;
+    assert!(roots.contains("file:///client/root"), "{roots}");
+    let methods: Vec<&str> = gateway.asked.iter().map(|asked| asked["method"].as_str().unwrap()).collect();
+    assert!(methods.contains(&"sampling/createMessage") && methods.contains(&"elicitation/create"), "{methods:?}");
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+#[tokio::test]
+async fn without_the_clients_capabilities_server_requests_get_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Gateway::start(&config(&dir, &[demo_table("demo", &[])]), &[], json!({})).await;
+    let sampled = gateway.call("demo__sample", json!({"prompt": "hello"})).await;
+    assert!(sampled.to_string().contains("the gateway's client does not offer sampling"), "{sampled}");
+    let elicited = gateway.call_text("demo__elicit", json!({"message": "Your name?"})).await;
+    assert!(elicited.contains("decline"), "{elicited}");
+    assert!(gateway.asked.is_empty(), "{:?}", gateway.asked);
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+#[tokio::test]
+async fn a_killed_upstream_sends_list_changed_and_serves_again_after_its_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Gateway::start(&two_demos(&dir), &[], json!({})).await;
+    gateway.tool_names().await;
+    gateway.notifications.clear();
+    let pid = pid_of(&gateway.statuses().await, "other");
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    gateway.notification("notifications/tools/list_changed").await;
+    // The restarted server answers (the call waits for it if it is not back yet).
+    assert_eq!(gateway.call_text("other__echo", json!({"text": "back"})).await, "back");
+    let statuses = gateway.statuses().await;
+    let other = statuses.iter().find(|s| s["name"] == "other").unwrap();
+    assert!(other["restarts"].as_u64() >= Some(1) && other["pid"] != json!(pid), "{other}");
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+#[tokio::test]
+async fn serve_server_serves_one_server_under_its_own_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Gateway::start(&two_demos(&dir), &["--server", "other"], json!({})).await;
+    let names = gateway.tool_names().await;
+    assert!(names.contains(&"echo".to_string()) && !names.iter().any(|n| n.contains("__")), "{names:?}");
+    assert_eq!(gateway.call_text("echo", json!({"text": "plain"})).await, "plain");
+    let prompt = gateway.result("prompts/get", json!({"name": "plain"})).await;
+    assert!(prompt["messages"].as_array().is_some_and(|m| !m.is_empty()), "{prompt}");
+    let statuses = gateway.statuses().await;
+    assert_eq!(statuses.len(), 1);
+    assert_eq!(statuses[0]["name"], "other");
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+#[tokio::test]
+async fn sighup_applies_the_changed_configuration_and_keeps_unchanged_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(&dir, &[demo_table("demo", &[])]);
+    let mut gateway = Gateway::start(&path, &[], json!({})).await;
+    assert_eq!(gateway.tool_names().await.iter().filter(|n| n.starts_with("other__")).count(), 0);
+    let pid = pid_of(&gateway.statuses().await, "demo");
+    std::fs::write(&path, [demo_table("demo", &[]), demo_table("other", &[])].concat()).unwrap();
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(gateway.child.id().unwrap() as i32, libc::SIGHUP) };
+    // Each change of the pool is announced; look again after each until the new server's tools are there.
+    while !gateway.tool_names().await.contains(&"other__echo".to_string()) {
+        gateway.notification("notifications/tools/list_changed").await;
+    }
+    assert_eq!(gateway.call_text("other__echo", json!({"text": "added"})).await, "added");
+    let statuses = gateway.statuses().await;
+    assert_eq!(pid_of(&statuses, "demo"), pid, "the unchanged server kept running");
+    assert!(gateway.tool_names().await.contains(&"other__echo".to_string()));
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+/// A client that stops reading: the gateway stops reading it too (its
+/// stdin pipe fills up) instead of queueing answers, and it answers every
+/// request once the client reads again.
+#[tokio::test]
+async fn a_client_that_stops_reading_is_not_read_from_and_memory_stays_bounded() {
+    use tokio::io::AsyncWriteExt;
+    const REQUESTS: i64 = 1500;
+    const BYTES: usize = 100_000;
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Gateway::start(&config(&dir, &[demo_table("demo", &[])]), &[], json!({})).await;
+    assert_eq!(gateway.call_text("demo__echo", json!({"text": "warm"})).await, "warm");
+    let before = gateway.memory_kib("VmRSS");
+    let first = gateway.next_id();
+    gateway.skip_ids(REQUESTS);
+    let stdin = gateway.stdin.clone();
+    // Unbounded, the gateway would hold REQUESTS * BYTES = 150 MB of answers.
+    let flood = tokio::spawn(async move {
+        let mut stdin = stdin.lock().await;
+        for id in first..first + REQUESTS {
+            let call =
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "demo__big", "arguments": {"bytes": BYTES}}});
+            let mut line = serde_json::to_vec(&call).unwrap();
+            line.push(b'\n');
+            stdin.write_all(&line).await.unwrap();
+        }
+        stdin.flush().await.unwrap();
+    });
+    // Wait until the gateway has stopped reading: its stdin pipe is (nearly) full.
+    while gateway.unread_input() < 32 * 1024 {
+        assert!(!flood.is_finished(), "all {REQUESTS} requests were read though nobody read an answer");
+        tokio::task::yield_now().await;
+        std::thread::yield_now();
+    }
+    let stuck = gateway.memory_kib("VmRSS");
+    let mut answered = 0;
+    for id in first..first + REQUESTS {
+        let answer = gateway.response(json!(id)).await;
+        assert_eq!(answer["result"]["content"][0]["text"].as_str().map(str::len), Some(BYTES), "request {id}");
+        answered += 1;
+    }
+    flood.await.unwrap();
+    let peak = gateway.memory_kib("VmHWM");
+    assert_eq!(answered, REQUESTS);
+    let grew_mib = peak.saturating_sub(before) / 1024;
+    eprintln!("gateway memory: {before} KiB before, {stuck} KiB while stuck, peak {peak} KiB (+{grew_mib} MiB)");
+    assert!(grew_mib < 64, "the gateway grew by {grew_mib} MiB for a client that did not read");
+    assert_eq!(gateway.call_text("demo__echo", json!({"text": "still serving"})).await, "still serving");
+    assert_eq!(gateway.close().await, Some(0));
+}
