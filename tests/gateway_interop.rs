@@ -8,10 +8,8 @@
 //! `MCPVISOR_INTEROP=1 cargo test --test gateway_interop -- --ignored`,
 //! after `.ci/interop-setup` installed the SDK (the `py` server's Python).
 
-#[allow(dead_code)]
 mod common;
 mod gateway_support;
-#[allow(dead_code)]
 mod interop_support;
 
 use gateway_support::{demo_table, BIN};

@@ -61,9 +61,9 @@ impl ClientBridge {
                 let bridge = roots.clone();
                 async move {
                     match bridge.ask(request.server, methods::ROOTS_LIST, json!({})).await {
-                        Some(answer) => answer.and_then(|value| {
+                        Some(answer) => answer.map(|value| {
                             let listed = value.get("roots").and_then(Value::as_array).cloned().unwrap_or_default();
-                            Ok(listed.iter().filter_map(root).collect())
+                            listed.iter().filter_map(root).collect()
                         }),
                         None => Ok(std::env::current_dir()
                             .map(|dir| vec![Root { uri: format!("file://{}", dir.display()), name: None }])

@@ -256,21 +256,21 @@ async fn listings(handle: &Handle, options: &ServeOptions) -> Vec<Listing> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::model::RawResource;
+    use serde_json::json;
 
     fn tool(name: &str) -> Tool {
         Tool::new(name.to_string(), "", Arc::new(Default::default()))
     }
 
     fn resource(uri: &str) -> Resource {
-        Resource::new(RawResource::new(uri, uri), None)
+        serde_json::from_value(json!({"uri": uri, "name": uri})).unwrap()
     }
 
     fn listing(server: &str, tools: &[&str], prompts: &[&str], resources: &[&str]) -> Listing {
         Listing {
             server: server.into(),
             tools: tools.iter().map(|name| tool(name)).collect(),
-            prompts: prompts.iter().map(|name| Prompt::new(*name, None::<String>, None)).collect(),
+            prompts: prompts.iter().map(|name| serde_json::from_value(json!({"name": name})).unwrap()).collect(),
             resources: resources.iter().map(|uri| resource(uri)).collect(),
             templates: Vec::new(),
         }
@@ -309,7 +309,8 @@ mod tests {
     fn resources_route_by_uri_then_by_template_and_the_status_uri_stays_ours() {
         let mut routes = Routes::build(vec![listing("s", &[], &[], &[STATUS_URI, "demo://a"])], &ServeOptions::default());
         assert!(!routes.resources.contains_key(STATUS_URI) && routes.warnings.iter().any(|w| w.contains("gateway's own")));
-        routes.templates.push(("t".into(), ResourceTemplate::new(rmcp::model::RawResourceTemplate::new("demo://item/{id}", "item"), None)));
+        let template = serde_json::from_value(json!({"uriTemplate": "demo://item/{id}", "name": "item"})).unwrap();
+        routes.templates.push(("t".into(), template));
         assert_eq!(routes.resource_server("demo://a"), Some("s"));
         assert_eq!(routes.resource_server("demo://item/7"), Some("t"));
         assert_eq!(routes.resource_server("other://x"), None);

@@ -85,9 +85,8 @@ impl Gateway {
 
     /// Bytes written to the gateway's stdin that it has not read yet.
     pub fn unread_input(&self) -> usize {
-        use std::os::fd::AsRawFd;
-        let fd = self.stdin.try_lock().map(|stdin| stdin.as_raw_fd());
-        let fd = fd.unwrap_or_else(|_| self.stdin_fd);
+        // The pipe stays open while `self.stdin` lives.
+        let fd = self.stdin_fd;
         let mut unread: libc::c_int = 0;
         // SAFETY: FIONREAD writes one c_int to the pointer given.
         unsafe { libc::ioctl(fd, libc::FIONREAD, &mut unread) };
@@ -194,7 +193,7 @@ impl Gateway {
     /// The text of a successful tool call's first content block.
     pub async fn call_text(&mut self, name: &str, arguments: Value) -> String {
         let answer = self.call(name, arguments).await;
-        assert_eq!(answer["result"]["isError"].as_bool().unwrap_or(false), false, "{answer}");
+        assert!(!answer["result"]["isError"].as_bool().unwrap_or(false), "{answer}");
         answer["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string()
     }
 
