@@ -7,7 +7,7 @@
 mod gateway_http_support;
 
 use gateway_http_support::{client, initialize, json_of, modern_meta, open_session, post, request, Gateway, SseReader, LEGACY, MODERN};
-use serde_json::{json, Value};
+use serde_json::json;
 
 #[tokio::test]
 async fn an_initialize_era_session_answers_with_json_and_with_sse() {

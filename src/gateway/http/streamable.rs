@@ -63,16 +63,15 @@ impl Posted {
 }
 
 /// Parses one JSON-RPC message, or the HTTP answer refusing it.
-fn parse(body: &Bytes) -> Result<Posted, Response> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| rpc_refusal(StatusCode::BAD_REQUEST, None, error_codes::PARSE_ERROR, format!("Parse error: {e}")))?;
+fn parse(body: &Bytes) -> Result<Posted, Box<Response>> {
+    let refuse = |id: Option<&Value>, code: i64, message: String| Box::new(rpc_refusal(StatusCode::BAD_REQUEST, id, code, message));
+    let value: Value = serde_json::from_slice(body).map_err(|e| refuse(None, error_codes::PARSE_ERROR, format!("Parse error: {e}")))?;
     if value.is_array() {
         let message = "Invalid request: JSON-RPC batches are not supported; send one message per POST";
-        return Err(rpc_refusal(StatusCode::BAD_REQUEST, None, error_codes::INVALID_REQUEST, message));
+        return Err(refuse(None, error_codes::INVALID_REQUEST, message.into()));
     }
     if let Err(problem) = Message::parse(body) {
-        let id = value.get("id");
-        return Err(rpc_refusal(StatusCode::BAD_REQUEST, id, error_codes::INVALID_REQUEST, format!("Invalid request: {problem}")));
+        return Err(refuse(value.get("id"), error_codes::INVALID_REQUEST, format!("Invalid request: {problem}")));
     }
     Ok(Posted { value, bytes: body.to_vec() })
 }
@@ -173,7 +172,7 @@ pub(super) async fn post(State(front): State<Arc<Front>>, headers: HeaderMap, bo
     }
     let posted = match parse(&body) {
         Ok(posted) => posted,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     if let Some(id) = header_text(&headers, SESSION_ID) {
         let Some(session) = front.sessions.get(id) else { return unknown_session(posted.id()) };
@@ -188,7 +187,7 @@ pub(super) async fn post(State(front): State<Arc<Front>>, headers: HeaderMap, bo
     if posted.method() == Some(methods::INITIALIZE) && !modern_header {
         return match open_session(&front, None).await {
             Ok(session) => serve_message(&front, posted, Some(session)).await,
-            Err(refusal) => refusal,
+            Err(refusal) => *refusal,
         };
     }
     if modern::is_modern(&headers, &posted.value) {
@@ -204,14 +203,14 @@ pub(super) async fn post(State(front): State<Arc<Front>>, headers: HeaderMap, bo
 
 /// Opens a session, its standalone messages pumped into its GET stream
 /// (or, for a legacy HTTP+SSE session, its outbox kept for every message).
-pub(super) async fn open_session(front: &Arc<Front>, legacy: Option<()>) -> Result<Arc<Session>, Response> {
+pub(super) async fn open_session(front: &Arc<Front>, legacy: Option<()>) -> Result<Arc<Session>, Box<Response>> {
     let full = |max: usize| {
         let message = format!("The gateway serves {max} sessions already; retry later, or end unused sessions with DELETE");
-        rpc_refusal(StatusCode::SERVICE_UNAVAILABLE, None, error_codes::INTERNAL_ERROR, message)
+        Box::new(rpc_refusal(StatusCode::SERVICE_UNAVAILABLE, None, error_codes::INTERNAL_ERROR, message))
     };
     front.sessions.has_room().map_err(|f| full(f.max))?;
     let (standalone, frames) = Outbox::new();
-    let Some(port) = front.gateway.open(standalone.clone()).await else { return Err(stopping()) };
+    let Some(port) = front.gateway.open(standalone.clone()).await else { return Err(Box::new(stopping())) };
     let session = front.sessions.insert(port).map_err(|f| full(f.max))?;
     pump(frames, session.standalone.clone(), None, Vec::new());
     if legacy.is_some() {
