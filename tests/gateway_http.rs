@@ -6,7 +6,9 @@
 
 mod gateway_http_support;
 
-use gateway_http_support::{client, initialize, json_of, modern_meta, open_session, post, request, Gateway, SseReader, LEGACY, MODERN};
+use gateway_http_support::{
+    client, initialize, json_of, modern_meta, open_session, post, request, Gateway, Sse, SseReader, LEGACY, MODERN,
+};
 use serde_json::json;
 
 #[tokio::test]
@@ -74,17 +76,23 @@ async fn an_unknown_or_deleted_session_is_404_and_the_client_initializes_again()
     assert_eq!(response.status(), 400, "an unsupported MCP-Protocol-Version");
 }
 
+/// Calls `demo__progress` for `steps` steps of 50 ms: its SSE stream, and its first event (a progress notification).
+async fn progress_call(http: &reqwest::Client, gateway: &Gateway, session: &str, id: u64, steps: u64) -> (SseReader, Sse) {
+    let arguments = json!({"steps": steps, "ms": 50});
+    let call = request(id, "tools/call", json!({"name": "demo__progress", "arguments": arguments, "_meta": {"progressToken": id}}));
+    let response = post(http, &gateway.mcp(), &call).header("mcp-session-id", session).send().await.unwrap();
+    let mut events = SseReader::new(response);
+    let first = events.next().await.expect("a first event");
+    assert_eq!(first.data["method"], "notifications/progress");
+    (events, first)
+}
+
 #[tokio::test]
 async fn a_dropped_stream_resumes_from_last_event_id() {
     let gateway = Gateway::loopback();
     let http = client();
     let session = open_session(&http, &gateway.mcp()).await;
-    let call =
-        request(7, "tools/call", json!({"name": "demo__progress", "arguments": {"steps": 4, "ms": 50}, "_meta": {"progressToken": 1}}));
-    let response = post(&http, &gateway.mcp(), &call).header("mcp-session-id", &session).send().await.unwrap();
-    let mut events = SseReader::new(response);
-    let first = events.next().await.expect("a first event");
-    assert_eq!(first.data["method"], "notifications/progress");
+    let (events, first) = progress_call(&http, &gateway, &session, 7, 4).await;
     drop(events);
 
     let resumed = http
@@ -250,12 +258,7 @@ async fn sigterm_drains_the_call_in_flight() {
     let gateway = Gateway::loopback();
     let http = client();
     let session = open_session(&http, &gateway.mcp()).await;
-    let call =
-        request(1, "tools/call", json!({"name": "demo__progress", "arguments": {"steps": 20, "ms": 50}, "_meta": {"progressToken": 1}}));
-    let response = post(&http, &gateway.mcp(), &call).header("mcp-session-id", &session).send().await.unwrap();
-    let mut events = SseReader::new(response);
-    let first = events.next().await.expect("the call is under way");
-    assert_eq!(first.data["method"], "notifications/progress");
+    let (mut events, _) = progress_call(&http, &gateway, &session, 1, 20).await;
     let servers = children_of(gateway.child.id());
     assert!(!servers.is_empty(), "the demo server runs as a child of the gateway");
     gateway.terminate();
