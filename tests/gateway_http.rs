@@ -360,3 +360,28 @@ async fn mcpvisors_own_client_connects_in_every_era_and_transport() {
     }
     handle.shutdown().await;
 }
+
+#[tokio::test]
+async fn sessions_are_limited_and_idle_ones_expire() {
+    let gateway = Gateway::start("127.0.0.1:0", &["--max-sessions", "2", "--session-idle", "0.3"], &[]).expect("the gateway starts");
+    let http = client();
+    let first = open_session(&http, &gateway.mcp()).await;
+    let _second = open_session(&http, &gateway.mcp()).await;
+    let refused = post(&http, &gateway.mcp(), &initialize(LEGACY)).send().await.unwrap();
+    assert_eq!(refused.status(), 503, "a third session is refused while two are in use");
+
+    // Once the two are idle past the limit they end, and a new session fits.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let response = post(&http, &gateway.mcp(), &initialize(LEGACY)).send().await.unwrap();
+        if response.status() == 200 {
+            break;
+        }
+        assert_eq!(response.status(), 503);
+        assert!(std::time::Instant::now() < deadline, "idle sessions never expired");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let list = request(1, "tools/list", json!({}));
+    let expired = post(&http, &gateway.mcp(), &list).header("mcp-session-id", &first).send().await.unwrap();
+    assert_eq!(expired.status(), 404, "an expired session's id is unknown");
+}

@@ -160,9 +160,8 @@ async fn serve_message(front: &Arc<Front>, posted: Posted, session: Option<Arc<S
         hold.push(Box::new(busy));
     }
     pump(frames, log.clone(), posted.id().cloned(), hold);
-    if !port.deliver(posted.bytes, outbox).await {
-        log.close();
-    }
+    // A session that is gone drops the outbox unread: the pump then answers with an error.
+    port.deliver(posted.bytes, outbox).await;
     with_session_header(answer(log, session.is_none()).await, session.as_deref())
 }
 
