@@ -18,6 +18,7 @@ use super::reply::Reply;
 use super::{Event, ServerState, ServerStatus, Subscribe};
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::error::{CallError, ManageError};
+use crate::telemetry::Telemetry;
 
 struct Slot {
     connection: Addr<Connection>,
@@ -34,6 +35,7 @@ pub struct Hub {
     ready_waiters: Vec<oneshot::Sender<()>>,
     initial: Vec<ServerConfig>,
     handlers: ClientHandlers,
+    telemetry: Telemetry,
     shut_down: bool,
     /// End the processes reparented to us once every server is stopped
     /// (`RuntimeConfig::end_orphans`, and we are a subreaper).
@@ -129,6 +131,7 @@ impl Hub {
             ready_waiters: Vec::new(),
             initial: config.servers,
             handlers: config.handlers,
+            telemetry: config.telemetry,
             shut_down: false,
             end_orphans: config.end_orphans && subreaper,
         }
@@ -150,6 +153,7 @@ impl Hub {
             hub: ctx.address().recipient(),
             events: ctx.address().recipient(),
             handlers: self.handlers.clone(),
+            telemetry: self.telemetry.clone(),
         };
         let kept = config.clone();
         let (call_timeout, max_waiting) = (config.timeouts.call, config.limits.max_queued);

@@ -76,6 +76,8 @@ pub struct CallTool {
     /// Set by [`CallTool::new`] when the arguments were not a JSON object:
     /// the connection refuses the call with `CallError::InvalidArguments`.
     pub arguments_error: Option<String>,
+    /// Who asks, for the audit log (a gateway puts its client's session here).
+    pub caller: Option<String>,
 }
 
 impl CallTool {
@@ -86,7 +88,7 @@ impl CallTool {
             Ok(arguments) => (arguments, None),
             Err(message) => (None, Some(message)),
         };
-        CallTool { name: name.into(), arguments, timeout: None, progress: None, arguments_error }
+        CallTool { name: name.into(), arguments, timeout: None, progress: None, arguments_error, caller: None }
     }
 
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
@@ -96,6 +98,12 @@ impl CallTool {
 
     pub fn with_progress(mut self, sink: ProgressSink) -> Self {
         self.progress = Some(sink);
+        self
+    }
+
+    /// Labels the call with who made it; the audit log records it.
+    pub fn with_caller(mut self, caller: impl Into<String>) -> Self {
+        self.caller = Some(caller.into());
         self
     }
 }
@@ -229,6 +237,11 @@ pub enum ServerState {
     Failed {
         error: String,
         stderr_tail: Vec<String>,
+        /// When the server is tried again (after a restart-intensity
+        /// cool-down), counted from when the state was read; `None`: only a
+        /// reconnect starts it again.
+        #[serde(serialize_with = "serialize_opt_millis", rename = "retry_in_ms")]
+        retry_in: Option<Duration>,
     },
     NeedsAuth,
     Disabled,

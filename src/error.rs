@@ -44,6 +44,9 @@ pub enum CallError {
     #[error("server `{server}` is overloaded ({in_flight} calls in flight, {queued} queued); `{tool}` was refused at once. Retry later or raise max_in_flight/max_queued")]
     Overloaded { server: String, tool: String, in_flight: usize, queued: usize },
 
+    #[error("`{tool}` on server `{server}` was refused by {limit}{}; call less often or raise the limit in the server's configuration", retry_suffix(.retry_after))]
+    RateLimited { server: String, tool: String, limit: String, retry_after: Option<Duration> },
+
     #[error("`{tool}` on server `{server}` failed with JSON-RPC error {code}: {message}")]
     Rpc { server: String, tool: String, code: i64, message: String, data: Option<serde_json::Value> },
 
@@ -53,7 +56,7 @@ pub enum CallError {
     #[error("server `{server}` needs authorisation before `{tool}` can be called")]
     NeedsAuth { server: String, tool: String },
 
-    #[error("server `{server}` has failed and is no longer restarted ({error}); fix it and reconnect it to call `{tool}`")]
+    #[error("server `{server}` has failed ({error}); fix it and reconnect it to call `{tool}`")]
     Failed { server: String, tool: String, error: String },
 
     #[error("server `{server}` sent a malformed answer to `{tool}`: {message}")]
@@ -70,6 +73,39 @@ pub enum CallError {
 
     #[error("server `{server}` had not listed its tools yet when the call to `{tool}` gave up after {after:?}; wait until the server is connected or give the call a longer timeout")]
     NotListed { server: String, tool: String, after: Duration },
+}
+
+fn retry_suffix(retry_after: &Option<Duration>) -> String {
+    retry_after.map(|after| format!(" (retry in {after:?})")).unwrap_or_default()
+}
+
+impl CallError {
+    /// The variant's name in snake case (`timeout`, `rate_limited`, ...),
+    /// stable, for logs, audit lines and metric labels.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CallError::UnknownTool { .. } => "unknown_tool",
+            CallError::UnknownServer { .. } => "unknown_server",
+            CallError::NotPermitted { .. } => "not_permitted",
+            CallError::Unsupported { .. } => "unsupported",
+            CallError::Disabled { .. } => "disabled",
+            CallError::Restarting { .. } => "restarting",
+            CallError::ServerExited { .. } => "server_exited",
+            CallError::Timeout { .. } => "timeout",
+            CallError::NoUsableAnswer { .. } => "no_usable_answer",
+            CallError::Overloaded { .. } => "overloaded",
+            CallError::RateLimited { .. } => "rate_limited",
+            CallError::Rpc { .. } => "rpc",
+            CallError::InvalidArguments { .. } => "invalid_arguments",
+            CallError::NeedsAuth { .. } => "needs_auth",
+            CallError::Failed { .. } => "failed",
+            CallError::Protocol { .. } => "protocol",
+            CallError::Transport { .. } => "transport",
+            CallError::Stopped { .. } => "stopped",
+            CallError::RuntimeStopped { .. } => "runtime_stopped",
+            CallError::NotListed { .. } => "not_listed",
+        }
+    }
 }
 
 /// "`tool`", or "the request" when no tool is concerned.

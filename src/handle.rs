@@ -31,6 +31,7 @@ use crate::actors::operation::{
 use crate::actors::{CallTool, Event, IntoArguments, ListTools, Registry, ServerStatus, ToolEntry};
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::error::{CallError, ManageError};
+use crate::telemetry::{MetricsSnapshot, ServerGauges, Telemetry};
 
 pub struct Runtime;
 
@@ -38,6 +39,7 @@ impl Runtime {
     /// Starts the runtime thread and the configured servers. Returns as soon
     /// as the hub is up; calls made before a server is connected wait for it.
     pub fn start(config: RuntimeConfig) -> std::io::Result<Handle> {
+        let telemetry = config.telemetry.clone();
         let (started_tx, started_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new().name("mcpvisor-runtime".into()).spawn(move || {
@@ -53,7 +55,8 @@ impl Runtime {
             });
         })?;
         let (hub, registry) = started_rx.recv().map_err(|_| std::io::Error::other("the mcpvisor runtime thread failed to start"))?;
-        Ok(Handle { inner: Arc::new(Inner { hub, registry, stop: Mutex::new(Some(stop_tx)), thread: Mutex::new(Some(thread)) }) })
+        let (stop, thread) = (Mutex::new(Some(stop_tx)), Mutex::new(Some(thread)));
+        Ok(Handle { inner: Arc::new(Inner { hub, registry, telemetry, stop, thread }) })
     }
 }
 
@@ -66,6 +69,7 @@ pub struct Handle {
 struct Inner {
     hub: Addr<Hub>,
     registry: Addr<Registry>,
+    telemetry: Telemetry,
     stop: Mutex<Option<oneshot::Sender<()>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -185,6 +189,33 @@ impl Handle {
     /// Every server's status, sorted by name.
     pub async fn status(&self) -> Vec<ServerStatus> {
         self.inner.hub.send(Status).await.unwrap_or_default()
+    }
+
+    /// Every number of the runtime now: calls by server, tool and outcome,
+    /// their latency, and each server's in-flight, queued, restarts and
+    /// state. [`MetricsSnapshot::to_prometheus`] renders it for `/metrics`.
+    pub async fn metrics(&self) -> MetricsSnapshot {
+        let servers = self.status().await;
+        let telemetry = &self.inner.telemetry;
+        MetricsSnapshot {
+            tools: telemetry.metrics().calls(),
+            servers: servers
+                .iter()
+                .map(|s| ServerGauges {
+                    server: s.name.clone(),
+                    state: s.state.label(),
+                    in_flight: s.in_flight,
+                    queued: s.queued,
+                    restarts: s.restarts,
+                })
+                .collect(),
+            audit_dropped: telemetry.audit().map_or(0, |audit| audit.dropped()),
+        }
+    }
+
+    /// The runtime's metrics and audit log (to flush the audit log, say).
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.inner.telemetry
     }
 
     pub async fn server_status(&self, name: &str) -> Option<ServerStatus> {

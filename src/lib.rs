@@ -12,11 +12,13 @@
 //! | [`transport`] | child processes over stdio (process groups, environment, shutdown, orphans, parent-death signal); in-process servers ([`ToolHandler`]); remote servers over Streamable HTTP and HTTP+SSE ([`transport::http`]) with their credentials |
 //! | [`config`] | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
 //! | [`oauth`] | OAuth 2.1 for remote servers: discovery, registration, PKCE logins, refresh, step-up, client credentials, tokens on disk |
-//! | [`restart`] | restart policy, backoff and intensity, as plain data |
+//! | [`restart`] | restart policy, backoff, intensity and cool-down, as plain data |
+//! | [`rate_limit`] | calls per second (token bucket) and calls at once, per server and per tool |
 //! | [`naming`] | exposed tool names `mcp__{server}__{tool}`, and how names that read alike are told apart |
 //! | [`error`] | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
 //! | [`demo_server`] | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
 //! | [`llm`] | model providers (OpenAI-compatible, Anthropic) behind one [`llm::ChatModel`] seam |
+//! | [`telemetry`] | call metrics (Prometheus text for `/metrics`) and the audit log, fed by every tool call |
 //! | [`sessions`] | the agent's saved conversations: one JSON-lines file each, secrets masked, resumable |
 //! | [`tool_search`] | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
 //! | [`catalog_cache`] | each server's tool list kept on disk, so searches need not start every server |
@@ -61,8 +63,10 @@ pub mod llm;
 pub mod naming;
 pub mod oauth;
 pub mod protocol;
+pub mod rate_limit;
 pub mod restart;
 pub mod sessions;
+pub mod telemetry;
 pub mod tool_search;
 pub mod transport;
 pub mod user_dirs;

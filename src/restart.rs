@@ -4,6 +4,15 @@
 //! Plain data, no actors: the connection actor asks [`RestartTracker`]
 //! what to do each time its server goes down, and the answer depends only
 //! on the policy, the history kept here and the time passed in.
+//!
+//! A server that exceeds its restart intensity is `failed`, but not for
+//! good when a [`Cooldown`] is set (the default, in every runtime): it is
+//! tried again after the cool-down, which doubles at each further give-up
+//! up to its cap and starts again from `initial` after a healthy run. Only
+//! the intensity limit cools down; a `never` or `on-failure` policy that
+//! gives up, or an error no restart can fix (a missing command), stays
+//! failed until a reconnect. Short-lived programs (one CLI command) end
+//! long before a cool-down passes, so it costs them nothing.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -42,6 +51,23 @@ pub struct RestartLimits {
     pub window: Duration,
     /// Each delay is multiplied by a random factor in `1 ± jitter`.
     pub jitter: f64,
+    /// After the intensity limit: how long the server stays `failed` before
+    /// it is tried again; `None` gives it up until a reconnect.
+    pub cooldown: Option<Cooldown>,
+}
+
+/// The growing wait before a server that exceeded its restart intensity is
+/// tried again: `initial`, doubled at each further give-up, at most `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cooldown {
+    pub initial: Duration,
+    pub max: Duration,
+}
+
+impl Default for Cooldown {
+    fn default() -> Self {
+        Cooldown { initial: Duration::from_secs(30), max: Duration::from_secs(600) }
+    }
 }
 
 impl Default for RestartLimits {
@@ -53,6 +79,7 @@ impl Default for RestartLimits {
             max_restarts_in_window: 5,
             window: Duration::from_secs(60),
             jitter: 0.2,
+            cooldown: Some(Cooldown::default()),
         }
     }
 }
@@ -69,8 +96,18 @@ pub enum Ending {
 /// What to do about a server that went down.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
-    Restart { attempt: u32, after: Duration },
-    GiveUp { reason: String },
+    Restart {
+        attempt: u32,
+        after: Duration,
+    },
+    /// Failed on the intensity limit; tried again `after` the cool-down.
+    CoolDown {
+        reason: String,
+        after: Duration,
+    },
+    GiveUp {
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -82,14 +119,17 @@ pub struct RestartTracker {
     /// When recent restarts were decided, oldest first, within `window`.
     recent: VecDeque<Instant>,
     total: u64,
+    /// Cool-downs since the last healthy run (drives their growth).
+    cooldowns: u32,
 }
 
 impl RestartTracker {
     pub fn new(policy: RestartPolicy, limits: RestartLimits) -> Self {
-        RestartTracker { policy, limits, consecutive: 0, recent: VecDeque::new(), total: 0 }
+        RestartTracker { policy, limits, consecutive: 0, recent: VecDeque::new(), total: 0, cooldowns: 0 }
     }
 
-    /// Restarts decided over the tracker's whole life.
+    /// Restarts decided over the tracker's whole life (tries after a
+    /// cool-down are not counted).
     pub fn total_restarts(&self) -> u64 {
         self.total
     }
@@ -99,12 +139,14 @@ impl RestartTracker {
     pub fn forgive(&mut self) {
         self.consecutive = 0;
         self.recent.clear();
+        self.cooldowns = 0;
     }
 
     /// Decides about a run that lasted `ran_for` and ended as `ending`.
     pub fn on_down(&mut self, now: Instant, ran_for: Duration, ending: Ending) -> Decision {
         if ran_for >= self.limits.healthy_after {
             self.consecutive = 0;
+            self.cooldowns = 0;
         }
         match (self.policy, ending) {
             (RestartPolicy::Never, _) => return Decision::GiveUp { reason: "restart policy is `never`".into() },
@@ -120,13 +162,16 @@ impl RestartTracker {
             self.recent.pop_front();
         }
         if self.recent.len() >= self.limits.max_restarts_in_window {
-            return Decision::GiveUp {
-                reason: format!(
-                    "restarted {} times within {:?}; not restarting again (restart intensity limit)",
-                    self.recent.len(),
-                    self.limits.window
-                ),
+            let reason = format!("restarted {} times within {:?} (restart intensity limit)", self.recent.len(), self.limits.window);
+            let Some(cooldown) = self.limits.cooldown else {
+                return Decision::GiveUp { reason: format!("{reason}; not restarting again") };
             };
+            let after = cooldown.initial.saturating_mul(2u32.saturating_pow(self.cooldowns)).min(cooldown.max);
+            self.cooldowns = self.cooldowns.saturating_add(1);
+            // The try after the cool-down starts a fresh intensity window and backoff.
+            self.recent.clear();
+            self.consecutive = 0;
+            return Decision::CoolDown { reason: format!("{reason}; trying again in {after:?}"), after };
         }
         self.recent.push_back(now);
         self.total += 1;
@@ -147,7 +192,32 @@ mod tests {
     use super::*;
 
     fn no_jitter() -> RestartLimits {
-        RestartLimits { jitter: 0.0, ..RestartLimits::default() }
+        RestartLimits { jitter: 0.0, cooldown: None, ..RestartLimits::default() }
+    }
+
+    #[test]
+    fn the_intensity_limit_cools_down_growing_to_the_cap_and_resets_after_a_healthy_run() {
+        let cooldown = Cooldown { initial: Duration::from_secs(30), max: Duration::from_secs(100) };
+        let limits = RestartLimits { max_restarts_in_window: 1, cooldown: Some(cooldown), ..no_jitter() };
+        let mut t = RestartTracker::new(RestartPolicy::Always, limits);
+        let now = Instant::now();
+        let mut cooldowns = Vec::new();
+        for _ in 0..4 {
+            assert!(matches!(t.on_down(now, Duration::ZERO, Ending::Failure), Decision::Restart { attempt: 1, .. }));
+            match t.on_down(now, Duration::ZERO, Ending::Failure) {
+                Decision::CoolDown { after, reason } => {
+                    assert!(reason.contains("intensity") && reason.contains("trying again"), "{reason}");
+                    cooldowns.push(after.as_secs());
+                }
+                d => panic!("{d:?}"),
+            }
+        }
+        assert_eq!(cooldowns, [30, 60, 100, 100]);
+        assert!(matches!(t.on_down(now, Duration::from_secs(60), Ending::Failure), Decision::Restart { .. }));
+        assert!(matches!(t.on_down(now, Duration::ZERO, Ending::Failure), Decision::CoolDown { after, .. } if after.as_secs() == 30));
+        // Policies other than the intensity limit still give up for good.
+        let mut never = RestartTracker::new(RestartPolicy::Never, limits);
+        assert!(matches!(never.on_down(now, Duration::ZERO, Ending::Failure), Decision::GiveUp { .. }));
     }
 
     #[test]

@@ -161,3 +161,23 @@ fn json_errors_go_to_stdout_as_json_and_stderr_as_one_line() {
     assert!(stdout(&output).is_empty());
     assert_eq!(stderr(&output).lines().count(), 1);
 }
+
+#[test]
+fn info_shows_the_supervision_of_the_file_and_the_defaults() {
+    let sandbox = Sandbox::new();
+    sandbox.write_user_file(
+        "[servers.tuned]\ncommand = \"x\"\nintensity = 2\nperiod = \"30s\"\nbackoff = { initial = \"1s\", max = \"8s\" }\ncooldown = false\n\n[servers.plain]\ncommand = \"y\"\n",
+    );
+    let output = sandbox.cmd(["info", "tuned"]).output().unwrap();
+    assert!(stdout(&output).contains("at most 2 restarts in 30s, backoff 1s doubling to 8s, then no cool-down"), "{}", stdout(&output));
+    let (tuned, _) = sandbox.json(["info", "tuned", "--json"]);
+    assert_eq!(
+        tuned["supervision"],
+        serde_json::json!({"intensity": 2, "period": "30s", "backoff": {"initial": "1s", "max": "8s"}, "cooldown": null})
+    );
+    let (plain, _) = sandbox.json(["info", "plain", "--json"]);
+    assert_eq!(
+        plain["supervision"],
+        serde_json::json!({"intensity": 5, "period": "1m", "backoff": {"initial": "100ms", "max": "30s"}, "cooldown": {"initial": "30s", "max": "10m"}})
+    );
+}

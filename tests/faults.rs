@@ -146,7 +146,7 @@ async fn a_crash_loop_ends_failed_after_the_intensity_limit_with_backoff() {
                 assert_eq!(attempt as usize, delays.len() + 1);
                 delays.push(next_in);
             }
-            Some(Event::ServerState { state: ServerState::Failed { error, stderr_tail }, .. }) => {
+            Some(Event::ServerState { state: ServerState::Failed { error, stderr_tail, .. }, .. }) => {
                 assert!(stderr_tail.iter().any(|l| l.contains("exiting at start-up with code 3")), "{stderr_tail:?}");
                 break error;
             }

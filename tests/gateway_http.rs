@@ -22,6 +22,11 @@ async fn an_initialize_era_session_answers_with_json_and_with_sse() {
     assert!(response.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
     let answer = json_of(response).await;
     assert_eq!(answer["result"]["content"][0]["text"], "hi", "{answer}");
+    let metrics = http.get(format!("{}/metrics", gateway.base)).send().await.unwrap();
+    assert_eq!(metrics.status(), 200);
+    let metrics = metrics.text().await.unwrap();
+    let counted = r#"mcpvisor_tool_calls_total{server="demo",tool="echo",outcome="ok"} 1"#;
+    assert!(metrics.lines().any(|line| line == counted), "/metrics counts the call: {metrics}");
 
     // Progress comes first, so the answer is an SSE stream with event ids.
     let call =

@@ -115,7 +115,72 @@ impl Connection {
         })
     }
 
+    /// Every tool call to this connection comes through here (from the
+    /// Registry's routing or sent directly): the one place where rate limits
+    /// apply. A limited call waits for its permit off the actor, then comes
+    /// back as [`Admitted`] with the rest of its time-out.
     fn guarded_call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
+        let watch = self.watch(&call);
+        match self.limited_call(call, ctx) {
+            Reply::Ready(result) => {
+                watch.finish(&result);
+                Reply::Ready(result)
+            }
+            Reply::Later(answer) => Reply::later(async move {
+                let result = answer.await;
+                watch.finish(&result);
+                result
+            }),
+        }
+    }
+
+    /// Starts counting (and auditing) a call.
+    fn watch(&mut self, call: &CallTool) -> CallWatch {
+        let server = &self.config.name;
+        let stats = match self.tool_stats.get(&call.name) {
+            Some(stats) => stats.clone(),
+            None => {
+                let stats = self.telemetry.metrics().tool(server, &call.name);
+                self.tool_stats.insert(call.name.clone(), stats.clone());
+                stats
+            }
+        };
+        self.telemetry.watch(CallStart {
+            server,
+            tool: &call.name,
+            caller: call.caller.as_deref(),
+            arguments: call.arguments.as_ref(),
+            redactor: &self.redactor,
+            stats,
+        })
+    }
+
+    fn limited_call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
+        if !self.limiter.limits(&call.name) {
+            return self.admitted_call(call, ctx);
+        }
+        let timeout = call.timeout.unwrap_or(self.config.timeouts.call);
+        let admit = self.limiter.admit(&call.name, timeout);
+        let connection = ctx.address().downgrade();
+        let (server, tool) = (self.config.name.clone(), call.name.clone());
+        Reply::later(async move {
+            let started = tokio::time::Instant::now();
+            let permit = admit.await.map_err(|refusal| CallError::RateLimited {
+                server: server.clone(),
+                tool: tool.clone(),
+                limit: refusal.limit,
+                retry_after: refusal.retry_after,
+            })?;
+            let left = timeout.saturating_sub(started.elapsed()).max(Duration::from_millis(1));
+            let call = CallTool { timeout: Some(left), ..call };
+            let Some(connection) = connection.upgrade() else { return Err(CallError::Stopped { server, tool }) };
+            let result = connection.send(Permitted(call)).await.unwrap_or(Err(CallError::Stopped { server, tool }));
+            drop(permit);
+            result
+        })
+    }
+
+    fn admitted_call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
         let label = call.name.clone();
         self.guarded_reply(&label, ctx, |act, ctx| act.call(call, ctx))
     }
@@ -230,6 +295,19 @@ impl Handler<CallTool> for Connection {
 
     fn handle(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Self::Result {
         self.guarded_call(call, ctx)
+    }
+}
+
+/// A tool call that has its rate-limit permit (held by its sender).
+#[derive(Message)]
+#[rtype(result = "Result<CallToolResult, CallError>")]
+struct Permitted(CallTool);
+
+impl Handler<Permitted> for Connection {
+    type Result = Reply<Result<CallToolResult, CallError>>;
+
+    fn handle(&mut self, permitted: Permitted, ctx: &mut Context<Self>) -> Self::Result {
+        self.admitted_call(permitted.0, ctx)
     }
 }
 

@@ -68,7 +68,9 @@ use crate::config::{Era as ConfiguredEra, Keyword, Redactor, ServerConfig, Trans
 use crate::error::{CallError, ConnectError};
 use crate::protocol::schema::ToolContract;
 use crate::protocol::{self, error_codes, methods, Era, ErrorObject, Message as RpcMessage, RequestId, Session};
+use crate::rate_limit::Limiter;
 use crate::restart::{Decision, Ending, RestartTracker};
+use crate::telemetry::{CallStart, CallWatch, Telemetry, ToolStats};
 use crate::transport::stdio::{self, LogLines, ProcessGroup};
 use crate::transport::{ExitInfo, ExitWatch};
 use book::{CallBook, Pending, Queued};
@@ -188,6 +190,8 @@ pub struct Links {
     /// The Hub, which passes events on to its subscribers.
     pub events: Recipient<Event>,
     pub handlers: ClientHandlers,
+    /// Where each tool call is counted and audited.
+    pub telemetry: Telemetry,
 }
 
 pub struct Connection {
@@ -198,6 +202,11 @@ pub struct Connection {
     answerer: Arc<Answerer>,
     state: ServerState,
     restarts: RestartTracker,
+    /// The server's and its tools' rate limits.
+    limiter: Limiter,
+    telemetry: Telemetry,
+    /// Each called tool's counters, looked up once.
+    tool_stats: HashMap<String, Arc<ToolStats>>,
     next_id: i64,
     generation: u64,
     /// Requests on the wire, calls waiting for a slot, unusable lines.
@@ -226,6 +235,8 @@ pub struct Connection {
     /// Why the current run is ending, when we know better than its exit status.
     run_error: Option<(ConnectError, Ending)>,
     last_error: Option<String>,
+    /// When a server failed on its restart intensity is tried again.
+    retry_at: Option<Instant>,
     /// Serving, reconnecting on purpose, or stopping for good.
     phase: Phase,
     /// Enabled servers list their tools and take calls; a disabled one keeps
@@ -270,10 +281,11 @@ impl Connection {
     pub fn new(config: ServerConfig, links: Links) -> Self {
         #[cfg(feature = "fault-injection")]
         LIVE_CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let Links { registry, hub, events, handlers } = links;
+        let Links { registry, hub, events, handlers, telemetry } = links;
         let capabilities = handlers.capabilities();
         let answerer = Arc::new(Answerer::new(&config.name, handlers, &config.roots, config.cwd.as_deref()));
         let restarts = RestartTracker::new(config.restart, config.restart_limits);
+        let limiter = Limiter::new(&config.name, &config.rate_limits);
         let config_enabled = config.enabled;
         let redactor = Redactor::from_configs([&config]);
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
@@ -285,6 +297,9 @@ impl Connection {
             answerer,
             state,
             restarts,
+            limiter,
+            telemetry,
+            tool_stats: HashMap::new(),
             next_id: 0,
             generation: 0,
             calls: CallBook::default(),
@@ -302,6 +317,7 @@ impl Connection {
             session: Session::new(Era::Legacy, protocol::LATEST_LEGACY_VERSION, capabilities),
             run_error: None,
             last_error: None,
+            retry_at: None,
             phase: Phase::Serving,
             enabled: config_enabled,
             #[cfg(feature = "fault-injection")]
@@ -325,6 +341,11 @@ impl Connection {
         } else {
             ServerState::Disabled
         }
+    }
+
+    /// How long until the cool-down's retry, from now.
+    fn retry_in(&self) -> Option<Duration> {
+        self.retry_at.map(|at| at.saturating_duration_since(Instant::now()))
     }
 
     /// Changes the lifecycle state and tells the Hub when what it sees
@@ -383,6 +404,7 @@ impl Connection {
             return;
         }
         self.restarts.forgive();
+        self.retry_at = None;
         match self.run.as_mut() {
             Some(run) => {
                 self.phase = Phase::Reconnecting;
@@ -399,9 +421,13 @@ impl Connection {
 
     fn status(&self) -> ServerStatus {
         let run = self.run.as_ref();
+        let mut state = self.reported_state();
+        if let ServerState::Failed { retry_in, .. } = &mut state {
+            *retry_in = self.retry_in();
+        }
         ServerStatus {
             name: self.config.name.clone(),
-            state: self.reported_state(),
+            state,
             pid: run.and_then(|r| r.process.pid()),
             era: self.peer.as_ref().map(|p| p.era.as_str().to_string()),
             protocol_version: self.peer.as_ref().map(|p| p.version.clone()),

@@ -202,8 +202,25 @@ impl Connection {
                 // The Supervisor restarts the actor; `started` schedules the spawn.
                 ctx.stop();
             }
+            Decision::CoolDown { reason, after } => self.cool_down(format!("{error}; {reason}"), after, ctx),
             Decision::GiveUp { reason } => self.give_up(format!("{error}; {reason}"), ctx),
         }
+    }
+
+    /// Marks the server failed for the cool-down `after`, then starts it
+    /// again unless something else (a reconnect, a shutdown) came first.
+    fn cool_down(&mut self, error: String, after: Duration, ctx: &mut Context<Self>) {
+        self.retry_at = Some(Instant::now() + after);
+        self.give_up(error, ctx);
+        self.later(after, "a retry after the cool-down", ctx, |act, ctx| {
+            let due = act.retry_at.is_some_and(|at| at <= Instant::now());
+            if due && act.phase == Phase::Serving && act.run.is_none() && matches!(act.state, ServerState::Failed { .. }) {
+                act.retry_at = None;
+                tracing::info!(server = %act.config.name, "trying again after the cool-down");
+                act.set_state(ServerState::Pending);
+                act.start_process(ctx);
+            }
+        });
     }
 
     /// The server refused the credentials and only a user can fix that: no
@@ -220,6 +237,7 @@ impl Connection {
         tracing::error!(server = %self.config.name, "failed: {error}");
         self.last_error = Some(error.clone());
         self.calls.fail_queued(|| Failure::GaveUp(error.clone()));
-        self.set_state(ServerState::Failed { error, stderr_tail: self.stderr_tail.iter().cloned().collect() });
+        let retry_in = self.retry_in();
+        self.set_state(ServerState::Failed { error, stderr_tail: self.stderr_tail.iter().cloned().collect(), retry_in });
     }
 }

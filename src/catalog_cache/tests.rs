@@ -99,7 +99,7 @@ fn save_all_keeps_connected_servers_only() {
     let statuses = [
         status("up", ServerState::Connected),
         status("empty", ServerState::Connected),
-        status("down", ServerState::Failed { error: "exited".into(), stderr_tail: Vec::new() }),
+        status("down", ServerState::Failed { error: "exited".into(), stderr_tail: Vec::new(), retry_in: None }),
     ];
     let errors = cache.save_all(&configs, &statuses, &[entry("up", "t")]);
     assert!(errors.is_empty(), "{errors:?}");

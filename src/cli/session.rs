@@ -166,6 +166,9 @@ pub fn warn_about(statuses: &[ServerStatus]) {
 pub fn describe(status: &ServerStatus) -> String {
     let error = |error: &str| error.lines().next().unwrap_or_default().to_string();
     match &status.state {
+        ServerState::Failed { error: e, retry_in: Some(left), .. } => {
+            format!("failed (next try in {:.1}s): {}", left.as_secs_f64(), error(e))
+        }
         ServerState::Failed { error: e, .. } => format!("failed: {}", error(e)),
         ServerState::Restarting { attempt, .. } => match &status.last_error {
             Some(e) => format!("restarting (attempt {attempt}) after: {}", error(e)),

@@ -6,8 +6,9 @@ use serde_json::{json, Value};
 use super::output::{table, Failure, Out, Paint, Piece};
 use super::servers::{env, DefinedIn, Entry, Servers};
 use super::Cli;
+use crate::config::duration::format_duration;
 use crate::config::{Auth, Keyword, ServerConfig};
-use crate::restart::RestartPolicy;
+use crate::restart::{RestartLimits, RestartPolicy};
 
 #[derive(Debug, clap::Args)]
 pub struct InfoArgs {
@@ -163,7 +164,34 @@ fn fields(config: &ServerConfig) -> Vec<(&'static str, String)> {
     fields.push(("timeout", format!("{} s per call (at most {} s with progress)", t.call.as_secs_f64(), t.max_call.as_secs_f64())));
     fields.push(("startup_timeout", format!("{} s", t.startup.as_secs_f64())));
     fields.push(("restart", restart(config.restart)));
+    fields.push(("supervision", supervision(&config.restart_limits)));
     fields
+}
+
+/// Intensity, backoff and cool-down in one line, as the TOML spells them.
+fn supervision(limits: &RestartLimits) -> String {
+    let d = |span| format_duration(span);
+    let cooldown = match limits.cooldown {
+        Some(c) => format!("cool-down {} doubling to {}", d(c.initial), d(c.max)),
+        None => "no cool-down (failed for good)".into(),
+    };
+    format!(
+        "at most {} restarts in {}, backoff {} doubling to {}, then {cooldown}",
+        limits.max_restarts_in_window,
+        d(limits.window),
+        d(limits.initial_backoff),
+        d(limits.max_backoff)
+    )
+}
+
+fn supervision_json(limits: &RestartLimits) -> Value {
+    let d = |span| format_duration(span);
+    json!({
+        "intensity": limits.max_restarts_in_window,
+        "period": d(limits.window),
+        "backoff": {"initial": d(limits.initial_backoff), "max": d(limits.max_backoff)},
+        "cooldown": limits.cooldown.map(|c| json!({"initial": d(c.initial), "max": d(c.max)})),
+    })
 }
 
 /// A server's redacted configuration and origin, for `--json`.
@@ -198,6 +226,7 @@ fn entry_json(entry: &Entry) -> Value {
         "startup_timeout_secs": c.timeouts.startup.as_secs_f64(),
         "restart": restart,
         "max_restarts": max_restarts,
+        "supervision": supervision_json(&c.restart_limits),
         "scope": format!("{:?}", c.scope).to_lowercase(),
         "origin": entry.defined_in.origin_name(),
         "source": source,

@@ -54,12 +54,14 @@ use std::time::Duration;
 
 use crate::codec::DEFAULT_MAX_FRAME;
 use crate::error::ManageError;
+use crate::rate_limit::RateLimits;
 use crate::restart::{RestartLimits, RestartPolicy};
 use crate::transport::in_process::{InProcessHandler, ToolHandler};
 
 pub mod agent;
 pub mod discover;
 mod dotenv;
+pub mod duration;
 mod expand;
 pub(crate) mod file;
 mod filter;
@@ -253,6 +255,8 @@ pub struct ServerConfig {
     pub restart: RestartPolicy,
     pub restart_limits: RestartLimits,
     pub limits: Limits,
+    /// Calls per second and at once, for the server and for each tool.
+    pub rate_limits: RateLimits,
     /// The tools of an in-process server; set exactly when `transport` is
     /// [`Transport::InProcess`].
     pub in_process: Option<InProcessHandler>,
@@ -285,6 +289,7 @@ impl ServerConfig {
             restart: RestartPolicy::default(),
             restart_limits: RestartLimits::default(),
             limits: Limits::default(),
+            rate_limits: RateLimits::default(),
             in_process: None,
         }
     }
@@ -391,11 +396,20 @@ pub struct RuntimeConfig {
     /// where every orphan is a server's descendant; needs `subreaper`. Off
     /// by default: an embedding program's own orphans would be ended too.
     pub end_orphans: bool,
+    /// Where every tool call is counted and, if an audit log is set,
+    /// written down ([`crate::telemetry`]); `Handle::metrics` reads it.
+    pub telemetry: crate::telemetry::Telemetry,
 }
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig { servers: Vec::new(), handlers: Default::default(), subreaper: true, end_orphans: false }
+        RuntimeConfig {
+            servers: Vec::new(),
+            handlers: Default::default(),
+            subreaper: true,
+            end_orphans: false,
+            telemetry: Default::default(),
+        }
     }
 }
 

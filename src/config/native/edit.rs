@@ -9,10 +9,12 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, TableLike, Value};
 
 use super::read::read_server;
 use super::schema::{not_a_server_table, parse_document, servers_table_mut, Restart, DEFAULT_MAX_RESTARTS, KEYS};
+use crate::config::duration::format_duration;
 use crate::config::file::{read_optional, write_atomically};
 use crate::config::{Auth, Grant, Keyword, ServerConfig, ToolFilter, Transport};
 use crate::error::{ConfigError, ManageError};
-use crate::restart::RestartPolicy;
+use crate::rate_limit::{RateLimit, RateLimits};
+use crate::restart::{Cooldown, RestartPolicy};
 
 /// Adds the server, or replaces the definition of the server of that name.
 /// Creates the file and its directory if needed.
@@ -136,6 +138,8 @@ fn desired(config: &ServerConfig) -> Vec<Desired> {
         RestartPolicy::OnFailure { max_restarts } => (Restart::OnFailure, Some(max_restarts)),
         RestartPolicy::Always => (Restart::Always, None),
     };
+    let (limits, default_limits) = (&config.restart_limits, &defaults.restart_limits);
+    let backoff_is_default = (limits.initial_backoff, limits.max_backoff) == (default_limits.initial_backoff, default_limits.max_backoff);
     let fields: [(&str, (Option<Value>, bool)); KEYS.len()] = [
         ("transport", (text(config.transport.as_str()), config.transport == inferred_transport(config))),
         ("command", (non_empty(&config.command), false)),
@@ -154,6 +158,10 @@ fn desired(config: &ServerConfig) -> Vec<Desired> {
         ("health_ping", (config.timeouts.health_ping.map(seconds_value), config.timeouts.health_ping.is_none())),
         ("restart", (text(restart.as_str()), config.restart == defaults.restart)),
         ("max_restarts", (max_restarts.map(|n| Value::from(i64::from(n))), max_restarts == Some(DEFAULT_MAX_RESTARTS))),
+        ("intensity", count(limits.max_restarts_in_window, default_limits.max_restarts_in_window)),
+        ("period", (Some(duration(limits.window)), limits.window == default_limits.window)),
+        ("backoff", (Some(backoff(limits.initial_backoff, limits.max_backoff)), backoff_is_default)),
+        ("cooldown", (Some(cooldown(limits.cooldown)), limits.cooldown == default_limits.cooldown)),
         ("era", (text(config.era.as_str()), config.era == defaults.era)),
         ("roots", (Some(strings(&config.roots)), config.roots.is_empty())),
         ("tools", (Some(tools(&config.tools)), config.tools.is_empty())),
@@ -162,6 +170,7 @@ fn desired(config: &ServerConfig) -> Vec<Desired> {
         ("max_frame", count(config.limits.max_frame, defaults.limits.max_frame)),
         ("max_list_pages", count(config.limits.max_list_pages, defaults.limits.max_list_pages)),
         ("max_list_items", count(config.limits.max_list_items, defaults.limits.max_list_items)),
+        ("limits", (Some(rate_limits(&config.rate_limits)), config.rate_limits.is_empty())),
     ];
     fields.into_iter().map(|(key, (value, is_default))| Desired::new(key, value, is_default)).collect()
 }
@@ -173,6 +182,44 @@ fn inferred_transport(config: &ServerConfig) -> Transport {
     } else {
         Transport::Stdio
     }
+}
+
+fn duration(span: Duration) -> Value {
+    Value::from(format_duration(span))
+}
+
+fn backoff(initial: Duration, max: Duration) -> Value {
+    Value::InlineTable([("initial", duration(initial)), ("max", duration(max))].into_iter().collect::<InlineTable>())
+}
+
+fn cooldown(cooldown: Option<Cooldown>) -> Value {
+    match cooldown {
+        Some(Cooldown { initial, max }) => backoff(initial, max),
+        None => Value::from(false),
+    }
+}
+
+fn rate_limits(limits: &RateLimits) -> Value {
+    let mut table = rate_limit(&limits.server);
+    let tools: InlineTable = limits.tools.iter().map(|(tool, limit)| (tool.as_str(), Value::InlineTable(rate_limit(limit)))).collect();
+    if !tools.is_empty() {
+        table.insert("tools", Value::InlineTable(tools));
+    }
+    Value::InlineTable(table)
+}
+
+fn rate_limit(limit: &RateLimit) -> InlineTable {
+    let mut table = InlineTable::new();
+    if let Some(rate) = limit.rate {
+        table.insert("rate", if rate.fract() == 0.0 { Value::from(rate as i64) } else { Value::from(rate) });
+    }
+    if let Some(burst) = limit.burst {
+        table.insert("burst", Value::from(i64::from(burst)));
+    }
+    if let Some(concurrent) = limit.concurrent {
+        table.insert("concurrent", Value::from(concurrent as i64));
+    }
+    table
 }
 
 fn strings(list: &[String]) -> Value {

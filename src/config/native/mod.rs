@@ -10,8 +10,12 @@
 //! appended only when its value differs from the default. Text is written
 //! raw: `${VAR}` references stay references.
 //!
-//! Not written: `scope` (it is where the file is) and `restart_limits`
-//! (backoff and intensity are set in code only).
+//! Supervision is data too: `intensity` (restarts allowed within
+//! `period`, default 5), `period` (default `"60s"`), `backoff = { initial =
+//! "100ms", max = "30s" }` and `cooldown = { initial = "30s", max = "10m" }`
+//! (or `false`), spans of time written `"250ms"`, `"60s"`, `"10m"`, `"1h"`
+//! (a bare number is seconds). Not written: `scope` (it is where the file
+//! is), and the healthy-run length and jitter of restarts (set in code).
 //!
 //! The code: `schema` (the keys and the shape of the document), `read`
 //! (a server's table into a [`ServerConfig`]) and `edit` (changes made in
@@ -117,6 +121,77 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
         let mut remote = ServerConfig::remote("remote", Transport::Http, "https://example.com/mcp").with_header("X-Team", "core");
         remote.auth = Some(Auth::Bearer { token: "${GITHUB_TOKEN}".into() });
         assert_eq!(servers, [fs, remote]);
+    }
+
+    #[test]
+    fn supervision_is_read_and_written_back() {
+        let text = "[servers.s]\ncommand = \"x\"\nintensity = 3\nperiod = \"2m\"\nbackoff = { initial = \"250ms\", max = \"5s\" }\ncooldown = { initial = \"1s\" }\n";
+        let (_dir, path) = file(text);
+        let server = load(&path).unwrap().remove(0);
+        let limits = server.restart_limits;
+        assert_eq!((limits.max_restarts_in_window, limits.window), (3, Duration::from_secs(120)));
+        assert_eq!((limits.initial_backoff, limits.max_backoff), (Duration::from_millis(250), Duration::from_secs(5)));
+        let cooldown = crate::restart::Cooldown { initial: Duration::from_secs(1), max: Duration::from_secs(600) };
+        assert_eq!(limits.cooldown, Some(cooldown));
+        // Written back from the model: every key that differs from its default.
+        let (_dir2, copy) = file("");
+        upsert(&copy, &server).unwrap();
+        let written = fs::read_to_string(&copy).unwrap();
+        assert!(written.contains("intensity = 3\nperiod = \"2m\"\nbackoff = { initial = \"250ms\", max = \"5s\" }\ncooldown = { initial = \"1s\", max = \"10m\" }"), "{written}");
+        assert_eq!(load(&copy).unwrap(), [server]);
+        let off = parse(Path::new("x.toml"), "[servers.s]\ncommand = \"x\"\ncooldown = false\nperiod = 90\n").unwrap().remove(0);
+        assert_eq!((off.restart_limits.cooldown, off.restart_limits.window), (None, Duration::from_secs(90)));
+        let (_dir3, default) = file("");
+        upsert(&default, &ServerConfig::stdio("d", "x", Vec::<String>::new())).unwrap();
+        assert_eq!(fs::read_to_string(&default).unwrap(), "[servers.d]\ncommand = \"x\"\n", "defaults are not written");
+    }
+
+    #[test]
+    fn rate_limits_are_read_and_written_back() {
+        let text = "[servers.s]\ncommand = \"x\"\n\n[servers.s.limits]\nrate = 10\nburst = 20\nconcurrent = 4\n\n[servers.s.limits.tools.search]\nrate = 0.5\n";
+        let server = parse(Path::new("x.toml"), text).unwrap().remove(0);
+        let limits = &server.rate_limits;
+        assert_eq!((limits.server.rate, limits.server.burst, limits.server.concurrent), (Some(10.0), Some(20), Some(4)));
+        assert_eq!(limits.tools["search"].rate, Some(0.5));
+        let (_dir, copy) = file("");
+        upsert(&copy, &server).unwrap();
+        let written = fs::read_to_string(&copy).unwrap();
+        assert!(written.contains("limits = { rate = 10, burst = 20, concurrent = 4, tools = { search = { rate = 0.5 } } }"), "{written}");
+        assert_eq!(load(&copy).unwrap(), [server]);
+        let cases = [
+            ("limits = { rate = 0 }", "`limits.rate` must be a number of calls per second greater than zero"),
+            ("limits = { burst = 3 }", "`limits.burst` needs limits.rate"),
+            ("limits = { concurrent = 0 }", "`limits.concurrent` must be a whole number of at least 1"),
+            ("limits = { per_second = 1 }", "unknown key `limits.per_second`; the known keys are rate, burst, concurrent, tools"),
+            (
+                "limits = { tools = { t = { tools = {} } } }",
+                "unknown key `limits.tools.t.tools`; the known keys are rate, burst, concurrent",
+            ),
+            ("limits = 5", "`limits` must be a table, like { rate = 10, burst = 20, concurrent = 4 }"),
+        ];
+        for (body, expected) in cases {
+            let message = parse_error(&format!("[servers.s]\ncommand = \"x\"\n{body}\n"));
+            assert!(message.starts_with("servers.toml: server \"s\": ") && message.contains(expected), "{body:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn bad_supervision_names_the_file_the_server_and_the_key() {
+        let cases = [
+            ("intensity = 0", "`intensity` must be a whole number of at least 1"),
+            ("period = \"60\"", "`period` must be a span of time greater than zero, like \"100ms\""),
+            ("period = \"0s\"", "`period` must be a span of time greater than zero"),
+            ("backoff = { initial = \"1x\" }", "`backoff.initial` must be a span of time"),
+            ("backoff = { start = \"1s\" }", "unknown key `backoff.start`; the known keys are initial, max"),
+            ("backoff = { initial = \"10s\", max = \"1s\" }", "`backoff.max` (1s) is shorter than backoff.initial (10s)"),
+            ("backoff = \"1s\"", "`backoff` must be a table, like { initial = \"100ms\", max = \"30s\" }"),
+            ("cooldown = 5", "`cooldown` must be a table, like { initial = \"100ms\", max = \"30s\" }, not integer, or false"),
+        ];
+        for (body, expected) in cases {
+            let message = parse_error(&format!("[servers.s]\ncommand = \"x\"\n{body}\n"));
+            assert!(message.starts_with("servers.toml: server \"s\": "), "{message}");
+            assert!(message.contains(expected), "{body:?}: {message}");
+        }
     }
 
     #[test]

@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use toml_edit::{Item, TableLike, Value};
 
-use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS, KEYS, OAUTH_KEYS, TOOLS_KEYS};
+use super::schema::{not_a_server_table, Restart, BACKOFF_KEYS, DEFAULT_MAX_RESTARTS, KEYS, LIMITS_KEYS, OAUTH_KEYS, TOOLS_KEYS};
+use crate::config::duration::parse_duration;
 use crate::config::{Auth, Grant, Keyword, OAuthConfig, ServerConfig, ToolFilter, Transport};
 use crate::error::ConfigError;
-use crate::restart::RestartPolicy;
+use crate::rate_limit::{RateLimit, RateLimits};
+use crate::restart::{Cooldown, RestartPolicy};
 
 /// Reads the values of one server's table, naming the file, the server and
 /// the key in every error.
@@ -77,6 +79,95 @@ impl Reader<'_> {
             .filter(|s| *s > 0.0)
             .and_then(|s| Duration::try_from_secs_f64(s).ok())
             .ok_or_else(|| self.invalid(field, "must be a number of seconds greater than zero, like 60 or 2.5"))
+    }
+
+    /// A span of time: a string with a unit (`"100ms"`, `"60s"`, `"10m"`,
+    /// `"1h"`) or a number of seconds; greater than zero.
+    fn duration(&self, field: &str, item: &Item) -> Result<Duration, ConfigError> {
+        let wrong =
+            || self.invalid(field, "must be a span of time greater than zero, like \"100ms\", \"60s\", \"10m\" or a number of seconds");
+        match item.as_str() {
+            Some(text) => parse_duration(text).filter(|d| !d.is_zero()).ok_or_else(wrong),
+            None => self.seconds(field, item).map_err(|_| wrong()),
+        }
+    }
+
+    /// `{ initial = "100ms", max = "30s" }`: either key may be left out
+    /// (then `default`'s is kept); `max` must not be below `initial`.
+    fn backoff(&self, field: &str, item: &Item, default: (Duration, Duration)) -> Result<(Duration, Duration), ConfigError> {
+        let table = self.table(field, item, "{ initial = \"100ms\", max = \"30s\" }")?;
+        let (mut initial, mut max) = default;
+        for (key, value) in table.iter() {
+            match key {
+                "initial" => initial = self.duration(&format!("{field}.{key}"), value)?,
+                "max" => max = self.duration(&format!("{field}.{key}"), value)?,
+                _ => return Err(self.unknown_key(format!("{field}.{key}"), &BACKOFF_KEYS)),
+            }
+        }
+        if max < initial {
+            return Err(self.invalid(
+                &format!("{field}.max"),
+                format!("({max:?}) is shorter than {field}.initial ({initial:?}); make it at least as long"),
+            ));
+        }
+        Ok((initial, max))
+    }
+
+    /// `cooldown = { initial = "30s", max = "10m" }`, or `false` to give a
+    /// server up for good after its restart intensity.
+    fn cooldown(&self, item: &Item) -> Result<Option<Cooldown>, ConfigError> {
+        if let Some(on) = item.as_bool() {
+            return Ok(on.then(Cooldown::default));
+        }
+        let default = Cooldown::default();
+        let (initial, max) = self.backoff("cooldown", item, (default.initial, default.max)).map_err(|error| match error {
+            ConfigError::InvalidField { field, message, .. } if field == "cooldown" => {
+                self.invalid("cooldown", format!("{message}, or false to give the server up for good"))
+            }
+            error => error,
+        })?;
+        Ok(Some(Cooldown { initial, max }))
+    }
+
+    /// `limits = { rate = 10, burst = 20, concurrent = 4, tools = { NAME = { ... } } }`.
+    fn rate_limits(&self, item: &Item) -> Result<RateLimits, ConfigError> {
+        let example = "{ rate = 10, burst = 20, concurrent = 4 }";
+        let table = self.table("limits", item, example)?;
+        let mut limits = RateLimits { server: self.rate_limit("limits", table, &LIMITS_KEYS)?, tools: BTreeMap::new() };
+        if let Some(tools) = table.get("tools") {
+            let tools = self.table("limits.tools", tools, "{ TOOL = { rate = 1, concurrent = 1 } }")?;
+            for (tool, item) in tools.iter() {
+                let field = format!("limits.tools.{tool}");
+                let table = self.table(&field, item, example)?;
+                limits.tools.insert(tool.to_owned(), self.rate_limit(&field, table, &LIMITS_KEYS[..3])?);
+            }
+        }
+        Ok(limits)
+    }
+
+    fn rate_limit(&self, field: &str, table: &dyn TableLike, known: &[&'static str]) -> Result<RateLimit, ConfigError> {
+        let mut limit = RateLimit::default();
+        for (key, item) in table.iter() {
+            let path = format!("{field}.{key}");
+            match key {
+                "rate" => {
+                    let rate = item.as_float().or_else(|| item.as_integer().map(|i| i as f64)).filter(|r| r.is_finite() && *r > 0.0);
+                    limit.rate =
+                        Some(rate.ok_or_else(|| {
+                            self.invalid(&path, "must be a number of calls per second greater than zero, like 10 or 0.5")
+                        })?);
+                }
+                "burst" => limit.burst = Some(self.count(&path, item, 1)?),
+                "concurrent" => limit.concurrent = Some(self.count(&path, item, 1)?),
+                "tools" if known.contains(&"tools") => {}
+                _ => return Err(self.unknown_key(path, known)),
+            }
+        }
+        if limit.burst.is_some() && limit.rate.is_none() {
+            return Err(self
+                .invalid(&format!("{field}.burst"), format!("needs {field}.rate: a burst is the calls let through at once above a rate")));
+        }
+        Ok(limit)
     }
 
     fn count<T: TryFrom<i64>>(&self, field: &str, item: &Item, min: i64) -> Result<T, ConfigError> {
@@ -197,6 +288,14 @@ pub(super) fn read_server(path: &Path, name: &str, item: &Item) -> Result<Server
             "max_timeout" => config.timeouts.max_call = r.seconds(key, item)?,
             "health_ping" => config.timeouts.health_ping = Some(r.seconds(key, item)?),
             "restart" | "max_restarts" => {}
+            "intensity" => config.restart_limits.max_restarts_in_window = r.count(key, item, 1)?,
+            "period" => config.restart_limits.window = r.duration(key, item)?,
+            "backoff" => {
+                let limits = &mut config.restart_limits;
+                (limits.initial_backoff, limits.max_backoff) = r.backoff(key, item, (limits.initial_backoff, limits.max_backoff))?;
+            }
+            "cooldown" => config.restart_limits.cooldown = r.cooldown(item)?,
+            "limits" => config.rate_limits = r.rate_limits(item)?,
             "era" => config.era = r.keyword(key, item)?,
             "roots" => config.roots = r.strings(key, item)?,
             "tools" => config.tools = r.tools(item)?,

@@ -13,7 +13,7 @@ use crate::error::ConfigError;
 pub const DEFAULT_MAX_RESTARTS: u32 = 5;
 
 /// The keys of a server table, in the order new keys are written.
-pub const KEYS: [&str; 25] = [
+pub const KEYS: [&str; 30] = [
     "transport",
     "command",
     "args",
@@ -31,6 +31,10 @@ pub const KEYS: [&str; 25] = [
     "health_ping",
     "restart",
     "max_restarts",
+    "intensity",
+    "period",
+    "backoff",
+    "cooldown",
     "era",
     "roots",
     "tools",
@@ -39,10 +43,15 @@ pub const KEYS: [&str; 25] = [
     "max_frame",
     "max_list_pages",
     "max_list_items",
+    "limits",
 ];
 
 pub(super) const TOP_LEVEL_KEYS: [&str; 2] = ["servers", "agent"];
 pub(super) const TOOLS_KEYS: [&str; 2] = ["allow", "deny"];
+/// The keys of `limits` (a tool's own limits take the first three).
+pub(super) const LIMITS_KEYS: [&str; 4] = ["rate", "burst", "concurrent", "tools"];
+/// The keys of `backoff` and `cooldown`.
+pub(super) const BACKOFF_KEYS: [&str; 2] = ["initial", "max"];
 /// The keys of `auth = { type = "oauth", ... }`, in the order they are written.
 pub(super) const OAUTH_KEYS: [&str; 7] = ["type", "client_id", "client_secret", "scopes", "client_metadata_url", "grant", "private_key"];
 

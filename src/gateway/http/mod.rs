@@ -5,7 +5,7 @@
 //! | `/mcp` | Streamable HTTP, both eras ([`streamable`]) |
 //! | `/sse`, `/message` | the legacy HTTP+SSE transport of 2024-11-05 ([`legacy_sse`]) |
 //! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining |
-//! | `/metrics` | Prometheus text, when the embedding program gives a renderer |
+//! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states), when given a renderer |
 //!
 //! The front knows HTTP only: each downstream session is a [`Port`] made
 //! by a [`Gateway`], which takes JSON-RPC messages each with the
@@ -81,7 +81,7 @@ pub trait Gateway: Send + Sync + 'static {
 }
 
 /// Renders `/metrics` (Prometheus text format).
-pub type MetricsRenderer = Arc<dyn Fn() -> String + Send + Sync>;
+pub type MetricsRenderer = Arc<dyn Fn() -> BoxFuture<'static, String> + Send + Sync>;
 
 /// How the HTTP front serves.
 #[derive(Clone)]
@@ -227,7 +227,7 @@ async fn health(State(front): State<Arc<Front>>) -> Response {
 
 async fn metrics(State(front): State<Arc<Front>>) -> Response {
     match &front.metrics {
-        Some(render) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], render()).into_response(),
+        Some(render) => ([(header::CONTENT_TYPE, crate::telemetry::prometheus::CONTENT_TYPE)], render().await).into_response(),
         None => (StatusCode::NOT_FOUND, "Not Found: this gateway has no metrics").into_response(),
     }
 }

@@ -1,0 +1,346 @@
+//! The audit log: one JSON line per tool call, written by a thread of its
+//! own, to a file rotated by size or to stdout.
+//!
+//! A line: `{"time":"2026-11-23T16:31:32.120Z","caller":"…","server":"fs",
+//! "tool":"read","arguments":{"sha256":"…"},"duration_ms":12.5,
+//! "outcome":"ok","error_kind":null}`. `caller` is the label the call
+//! carried (`CallTool::with_caller`: a gateway puts its client session
+//! there), `null` if none. `arguments` is the SHA-256 of the arguments'
+//! JSON (keys sorted), or, with [`AuditArguments::Redacted`], the arguments
+//! with secrets masked: values under secret-looking keys (`token`,
+//! `password`, `api_key`, ...) and every secret of the server's
+//! configuration or with a secret's shape (the crate's [`Redactor`]).
+//! `outcome` is a [`Outcome`] label; `error_kind` the [`CallError::kind`].
+//!
+//! Invariants:
+//! - a call never waits for the disk: lines go through a bounded channel
+//!   ([`AuditConfig::buffer`]); when it is full the line is dropped and
+//!   counted ([`AuditLog::dropped`], `mcpvisor_audit_dropped_total`);
+//! - a file never grows past `max_size` by more than one line: before a
+//!   line that would pass it, `FILE` becomes `FILE.1`, `FILE.1` becomes
+//!   `FILE.2`, ..., and `FILE.{keep}` is deleted (`keep = 0` keeps none);
+//! - every line is one JSON object followed by `\n`.
+//!
+//! [`CallError::kind`]: crate::CallError::kind
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{CallStart, Outcome};
+use crate::config::redact::{looks_secret, MASK};
+use crate::config::Redactor;
+
+/// Where audit lines go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditTarget {
+    Stdout,
+    /// A file, created with its directory if needed, appended to.
+    File(PathBuf),
+}
+
+/// What a line says of the arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AuditArguments {
+    /// Their SHA-256 only: proves what was sent without keeping it.
+    #[default]
+    Digest,
+    /// The arguments, secrets masked.
+    Redacted,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditConfig {
+    pub target: AuditTarget,
+    /// A file is rotated before it would pass this many bytes.
+    pub max_size: u64,
+    /// Rotated files kept (`FILE.1` … `FILE.{keep}`).
+    pub keep: usize,
+    pub arguments: AuditArguments,
+    /// Lines waiting for the writer at most; more are dropped and counted.
+    pub buffer: usize,
+}
+
+impl AuditConfig {
+    /// A file with the defaults: 10 MB, 5 rotated files kept, digests.
+    pub fn file(path: impl Into<PathBuf>) -> AuditConfig {
+        AuditConfig {
+            target: AuditTarget::File(path.into()),
+            max_size: 10_000_000,
+            keep: 5,
+            arguments: AuditArguments::Digest,
+            buffer: 4096,
+        }
+    }
+
+    pub fn stdout() -> AuditConfig {
+        AuditConfig { target: AuditTarget::Stdout, ..AuditConfig::file("") }
+    }
+}
+
+enum Job {
+    Line(String),
+    /// Answered once every line sent before it is written and flushed.
+    Flush(std::sync::mpsc::Sender<()>),
+}
+
+/// The sending side of the audit log; cheap to clone. The writer thread
+/// ends when the last clone is dropped, after writing what was queued.
+#[derive(Debug, Clone)]
+pub struct AuditLog {
+    jobs: SyncSender<Job>,
+    dropped: Arc<AtomicU64>,
+    arguments: AuditArguments,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Job")
+    }
+}
+
+impl AuditLog {
+    /// Opens the target and starts the writer thread.
+    pub fn start(config: AuditConfig) -> io::Result<AuditLog> {
+        let writer = Writer::open(&config)?;
+        let (jobs, queue) = sync_channel(config.buffer.max(1));
+        std::thread::Builder::new().name("mcpvisor-audit".into()).spawn(move || writer.run(queue))?;
+        Ok(AuditLog { jobs, dropped: Arc::default(), arguments: config.arguments })
+    }
+
+    /// Lines dropped so far because the writer was behind.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Relaxed)
+    }
+
+    /// Waits (blocking, at most `timeout`) until every line sent so far is
+    /// written and flushed; false if the writer did not answer in time.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        let (done, wait) = std::sync::mpsc::channel();
+        self.jobs.send(Job::Flush(done)).is_ok() && wait.recv_timeout(timeout).is_ok()
+    }
+
+    pub(super) fn draft(&self, call: &CallStart<'_>) -> Draft {
+        let arguments = match (self.arguments, call.arguments) {
+            (_, None) => Value::Null,
+            (AuditArguments::Digest, Some(arguments)) => {
+                let json = serde_json::to_vec(arguments).unwrap_or_default();
+                let digest = ring::digest::digest(&ring::digest::SHA256, &json);
+                serde_json::json!({ "sha256": hex(digest.as_ref()) })
+            }
+            (AuditArguments::Redacted, Some(arguments)) => redacted(arguments, call.redactor),
+        };
+        Draft {
+            time: SystemTime::now(),
+            caller: call.caller.map(str::to_owned),
+            server: call.server.to_owned(),
+            tool: call.tool.to_owned(),
+            arguments,
+        }
+    }
+
+    pub(super) fn write(&self, line: String) {
+        if let Err(TrySendError::Full(_)) = self.jobs.try_send(Job::Line(line)) {
+            self.dropped.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// A call's line, waiting for its outcome.
+pub(super) struct Draft {
+    time: SystemTime,
+    caller: Option<String>,
+    server: String,
+    tool: String,
+    arguments: Value,
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    time: String,
+    caller: &'a Option<String>,
+    server: &'a str,
+    tool: &'a str,
+    arguments: &'a Value,
+    duration_ms: f64,
+    outcome: &'static str,
+    error_kind: Option<&'static str>,
+}
+
+impl Draft {
+    pub(super) fn finish(self, took: Duration, outcome: Outcome, error_kind: Option<&'static str>) -> String {
+        let line = Line {
+            time: rfc3339(self.time),
+            caller: &self.caller,
+            server: &self.server,
+            tool: &self.tool,
+            arguments: &self.arguments,
+            duration_ms: (took.as_secs_f64() * 1e6).round() / 1e3,
+            outcome: outcome.label(),
+            error_kind,
+        };
+        serde_json::to_string(&line).unwrap_or_default()
+    }
+}
+
+/// The arguments with values under secret-looking keys and known secrets masked.
+fn redacted(arguments: &serde_json::Map<String, Value>, redactor: &Redactor) -> Value {
+    let mut value = Value::Object(arguments.clone());
+    let mut stack = vec![&mut value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Object(map) => {
+                for (key, value) in map.iter_mut() {
+                    if looks_secret(key) && !matches!(value, Value::Null | Value::Bool(_)) {
+                        *value = Value::from(MASK);
+                    } else {
+                        stack.push(value);
+                    }
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            _ => {}
+        }
+    }
+    redactor.json(&mut value);
+    value
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `2026-11-23T16:31:32.120Z`.
+fn rfc3339(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let (days, rest) = ((since.as_secs() / 86_400) as i64, since.as_secs() % 86_400);
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s) = (rest / 3600, rest / 60 % 60, rest % 60);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{:03}Z", since.subsec_millis())
+}
+
+/// The writer thread's side.
+struct Writer {
+    target: AuditTarget,
+    out: Box<dyn Write + Send>,
+    size: u64,
+    max_size: u64,
+    keep: usize,
+}
+
+impl Writer {
+    fn open(config: &AuditConfig) -> io::Result<Writer> {
+        let (out, size): (Box<dyn Write + Send>, u64) = match &config.target {
+            AuditTarget::Stdout => (Box::new(io::stdout()), 0),
+            AuditTarget::File(path) => {
+                let file = open_append(path)?;
+                let size = file.metadata()?.len();
+                (Box::new(BufWriter::new(file)), size)
+            }
+        };
+        Ok(Writer { target: config.target.clone(), out, size, max_size: config.max_size, keep: config.keep })
+    }
+
+    fn run(mut self, queue: Receiver<Job>) {
+        while let Ok(job) = queue.recv() {
+            self.handle(job);
+            // Flush when the queue is drained, not after every line.
+            while let Ok(job) = queue.try_recv() {
+                self.handle(job);
+            }
+            if let Err(error) = self.out.flush() {
+                tracing::warn!("audit log: cannot write: {error}");
+            }
+        }
+    }
+
+    fn handle(&mut self, job: Job) {
+        match job {
+            Job::Line(line) => {
+                if let Err(error) = self.line(&line) {
+                    tracing::warn!("audit log: cannot write: {error}");
+                }
+            }
+            Job::Flush(done) => {
+                let _ = self.out.flush();
+                let _ = done.send(());
+            }
+        }
+    }
+
+    fn line(&mut self, line: &str) -> io::Result<()> {
+        let bytes = line.len() as u64 + 1;
+        if let AuditTarget::File(path) = &self.target {
+            if self.size > 0 && self.size + bytes > self.max_size {
+                self.out.flush()?;
+                rotate(path, self.keep)?;
+                self.out = Box::new(BufWriter::new(open_append(path)?));
+                self.size = 0;
+            }
+        }
+        self.out.write_all(line.as_bytes())?;
+        self.out.write_all(b"\n")?;
+        self.size += bytes;
+        Ok(())
+    }
+}
+
+fn open_append(path: &Path) -> io::Result<File> {
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+/// `FILE.{n}` → `FILE.{n+1}` down to `FILE` → `FILE.1`; the oldest beyond `keep` goes.
+fn rotate(path: &Path, keep: usize) -> io::Result<()> {
+    let numbered = |n: usize| PathBuf::from(format!("{}.{n}", path.display()));
+    if keep == 0 {
+        return std::fs::remove_file(path);
+    }
+    let _ = std::fs::remove_file(numbered(keep));
+    for n in (1..keep).rev() {
+        if numbered(n).exists() {
+            std::fs::rename(numbered(n), numbered(n + 1))?;
+        }
+    }
+    std::fs::rename(path, numbered(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_in_utc() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_millis(1_795_451_492_120)), "2026-11-23T16:31:32.120Z");
+        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn redaction_masks_secret_keys_and_configured_secrets_only() {
+        let redactor = Redactor::with_secrets(["s3cr3t-value-123".to_string()]);
+        let arguments = serde_json::json!({"path": "/tmp/x", "api_key": "abc", "nested": {"password": "p", "note": "uses s3cr3t-value-123"}, "limit": 5});
+        let Value::Object(arguments) = arguments else { unreachable!() };
+        let shown = redacted(&arguments, &redactor).to_string();
+        assert!(!shown.contains("abc\"") && !shown.contains("s3cr3t-value-123") && !shown.contains("\"p\""), "{shown}");
+        assert!(shown.contains("/tmp/x") && shown.contains("\"limit\":5"), "{shown}");
+    }
+}
