@@ -42,9 +42,11 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use crate::codec::Frame as InboundFrame;
 use crate::gateway::era::{self, Served};
+use crate::gateway::listen::Filter;
 use crate::gateway::names::RoutesCache;
 use crate::gateway::outbox::{Frame, Outbox};
 use crate::gateway::{ServeOptions, SERVER_NAME};
+use crate::protocol::session::META_SUBSCRIPTION_ID;
 use crate::protocol::{error_codes, methods, ErrorObject, Message as RpcMessage, RequestId};
 use crate::Handle;
 use work::Pool;
@@ -104,6 +106,16 @@ pub struct GatewaySession {
     next_ask: u64,
     /// Notifications dropped because the outbox was full.
     dropped: u64,
+    /// Open 2026-07-28 `subscriptions/listen` streams.
+    listens: Vec<Listen>,
+}
+
+/// One `subscriptions/listen` request: never answered, it stays open (and
+/// holds its slot) until the client cancels it or goes away.
+struct Listen {
+    id: RequestId,
+    filter: Filter,
+    stream: Outbox,
 }
 
 /// The client as `initialize` described it.
@@ -133,6 +145,7 @@ impl GatewaySession {
             asked: HashMap::new(),
             next_ask: 0,
             dropped: 0,
+            listens: Vec::new(),
         }
     }
 
@@ -184,6 +197,7 @@ impl GatewaySession {
             methods::INITIALIZED => self.ready = true,
             methods::CANCELLED => {
                 let id = params.get("requestId").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
+                self.listens.retain(|listen| Some(&listen.id) != id.as_ref());
                 if let Some(open) = id.and_then(|id| self.open.remove(&id)) {
                     // Dropping the work drops its upstream call, which cancels it upstream.
                     ctx.cancel_future(open.work);
@@ -216,6 +230,9 @@ impl GatewaySession {
             (Ok(_), methods::DISCOVER) => Some(Ok(discover())),
             _ => None,
         };
+        if method == methods::SUBSCRIPTIONS_LISTEN && immediate.is_none() {
+            return self.listen(id, &params, stream, permit, ctx);
+        }
         let pool = self.pool.clone();
         let (answer_to, key) = (stream.clone(), id.clone());
         let server = pool.server_of(&method, &params);
@@ -234,6 +251,39 @@ impl GatewaySession {
             session.open.remove(&done);
         }));
         self.open.insert(key, Open { work: handle, server, stream });
+    }
+
+    /// Opens a listen stream: acknowledged on it, then fed by [`events`].
+    fn listen(&mut self, id: RequestId, params: &Value, stream: Outbox, permit: OwnedSemaphorePermit, ctx: &mut Context<Self>) {
+        let filter = match Filter::parse(params) {
+            Ok(filter) => filter,
+            Err(error) => {
+                let refusal = Frame::response::<()>(&id, Err(error));
+                ctx.spawn(
+                    async move {
+                        stream.send(refusal).await;
+                        drop(permit)
+                    }
+                    .into_actor(self),
+                );
+                return;
+            }
+        };
+        let ack = json!({"_meta": { META_SUBSCRIPTION_ID: id }, "notifications": filter.to_json()});
+        let ack = Frame::notification(methods::SUBSCRIPTIONS_ACKNOWLEDGED, &ack);
+        let (answer_to, pool, uris) = (stream.clone(), self.pool.clone(), filter.uris().cloned().collect());
+        let work = ctx.spawn(
+            async move {
+                pool.watch(uris).await;
+                answer_to.send(ack).await;
+                // Open until cancelled: the slot is released when the listen ends.
+                let _held = permit;
+                std::future::pending::<()>().await
+            }
+            .into_actor(self),
+        );
+        self.open.insert(id.clone(), Open { work, server: None, stream: stream.clone() });
+        self.listens.push(Listen { id, filter, stream });
     }
 
     fn initialize(&mut self, params: &Value) -> Value {
@@ -349,6 +399,7 @@ impl Handler<Closed> for GatewaySession {
         for (_, open) in self.open.drain() {
             ctx.cancel_future(open.work);
         }
+        self.listens.clear();
         self.asked.clear();
         ctx.stop();
     }

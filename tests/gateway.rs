@@ -108,6 +108,20 @@ async fn the_2026_era_is_served_per_request_without_initialize() {
     assert_eq!((listed["resultType"].as_str(), listed["cacheScope"].as_str()), (Some("complete"), Some("private")));
     let called = gateway.result("tools/call", json!({"_meta": meta, "name": "demo__echo", "arguments": {"text": "modern"}})).await;
     assert_eq!((called["content"][0]["text"].as_str(), called["resultType"].as_str()), (Some("modern"), Some("complete")));
+
+    // Changes reach a 2026-07-28 client on its listen stream, tagged with the stream's id.
+    let filter = json!({"toolsListChanged": true, "resourceSubscriptions": ["demo://counter"]});
+    let listen = gateway.send("subscriptions/listen", json!({"_meta": meta, "notifications": filter})).await;
+    let ack = gateway.notification("notifications/subscriptions/acknowledged").await;
+    assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], listen, "{ack}");
+    assert_eq!(ack["params"]["notifications"], filter);
+    gateway.result("tools/call", json!({"_meta": meta, "name": "demo__touch", "arguments": {}})).await;
+    let updated = gateway.notification("notifications/resources/updated").await;
+    assert_eq!(updated["params"]["uri"], "demo://counter");
+    assert_eq!(updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], listen, "{updated}");
+    let bad = gateway.request("subscriptions/listen", json!({"_meta": meta, "notifications": 3})).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    gateway.notify("notifications/cancelled", json!({"requestId": listen})).await;
     assert_eq!(gateway.close().await, Some(0));
 }
 
@@ -233,21 +247,46 @@ async fn serve_server_serves_one_server_under_its_own_names() {
 #[tokio::test]
 async fn sighup_applies_the_changed_configuration_and_keeps_unchanged_servers() {
     let dir = tempfile::tempdir().unwrap();
-    let path = config(&dir, &[demo_table("demo", &[])]);
+    let path = config(&dir, &[demo_table("demo", &[]), demo_table("gone", &[])]);
     let mut gateway = Gateway::start(&path, &[], json!({})).await;
-    assert_eq!(gateway.tool_names().await.iter().filter(|n| n.starts_with("other__")).count(), 0);
+    let names = gateway.tool_names().await;
+    assert!(names.contains(&"gone__echo".to_string()) && !names.iter().any(|n| n.starts_with("other__")), "{names:?}");
     let pid = pid_of(&gateway.statuses().await, "demo");
     std::fs::write(&path, [demo_table("demo", &[]), demo_table("other", &[])].concat()).unwrap();
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(gateway.child.id().unwrap() as i32, libc::SIGHUP) };
-    // Each change of the pool is announced; look again after each until the new server's tools are there.
-    while !gateway.tool_names().await.contains(&"other__echo".to_string()) {
+    // Each change of the pool is announced; look again after each until it is all there.
+    loop {
+        let names = gateway.tool_names().await;
+        if names.contains(&"other__echo".to_string()) && !names.contains(&"gone__echo".to_string()) {
+            break;
+        }
         gateway.notification("notifications/tools/list_changed").await;
     }
     assert_eq!(gateway.call_text("other__echo", json!({"text": "added"})).await, "added");
     let statuses = gateway.statuses().await;
     assert_eq!(pid_of(&statuses, "demo"), pid, "the unchanged server kept running");
-    assert!(gateway.tool_names().await.contains(&"other__echo".to_string()));
+    let servers: Vec<&str> = statuses.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(servers, ["demo", "other"]);
+    let gone = gateway.call("gone__echo", json!({"text": "x"})).await;
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+#[tokio::test]
+async fn an_overloaded_server_is_a_json_rpc_error_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = format!("{}max_in_flight = 1\nmax_queued = 0\n", demo_table("demo", &[]));
+    let mut gateway = Gateway::start(&config(&dir, &[table]), &[], json!({})).await;
+    let slow = gateway.send("tools/call", json!({"name": "demo__sleep", "arguments": {"ms": 600000}})).await;
+    while gateway.statuses().await[0]["in_flight"].as_u64() != Some(1) {}
+    let refused = gateway.call("demo__echo", json!({"text": "x"})).await;
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    assert_eq!(refused["error"]["data"]["kind"], "overloaded", "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("server `demo` is overloaded"), "{refused}");
+    gateway.notify("notifications/cancelled", json!({"requestId": slow})).await;
+    while gateway.statuses().await[0]["in_flight"].as_u64() != Some(0) {}
+    assert_eq!(gateway.call_text("demo__echo", json!({"text": "free again"})).await, "free again");
     assert_eq!(gateway.close().await, Some(0));
 }
 
@@ -298,5 +337,20 @@ async fn a_client_that_stops_reading_is_not_read_from_and_memory_stays_bounded()
     eprintln!("gateway memory: {before} KiB before, {stuck} KiB while stuck, peak {peak} KiB (+{grew_mib} MiB)");
     assert!(grew_mib < 64, "the gateway grew by {grew_mib} MiB for a client that did not read");
     assert_eq!(gateway.call_text("demo__echo", json!({"text": "still serving"})).await, "still serving");
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+/// A 2025-11-25 server's tool that must run as a task is served as a plain
+/// tool: the gateway's connection runs the task and the client gets its result.
+#[tokio::test]
+async fn a_task_required_tool_is_served_and_answered_with_the_tasks_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Gateway::start(&config(&dir, &[demo_table("demo", &["--era", "legacy"])]), &[], json!({})).await;
+    let listed = gateway.result("tools/list", json!({})).await;
+    let tool = listed["tools"].as_array().unwrap().iter().find(|tool| tool["name"] == "demo__slow_task").cloned();
+    assert!(tool.as_ref().is_some_and(|tool| tool.get("execution").is_none()), "{listed}");
+    let answer = gateway.call("demo__slow_task", json!({"ms": 5})).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "slept 5 ms", "{answer}");
+    assert!(answer["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"].is_string(), "{answer}");
     assert_eq!(gateway.close().await, Some(0));
 }

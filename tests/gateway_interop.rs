@@ -1,30 +1,52 @@
-//! The reference Python SDK client (`mcp` 2.x, tests/interop/gateway_client.py)
-//! connected to `mcpvisor serve` over stdio in front of two demo servers:
-//! tools, progress, prompts, completion, resources and subscriptions, logs,
-//! sampling, elicitation and roots round trips, an unknown tool,
-//! cancellation, and list_changed after an upstream is SIGKILLed.
+//! The reference SDK clients connected to `mcpvisor serve` over stdio in
+//! front of two demo servers: the Python SDK (`mcp` 2.x,
+//! tests/interop/gateway_client.py) and the TypeScript SDK
+//! (`@modelcontextprotocol/sdk`, tests/interop/gateway_client.mjs). Each
+//! covers tools, progress, prompts, completion, resources and a
+//! subscription, logs, sampling, elicitation and roots round trips, an
+//! unknown tool, cancellation, and list_changed after an upstream is
+//! SIGKILLed.
 //!
-//! `#[ignore]`d like tests/interop.rs: `.ci/run` runs it with
+//! `#[ignore]`d like tests/interop.rs: `.ci/run` runs them with
 //! `MCPVISOR_INTEROP=1 cargo test --test gateway_interop -- --ignored`,
-//! after `.ci/interop-setup` installed the SDK (the `py` server's Python).
+//! after `.ci/interop-setup` installed the SDKs (the Python of the `py`
+//! server; the TypeScript SDK in `DIR/ts-client`).
 
 mod common;
 mod gateway_support;
 mod interop_support;
 
+use std::path::{Path, PathBuf};
+
 use gateway_support::{demo_table, BIN};
+
+/// Runs `program script args... BIN CONFIG` and checks it ends with `ok N checks`.
+fn run_client(program: &str, script: &str, args: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("servers.toml");
+    std::fs::write(&config, [demo_table("demo", &[]), demo_table("other", &[])].concat()).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop").join(script);
+    let output = std::process::Command::new(program).arg(script).args(args).arg(BIN).arg(&config).output().expect("the client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the client failed:\n{stdout}\n{stderr}");
+    assert!(stdout.lines().last().is_some_and(|line| line.starts_with("ok ") && line.ends_with(" checks")), "{stdout}");
+}
 
 #[test]
 #[ignore = "needs MCPVISOR_INTEROP=1 and .ci/interop-setup"]
 fn the_python_sdk_client_uses_the_gateway() {
-    let python = interop_support::installed("py").command;
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("servers.toml");
-    std::fs::write(&config, [demo_table("demo", &[]), demo_table("other", &[])].concat()).unwrap();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/gateway_client.py");
-    let output = std::process::Command::new(python).arg(script).arg(BIN).arg(&config).output().expect("python runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the Python client failed:\n{stdout}\n{stderr}");
-    assert!(stdout.lines().last().is_some_and(|line| line.starts_with("ok ") && line.ends_with(" checks")), "{stdout}");
+    run_client(&interop_support::installed("py").command, "gateway_client.py", &[]);
+}
+
+#[test]
+#[ignore = "needs MCPVISOR_INTEROP=1 and .ci/interop-setup"]
+fn the_typescript_sdk_client_uses_the_gateway() {
+    let node = interop_support::installed("everything").command;
+    let dir = std::env::var("MCPVISOR_INTEROP_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/mcpvisor-interop"));
+    let sdk = dir.join("ts-client/node_modules/@modelcontextprotocol/sdk");
+    assert!(sdk.join("package.json").exists(), "{} is missing: run .ci/interop-setup {} again", sdk.display(), dir.display());
+    run_client(&node, "gateway_client.mjs", &[&sdk.to_string_lossy()]);
 }

@@ -116,18 +116,28 @@ impl Pool {
         call = call.with_progress(sink);
         let running = self.handle.call_on(&owner.server, call);
         tokio::pin!(running);
+        let forward = |step: crate::Progress| {
+            let mut params = json!({"progressToken": token, "progress": step.progress});
+            if let Some(total) = step.total {
+                params["total"] = json!(total);
+            }
+            if let Some(message) = step.message {
+                params["message"] = json!(message);
+            }
+            // Progress is lossy: a client that does not read it loses some.
+            stream.offer(Frame::notification(methods::PROGRESS, &params));
+        };
         let outcome = loop {
             tokio::select! {
+                biased;
+                Some(step) = progress.recv() => forward(step),
                 outcome = &mut running => break outcome,
-                Some(step) = progress.recv() => {
-                    let mut params = json!({"progressToken": token, "progress": step.progress});
-                    if let Some(total) = step.total { params["total"] = json!(total); }
-                    if let Some(message) = step.message { params["message"] = json!(message); }
-                    // Progress is lossy: a client that does not read it loses some.
-                    stream.offer(Frame::notification(methods::PROGRESS, &params));
-                }
             }
         };
+        // Progress sent just before the answer is already here: it goes out before the response.
+        while let Ok(step) = progress.try_recv() {
+            forward(step);
+        }
         outcome.map(|result| json!(result)).or_else(tool_failure)
     }
 
@@ -169,6 +179,19 @@ impl Pool {
             false => subscribed.remove(&uri),
         };
         Ok(json!({}))
+    }
+
+    /// Subscribes upstream to each of `uris` for a listen stream; a URI no
+    /// server serves is skipped (its stream never hears of it). Subscriptions
+    /// stay until the server restarts: updates nobody asked for are filtered out.
+    pub async fn watch(&self, uris: Vec<String>) {
+        for uri in uris.iter().filter(|uri| *uri != STATUS_URI) {
+            if let Ok(server) = self.resource_server(uri).await {
+                if let Err(error) = self.handle.subscribe_resource(&server, uri).await {
+                    tracing::warn!(%server, %uri, "subscriptions/listen: {error}");
+                }
+            }
+        }
     }
 
     async fn resource_server(&self, uri: &str) -> Result<String, ErrorObject> {

@@ -9,9 +9,9 @@ use super::logging::Level;
 use super::rpc::{RpcError, UNSUPPORTED_PROTOCOL_VERSION};
 
 /// Legacy versions, oldest first; `initialize` answers the requested one or the last.
-pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-pub const LATEST_LEGACY: &str = "2025-11-25";
-pub const MODERN_VERSION: &str = "2026-07-28";
+pub const LEGACY_VERSIONS: [&str; 4] = crate::protocol::SUPPORTED_LEGACY_VERSIONS;
+pub const LATEST_LEGACY: &str = crate::protocol::LATEST_LEGACY_VERSION;
+pub const MODERN_VERSION: &str = crate::protocol::MODERN_VERSIONS[0];
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
@@ -44,7 +44,7 @@ impl Era {
         match self {
             Era::Legacy => legacy.collect(),
             Era::Modern => vec![MODERN_VERSION],
-            Era::Dual => std::iter::once(MODERN_VERSION).chain(legacy).collect(),
+            Era::Dual => crate::gateway::era::supported_versions(),
         }
     }
 
@@ -97,11 +97,7 @@ impl RequestEra {
     /// and cache hints on lists. Legacy results are left as they are.
     pub fn finish(self, method: &str, mut result: Value) -> Value {
         if let (RequestEra::Modern { .. }, Value::Object(map)) = (self, &mut result) {
-            map.entry("resultType").or_insert_with(|| json!("complete"));
-            if method.ends_with("/list") {
-                map.entry("ttlMs").or_insert_with(|| json!(0));
-                map.entry("cacheScope").or_insert_with(|| json!("private"));
-            }
+            crate::gateway::era::finish_modern(method, map);
         }
         result
     }

@@ -8,96 +8,9 @@ use serde_json::{json, Value};
 
 use super::lock;
 use super::rpc::{notification_frame, RpcError};
-
-pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-
-/// Something that changed, announced to whoever asked.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Change {
-    Tools,
-    Prompts,
-    Resources,
-    Updated(String),
-}
-
-impl Change {
-    fn method(&self) -> &'static str {
-        match self {
-            Change::Tools => "notifications/tools/list_changed",
-            Change::Prompts => "notifications/prompts/list_changed",
-            Change::Resources => "notifications/resources/list_changed",
-            Change::Updated(_) => "notifications/resources/updated",
-        }
-    }
-
-    fn params(&self) -> Value {
-        match self {
-            Change::Updated(uri) => json!({ "uri": uri }),
-            _ => json!({}),
-        }
-    }
-}
-
-/// The notification types one listen stream opted into (all of them are supported).
-#[derive(Debug, Default, PartialEq)]
-struct Filter {
-    tools: bool,
-    prompts: bool,
-    resources: bool,
-    uris: BTreeSet<String>,
-}
-
-impl Filter {
-    fn parse(params: &Value) -> Result<Filter, RpcError> {
-        let invalid = |what: &str| RpcError::invalid_params(format!("subscriptions/listen: {what}"));
-        let requested =
-            params.get("notifications").filter(|n| n.is_object()).ok_or_else(|| invalid("`notifications` must be an object"))?;
-        let flag = |name: &str| match requested.get(name) {
-            None | Some(Value::Null) => Ok(false),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(other) => Err(invalid(&format!("`notifications.{name}` must be a boolean, got {other}"))),
-        };
-        let uris = match requested.get("resourceSubscriptions") {
-            None | Some(Value::Null) => BTreeSet::new(),
-            Some(Value::Array(uris)) => uris
-                .iter()
-                .map(|u| u.as_str().map(str::to_owned))
-                .collect::<Option<_>>()
-                .ok_or_else(|| invalid("`resourceSubscriptions` must hold strings"))?,
-            Some(other) => return Err(invalid(&format!("`notifications.resourceSubscriptions` must be an array, got {other}"))),
-        };
-        Ok(Filter {
-            tools: flag("toolsListChanged")?,
-            prompts: flag("promptsListChanged")?,
-            resources: flag("resourcesListChanged")?,
-            uris,
-        })
-    }
-
-    /// The accepted filter as acknowledged: true flags only, URIs when any.
-    fn to_json(&self) -> Value {
-        let mut accepted = json!({});
-        for (name, on) in [("toolsListChanged", self.tools), ("promptsListChanged", self.prompts), ("resourcesListChanged", self.resources)]
-        {
-            if on {
-                accepted[name] = json!(true);
-            }
-        }
-        if !self.uris.is_empty() {
-            accepted["resourceSubscriptions"] = json!(self.uris);
-        }
-        accepted
-    }
-
-    fn wants(&self, change: &Change) -> bool {
-        match change {
-            Change::Tools => self.tools,
-            Change::Prompts => self.prompts,
-            Change::Resources => self.resources,
-            Change::Updated(uri) => self.uris.contains(uri),
-        }
-    }
-}
+pub use crate::gateway::listen::Change;
+use crate::gateway::listen::Filter;
+use crate::protocol::session::META_SUBSCRIPTION_ID;
 
 #[derive(Default)]
 pub struct Subscriptions {
@@ -126,7 +39,7 @@ impl Subscriptions {
 
     /// Opens the listen stream of request `id`; returns its acknowledgement frame.
     pub fn listen(&self, id: &Value, params: &Value) -> Result<Vec<u8>, RpcError> {
-        let filter = Filter::parse(params)?;
+        let filter = Filter::parse(params).map_err(|e| RpcError::new(e.code, e.message))?;
         let ack = json!({"_meta": { META_SUBSCRIPTION_ID: id }, "notifications": filter.to_json()});
         let mut listens = lock(&self.listens);
         listens.retain(|(open, _)| open != id);

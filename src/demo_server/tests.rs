@@ -8,8 +8,8 @@ use tokio::sync::mpsc;
 
 use super::era::{Era, META_LOG_LEVEL, META_PROTOCOL_VERSION, MODERN_VERSION};
 use super::server::Server;
-use super::subscriptions::META_SUBSCRIPTION_ID;
 use super::DemoServerOptions;
+use crate::protocol::session::META_SUBSCRIPTION_ID;
 
 /// A client: sends lines to an in-process server and reads its frames.
 struct Client {

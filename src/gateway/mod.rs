@@ -12,6 +12,7 @@
 //! | [`era`] | the server side of the protocol's eras: which era serves a request, `initialize` and `server/discover` answers |
 //! | [`names`] | the routing tables: served names of tools and prompts, resource URIs and templates, back to their servers |
 //! | [`bridge`] | servers' own requests (sampling, elicitation, roots) sent on to the gateway's client |
+//! | [`listen`] | 2026-07-28 `subscriptions/listen` filters (shared with the demo server) |
 //! | [`errors`] | a [`crate::CallError`] as the JSON-RPC error or `isError` result MCP expects |
 //! | [`stdio`] | serving one session over stdin/stdout |
 //! | [`http`] | serving sessions over Streamable HTTP and legacy HTTP+SSE (`serve --http`) |
@@ -20,6 +21,7 @@ pub mod bridge;
 pub mod era;
 pub mod errors;
 pub mod http;
+pub mod listen;
 pub mod names;
 pub mod outbox;
 pub mod stdio;
