@@ -390,3 +390,21 @@ async fn sessions_are_limited_and_idle_ones_expire() {
     let expired = post(&http, &gateway.mcp(), &list).header("mcp-session-id", &first).send().await.unwrap();
     assert_eq!(expired.status(), 404, "an expired session's id is unknown");
 }
+
+#[tokio::test]
+async fn the_get_stream_carries_list_changes_and_is_one_per_session() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let session = open_session(&http, &gateway.mcp()).await;
+    let get = || http.get(gateway.mcp()).header("accept", "text/event-stream").header("mcp-session-id", &session).send();
+    let stream = get().await.unwrap();
+    assert_eq!(stream.status(), 200);
+    assert_eq!(get().await.unwrap().status(), 409, "a second GET stream of the same session");
+    let mut events = SseReader::new(stream);
+    let call = request(1, "tools/call", json!({"name": "demo__add_tool", "arguments": {"name": "fresh"}}));
+    let response = post(&http, &gateway.mcp(), &call).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let changed = events.next().await.expect("a notification on the GET stream");
+    assert_eq!(changed.data["method"], "notifications/tools/list_changed", "{:?}", changed.data);
+    assert!(changed.id.is_some_and(|id| id.starts_with("0:")), "the GET stream is stream 0");
+}
