@@ -222,8 +222,14 @@ impl GatewaySession {
         ctx: &mut Context<Self>,
     ) {
         let served = Served::of(&method, &params);
+        let reused = self.open.contains_key(&id).then(|| ErrorObject {
+            code: error_codes::INVALID_REQUEST,
+            message: format!("request id {id} is already in use by a request still open; use a new id"),
+            data: None,
+        });
         // What the session answers itself, at once; the rest is work for the pool.
         let immediate = match (&served, method.as_str()) {
+            _ if reused.is_some() => reused.map(Err),
             (Err(error), _) => Some(Err(error.clone())),
             (Ok(_), methods::INITIALIZE) => Some(Ok(self.initialize(&params))),
             (Ok(served), methods::PING) => Some(Ok(served.finish(&method, json!({})))),
@@ -247,6 +253,11 @@ impl GatewaySession {
             drop(permit);
         };
         let done = key.clone();
+        if self.open.contains_key(&key) {
+            // The answer to a reused id: the first request keeps its entry (and can still be cancelled).
+            ctx.spawn(work.into_actor(self));
+            return;
+        }
         let handle = ctx.spawn(work.into_actor(self).map(move |(), session, _| {
             session.open.remove(&done);
         }));

@@ -92,6 +92,14 @@ async fn bad_input_gets_the_json_rpc_error_it_deserves_and_the_gateway_goes_on()
     assert_eq!(refused["error"]["code"], -32600, "{}", &refused.to_string()[..200.min(refused.to_string().len())]);
     let old = gateway.request("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}})).await;
     assert_eq!(old["error"]["code"], -32022, "{old}");
+    // An id still in use by an open request is refused; the open request is not disturbed.
+    gateway
+        .send_line(br#"{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"demo__sleep","arguments":{"ms":600000}}}"#)
+        .await;
+    gateway.send_line(br#"{"jsonrpc":"2.0","id":"dup","method":"ping"}"#).await;
+    let reused = gateway.response(json!("dup")).await;
+    assert_eq!(reused["error"]["code"], -32600, "{reused}");
+    gateway.notify("notifications/cancelled", json!({"requestId": "dup"})).await;
     assert_eq!(gateway.call_text("demo__echo", json!({"text": "still here"})).await, "still here");
     assert_eq!(gateway.close().await, Some(0));
 }
@@ -352,5 +360,23 @@ async fn a_task_required_tool_is_served_and_answered_with_the_tasks_result() {
     let answer = gateway.call("demo__slow_task", json!({"ms": 5})).await;
     assert_eq!(answer["result"]["content"][0]["text"], "slept 5 ms", "{answer}");
     assert!(answer["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"].is_string(), "{answer}");
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+/// A server's secret that reaches its stderr is masked in the status resource.
+#[tokio::test]
+async fn the_status_resource_masks_the_servers_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = format!("{}env = {{ DATABASE_URL = \"postgres://u:pa55word@host/db\" }}\n", demo_table("demo", &[]));
+    let mut gateway = Gateway::start(&config(&dir, &[table]), &[], json!({})).await;
+    gateway.call_text("demo__stderr", json!({"text": "connecting to postgres://u:pa55word@host/db"})).await;
+    let tail = loop {
+        let statuses = gateway.statuses().await;
+        let tail = statuses[0]["stderr_tail"].to_string();
+        if tail.contains("connecting to") {
+            break tail;
+        }
+    };
+    assert!(!tail.contains("pa55word") && tail.contains("postgres://u:"), "{tail}");
     assert_eq!(gateway.close().await, Some(0));
 }

@@ -110,7 +110,7 @@ impl Pool {
         let mut call = CallTool::new(owner.name.clone(), params.get("arguments").cloned().unwrap_or(Value::Null));
         let token = params.pointer("/_meta/progressToken").cloned();
         let Some(token) = token else {
-            return self.handle.call_on(&owner.server, call).await.map(|result| json!(result)).or_else(tool_failure);
+            return self.handle.call_on(&owner.server, call).await.map(|result| json!(result)).or_else(|error| self.failure(error));
         };
         let (sink, mut progress) = ProgressSink::channel();
         call = call.with_progress(sink);
@@ -138,7 +138,21 @@ impl Pool {
         while let Ok(step) = progress.try_recv() {
             forward(step);
         }
-        outcome.map(|result| json!(result)).or_else(tool_failure)
+        outcome.map(|result| json!(result)).or_else(|error| self.failure(error))
+    }
+
+    /// A failed call's answer, the servers' secrets masked (its message may quote their stderr).
+    fn failure(&self, error: crate::CallError) -> Answer {
+        match tool_failure(error) {
+            Ok(mut result) => {
+                self.options.redactor.json(&mut result);
+                Ok(result)
+            }
+            Err(mut refusal) => {
+                refusal.message = self.options.redactor.text(&refusal.message).into_owned();
+                Err(refusal)
+            }
+        }
     }
 
     async fn prompt(&self, params: Value) -> Answer {
@@ -155,6 +169,8 @@ impl Pool {
         let uri = string(&params, "uri", methods::RESOURCES_READ)?;
         if uri == STATUS_URI {
             let statuses: Vec<_> = self.handle.status().await.into_iter().filter(|status| serves(&self.options, &status.name)).collect();
+            let mut statuses = serde_json::to_value(&statuses).unwrap_or_default();
+            self.options.redactor.json(&mut statuses);
             let text = serde_json::to_string_pretty(&statuses).unwrap_or_default();
             return Ok(json!({"contents": [{"uri": STATUS_URI, "mimeType": "application/json", "text": text}]}));
         }

@@ -32,6 +32,10 @@ pub struct ServeOptions {
     /// `serve --server NAME`: only this server, its names unchanged
     /// (no `{server}__` prefix). `None`: every server, names prefixed.
     pub passthrough: Option<String>,
+    /// Masks the servers' secret values in what the gateway itself writes
+    /// from their output: the status resource (stderr tails) and the
+    /// messages of failed calls.
+    pub redactor: crate::config::Redactor,
 }
 
 /// The name this gateway gives itself in `initialize` and `server/discover`.

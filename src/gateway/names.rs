@@ -296,7 +296,7 @@ mod tests {
     #[test]
     fn passthrough_keeps_names_and_long_names_are_cut() {
         let long = "t".repeat(80);
-        let options = ServeOptions { passthrough: Some("one".into()) };
+        let options = ServeOptions { passthrough: Some("one".into()), ..ServeOptions::default() };
         let routes = Routes::build(vec![listing("one", &["echo", &long], &["greet"], &[])], &options);
         assert!(routes.tools.contains_key("echo") && routes.tools.contains_key(&long) && routes.prompts.contains_key("greet"));
         let routes = Routes::build(vec![listing("one", &[&long], &[], &[])], &ServeOptions::default());
