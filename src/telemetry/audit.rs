@@ -328,6 +328,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_writer_that_falls_behind_makes_lines_drop_and_be_counted_never_wait() {
+        let (jobs, _stuck_writer) = sync_channel(2);
+        let log = AuditLog { jobs, dropped: Arc::default(), arguments: AuditArguments::Digest };
+        for i in 0..5 {
+            log.write(format!("{{\"n\":{i}}}"));
+        }
+        assert_eq!(log.dropped(), 3);
+    }
+
+    #[test]
     fn times_are_rfc3339_in_utc() {
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_millis(1_795_451_492_120)), "2026-11-23T16:31:32.120Z");

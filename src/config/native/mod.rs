@@ -1,7 +1,8 @@
 //! mcpvisor's own TOML files (`servers.toml`, `.mcpvisor.toml`).
 //!
 //! One `[servers.NAME]` table per server; the keys are [`KEYS`]. The
-//! `[agent]` table is read by [`super::agent`]. Reading is
+//! `[agent]` table is read by [`super::agent`], the `[audit]` table
+//! ([`parse_audit`]) by `super::audit`. Reading is
 //! strict: an unknown key or a value of the wrong type is an error naming
 //! the file, the server and the key. Writing goes through `toml_edit`, so
 //! comments, formatting and the order of everything not changed stay byte
@@ -46,6 +47,12 @@ pub fn load(path: &Path) -> Result<Vec<ServerConfig>, ConfigError> {
 /// The servers of `text`; `path` is only named in errors.
 pub fn parse(path: &Path, text: &str) -> Result<Vec<ServerConfig>, ConfigError> {
     parse_with_agent(path, text).map(|(servers, _)| servers)
+}
+
+/// The `[audit]` table of `text`, if it has one.
+pub fn parse_audit(path: &Path, text: &str) -> Result<Option<crate::telemetry::AuditConfig>, ConfigError> {
+    let document = parse_document(path, text)?;
+    document.get("audit").map(|item| super::audit::read(path, item)).transpose()
 }
 
 /// The servers and the `[agent]` settings of `text`.
