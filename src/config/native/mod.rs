@@ -17,6 +17,9 @@
 //! (or `false`), spans of time written `"250ms"`, `"60s"`, `"10m"`, `"1h"`
 //! (a bare number is seconds). Not written: `scope` (it is where the file
 //! is), and the healthy-run length and jitter of restarts (set in code).
+//! Rate limits: `limits = { rate, burst, concurrent }` for the server and
+//! `limits.tools.TOOL = { ... }` per tool (see `crate::rate_limit`).
+//! docs/operations.md is the reference of these keys.
 //!
 //! The code: `schema` (the keys and the shape of the document), `read`
 //! (a server's table into a [`ServerConfig`]) and `edit` (changes made in
