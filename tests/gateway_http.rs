@@ -408,3 +408,34 @@ async fn the_get_stream_carries_list_changes_and_is_one_per_session() {
     assert_eq!(changed.data["method"], "notifications/tools/list_changed", "{:?}", changed.data);
     assert!(changed.id.is_some_and(|id| id.starts_with("0:")), "the GET stream is stream 0");
 }
+
+#[tokio::test]
+async fn closing_a_stateless_stream_cancels_the_call_upstream() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let modern_call = |id: u64, tool: &str, arguments: serde_json::Value| {
+        let mut meta = modern_meta();
+        meta["progressToken"] = json!(id);
+        let body = request(id, "tools/call", json!({"name": tool, "arguments": arguments, "_meta": meta}));
+        post(&http, &gateway.mcp(), &body)
+            .header("mcp-protocol-version", MODERN)
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", tool)
+            .send()
+    };
+    let response = modern_call(1, "demo__progress", json!({"steps": 1000, "ms": 50})).await.unwrap();
+    let mut events = SseReader::new(response);
+    assert_eq!(events.next().await.expect("progress").data["method"], "notifications/progress");
+    drop(events);
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let report = json_of(modern_call(2, "demo__cancellations", json!({})).await.unwrap()).await;
+        let cancellations = &report["result"]["structuredContent"]["cancellations"];
+        if cancellations.as_array().is_some_and(|list| !list.is_empty()) || cancellations.as_u64().is_some_and(|n| n > 0) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the upstream call was never cancelled: {report}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

@@ -76,7 +76,8 @@ pub trait Gateway: Send + Sync + 'static {
     /// A session of the `initialize` era; messages that belong to no
     /// request go to `standalone`. `None` when the gateway is stopping.
     fn open(&self, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
-    /// The session that serves the stateless 2026-07-28 era, request by request.
+    /// A session for one request of the stateless 2026-07-28 era (closed
+    /// once it is answered, or when its client goes).
     fn stateless(&self) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
 }
 
@@ -113,8 +114,6 @@ struct Front {
     /// Requests whose answer is still awaited.
     in_flight: watch::Sender<usize>,
     metrics: Option<MetricsRenderer>,
-    /// The session serving the 2026-07-28 era, made at its first request.
-    stateless: tokio::sync::OnceCell<Option<Arc<dyn Port>>>,
 }
 
 /// Counts one request in flight while it lives.
@@ -152,7 +151,6 @@ impl Server {
             draining: CancellationToken::new(),
             in_flight: watch::channel(0).0,
             metrics: options.metrics.clone(),
-            stateless: tokio::sync::OnceCell::new(),
         });
         let guard = Arc::new(options.guard.clone());
         let router = Router::new()
@@ -203,9 +201,6 @@ impl Server {
         }
         sweeper.abort();
         front.sessions.end_all();
-        if let Some(Some(port)) = front.stateless.get() {
-            port.close();
-        }
         // The connections left are streams that just ended; give them a moment to flush, no more.
         match tokio::time::timeout(Duration::from_secs(2), serving).await {
             Ok(Ok(result)) => result,
