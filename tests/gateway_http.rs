@@ -6,8 +6,10 @@
 
 mod gateway_http_support;
 
-use gateway_http_support::{client, initialize, json_of, modern_meta, open_session, post, request, Gateway, SseReader, LEGACY, MODERN};
-use serde_json::{json, Value};
+use gateway_http_support::{
+    client, initialize, json_of, modern_meta, open_session, post, request, Gateway, Sse, SseReader, LEGACY, MODERN,
+};
+use serde_json::json;
 
 #[tokio::test]
 async fn an_initialize_era_session_answers_with_json_and_with_sse() {
@@ -20,6 +22,11 @@ async fn an_initialize_era_session_answers_with_json_and_with_sse() {
     assert!(response.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
     let answer = json_of(response).await;
     assert_eq!(answer["result"]["content"][0]["text"], "hi", "{answer}");
+    let metrics = http.get(format!("{}/metrics", gateway.base)).send().await.unwrap();
+    assert_eq!(metrics.status(), 200);
+    let metrics = metrics.text().await.unwrap();
+    let counted = r#"mcpvisor_tool_calls_total{server="demo",tool="echo",outcome="ok"} 1"#;
+    assert!(metrics.lines().any(|line| line == counted), "/metrics counts the call: {metrics}");
 
     // Progress comes first, so the answer is an SSE stream with event ids.
     let call =
@@ -74,17 +81,23 @@ async fn an_unknown_or_deleted_session_is_404_and_the_client_initializes_again()
     assert_eq!(response.status(), 400, "an unsupported MCP-Protocol-Version");
 }
 
+/// Calls `demo__progress` for `steps` steps of 50 ms: its SSE stream, and its first event (a progress notification).
+async fn progress_call(http: &reqwest::Client, gateway: &Gateway, session: &str, id: u64, steps: u64) -> (SseReader, Sse) {
+    let arguments = json!({"steps": steps, "ms": 50});
+    let call = request(id, "tools/call", json!({"name": "demo__progress", "arguments": arguments, "_meta": {"progressToken": id}}));
+    let response = post(http, &gateway.mcp(), &call).header("mcp-session-id", session).send().await.unwrap();
+    let mut events = SseReader::new(response);
+    let first = events.next().await.expect("a first event");
+    assert_eq!(first.data["method"], "notifications/progress");
+    (events, first)
+}
+
 #[tokio::test]
 async fn a_dropped_stream_resumes_from_last_event_id() {
     let gateway = Gateway::loopback();
     let http = client();
     let session = open_session(&http, &gateway.mcp()).await;
-    let call =
-        request(7, "tools/call", json!({"name": "demo__progress", "arguments": {"steps": 4, "ms": 50}, "_meta": {"progressToken": 1}}));
-    let response = post(&http, &gateway.mcp(), &call).header("mcp-session-id", &session).send().await.unwrap();
-    let mut events = SseReader::new(response);
-    let first = events.next().await.expect("a first event");
-    assert_eq!(first.data["method"], "notifications/progress");
+    let (events, first) = progress_call(&http, &gateway, &session, 7, 4).await;
     drop(events);
 
     let resumed = http
@@ -136,6 +149,17 @@ async fn the_stateless_era_checks_its_headers() {
     assert_eq!(json_of(response).await["error"]["code"], -32602, "a request without _meta");
     let get = http.get(gateway.mcp()).header("accept", "text/event-stream").send().await.unwrap();
     assert_eq!(get.status(), 405, "no GET stream without a session");
+    for removed in ["ping", "initialize"] {
+        let request = request(3, removed, json!({"_meta": modern_meta()}));
+        let response = post(&http, &gateway.mcp(), &request)
+            .header("mcp-protocol-version", MODERN)
+            .header("mcp-method", removed)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404, "{removed} is not part of the 2026-07-28 era");
+        assert_eq!(json_of(response).await["error"]["code"], -32601);
+    }
 }
 
 #[tokio::test]
@@ -239,12 +263,7 @@ async fn sigterm_drains_the_call_in_flight() {
     let gateway = Gateway::loopback();
     let http = client();
     let session = open_session(&http, &gateway.mcp()).await;
-    let call =
-        request(1, "tools/call", json!({"name": "demo__progress", "arguments": {"steps": 20, "ms": 50}, "_meta": {"progressToken": 1}}));
-    let response = post(&http, &gateway.mcp(), &call).header("mcp-session-id", &session).send().await.unwrap();
-    let mut events = SseReader::new(response);
-    let first = events.next().await.expect("the call is under way");
-    assert_eq!(first.data["method"], "notifications/progress");
+    let (mut events, _) = progress_call(&http, &gateway, &session, 1, 20).await;
     let servers = children_of(gateway.child.id());
     assert!(!servers.is_empty(), "the demo server runs as a child of the gateway");
     gateway.terminate();
@@ -345,4 +364,78 @@ async fn mcpvisors_own_client_connects_in_every_era_and_transport() {
         assert_eq!(result.content[0].as_text().map(|text| text.text.as_str()), Some(server));
     }
     handle.shutdown().await;
+}
+
+#[tokio::test]
+async fn sessions_are_limited_and_idle_ones_expire() {
+    let gateway = Gateway::start("127.0.0.1:0", &["--max-sessions", "2", "--session-idle", "0.3"], &[]).expect("the gateway starts");
+    let http = client();
+    let first = open_session(&http, &gateway.mcp()).await;
+    let _second = open_session(&http, &gateway.mcp()).await;
+    let refused = post(&http, &gateway.mcp(), &initialize(LEGACY)).send().await.unwrap();
+    assert_eq!(refused.status(), 503, "a third session is refused while two are in use");
+
+    // Once the two are idle past the limit they end, and a new session fits.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let response = post(&http, &gateway.mcp(), &initialize(LEGACY)).send().await.unwrap();
+        if response.status() == 200 {
+            break;
+        }
+        assert_eq!(response.status(), 503);
+        assert!(std::time::Instant::now() < deadline, "idle sessions never expired");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let list = request(1, "tools/list", json!({}));
+    let expired = post(&http, &gateway.mcp(), &list).header("mcp-session-id", &first).send().await.unwrap();
+    assert_eq!(expired.status(), 404, "an expired session's id is unknown");
+}
+
+#[tokio::test]
+async fn the_get_stream_carries_list_changes_and_is_one_per_session() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let session = open_session(&http, &gateway.mcp()).await;
+    let get = || http.get(gateway.mcp()).header("accept", "text/event-stream").header("mcp-session-id", &session).send();
+    let stream = get().await.unwrap();
+    assert_eq!(stream.status(), 200);
+    assert_eq!(get().await.unwrap().status(), 409, "a second GET stream of the same session");
+    let mut events = SseReader::new(stream);
+    let call = request(1, "tools/call", json!({"name": "demo__add_tool", "arguments": {"name": "fresh"}}));
+    let response = post(&http, &gateway.mcp(), &call).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let changed = events.next().await.expect("a notification on the GET stream");
+    assert_eq!(changed.data["method"], "notifications/tools/list_changed", "{:?}", changed.data);
+    assert!(changed.id.is_some_and(|id| id.starts_with("0:")), "the GET stream is stream 0");
+}
+
+#[tokio::test]
+async fn closing_a_stateless_stream_cancels_the_call_upstream() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let modern_call = |id: u64, tool: &str, arguments: serde_json::Value| {
+        let mut meta = modern_meta();
+        meta["progressToken"] = json!(id);
+        let body = request(id, "tools/call", json!({"name": tool, "arguments": arguments, "_meta": meta}));
+        post(&http, &gateway.mcp(), &body)
+            .header("mcp-protocol-version", MODERN)
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", tool)
+            .send()
+    };
+    let response = modern_call(1, "demo__progress", json!({"steps": 1000, "ms": 50})).await.unwrap();
+    let mut events = SseReader::new(response);
+    assert_eq!(events.next().await.expect("progress").data["method"], "notifications/progress");
+    drop(events);
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let report = json_of(modern_call(2, "demo__cancellations", json!({})).await.unwrap()).await;
+        let cancellations = &report["result"]["structuredContent"]["cancellations"];
+        if cancellations.as_array().is_some_and(|list| !list.is_empty()) || cancellations.as_u64().is_some_and(|n| n > 0) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the upstream call was never cancelled: {report}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }

@@ -18,7 +18,7 @@ use super::parse_seconds;
 use crate::codec::DEFAULT_MAX_FRAME;
 use crate::gateway::bridge::ClientBridge;
 use crate::gateway::http::pool::PoolGateway;
-use crate::gateway::http::{Guard, HttpOptions, Server, DEFAULT_DRAIN, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE};
+use crate::gateway::http::{Guard, HttpOptions, MetricsRenderer, Server, DEFAULT_DRAIN, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE};
 use crate::gateway::ServeOptions;
 use crate::Handle;
 
@@ -89,6 +89,12 @@ pub async fn serve(
     options: HttpOptions,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<u8, Failure> {
+    let metrics_handle = handle.clone();
+    let render: MetricsRenderer = Arc::new(move || {
+        let handle = metrics_handle.clone();
+        Box::pin(async move { handle.metrics().await.to_prometheus() })
+    });
+    let options = HttpOptions { metrics: Some(render), ..options };
     let gateway = Arc::new(PoolGateway { handle, options: serve, bridge });
     let server = Server::bind(addr, gateway, options).await.map_err(|e| Failure::connection(format!("cannot listen on {addr}: {e}")))?;
     let bound = server.local_addr().unwrap_or(addr);

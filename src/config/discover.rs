@@ -69,6 +69,8 @@ pub struct LoadedConfig {
     pub skipped: Vec<ConfigError>,
     /// The `[agent]` tables of mcpvisor's files, combined (project over user).
     pub agent: AgentSettings,
+    /// The last `[audit]` table of mcpvisor's files (project over user).
+    pub audit: Option<crate::telemetry::AuditConfig>,
 }
 
 impl LoadedConfig {
@@ -117,6 +119,9 @@ impl Combining {
             self.add(config, scope, path, Origin::Native);
         }
         self.loaded.agent.merge(agent);
+        if let Some(audit) = native::parse_audit(path, &text)? {
+            self.loaded.audit = Some(audit);
+        }
         Ok(())
     }
 

@@ -59,6 +59,7 @@ use crate::restart::{RestartLimits, RestartPolicy};
 use crate::transport::in_process::{InProcessHandler, ToolHandler};
 
 pub mod agent;
+mod audit;
 pub mod discover;
 mod dotenv;
 pub mod duration;

@@ -221,16 +221,7 @@ fn hex(bytes: &[u8]) -> String {
 fn rfc3339(time: SystemTime) -> String {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     let (days, rest) = ((since.as_secs() / 86_400) as i64, since.as_secs() % 86_400);
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = crate::sessions::civil_from_days(days);
     let (h, m, s) = (rest / 3600, rest / 60 % 60, rest % 60);
     format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{:03}Z", since.subsec_millis())
 }
@@ -326,6 +317,16 @@ fn rotate(path: &Path, keep: usize) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_writer_that_falls_behind_makes_lines_drop_and_be_counted_never_wait() {
+        let (jobs, _stuck_writer) = sync_channel(2);
+        let log = AuditLog { jobs, dropped: Arc::default(), arguments: AuditArguments::Digest };
+        for i in 0..5 {
+            log.write(format!("{{\"n\":{i}}}"));
+        }
+        assert_eq!(log.dropped(), 3);
+    }
 
     #[test]
     fn times_are_rfc3339_in_utc() {

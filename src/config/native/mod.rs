@@ -1,7 +1,8 @@
 //! mcpvisor's own TOML files (`servers.toml`, `.mcpvisor.toml`).
 //!
 //! One `[servers.NAME]` table per server; the keys are [`KEYS`]. The
-//! `[agent]` table is read by [`super::agent`]. Reading is
+//! `[agent]` table is read by [`super::agent`], the `[audit]` table
+//! ([`parse_audit`]) by `super::audit`. Reading is
 //! strict: an unknown key or a value of the wrong type is an error naming
 //! the file, the server and the key. Writing goes through `toml_edit`, so
 //! comments, formatting and the order of everything not changed stay byte
@@ -16,6 +17,9 @@
 //! (or `false`), spans of time written `"250ms"`, `"60s"`, `"10m"`, `"1h"`
 //! (a bare number is seconds). Not written: `scope` (it is where the file
 //! is), and the healthy-run length and jitter of restarts (set in code).
+//! Rate limits: `limits = { rate, burst, concurrent }` for the server and
+//! `limits.tools.TOOL = { ... }` per tool (see `crate::rate_limit`).
+//! docs/operations.md is the reference of these keys.
 //!
 //! The code: `schema` (the keys and the shape of the document), `read`
 //! (a server's table into a [`ServerConfig`]) and `edit` (changes made in
@@ -46,6 +50,12 @@ pub fn load(path: &Path) -> Result<Vec<ServerConfig>, ConfigError> {
 /// The servers of `text`; `path` is only named in errors.
 pub fn parse(path: &Path, text: &str) -> Result<Vec<ServerConfig>, ConfigError> {
     parse_with_agent(path, text).map(|(servers, _)| servers)
+}
+
+/// The `[audit]` table of `text`, if it has one.
+pub fn parse_audit(path: &Path, text: &str) -> Result<Option<crate::telemetry::AuditConfig>, ConfigError> {
+    let document = parse_document(path, text)?;
+    document.get("audit").map(|item| super::audit::read(path, item)).transpose()
 }
 
 /// The servers and the `[agent]` settings of `text`.
@@ -234,7 +244,7 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
             "{message}"
         );
         let message = parse_error("[server.fs]\ncommand = \"x\"\n");
-        assert_eq!(message, "servers.toml: top level: unknown key `server`; the known keys are servers, agent");
+        assert_eq!(message, "servers.toml: top level: unknown key `server`; the known keys are servers, agent, audit");
         let message = parse_error("[servers.fs]\ncommand = \"x\"\ntools = { allow = [], block = [] }\n");
         assert_eq!(message, "servers.toml: server \"fs\": unknown key `tools.block`; the known keys are allow, deny");
         let message = parse_error("[servers.r]\nurl = \"https://x\"\nauth = { type = \"bearer\", token = \"t\", user = \"u\" }\n");

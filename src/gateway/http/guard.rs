@@ -43,7 +43,9 @@ fn host_name(authority: &str) -> &str {
 }
 
 fn is_loopback_authority(authority: &str) -> bool {
-    LOOPBACK_HOSTS.iter().any(|host| host_name(authority).eq_ignore_ascii_case(host))
+    let name = host_name(authority);
+    let loopback_ip = name.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    loopback_ip || LOOPBACK_HOSTS.iter().any(|host| name.eq_ignore_ascii_case(host))
 }
 
 impl Guard {
@@ -127,6 +129,7 @@ mod tests {
         }
         assert!(guard.refusal("/mcp", &headers(&[(header::HOST, "localhost:8080")])).is_none());
         assert!(guard.refusal("/mcp", &headers(&[(header::HOST, "[::1]:8080")])).is_none());
+        assert!(guard.refusal("/mcp", &headers(&[(header::HOST, "127.0.0.2:8080")])).is_none());
         assert_eq!(guard.refusal("/mcp", &headers(&[(header::HOST, "evil.example.com")])).unwrap().status(), StatusCode::FORBIDDEN);
     }
 

@@ -35,7 +35,7 @@ pub(super) async fn open(State(front): State<Arc<Front>>) -> Response {
     }
     let session = match open_session(&front, Some(())).await {
         Ok(session) => session,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     let endpoint = Event::default().event("endpoint").data(format!("{MESSAGE_PATH}?sessionId={}", session.id));
     let ending = EndOnDrop(front.clone(), session.id.clone());

@@ -5,7 +5,7 @@
 //! | `/mcp` | Streamable HTTP, both eras ([`streamable`]) |
 //! | `/sse`, `/message` | the legacy HTTP+SSE transport of 2024-11-05 ([`legacy_sse`]) |
 //! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining |
-//! | `/metrics` | Prometheus text, when the embedding program gives a renderer |
+//! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states), when given a renderer |
 //!
 //! The front knows HTTP only: each downstream session is a [`Port`] made
 //! by a [`Gateway`], which takes JSON-RPC messages each with the
@@ -76,12 +76,13 @@ pub trait Gateway: Send + Sync + 'static {
     /// A session of the `initialize` era; messages that belong to no
     /// request go to `standalone`. `None` when the gateway is stopping.
     fn open(&self, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
-    /// The session that serves the stateless 2026-07-28 era, request by request.
+    /// A session for one request of the stateless 2026-07-28 era (closed
+    /// once it is answered, or when its client goes).
     fn stateless(&self) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
 }
 
 /// Renders `/metrics` (Prometheus text format).
-pub type MetricsRenderer = Arc<dyn Fn() -> String + Send + Sync>;
+pub type MetricsRenderer = Arc<dyn Fn() -> BoxFuture<'static, String> + Send + Sync>;
 
 /// How the HTTP front serves.
 #[derive(Clone)]
@@ -113,8 +114,6 @@ struct Front {
     /// Requests whose answer is still awaited.
     in_flight: watch::Sender<usize>,
     metrics: Option<MetricsRenderer>,
-    /// The session serving the 2026-07-28 era, made at its first request.
-    stateless: tokio::sync::OnceCell<Option<Arc<dyn Port>>>,
 }
 
 /// Counts one request in flight while it lives.
@@ -152,7 +151,6 @@ impl Server {
             draining: CancellationToken::new(),
             in_flight: watch::channel(0).0,
             metrics: options.metrics.clone(),
-            stateless: tokio::sync::OnceCell::new(),
         });
         let guard = Arc::new(options.guard.clone());
         let router = Router::new()
@@ -203,9 +201,6 @@ impl Server {
         }
         sweeper.abort();
         front.sessions.end_all();
-        if let Some(Some(port)) = front.stateless.get() {
-            port.close();
-        }
         // The connections left are streams that just ended; give them a moment to flush, no more.
         match tokio::time::timeout(Duration::from_secs(2), serving).await {
             Ok(Ok(result)) => result,
@@ -227,7 +222,7 @@ async fn health(State(front): State<Arc<Front>>) -> Response {
 
 async fn metrics(State(front): State<Arc<Front>>) -> Response {
     match &front.metrics {
-        Some(render) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], render()).into_response(),
+        Some(render) => ([(header::CONTENT_TYPE, crate::telemetry::prometheus::CONTENT_TYPE)], render().await).into_response(),
         None => (StatusCode::NOT_FOUND, "Not Found: this gateway has no metrics").into_response(),
     }
 }

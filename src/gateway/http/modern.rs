@@ -10,7 +10,10 @@
 //!   white space, and decoded when sent as `=?base64?…?=`; header names
 //!   ignore case. A failure is HTTP 400 with JSON-RPC error -32020.
 //! - A request without `_meta` or without its protocol version or client
-//!   capabilities is HTTP 400 with -32602 (`server/discover` excepted).
+//!   capabilities is HTTP 400 with -32602 (`server/discover` too).
+//! - The methods this era removed (`initialize`, `ping`,
+//!   `logging/setLevel`, `resources/subscribe`, `resources/unsubscribe`)
+//!   are HTTP 404 with -32601.
 //! - An answer that is an error maps to a status: -32601 → 404;
 //!   -32602, -32020, -32021, -32022 → 400; any other → 200.
 //!
@@ -28,6 +31,9 @@ use crate::protocol::{error_codes, is_modern_version, ErrorObject};
 pub const HEADER_MISMATCH: i64 = -32020;
 /// JSON-RPC error: the request needs a client capability it did not declare.
 pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+
+/// Methods of the `initialize` era that the 2026-07-28 era removed.
+const REMOVED_METHODS: [&str; 5] = ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
 
 /// Whether a session-less POST belongs to the 2026-07-28 era.
 pub fn is_modern(headers: &HeaderMap, message: &Value) -> bool {
@@ -59,7 +65,14 @@ pub fn check(headers: &HeaderMap, message: &Value) -> Result<(), ErrorObject> {
     let body_version = meta.and_then(|meta| meta.get(META_PROTOCOL_VERSION)).and_then(Value::as_str);
     let header_version = super::header_text(headers, super::PROTOCOL_VERSION).map(str::trim);
     let is_request = message.get("id").is_some();
-    if is_request && method != crate::protocol::methods::DISCOVER {
+    if is_request && REMOVED_METHODS.contains(&method) {
+        return Err(ErrorObject {
+            code: error_codes::METHOD_NOT_FOUND,
+            message: format!("Method not found: `{method}` is not part of the 2026-07-28 era (use server/discover and per-request _meta)"),
+            data: None,
+        });
+    }
+    if is_request {
         let complete = body_version.is_some() && meta.and_then(|meta| meta.get(META_CLIENT_CAPABILITIES)).is_some();
         if !complete {
             return Err(ErrorObject {
@@ -148,6 +161,8 @@ mod tests {
         let bare = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
         let list = headers(&[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")]);
         assert_eq!(check(&list, &bare).unwrap_err().code, error_codes::INVALID_PARAMS);
+        let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+        assert_eq!(check(&list, &ping).unwrap_err().code, error_codes::METHOD_NOT_FOUND);
         assert_eq!(status_of_error(error_codes::METHOD_NOT_FOUND), StatusCode::NOT_FOUND);
         assert_eq!(status_of_error(HEADER_MISMATCH), StatusCode::BAD_REQUEST);
         assert_eq!(status_of_error(-32000), StatusCode::OK);

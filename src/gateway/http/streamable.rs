@@ -13,7 +13,9 @@
 //! resumes the stream that id belongs to, from the bounded buffer.
 //!
 //! 2026-07-28 era: a POST without a session whose version (header or
-//! `_meta`) is modern is served alone, after the checks of [`super::modern`].
+//! `_meta`) is modern is served alone, after the checks of [`super::modern`],
+//! by a gateway session of its own that ends with its answer, or when the
+//! client closes the stream before it (the era's cancellation).
 //! GET and DELETE do not exist in that era (405 without a session).
 //!
 //! Decision: JSON-RPC batches (arrays, allowed by 2025-03-26 only) are
@@ -35,10 +37,10 @@ use tokio::sync::mpsc;
 use super::event_log::{parse_event_id, seq_of, EventLog, LoggedEvent};
 use super::sessions::{Busy, Session};
 use super::{
-    header_text, modern, rpc_error, rpc_refusal, unsupported_version, Front, InFlight, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
+    header_text, modern, rpc_error, rpc_refusal, unsupported_version, Front, InFlight, Port, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
 };
 use crate::gateway::outbox::{Frame, Outbox};
-use crate::protocol::{error_codes, is_supported_legacy_version, methods, Message};
+use crate::protocol::{error_codes, is_modern_version, is_supported_legacy_version, methods, Message};
 
 /// How often an idle SSE stream gets a comment, so proxies keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -63,16 +65,15 @@ impl Posted {
 }
 
 /// Parses one JSON-RPC message, or the HTTP answer refusing it.
-fn parse(body: &Bytes) -> Result<Posted, Response> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| rpc_refusal(StatusCode::BAD_REQUEST, None, error_codes::PARSE_ERROR, format!("Parse error: {e}")))?;
+fn parse(body: &Bytes) -> Result<Posted, Box<Response>> {
+    let refuse = |id: Option<&Value>, code: i64, message: String| Box::new(rpc_refusal(StatusCode::BAD_REQUEST, id, code, message));
+    let value: Value = serde_json::from_slice(body).map_err(|e| refuse(None, error_codes::PARSE_ERROR, format!("Parse error: {e}")))?;
     if value.is_array() {
         let message = "Invalid request: JSON-RPC batches are not supported; send one message per POST";
-        return Err(rpc_refusal(StatusCode::BAD_REQUEST, None, error_codes::INVALID_REQUEST, message));
+        return Err(refuse(None, error_codes::INVALID_REQUEST, message.into()));
     }
     if let Err(problem) = Message::parse(body) {
-        let id = value.get("id");
-        return Err(rpc_refusal(StatusCode::BAD_REQUEST, id, error_codes::INVALID_REQUEST, format!("Invalid request: {problem}")));
+        return Err(refuse(value.get("id"), error_codes::INVALID_REQUEST, format!("Invalid request: {problem}")));
     }
     Ok(Posted { value, bytes: body.to_vec() })
 }
@@ -115,9 +116,22 @@ fn with_session_header(mut response: Response, session: Option<&Session>) -> Res
     response
 }
 
+/// Ends a 2026-07-28 request's own session when dropped: after its answer,
+/// or when the client stops waiting (closing the stream is how that era
+/// cancels a request).
+struct ClosePort(Arc<dyn Port>);
+
+impl Drop for ClosePort {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 /// Answers a request from its stream: JSON when the first message is the
-/// answer, SSE otherwise.
-async fn answer(log: Arc<EventLog>, modern: bool) -> Response {
+/// answer, SSE otherwise. `stateless` is the 2026-07-28 request's own
+/// session, ended if the response is dropped before its end.
+async fn answer(log: Arc<EventLog>, stateless: Option<ClosePort>) -> Response {
+    let modern = stateless.is_some();
     let mut events = Box::pin(log.read_from(0));
     let Some(first) = events.next().await else {
         return rpc_refusal(StatusCode::INTERNAL_SERVER_ERROR, None, error_codes::INTERNAL_ERROR, "The request's stream ended empty");
@@ -131,7 +145,10 @@ async fn answer(log: Arc<EventLog>, modern: bool) -> Response {
         };
         return (status, [(header::CONTENT_TYPE, "application/json")], first.data.to_string()).into_response();
     }
-    let stream = futures::stream::iter([first]).chain(events).map(|event| sse_event(&event));
+    let stream = futures::stream::iter([first]).chain(events).map(move |event| {
+        let _ = &stateless;
+        sse_event(&event)
+    });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response()
 }
 
@@ -141,15 +158,16 @@ async fn serve_message(front: &Arc<Front>, posted: Posted, session: Option<Arc<S
     let busy: Option<Busy> = session.as_ref().map(|session| session.hold());
     let port = match &session {
         Some(session) => session.port.clone(),
-        None => match front.stateless.get_or_init(|| front.gateway.stateless()).await {
-            Some(port) => port.clone(),
+        None => match front.gateway.stateless().await {
+            Some(port) => port,
             None => return stopping(),
         },
     };
+    let own = session.is_none().then(|| ClosePort(port.clone()));
     if !posted.is_request() {
         // Answers to the server's requests and notifications: nothing comes back on this stream.
         port.deliver(posted.bytes, outbox).await;
-        drop((frames, busy));
+        drop((frames, busy, own));
         return with_session_header(StatusCode::ACCEPTED.into_response(), session.as_deref());
     }
     let log = match &session {
@@ -160,11 +178,13 @@ async fn serve_message(front: &Arc<Front>, posted: Posted, session: Option<Arc<S
     if let Some(busy) = busy {
         hold.push(Box::new(busy));
     }
-    pump(frames, log.clone(), posted.id().cloned(), hold);
-    if !port.deliver(posted.bytes, outbox).await {
-        log.close();
+    if session.is_none() {
+        hold.push(Box::new(ClosePort(port.clone())));
     }
-    with_session_header(answer(log, session.is_none()).await, session.as_deref())
+    pump(frames, log.clone(), posted.id().cloned(), hold);
+    // A session that is gone drops the outbox unread: the pump then answers with an error.
+    port.deliver(posted.bytes, outbox).await;
+    with_session_header(answer(log, own).await, session.as_deref())
 }
 
 pub(super) async fn post(State(front): State<Arc<Front>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -173,7 +193,7 @@ pub(super) async fn post(State(front): State<Arc<Front>>, headers: HeaderMap, bo
     }
     let posted = match parse(&body) {
         Ok(posted) => posted,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     if let Some(id) = header_text(&headers, SESSION_ID) {
         let Some(session) = front.sessions.get(id) else { return unknown_session(posted.id()) };
@@ -184,10 +204,11 @@ pub(super) async fn post(State(front): State<Arc<Front>>, headers: HeaderMap, bo
         }
         return serve_message(&front, posted, Some(session)).await;
     }
-    if posted.method() == Some(methods::INITIALIZE) {
+    let modern_header = header_text(&headers, PROTOCOL_VERSION).is_some_and(|version| is_modern_version(version.trim()));
+    if posted.method() == Some(methods::INITIALIZE) && !modern_header {
         return match open_session(&front, None).await {
             Ok(session) => serve_message(&front, posted, Some(session)).await,
-            Err(refusal) => refusal,
+            Err(refusal) => *refusal,
         };
     }
     if modern::is_modern(&headers, &posted.value) {
@@ -203,14 +224,14 @@ pub(super) async fn post(State(front): State<Arc<Front>>, headers: HeaderMap, bo
 
 /// Opens a session, its standalone messages pumped into its GET stream
 /// (or, for a legacy HTTP+SSE session, its outbox kept for every message).
-pub(super) async fn open_session(front: &Arc<Front>, legacy: Option<()>) -> Result<Arc<Session>, Response> {
+pub(super) async fn open_session(front: &Arc<Front>, legacy: Option<()>) -> Result<Arc<Session>, Box<Response>> {
     let full = |max: usize| {
         let message = format!("The gateway serves {max} sessions already; retry later, or end unused sessions with DELETE");
-        rpc_refusal(StatusCode::SERVICE_UNAVAILABLE, None, error_codes::INTERNAL_ERROR, message)
+        Box::new(rpc_refusal(StatusCode::SERVICE_UNAVAILABLE, None, error_codes::INTERNAL_ERROR, message))
     };
     front.sessions.has_room().map_err(|f| full(f.max))?;
     let (standalone, frames) = Outbox::new();
-    let Some(port) = front.gateway.open(standalone.clone()).await else { return Err(stopping()) };
+    let Some(port) = front.gateway.open(standalone.clone()).await else { return Err(Box::new(stopping())) };
     let session = front.sessions.insert(port).map_err(|f| full(f.max))?;
     pump(frames, session.standalone.clone(), None, Vec::new());
     if legacy.is_some() {

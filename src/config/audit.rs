@@ -1,0 +1,127 @@
+//! The `[audit]` table of mcpvisor's TOML: where the audit log of tool
+//! calls goes (see [`crate::telemetry::audit`]).
+//!
+//! ```toml
+//! [audit]
+//! path = "audit/calls.jsonl"   # relative to the file's directory; "-" is stdout
+//! max_size = "10MB"            # rotated before it would pass this (B, KB, MB, GB; or a number of bytes)
+//! keep = 5                     # rotated files kept: calls.jsonl.1 … calls.jsonl.5
+//! arguments = "digest"         # digest (SHA-256) | redacted (secrets masked)
+//! ```
+//!
+//! The table says how to log; whether to log is the program's choice: a
+//! gateway turns it on (with these settings, or its defaults), other
+//! commands only when the user asks. A later file's table replaces an
+//! earlier one's whole.
+
+use std::path::Path;
+
+use toml_edit::Item;
+
+use crate::error::ConfigError;
+use crate::telemetry::{AuditArguments, AuditConfig, AuditTarget};
+
+const KEYS: [&str; 5] = ["path", "max_size", "keep", "arguments", "buffer"];
+
+/// Reads `[audit]` of the file at `path`.
+pub(crate) fn read(path: &Path, item: &Item) -> Result<AuditConfig, ConfigError> {
+    let invalid = |field: &str, message: &str| ConfigError::InvalidSetting {
+        file: path.into(),
+        field: format!("audit.{field}"),
+        message: message.into(),
+    };
+    let table = item.as_table_like().ok_or_else(|| invalid("", "must be a table: write [audit] with path = \"...\" below it"))?;
+    let mut config = AuditConfig::stdout();
+    for (key, value) in table.iter() {
+        match key {
+            "path" => {
+                let text =
+                    value.as_str().filter(|t| !t.is_empty()).ok_or_else(|| invalid(key, "must be a file path, or \"-\" for stdout"))?;
+                config.target = match text {
+                    "-" => AuditTarget::Stdout,
+                    text => AuditTarget::File(path.parent().unwrap_or(Path::new("")).join(text)),
+                };
+            }
+            "max_size" => {
+                config.max_size = value
+                    .as_integer()
+                    .and_then(|n| u64::try_from(n).ok())
+                    .or_else(|| value.as_str().and_then(parse_size))
+                    .filter(|n| *n >= 1024)
+                    .ok_or_else(|| invalid(key, "must be a size of at least 1KB, like \"10MB\" or a number of bytes"))?;
+            }
+            "keep" => {
+                config.keep = value
+                    .as_integer()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| invalid(key, "must be a whole number of at least 0"))?;
+            }
+            "arguments" => {
+                config.arguments = match value.as_str() {
+                    Some("digest") => AuditArguments::Digest,
+                    Some("redacted") => AuditArguments::Redacted,
+                    _ => return Err(invalid(key, "must be \"digest\" or \"redacted\"")),
+                };
+            }
+            "buffer" => {
+                config.buffer = value
+                    .as_integer()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| invalid(key, "must be a whole number of at least 1"))?;
+            }
+            _ => {
+                return Err(ConfigError::UnknownKey { file: path.into(), server: None, key: format!("audit.{key}"), known: KEYS.to_vec() })
+            }
+        }
+    }
+    Ok(config)
+}
+
+/// `"10MB"`, `"512KB"`, `"1GB"`, `"2048B"` (decimal units).
+fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.trim().parse().ok()?;
+    let unit = match unit.trim().to_ascii_uppercase().as_str() {
+        "B" => 1,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        _ => return None,
+    };
+    number.checked_mul(unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn audit(text: &str) -> Result<AuditConfig, String> {
+        let document: toml_edit::DocumentMut = text.parse().unwrap();
+        read(Path::new("/etc/mcpvisor/servers.toml"), &document["audit"]).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn reads_every_key_and_resolves_the_path_against_the_file() {
+        let config =
+            audit("[audit]\npath = \"logs/calls.jsonl\"\nmax_size = \"2MB\"\nkeep = 2\narguments = \"redacted\"\nbuffer = 16\n").unwrap();
+        assert_eq!(config.target, AuditTarget::File("/etc/mcpvisor/logs/calls.jsonl".into()));
+        assert_eq!((config.max_size, config.keep, config.arguments, config.buffer), (2_000_000, 2, AuditArguments::Redacted, 16));
+        assert_eq!(audit("[audit]\npath = \"-\"\n").unwrap(), AuditConfig::stdout());
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_key() {
+        for (body, expected) in [
+            ("max_size = \"10 parsecs\"", "`audit.max_size` must be a size of at least 1KB"),
+            ("arguments = \"all\"", "`audit.arguments` must be \"digest\" or \"redacted\""),
+            ("keep = -1", "`audit.keep` must be a whole number"),
+            ("file = \"x\"", "unknown key `audit.file`; the known keys are path, max_size"),
+        ] {
+            let message = audit(&format!("[audit]\n{body}\n")).unwrap_err();
+            assert!(message.starts_with("/etc/mcpvisor/servers.toml: ") && message.contains(expected), "{message}");
+        }
+    }
+}
