@@ -166,11 +166,15 @@ fn json_errors_go_to_stdout_as_json_and_stderr_as_one_line() {
 fn info_shows_the_supervision_of_the_file_and_the_defaults() {
     let sandbox = Sandbox::new();
     sandbox.write_user_file(
-        "[servers.tuned]\ncommand = \"x\"\nintensity = 2\nperiod = \"30s\"\nbackoff = { initial = \"1s\", max = \"8s\" }\ncooldown = false\n\n[servers.plain]\ncommand = \"y\"\n",
+        "[servers.tuned]\ncommand = \"x\"\nintensity = 2\nperiod = \"30s\"\nbackoff = { initial = \"1s\", max = \"8s\" }\ncooldown = false\nlimits = { rate = 10, concurrent = 4, tools = { slow = { concurrent = 1 } } }\n\n[servers.plain]\ncommand = \"y\"\n",
     );
     let output = sandbox.cmd(["info", "tuned"]).output().unwrap();
     assert!(stdout(&output).contains("at most 2 restarts in 30s, backoff 1s doubling to 8s, then no cool-down"), "{}", stdout(&output));
+    let shown = stdout(&output);
+    assert!(shown.contains("10/s (burst = rate), 4 at once") && shown.contains("slow: 1 at once"), "{shown}");
     let (tuned, _) = sandbox.json(["info", "tuned", "--json"]);
+    assert_eq!(tuned["limits"]["server"], serde_json::json!({"rate": 10.0, "burst": null, "concurrent": 4}));
+    assert_eq!(tuned["limits"]["tools"]["slow"]["concurrent"], 1);
     assert_eq!(
         tuned["supervision"],
         serde_json::json!({"intensity": 2, "period": "30s", "backoff": {"initial": "1s", "max": "8s"}, "cooldown": null})

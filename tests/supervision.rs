@@ -77,6 +77,9 @@ async fn a_failed_server_is_tried_again_after_the_cool_down_and_recovers() {
                     let status = handle.server_status("flaky").await.unwrap();
                     if let ServerState::Failed { retry_in: Some(left), .. } = status.state {
                         assert!(left <= Duration::from_millis(300), "{left:?}");
+                        let json = serde_json::to_value(&status).unwrap();
+                        assert!(json["retry_in_ms"].as_u64().is_some_and(|ms| ms <= 300), "{json}");
+                        assert_eq!(json["state"], "failed");
                     }
                 }
                 states.push(state.label());

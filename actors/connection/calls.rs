@@ -117,8 +117,9 @@ impl Connection {
 
     /// Every tool call to this connection comes through here (from the
     /// Registry's routing or sent directly): the one place where rate limits
-    /// apply. A limited call waits for its permit off the actor, then comes
-    /// back as [`Admitted`] with the rest of its time-out.
+    /// apply and where each call is counted, timed and audited
+    /// ([`crate::telemetry`]), whatever its outcome (`cancelled` when its
+    /// caller goes away first).
     fn guarded_call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
         let watch = self.watch(&call);
         match self.limited_call(call, ctx) {
@@ -155,6 +156,9 @@ impl Connection {
         })
     }
 
+    /// A call whose tool or server has rate limits waits for its permit
+    /// off the actor, then comes back as [`Permitted`] with the rest of its
+    /// time-out; the permit is held until the answer is in.
     fn limited_call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
         if !self.limiter.limits(&call.name) {
             return self.admitted_call(call, ctx);

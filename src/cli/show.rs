@@ -8,6 +8,7 @@ use super::servers::{env, DefinedIn, Entry, Servers};
 use super::Cli;
 use crate::config::duration::format_duration;
 use crate::config::{Auth, Keyword, ServerConfig};
+use crate::rate_limit::RateLimit;
 use crate::restart::{RestartLimits, RestartPolicy};
 
 #[derive(Debug, clap::Args)]
@@ -170,7 +171,24 @@ fn fields(config: &ServerConfig) -> Vec<(&'static str, String)> {
     fields.push(("startup_timeout", format!("{} s", t.startup.as_secs_f64())));
     fields.push(("restart", restart(config.restart)));
     fields.push(("supervision", supervision(&config.restart_limits)));
+    if !config.rate_limits.server.is_empty() {
+        fields.push(("limits", rate_limit(&config.rate_limits.server)));
+    }
+    for (tool, limit) in config.rate_limits.tools.iter().filter(|(_, limit)| !limit.is_empty()) {
+        fields.push(("limits", format!("{tool}: {}", rate_limit(limit))));
+    }
     fields
+}
+
+/// `10/s (burst 20), 4 at once`.
+fn rate_limit(limit: &RateLimit) -> String {
+    let rate = limit.rate.map(|rate| format!("{rate}/s (burst {})", limit.burst.map_or("= rate".into(), |b| b.to_string())));
+    let concurrent = limit.concurrent.map(|n| format!("{n} at once"));
+    [rate, concurrent].into_iter().flatten().collect::<Vec<_>>().join(", ")
+}
+
+fn rate_limit_json(limit: &RateLimit) -> Value {
+    json!({"rate": limit.rate, "burst": limit.burst, "concurrent": limit.concurrent})
 }
 
 /// Intensity, backoff and cool-down in one line, as the TOML spells them.
@@ -232,6 +250,10 @@ fn entry_json(entry: &Entry) -> Value {
         "restart": restart,
         "max_restarts": max_restarts,
         "supervision": supervision_json(&c.restart_limits),
+        "limits": {
+            "server": rate_limit_json(&c.rate_limits.server),
+            "tools": c.rate_limits.tools.iter().map(|(tool, limit)| (tool.clone(), rate_limit_json(limit))).collect::<serde_json::Map<_, _>>(),
+        },
         "scope": format!("{:?}", c.scope).to_lowercase(),
         "origin": entry.defined_in.origin_name(),
         "source": source,

@@ -100,12 +100,6 @@ pub struct AuditLog {
     arguments: AuditArguments,
 }
 
-impl std::fmt::Debug for Job {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Job")
-    }
-}
-
 impl AuditLog {
     /// Opens the target and starts the writer thread.
     pub fn start(config: AuditConfig) -> io::Result<AuditLog> {
