@@ -43,7 +43,6 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 use crate::codec::Frame as InboundFrame;
 use crate::gateway::era::{self, Served};
 use crate::gateway::listen::Filter;
-use crate::gateway::names::RoutesCache;
 use crate::gateway::outbox::{Frame, Outbox};
 use crate::gateway::{ServeOptions, SERVER_NAME};
 use crate::protocol::session::META_SUBSCRIPTION_ID;
@@ -134,8 +133,8 @@ impl GatewaySession {
         GatewaySession {
             pool: Pool {
                 handle,
+                routes: options.routes.clone(),
                 options: Arc::new(options),
-                routes: RoutesCache::default(),
                 subscribed: Arc::new(Mutex::new(HashSet::new())),
                 notices: outbox.clone(),
             },

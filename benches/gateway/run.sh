@@ -74,20 +74,20 @@ SH
 chmod +x "$SCRATCH/gateway-stdio.sh"
 
 # `serve --http` on a free port; its stderr line says where.
-start_http_gateway() { # CONFIG → prints the URL
-    local log=$SCRATCH/serve-$RANDOM.log
-    "$MCPVISOR" --config "$1" serve --server bench --http 127.0.0.1:0 2>"$log" &
+start_http_gateway() { # CONFIG VAR: starts the gateway, sets VAR to its URL
+    local log=$SCRATCH/serve-$2.log url=
+    "$MCPVISOR" --config "$1" serve --server bench --http 127.0.0.1:0 </dev/null >/dev/null 2>"$log" &
     pids+=($!)
     for _ in $(seq 1 200); do
         url=$(sed -n 's/.*serving MCP at \(http[^ ]*\).*/\1/p' "$log")
-        [ -n "$url" ] && { echo "$url"; return; }
+        [ -n "$url" ] && break
         sleep 0.05
     done
-    echo "serve --http did not start: $(cat "$log")" >&2
-    exit 1
+    [ -n "$url" ] || { echo "serve --http did not start: $(cat "$log")" >&2; exit 1; }
+    printf -v "$2" '%s' "$url"
 }
-GW_HTTP=$(start_http_gateway "$SCRATCH/http.toml")
-GW_HTTP_STDIO=$(start_http_gateway "$SCRATCH/stdio.toml")
+start_http_gateway "$SCRATCH/http.toml" GW_HTTP
+start_http_gateway "$SCRATCH/stdio.toml" GW_HTTP_STDIO
 
 RESULTS=$SCRATCH/results/$(date -u +%Y%m%dT%H%M%SZ).jsonl
 printf '{"n":%s,"k":%s,"rounds":%s}\n' "$N" "$K" "$ROUNDS" >"$RESULTS"

@@ -50,7 +50,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         let bridge = ClientBridge::default();
         // No settling wait: a request made before a server is up waits for it.
         let session = Session::launch_configs(configs, bridge.handlers())?;
-        let options = ServeOptions { passthrough: args.server.clone(), redactor: super::secrets::redactor() };
+        let options = ServeOptions { passthrough: args.server.clone(), redactor: super::secrets::redactor(), ..ServeOptions::default() };
         if let Some((addr, http)) = http {
             let stop = async {
                 interrupted().await;

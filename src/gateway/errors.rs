@@ -3,7 +3,9 @@
 //! Decision (recorded in docs/gateway.md): what the client got wrong or
 //! cannot get now is a JSON-RPC error: an unknown tool or bad arguments
 //! (-32602, naming the tool), an overloaded server (-32000 with
-//! `data.kind = "overloaded"`, at once), a server's own JSON-RPC error
+//! `data.kind = "overloaded"`, at once), a call refused by the server's
+//! rate limits (-32000 with `data.kind = "rate_limited"` and
+//! `retryAfterMs`), a server's own JSON-RPC error
 //! (passed through with its code). What happened while a tool ran (its
 //! server exited, restarted, timed out, answered garbage) is a tool result
 //! with `isError: true` and the message, so a model reads it and may retry.
@@ -26,6 +28,7 @@ pub fn tool_failure(error: CallError) -> Result<Value, ErrorObject> {
         | CallError::InvalidArguments { .. }
         | CallError::NotPermitted { .. }
         | CallError::Overloaded { .. }
+        | CallError::RateLimited { .. }
         | CallError::Rpc { .. } => Err(rpc_error(error)),
         other => Ok(json!({ "content": [{ "type": "text", "text": other.to_string() }], "isError": true })),
     }
@@ -41,6 +44,13 @@ pub fn rpc_error(error: CallError) -> ErrorObject {
         CallError::NotPermitted { .. } => (error_codes::INVALID_PARAMS, None),
         CallError::Overloaded { server, in_flight, queued, .. } => {
             (SERVER_ERROR, Some(json!({ "kind": "overloaded", "server": server, "inFlight": in_flight, "queued": queued })))
+        }
+        CallError::RateLimited { server, tool, limit, retry_after } => {
+            let retry_after_ms = retry_after.map(|after| after.as_millis() as u64);
+            (
+                SERVER_ERROR,
+                Some(json!({ "kind": "rate_limited", "server": server, "tool": tool, "limit": limit, "retryAfterMs": retry_after_ms })),
+            )
         }
         CallError::Rpc { code, message, data, .. } => return ErrorObject { code, message, data },
         CallError::Unsupported { .. } => (error_codes::METHOD_NOT_FOUND, None),
@@ -67,6 +77,15 @@ mod tests {
         let busy = tool_failure(busy).unwrap_err();
         assert_eq!((busy.code, busy.data.unwrap()["kind"].as_str()), (SERVER_ERROR, Some("overloaded")));
         assert!(busy.message.contains("overloaded"));
+        let limited = CallError::RateLimited {
+            server: "s".into(),
+            tool: "t".into(),
+            limit: "10 calls/s".into(),
+            retry_after: Some(std::time::Duration::from_millis(250)),
+        };
+        let limited = tool_failure(limited).unwrap_err();
+        let data = limited.data.unwrap();
+        assert_eq!((limited.code, data["kind"].as_str(), data["retryAfterMs"].as_u64()), (SERVER_ERROR, Some("rate_limited"), Some(250)));
         let upstream = CallError::Rpc { server: "s".into(), tool: "t".into(), code: -32042, message: "visit".into(), data: Some(json!(1)) };
         assert_eq!(tool_failure(upstream).unwrap_err(), ErrorObject { code: -32042, message: "visit".into(), data: Some(json!(1)) });
         let down = CallError::Restarting { server: "s".into(), tool: "t".into(), attempt: 2, after: std::time::Duration::from_secs(1) };

@@ -36,6 +36,11 @@ pub struct ServeOptions {
     /// from their output: the status resource (stderr tails) and the
     /// messages of failed calls.
     pub redactor: crate::config::Redactor,
+    /// The routing tables, shared by every session of this gateway (an
+    /// HTTP front serves each 2026-07-28 request with a session of its own,
+    /// which must not list the pool afresh, nor forget the tools of a
+    /// server that is restarting).
+    pub routes: names::RoutesCache,
 }
 
 /// The name this gateway gives itself in `initialize` and `server/discover`.

@@ -14,7 +14,7 @@
 //! Invariant: a table is a pure function of the servers' listings; it is
 //! rebuilt whenever a listing may have changed ([`RoutesCache::invalidate`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -49,7 +49,7 @@ pub struct Routes {
 }
 
 /// What one server lists besides its tools.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Listing {
     pub server: String,
     pub tools: Vec<Tool>,
@@ -167,6 +167,11 @@ struct Cached {
     /// (restarting) leaves the listing, but calls by its names still go to
     /// it, and its connection holds them until it is back.
     known_tools: BTreeMap<String, Owner>,
+    /// Each server's last listing while connected: a server that is
+    /// restarting stays in the tables with it, so a crash loop does not make
+    /// its tools vanish from the clients' lists and come back (calls wait
+    /// for the restart anyway). A failed, disabled or removed server leaves.
+    last: BTreeMap<String, Listing>,
 }
 
 /// What building the tables found: the tables, and whether they are new
@@ -182,7 +187,16 @@ impl RoutesCache {
         if let Some(routes) = self.lock().current.clone() {
             return Fetched { routes, fresh: false };
         }
-        let routes = Arc::new(Routes::build(listings(handle, options).await, options));
+        let listed: BTreeSet<String> = self.lock().last.keys().cloned().collect();
+        let (fresh, restarting) = listings(handle, options, &listed).await;
+        let mut all = fresh.clone();
+        {
+            let mut cached = self.lock();
+            all.extend(restarting.iter().filter_map(|server| cached.last.get(server).cloned()));
+            cached.last.retain(|server, _| restarting.contains(server));
+            cached.last.extend(fresh.into_iter().map(|listing| (listing.server.clone(), listing)));
+        }
+        let routes = Arc::new(Routes::build(all, options));
         for warning in &routes.warnings {
             tracing::warn!("{warning}");
         }
@@ -220,23 +234,25 @@ pub fn serves(options: &ServeOptions, server: &str) -> bool {
 /// How long building the tables waits for servers still starting.
 pub const STARTUP_WAIT: Duration = Duration::from_secs(30);
 
-/// Every connected served server's listing; a list a server does not offer
-/// is empty. Servers still starting (`pending`) are waited for first, at
-/// most [`STARTUP_WAIT`], so a client's first listing is not empty.
-async fn listings(handle: &Handle, options: &ServeOptions) -> Vec<Listing> {
-    let starting = |statuses: &[ServerStatus]| statuses.iter().any(|s| s.state == ServerState::Pending && serves(options, &s.name));
+/// Every connected served server's listing (a list a server does not offer
+/// is empty), and the names of the served servers that are coming back
+/// (restarting, or starting again) after a listing in `listed`. Servers
+/// starting for the first time are waited for first, at most
+/// [`STARTUP_WAIT`], so a client's first listing is not empty.
+async fn listings(handle: &Handle, options: &ServeOptions, listed: &BTreeSet<String>) -> (Vec<Listing>, Vec<String>) {
+    let starting = |statuses: &[ServerStatus]| {
+        statuses.iter().any(|s| s.state == ServerState::Pending && serves(options, &s.name) && !listed.contains(&s.name))
+    };
     if starting(&handle.status().await) {
         handle.wait_ready(STARTUP_WAIT).await;
     }
     let tools: Vec<ToolEntry> = handle.list_tools().await;
-    let servers: Vec<String> = handle
-        .status()
-        .await
-        .into_iter()
-        .filter(|status| status.state == ServerState::Connected && serves(options, &status.name))
-        .map(|status| status.name)
-        .collect();
-    join_all(servers.into_iter().map(|server| {
+    let statuses: Vec<ServerStatus> = handle.status().await.into_iter().filter(|status| serves(options, &status.name)).collect();
+    let coming_back = |status: &ServerStatus| matches!(status.state, ServerState::Restarting { .. } | ServerState::Pending);
+    let restarting = statuses.iter().filter(|status| coming_back(status)).map(|status| status.name.clone()).collect();
+    let servers: Vec<String> =
+        statuses.into_iter().filter(|status| status.state == ServerState::Connected).map(|status| status.name).collect();
+    let fresh = join_all(servers.into_iter().map(|server| {
         let tools: Vec<Tool> = tools.iter().filter(|entry| entry.server == server).map(|entry| entry.tool.clone()).collect();
         async move {
             let (prompts, resources, templates) =
@@ -250,7 +266,8 @@ async fn listings(handle: &Handle, options: &ServeOptions) -> Vec<Listing> {
             }
         }
     }))
-    .await
+    .await;
+    (fresh, restarting)
 }
 
 #[cfg(test)]
