@@ -5,32 +5,21 @@ per call (and p50 latency) over the direct row of the same upstream
 transport in the same round, then the median of those paired ratios.
 """
 
-import json
+import os
 import sys
-from collections import defaultdict
-from statistics import median
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "http-peers"))
+from report import load, paired  # noqa: E402  (benches/http-peers/report.py)
 
 # Each gateway row and the direct row it is compared with.
 BASELINE = {"gateway-stdio": "direct-stdio", "gateway-http": "direct-http", "gateway-http-stdio": "direct-stdio"}
 
 
 def main(path):
-    lines = [json.loads(line) for line in open(path) if line.strip()]
-    meta, rows = lines[0], lines[1:]
-    runs = defaultdict(dict)  # (client, mode) -> round -> record
-    for row in rows:
-        runs[row["client"], row["mode"]][row["round"]] = row
-    clients = list(dict.fromkeys(row["client"] for row in rows))
-
-    def med(client, mode, key):
-        records = runs.get((client, mode))
-        return median(r[key] for r in records.values()) if records else None
+    meta, runs, clients, med = load(path)
 
     def ratio(client, mode, key, inverse=False):
-        base = BASELINE.get(client, client)
-        mine, direct = runs.get((client, mode), {}), runs.get((base, mode), {})
-        pairs = [(mine[k][key], direct[k][key]) for k in mine if k in direct]
-        return median((d / m) if inverse else (m / d) for m, d in pairs) if pairs else None
+        return paired(runs, client, BASELINE.get(client, client), mode, key, inverse)
 
     def fmt(x, spec="{:,.0f}"):
         return "-" if x is None else spec.format(x)

@@ -11,7 +11,9 @@ from collections import defaultdict
 from statistics import median
 
 
-def main(path):
+def load(path):
+    """The run's settings, its records by (client, mode) then round, the
+    clients in order of appearance, and the median of a key over rounds."""
     lines = [json.loads(line) for line in open(path) if line.strip()]
     meta, rows = lines[0], lines[1:]
     runs = defaultdict(dict)  # (client, mode) -> round -> record
@@ -23,10 +25,21 @@ def main(path):
         records = runs.get((client, mode))
         return median(r[key] for r in records.values()) if records else None
 
+    return meta, runs, clients, med
+
+
+def paired(runs, client, base, mode, key, inverse=False):
+    """The median over rounds of client's key over base's in the same round."""
+    mine, other = runs.get((client, mode), {}), runs.get((base, mode), {})
+    pairs = [(mine[k][key], other[k][key]) for k in mine if k in other]
+    return median((o / m) if inverse else (m / o) for m, o in pairs) if pairs else None
+
+
+def main(path):
+    meta, runs, clients, med = load(path)
+
     def ratio(client, mode, key, inverse=False):
-        mine, floor = runs.get((client, mode), {}), runs.get(("floor", mode), {})
-        pairs = [(mine[k][key], floor[k][key]) for k in mine if k in floor]
-        return median((f / m) if inverse else (m / f) for m, f in pairs) if pairs else None
+        return paired(runs, client, "floor", mode, key, inverse)
 
     def fmt(x, spec="{:,.0f}"):
         return "-" if x is None else spec.format(x)
