@@ -52,6 +52,7 @@ pub mod acp;
 pub mod actors;
 pub mod builtin_tools;
 pub mod catalog_cache;
+mod civil_date;
 pub mod cli;
 pub mod codec;
 pub mod config;

@@ -258,7 +258,7 @@ impl OAuthCredentials {
     fn token_http(&self, state: &mut State, discovery: &Discovery) -> Result<Http, OAuthError> {
         let issuer = &discovery.server.issuer;
         let has_key = self.entry(state, issuer).is_some_and(|entry| entry.dpop_key.is_some());
-        if !(dpop::wanted(&self.config, discovery) || (self.config.dpop && has_key)) {
+        if !(discovery.wants_dpop(&self.config) || (self.config.dpop && has_key)) {
             return Ok(self.http.clone());
         }
         let key = self.dpop_key(state, issuer)?;

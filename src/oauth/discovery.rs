@@ -21,6 +21,8 @@
 //!   server's, not from an issuer), so the issuer the document names is
 //!   taken, and the redirect's `iss` is checked against it (RFC 9207).
 
+use super::dpop::ALGORITHM;
+use crate::config::OAuthConfig;
 use serde::Deserialize;
 use url::Url;
 
@@ -236,6 +238,25 @@ fn canonical(url: &Url) -> String {
 }
 
 impl Discovery {
+    /// Whether tokens for this discovery should be DPoP-bound (see the
+    /// module docs of `dpop`).
+    pub fn wants_dpop(&self, config: &OAuthConfig) -> bool {
+        if !config.dpop {
+            return false;
+        }
+        let offered = self.server.dpop_signing_alg_values_supported.as_deref().unwrap_or_default();
+        if offered.iter().any(|alg| alg == ALGORITHM) {
+            return true;
+        }
+        if self.resource_metadata.dpop_bound_access_tokens_required && offered.is_empty() {
+            return true;
+        }
+        if !offered.is_empty() {
+            tracing::info!(issuer = %self.server.issuer, "DPoP is offered only with {offered:?}, not {ALGORITHM}; using bearer tokens");
+        }
+        false
+    }
+
     /// The scopes to ask for, in the MCP specification's order: those the
     /// configuration names, else the challenge's `scope`, else everything
     /// the resource's metadata lists in `scopes_supported`, else none (the

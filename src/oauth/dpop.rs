@@ -32,11 +32,9 @@ use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Value};
 use url::Url;
 
-use super::discovery::Discovery;
 use super::jwt;
 use super::store::now_secs;
 use super::OAuthError;
-use crate::config::OAuthConfig;
 
 /// The only algorithm mcpvisor signs proofs with.
 pub const ALGORITHM: &str = "ES256";
@@ -46,24 +44,6 @@ pub const NONCE_HEADER: &str = "DPoP-Nonce";
 pub const USE_NONCE: &str = "use_dpop_nonce";
 /// The longest nonce kept.
 const MAX_NONCE_BYTES: usize = 1024;
-
-/// Whether tokens for this discovery should be DPoP-bound (see the module docs).
-pub fn wanted(config: &OAuthConfig, discovery: &Discovery) -> bool {
-    if !config.dpop {
-        return false;
-    }
-    let offered = discovery.server.dpop_signing_alg_values_supported.as_deref().unwrap_or_default();
-    if offered.iter().any(|alg| alg == ALGORITHM) {
-        return true;
-    }
-    if discovery.resource_metadata.dpop_bound_access_tokens_required && offered.is_empty() {
-        return true;
-    }
-    if !offered.is_empty() {
-        tracing::info!(issuer = %discovery.server.issuer, "DPoP is offered only with {offered:?}, not {ALGORITHM}; using bearer tokens");
-    }
-    false
-}
 
 /// A DPoP key pair (ECDSA P-256).
 pub struct DpopKey {

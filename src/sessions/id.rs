@@ -33,7 +33,7 @@ impl SessionId {
     /// The id of a conversation started at `unix_ms` with random part `random` (its low 24 bits).
     pub fn at(unix_ms: u64, random: u32) -> SessionId {
         let seconds = unix_ms / 1000;
-        let (year, month, day) = civil_from_days((seconds / 86_400) as i64);
+        let (year, month, day) = crate::civil_date::civil_from_days((seconds / 86_400) as i64);
         let of_day = seconds % 86_400;
         SessionId(format!(
             "{year:04}{month:02}{day:02}-{:02}{:02}{:02}-{:03}-{:06x}",
@@ -97,21 +97,6 @@ impl From<SessionId> for String {
     fn from(id: SessionId) -> String {
         id.0
     }
-}
-
-/// The proleptic Gregorian date of a day counted from 1970-01-01
-/// (Howard Hinnant's `civil_from_days`).
-pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153;
-    let day = (day_of_year - (153 * shifted_month + 2) / 5 + 1) as u32;
-    let month = if shifted_month < 10 { shifted_month + 3 } else { shifted_month - 9 } as u32;
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]

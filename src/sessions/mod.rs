@@ -40,7 +40,6 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Also dates the audit log's lines.
-pub(crate) use id::civil_from_days;
 pub use id::{SessionId, EXAMPLE_ID, ID_LEN};
 pub use record::{apply_summary, summary_message, Record, Started, SUMMARY_HEADING};
 pub use writer::SessionWriter;

@@ -35,8 +35,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{CallStart, Outcome};
+use crate::config::redact::Redactor;
 use crate::config::redact::{looks_secret, MASK};
-use crate::config::Redactor;
 
 /// Where audit lines go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,7 +215,7 @@ fn hex(bytes: &[u8]) -> String {
 fn rfc3339(time: SystemTime) -> String {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     let (days, rest) = ((since.as_secs() / 86_400) as i64, since.as_secs() % 86_400);
-    let (year, month, day) = crate::sessions::civil_from_days(days);
+    let (year, month, day) = crate::civil_date::civil_from_days(days);
     let (h, m, s) = (rest / 3600, rest / 60 % 60, rest % 60);
     format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{:03}Z", since.subsec_millis())
 }

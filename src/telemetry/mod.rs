@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use rmcp::model::{CallToolResult, JsonObject};
 
-use crate::config::Redactor;
+use crate::config::redact::Redactor;
 use crate::error::CallError;
 pub use audit::{AuditArguments, AuditConfig, AuditLog, AuditTarget};
 pub use metrics::{Histogram, Metrics, MetricsSnapshot, Outcome, ServerGauges, ToolCalls, ToolStats};
