@@ -1,5 +1,7 @@
 //! The pool's [`Event`]s as notifications to the gateway's client:
-//! `*/list_changed` when a server comes, goes, restarts or changes a list;
+//! `*/list_changed` when a server comes, goes, is back from a restart or
+//! changes a list (not when it goes down to restart: the tables keep its
+//! last listing meanwhile, see [`crate::gateway::names`]);
 //! log messages with the server's name as `logger`; `resources/updated`
 //! for the URIs this session subscribed to (and [`STATUS_URI`] when a
 //! server's state changes). 2026-07-28 clients hear them on their
@@ -41,10 +43,15 @@ impl StreamHandler<Event> for GatewaySession {
             return;
         }
         match event {
-            Event::ServerState { .. } => {
+            Event::ServerState { state, .. } => {
                 self.pool.routes.invalidate();
-                for change in [Change::Tools, Change::Prompts, Change::Resources] {
-                    self.soon(change, ctx);
+                // A server going down keeps its last listing in the tables
+                // while it comes back: its lists change (or may have) when it
+                // is back, fails, or is turned off, not when it goes down.
+                if state.is_settled() {
+                    for change in [Change::Tools, Change::Prompts, Change::Resources] {
+                        self.soon(change, ctx);
+                    }
                 }
                 self.announce(Change::Updated(STATUS_URI.into()));
             }

@@ -157,12 +157,22 @@ impl Routes {
 }
 
 /// The current [`Routes`], built when first needed after a change.
+///
+/// Invariants: one build at a time (the sessions that ask meanwhile get
+/// its result); a build that an [`invalidate`](RoutesCache::invalidate)
+/// overtook answers its caller but is not kept, so a change is never
+/// hidden behind tables read before it.
 #[derive(Debug, Clone, Default)]
-pub struct RoutesCache(Arc<Mutex<Cached>>);
+pub struct RoutesCache {
+    cached: Arc<Mutex<Cached>>,
+    building: Arc<tokio::sync::Mutex<()>>,
+}
 
 #[derive(Debug, Default)]
 struct Cached {
     current: Option<Arc<Routes>>,
+    /// Counts invalidations: a build keeps its tables only if none came meanwhile.
+    generation: u64,
     /// Every tool name served so far and its owner: a server that is down
     /// (restarting) leaves the listing, but calls by its names still go to
     /// it, and its connection holds them until it is back.
@@ -184,16 +194,23 @@ pub struct Fetched {
 impl RoutesCache {
     /// The tables, built from the pool if a change made them stale.
     pub async fn fetch(&self, handle: &Handle, options: &ServeOptions) -> Fetched {
-        if let Some(routes) = self.lock().current.clone() {
+        if let Some(routes) = self.current() {
             return Fetched { routes, fresh: false };
         }
-        let listed: BTreeSet<String> = self.lock().last.keys().cloned().collect();
-        let (fresh, restarting) = listings(handle, options, &listed).await;
+        let _building = self.building.lock().await;
+        let (listed, generation) = {
+            let cached = self.lock();
+            if let Some(routes) = cached.current.clone() {
+                return Fetched { routes, fresh: false };
+            }
+            (cached.last.keys().cloned().collect(), cached.generation)
+        };
+        let (fresh, coming_back) = listings(handle, options, &listed).await;
         let mut all = fresh.clone();
         {
             let mut cached = self.lock();
-            all.extend(restarting.iter().filter_map(|server| cached.last.get(server).cloned()));
-            cached.last.retain(|server, _| restarting.contains(server));
+            all.extend(coming_back.iter().filter_map(|server| cached.last.get(server).cloned()));
+            cached.last.retain(|server, _| coming_back.contains(server));
             cached.last.extend(fresh.into_iter().map(|listing| (listing.server.clone(), listing)));
         }
         let routes = Arc::new(Routes::build(all, options));
@@ -202,7 +219,9 @@ impl RoutesCache {
         }
         let mut cached = self.lock();
         cached.known_tools.extend(routes.tools.iter().map(|(name, (owner, _))| (name.clone(), owner.clone())));
-        cached.current = Some(routes.clone());
+        if cached.generation == generation {
+            cached.current = Some(routes.clone());
+        }
         Fetched { routes, fresh: true }
     }
 
@@ -218,11 +237,13 @@ impl RoutesCache {
 
     /// Forgets the tables: a server's lists may have changed.
     pub fn invalidate(&self) {
-        self.lock().current.take();
+        let mut cached = self.lock();
+        cached.current.take();
+        cached.generation += 1;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Cached> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.cached.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -234,25 +255,29 @@ pub fn serves(options: &ServeOptions, server: &str) -> bool {
 /// How long building the tables waits for servers still starting.
 pub const STARTUP_WAIT: Duration = Duration::from_secs(30);
 
-/// Every connected served server's listing (a list a server does not offer
-/// is empty), and the names of the served servers that are coming back
-/// (restarting, or starting again) after a listing in `listed`. Servers
-/// starting for the first time are waited for first, at most
-/// [`STARTUP_WAIT`], so a client's first listing is not empty.
+/// Every served server's listing that could be read whole (a list a
+/// server does not offer is empty), and the names of the served servers
+/// with a listing in `listed` that are not read whole now but have not
+/// left either (failed, disabled, waiting for authorisation, removed):
+/// restarting, starting again, or restarted while they were being listed. Servers starting for
+/// the first time are waited for first, at most [`STARTUP_WAIT`], so a
+/// client's first listing is not empty.
+///
+/// A listing is read whole when the server was connected, in the same
+/// run (pid and restart count), before its tools were read and after its
+/// other lists were: one taken across a restart could miss lists that the
+/// server had before and has again.
 async fn listings(handle: &Handle, options: &ServeOptions, listed: &BTreeSet<String>) -> (Vec<Listing>, Vec<String>) {
-    let starting = |statuses: &[ServerStatus]| {
-        statuses.iter().any(|s| s.state == ServerState::Pending && serves(options, &s.name) && !listed.contains(&s.name))
-    };
-    if starting(&handle.status().await) {
+    let served = || async { handle.status().await.into_iter().filter(|status| serves(options, &status.name)).collect::<Vec<_>>() };
+    let mut before = served().await;
+    if before.iter().any(|s| s.state == ServerState::Pending && !listed.contains(&s.name)) {
         handle.wait_ready(STARTUP_WAIT).await;
+        before = served().await;
     }
     let tools: Vec<ToolEntry> = handle.list_tools().await;
-    let statuses: Vec<ServerStatus> = handle.status().await.into_iter().filter(|status| serves(options, &status.name)).collect();
-    let coming_back = |status: &ServerStatus| matches!(status.state, ServerState::Restarting { .. } | ServerState::Pending);
-    let restarting = statuses.iter().filter(|status| coming_back(status)).map(|status| status.name.clone()).collect();
-    let servers: Vec<String> =
-        statuses.into_iter().filter(|status| status.state == ServerState::Connected).map(|status| status.name).collect();
-    let fresh = join_all(servers.into_iter().map(|server| {
+    let connected: Vec<&ServerStatus> = before.iter().filter(|status| status.state == ServerState::Connected).collect();
+    let read = join_all(connected.iter().map(|status| {
+        let server = status.name.clone();
         let tools: Vec<Tool> = tools.iter().filter(|entry| entry.server == server).map(|entry| entry.tool.clone()).collect();
         async move {
             let (prompts, resources, templates) =
@@ -267,6 +292,31 @@ async fn listings(handle: &Handle, options: &ServeOptions, listed: &BTreeSet<Str
         }
     }))
     .await;
+    let after = served().await;
+    let same_run = |listing: &Listing| {
+        let run = |statuses: &[ServerStatus]| {
+            statuses.iter().find(|s| s.name == listing.server).map(|s| (s.state == ServerState::Connected, s.pid, s.restarts))
+        };
+        run(&before) == run(&after)
+    };
+    let (mut fresh, torn): (Vec<Listing>, Vec<Listing>) = read.into_iter().partition(same_run);
+    let mut torn: BTreeMap<String, Listing> = torn.into_iter().map(|listing| (listing.server.clone(), listing)).collect();
+    let leaving = |state: &ServerState| matches!(state, ServerState::Failed { .. } | ServerState::Disabled | ServerState::NeedsAuth);
+    let mut restarting = Vec::new();
+    for status in &after {
+        if leaving(&status.state) || fresh.iter().any(|listing| listing.server == status.name) {
+            continue;
+        }
+        // Down, coming back, or back already but read across its restart:
+        // the last whole listing stands in; a server never listed whole
+        // serves what was read, and its announced comeback makes the
+        // client read again.
+        if listed.contains(&status.name) {
+            restarting.push(status.name.clone());
+        } else if let Some(listing) = torn.remove(&status.name) {
+            fresh.push(listing);
+        }
+    }
     (fresh, restarting)
 }
 
