@@ -63,7 +63,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
             session.close().await;
             return outcome;
         }
-        let served = crate::gateway::stdio::serve(session.handle.clone(), options, bridge, tokio::io::stdin(), tokio::io::stdout());
+        let served = crate::gateway::stdio::serve_stdio(session.handle.clone(), options, bridge);
         let outcome = tokio::select! {
             () = served => Ok(0),
             () = reload_on_hangup(cli, args, &session.handle) => Ok(0),
