@@ -109,6 +109,9 @@ pub struct GatewaySession {
     listens: Vec<Listen>,
     /// List changes waiting to be announced together ([`events`]).
     coalescing: Vec<crate::gateway::listen::Change>,
+    /// Whether the pool's events reach this session: from the start in the
+    /// handshake era; a stateless session subscribes when a listen opens.
+    hears_events: bool,
 }
 
 /// One `subscriptions/listen` request: never answered, it stays open (and
@@ -130,6 +133,13 @@ impl GatewaySession {
     /// belong to no request. Start it on the pool's actix System (e.g. with
     /// [`crate::actors::hub::Spawn`]).
     pub fn new(handle: Handle, options: ServeOptions, outbox: Outbox) -> GatewaySession {
+        GatewaySession { hears_events: true, ..GatewaySession::stateless(handle, options, outbox) }
+    }
+
+    /// A session for 2026-07-28 requests only, which hears the pool's
+    /// events only once it serves a `subscriptions/listen` (a stateless
+    /// front starts one per request: most never need them).
+    pub fn stateless(handle: Handle, options: ServeOptions, outbox: Outbox) -> GatewaySession {
         GatewaySession {
             pool: Pool {
                 handle,
@@ -148,6 +158,13 @@ impl GatewaySession {
             dropped: 0,
             listens: Vec::new(),
             coalescing: Vec::new(),
+            hears_events: false,
+        }
+    }
+
+    fn hear_events(&mut self, ctx: &mut Context<Self>) {
+        if !std::mem::replace(&mut self.hears_events, true) {
+            ctx.add_stream(events::stream(&self.pool.handle));
         }
     }
 
@@ -282,6 +299,7 @@ impl GatewaySession {
                 return;
             }
         };
+        self.hear_events(ctx);
         let ack = json!({"_meta": { META_SUBSCRIPTION_ID: id }, "notifications": filter.to_json()});
         let ack = Frame::notification(methods::SUBSCRIPTIONS_ACKNOWLEDGED, &ack);
         let (answer_to, pool, uris) = (stream.clone(), self.pool.clone(), filter.uris().cloned().collect());
@@ -374,7 +392,10 @@ impl Actor for GatewaySession {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.add_stream(events::stream(&self.pool.handle));
+        self.pool.routes.watch(&self.pool.handle);
+        if std::mem::take(&mut self.hears_events) {
+            self.hear_events(ctx);
+        }
     }
 }
 

@@ -444,6 +444,8 @@ impl Handler<Subscribe> for Registry {
     type Result = ();
 
     fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+        // Subscribers that went away leave here too, not only at the next event.
+        self.subscribers.retain(|s| s.connected());
         self.subscribers.push(msg.0);
     }
 }

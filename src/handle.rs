@@ -351,8 +351,22 @@ struct EventForwarder {
     tx: broadcast::Sender<Event>,
 }
 
+/// How often a forwarder looks whether its subscriber is still there
+/// (when no event came to tell it).
+const FORWARDER_CHECK: Duration = Duration::from_secs(1);
+
 impl actix::Actor for EventForwarder {
     type Context = actix::Context<Self>;
+
+    fn started(&mut self, ctx: &mut actix::Context<Self>) {
+        // A subscriber that dropped its `Events` while nothing happened must
+        // not leave its forwarder (and the hub's and registry's entries) behind.
+        actix::AsyncContext::run_interval(ctx, FORWARDER_CHECK, |forwarder, ctx| {
+            if forwarder.tx.receiver_count() == 0 {
+                actix::ActorContext::stop(ctx);
+            }
+        });
+    }
 }
 
 impl actix::Handler<Event> for EventForwarder {

@@ -23,7 +23,7 @@ use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 
 use super::{ServeOptions, STATUS_URI};
 use crate::actors::registry::catalog::Catalog;
-use crate::actors::{ServerState, ServerStatus, ToolEntry};
+use crate::actors::{Event, ServerState, ServerStatus, ToolEntry};
 use crate::naming::{self, ExposedName, NameRule};
 use crate::Handle;
 
@@ -171,6 +171,8 @@ pub struct RoutesCache {
 #[derive(Debug, Default)]
 struct Cached {
     current: Option<Arc<Routes>>,
+    /// A task invalidates the tables on the pool's events ([`RoutesCache::watch`]).
+    watched: bool,
     /// Counts invalidations: a build keeps its tables only if none came meanwhile.
     generation: u64,
     /// Every tool name served so far and its owner: a server that is down
@@ -237,14 +239,45 @@ impl RoutesCache {
 
     /// Forgets the tables: a server's lists may have changed.
     pub fn invalidate(&self) {
-        let mut cached = self.lock();
-        cached.current.take();
-        cached.generation += 1;
+        invalidate(&self.cached);
+    }
+
+    /// Keeps the tables fresh by the pool's events, whether or not any
+    /// session listens to them (a stateless request does not): once per
+    /// cache, by a task on the calling runtime thread that ends with the
+    /// cache or the pool.
+    pub fn watch(&self, handle: &Handle) {
+        {
+            let mut cached = self.lock();
+            if std::mem::replace(&mut cached.watched, true) {
+                return;
+            }
+        }
+        let cached = Arc::downgrade(&self.cached);
+        let mut events = handle.subscribe();
+        actix_rt::spawn(async move {
+            while let Some(event) = events.recv().await {
+                let Some(cached) = cached.upgrade() else { return };
+                if matches!(event, Event::ServerState { .. } | Event::Catalog { .. } | Event::ListChanged { .. }) {
+                    invalidate(&cached);
+                }
+            }
+        });
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Cached> {
-        self.cached.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.cached)
     }
+}
+
+fn lock(cached: &Mutex<Cached>) -> std::sync::MutexGuard<'_, Cached> {
+    cached.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn invalidate(cached: &Mutex<Cached>) {
+    let mut cached = lock(cached);
+    cached.current.take();
+    cached.generation += 1;
 }
 
 /// Whether `server` is served under these options.

@@ -41,9 +41,8 @@ impl Port for SessionPort {
 }
 
 impl PoolGateway {
-    fn start(&self, outbox: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
+    fn start(&self, starting: GatewaySession) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
         let (started, session) = tokio::sync::oneshot::channel();
-        let starting = GatewaySession::new(self.handle.clone(), self.options.clone(), outbox);
         let bridge = self.bridge.clone();
         self.handle.hub().do_send(hub::Spawn(Box::new(move || {
             let session = actix::Actor::start(starting);
@@ -56,7 +55,7 @@ impl PoolGateway {
 
 impl Gateway for PoolGateway {
     fn open(&self, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
-        self.start(standalone)
+        self.start(GatewaySession::new(self.handle.clone(), self.options.clone(), standalone))
     }
 
     fn stateless(&self) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
@@ -64,6 +63,6 @@ impl Gateway for PoolGateway {
         // there (list changes) is dropped, never queued.
         let (outbox, frames) = Outbox::with_capacity(1);
         drop(frames);
-        self.start(outbox)
+        self.start(GatewaySession::stateless(self.handle.clone(), self.options.clone(), outbox))
     }
 }
