@@ -127,12 +127,15 @@ struct ClientInfo {
 
 impl GatewaySession {
     /// A session serving `handle`'s pool; `outbox` takes the frames that
-    /// belong to no request. Start it on the pool's actix System (e.g. with
+    /// belong to no request; `caller` labels its tool calls (the audit
+    /// log's `caller`: [`crate::gateway::STDIO_CALLER`], an HTTP session
+    /// id). Start it on the pool's actix System (e.g. with
     /// [`crate::actors::hub::Spawn`]).
-    pub fn new(handle: Handle, options: ServeOptions, outbox: Outbox) -> GatewaySession {
+    pub fn new(handle: Handle, options: ServeOptions, outbox: Outbox, caller: &str) -> GatewaySession {
         GatewaySession {
             pool: Pool {
                 handle,
+                caller: caller.into(),
                 routes: options.routes.clone(),
                 options: Arc::new(options),
                 subscribed: Arc::new(Mutex::new(HashSet::new())),

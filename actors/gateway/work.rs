@@ -37,6 +37,8 @@ pub struct Pool {
     pub subscribed: Arc<Mutex<HashSet<String>>>,
     /// The session's own outbox, for what belongs to no request.
     pub notices: Outbox,
+    /// The label of the session's tool calls (the audit log's `caller`).
+    pub caller: Arc<str>,
 }
 
 impl Pool {
@@ -107,7 +109,8 @@ impl Pool {
         let Some(owner) = routes.tools.get(&name).map(|(owner, _)| owner.clone()).or_else(|| self.routes.known_tool(&name)) else {
             return Err(invalid_params(format!("Unknown tool: `{name}` is not served here; list the tools for the names served")));
         };
-        let mut call = CallTool::new(owner.name.clone(), params.get("arguments").cloned().unwrap_or(Value::Null));
+        let mut call =
+            CallTool::new(owner.name.clone(), params.get("arguments").cloned().unwrap_or(Value::Null)).with_caller(&*self.caller);
         let token = params.pointer("/_meta/progressToken").cloned();
         let Some(token) = token else {
             return self.handle.call_on(&owner.server, call).await.map(|result| json!(result)).or_else(|error| self.failure(error));

@@ -37,7 +37,7 @@ where
         }
     });
     let (started, session) = tokio::sync::oneshot::channel();
-    let starting = GatewaySession::new(handle.clone(), options, outbox.clone());
+    let starting = GatewaySession::new(handle.clone(), options, outbox.clone(), super::STDIO_CALLER);
     handle.hub().do_send(hub::Spawn(Box::new(move || {
         let session = actix::Actor::start(starting);
         bridge.attach(session.downgrade());

@@ -41,9 +41,9 @@ impl Port for SessionPort {
 }
 
 impl PoolGateway {
-    fn start(&self, outbox: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
+    fn start(&self, outbox: Outbox, caller: &str) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
         let (started, session) = tokio::sync::oneshot::channel();
-        let starting = GatewaySession::new(self.handle.clone(), self.options.clone(), outbox);
+        let starting = GatewaySession::new(self.handle.clone(), self.options.clone(), outbox, caller);
         let bridge = self.bridge.clone();
         self.handle.hub().do_send(hub::Spawn(Box::new(move || {
             let session = actix::Actor::start(starting);
@@ -55,8 +55,8 @@ impl PoolGateway {
 }
 
 impl Gateway for PoolGateway {
-    fn open(&self, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
-        self.start(standalone)
+    fn open(&self, id: &str, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
+        self.start(standalone, id)
     }
 
     fn stateless(&self) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
@@ -64,6 +64,6 @@ impl Gateway for PoolGateway {
         // there (list changes) is dropped, never queued.
         let (outbox, frames) = Outbox::with_capacity(1);
         drop(frames);
-        self.start(outbox)
+        self.start(outbox, crate::gateway::STATELESS_CALLER)
     }
 }
