@@ -6,7 +6,7 @@
 //! request with it, which cancels it upstream.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::future::join_all;
 use rmcp::model::{ArgumentInfo, JsonObject, Reference};
@@ -43,14 +43,15 @@ pub struct Pool {
 
 impl Pool {
     /// Answers one request (not `initialize`, `ping` or `server/discover`,
-    /// which the session answers itself). Progress goes to `stream`.
-    pub async fn answer(&self, method: &str, params: Value, stream: &Outbox) -> Answer {
+    /// which the session answers itself). Progress goes to `stream`; a tool
+    /// call puts the server it goes to in `server` before it is sent.
+    pub async fn answer(&self, method: &str, params: Value, stream: &Outbox, server: &OnceLock<String>) -> Answer {
         match method {
             methods::TOOLS_LIST => {
                 let routes = self.routes().await;
                 page(&params, routes.tools.values().map(|(_, tool)| json!(tool)).collect(), "tools")
             }
-            methods::TOOLS_CALL => self.call(params, stream).await,
+            methods::TOOLS_CALL => self.call(params, stream, server).await,
             methods::PROMPTS_LIST => {
                 let routes = self.routes().await;
                 page(&params, routes.prompts.values().map(|(_, prompt)| json!(prompt)).collect(), "prompts")
@@ -88,17 +89,7 @@ impl Pool {
         fetched.routes
     }
 
-    /// The server a request goes to, when the current tables tell it at once.
-    pub fn server_of(&self, method: &str, params: &Value) -> Option<String> {
-        if method != methods::TOOLS_CALL {
-            return None;
-        }
-        let name = params.get("name")?.as_str()?;
-        let routes = self.routes.current()?;
-        routes.tools.get(name).map(|(owner, _)| owner.server.clone())
-    }
-
-    async fn call(&self, params: Value, stream: &Outbox) -> Answer {
+    async fn call(&self, params: Value, stream: &Outbox, server: &OnceLock<String>) -> Answer {
         let name = string(&params, "name", methods::TOOLS_CALL)?;
         let mut routes = self.routes().await;
         if !routes.tools.contains_key(&name) {
@@ -109,6 +100,8 @@ impl Pool {
         let Some(owner) = routes.tools.get(&name).map(|(owner, _)| owner.clone()).or_else(|| self.routes.known_tool(&name)) else {
             return Err(invalid_params(format!("Unknown tool: `{name}` is not served here; list the tools for the names served")));
         };
+        // Before the call: the server's requests during it go to this request's stream.
+        let _ = server.set(owner.server.clone());
         let mut call =
             CallTool::new(owner.name.clone(), params.get("arguments").cloned().unwrap_or(Value::Null)).with_caller(&*self.caller);
         let token = params.pointer("/_meta/progressToken").cloned();
