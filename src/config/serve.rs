@@ -3,23 +3,24 @@
 //!
 //! ```toml
 //! [serve]
-//! token = "${MCPVISOR_TOKEN}"                    # the bearer token clients must send
+//! token = "${MCPVISOR_TOKEN}"                    # names the variable holding the bearer token
 //! allowed_origins = ["https://app.example.com"]  # Origins allowed besides the loopback ones
 //! ```
 //!
-//! `token` may hold `${VAR}` references (expanded when `serve` starts, so
-//! the secret stays out of the file); a literal token works too, but then
-//! the file must be kept private. The environment's `MCPVISOR_SERVE_TOKEN`
-//! wins over the file: it is set for one run (a container, a unit file),
-//! the file for every run. A token is never accepted on the command line
-//! (`ps` shows it) and never printed: [`ServeSettings`]' `Debug` masks it.
+//! `token` must be one `${VAR}` reference, expanded when `serve` starts: it
+//! names the secret without holding it, since configuration files get
+//! copied and committed (a literal is refused, saying so). The
+//! environment's `MCPVISOR_SERVE_TOKEN` wins over the file: it is set for
+//! one run (a container, a unit file), the file for every run. A token is
+//! never accepted on the command line (`ps` shows it) and never printed:
+//! errors name the variable, [`ServeSettings`]' `Debug` masks the value.
 //! A later file's table replaces an earlier one's whole.
 
 use std::path::{Path, PathBuf};
 
 use toml_edit::Item;
 
-use super::expand::{expand, Problem, Syntax};
+use super::expand::{expand, is_only_reference, Problem, Syntax};
 use crate::error::ConfigError;
 
 const KEYS: [&str; 2] = ["token", "allowed_origins"];
@@ -74,6 +75,13 @@ pub(crate) fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigErro
         match key {
             "token" => {
                 let text = value.as_str().ok_or_else(|| invalid(key, "must be a string, such as \"${MCPVISOR_TOKEN}\""))?;
+                if !is_only_reference(text, Syntax::Braced) {
+                    return Err(invalid(
+                        key,
+                        "must be one reference such as \"${MCPVISOR_TOKEN}\", naming the variable that holds the token: \
+                         a token written in the file would travel with every copy of it",
+                    ));
+                }
                 settings.token = Some(text.to_string());
             }
             "allowed_origins" => {
@@ -110,15 +118,17 @@ mod tests {
         assert_eq!(settings.token(lookup).unwrap().as_deref(), Some("s3cr3t"));
         let unset = settings.token(|_| None).unwrap_err().to_string();
         assert!(unset.contains("serve.token") && unset.contains("${GW_TOKEN}") && unset.contains("servers.toml"), "{unset}");
-        let literal = serve("[serve]\ntoken = \"hunter2-literal\"\n").unwrap();
-        assert!(!format!("{literal:?}").contains("hunter2"), "{literal:?}");
-        assert_eq!(serve("[serve]\ntoken = \"  \"\n").unwrap().token(|_| None).unwrap(), None);
+        assert!(!format!("{settings:?}").contains("GW_TOKEN"), "{settings:?}");
+        let blank = |_: &str| Some("  ".to_string());
+        assert_eq!(settings.token(blank).unwrap(), None);
     }
 
     #[test]
     fn errors_name_the_file_and_the_key() {
         for (body, expected) in [
             ("token = 5", "`serve.token` must be a string"),
+            ("token = \"hunter2-literal\"", "`serve.token` must be one reference"),
+            ("token = \"${A:-hunter2}\"", "`serve.token` must be one reference"),
             ("allowed_origins = \"x\"", "`serve.allowed_origins` must be a list"),
             ("allowed_origins = [1]", "must hold strings only"),
             ("http = \"0.0.0.0:1\"", "unknown key `serve.http`; the known keys are token, allowed_origins"),
