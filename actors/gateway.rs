@@ -34,7 +34,7 @@ mod events;
 mod work;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use actix::prelude::*;
 use serde_json::{json, Value};
@@ -73,20 +73,25 @@ pub struct Closed;
 
 /// A server's own request (sampling, elicitation, roots) to put to the
 /// gateway's client. `None`: the client did not declare the capability (or
-/// is gone), so the caller answers with its default.
+/// is gone), or `calling` is set and none of the session's calls to
+/// `server` is open; the caller then asks another session or answers with
+/// its default.
 #[derive(Message, Debug)]
 #[rtype(result = "Option<Result<Value, ErrorObject>>")]
 pub struct AskClient {
     pub server: String,
     pub method: &'static str,
     pub params: Value,
+    /// Only if a call of this session to `server` is open (then on its stream).
+    pub calling: bool,
 }
 
 /// A request being served.
 struct Open {
     work: SpawnHandle,
-    /// The server it went to, once known (server requests go to its stream).
-    server: Option<String>,
+    /// The server it went to, set by the work once it knows (server
+    /// requests go to its stream).
+    server: Arc<OnceLock<String>>,
     stream: Outbox,
 }
 
@@ -130,19 +135,22 @@ struct ClientInfo {
 
 impl GatewaySession {
     /// A session serving `handle`'s pool; `outbox` takes the frames that
-    /// belong to no request. Start it on the pool's actix System (e.g. with
+    /// belong to no request; `caller` labels its tool calls (the audit
+    /// log's `caller`: [`crate::gateway::STDIO_CALLER`], an HTTP session
+    /// id). Start it on the pool's actix System (e.g. with
     /// [`crate::actors::hub::Spawn`]).
-    pub fn new(handle: Handle, options: ServeOptions, outbox: Outbox) -> GatewaySession {
-        GatewaySession { hears_events: true, ..GatewaySession::stateless(handle, options, outbox) }
+    pub fn new(handle: Handle, options: ServeOptions, outbox: Outbox, caller: &str) -> GatewaySession {
+        GatewaySession { hears_events: true, ..GatewaySession::stateless(handle, options, outbox, caller) }
     }
 
     /// A session for 2026-07-28 requests only, which hears the pool's
     /// events only once it serves a `subscriptions/listen` (a stateless
     /// front starts one per request: most never need them).
-    pub fn stateless(handle: Handle, options: ServeOptions, outbox: Outbox) -> GatewaySession {
+    pub fn stateless(handle: Handle, options: ServeOptions, outbox: Outbox, caller: &str) -> GatewaySession {
         GatewaySession {
             pool: Pool {
                 handle,
+                caller: caller.into(),
                 routes: options.routes.clone(),
                 options: Arc::new(options),
                 subscribed: Arc::new(Mutex::new(HashSet::new())),
@@ -260,11 +268,12 @@ impl GatewaySession {
         }
         let pool = self.pool.clone();
         let (answer_to, key) = (stream.clone(), id.clone());
-        let server = pool.server_of(&method, &params);
+        let server = Arc::new(OnceLock::new());
+        let target = server.clone();
         let work = async move {
             let outcome = match (immediate, served) {
                 (Some(outcome), _) => outcome,
-                (None, Ok(served)) => pool.answer(&method, params, &answer_to).await.map(|result| served.finish(&method, result)),
+                (None, Ok(served)) => pool.answer(&method, params, &answer_to, &target).await.map(|result| served.finish(&method, result)),
                 (None, Err(error)) => Err(error),
             };
             // Responses wait for room: a client that does not read keeps its requests open.
@@ -313,7 +322,7 @@ impl GatewaySession {
             }
             .into_actor(self),
         );
-        self.open.insert(id.clone(), Open { work, server: None, stream: stream.clone() });
+        self.open.insert(id.clone(), Open { work, server: Arc::default(), stream: stream.clone() });
         self.listens.push(Listen { id, filter, stream });
     }
 
@@ -328,14 +337,12 @@ impl GatewaySession {
         })
     }
 
-    /// Where a request to the client about `server` goes: the stream of an
-    /// open request to that server, else the session's outbox.
-    fn stream_for(&self, server: &str) -> Outbox {
+    /// The stream of an open request to `server`, if any.
+    fn calling(&self, server: &str) -> Option<Outbox> {
         self.open
             .values()
-            .find(|open| open.server.as_deref() == Some(server) && !open.stream.is_closed())
+            .find(|open| open.server.get().map(String::as_str) == Some(server) && !open.stream.is_closed())
             .map(|open| open.stream.clone())
-            .unwrap_or_else(|| self.outbox.clone())
     }
 }
 
@@ -452,12 +459,17 @@ impl Handler<AskClient> for GatewaySession {
         if !declared {
             return Box::pin(async { None });
         }
+        // Where it goes: the stream of an open call to that server, else the session's own outbox.
+        let stream = match self.calling(&ask.server) {
+            Some(stream) => stream,
+            None if ask.calling => return Box::pin(async { None }),
+            None => self.outbox.clone(),
+        };
         self.asked.retain(|_, waiter| !waiter.is_closed());
         self.next_ask += 1;
         let id = RequestId::String(format!("mcpvisor-{}", self.next_ask));
         let (tx, rx) = oneshot::channel();
         self.asked.insert(id.clone(), tx);
-        let stream = self.stream_for(&ask.server);
         Box::pin(async move {
             if !stream.send(Frame::request(&id, ask.method, &ask.params)).await {
                 return None;

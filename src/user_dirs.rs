@@ -2,7 +2,8 @@
 //! Directory specification says: data (saved conversations) under
 //! `$XDG_DATA_HOME/mcpvisor`, else `~/.local/share/mcpvisor`; caches (the
 //! on-disk tool catalog) under `$XDG_CACHE_HOME/mcpvisor`, else
-//! `~/.cache/mcpvisor`. Empty variables count as unset and relative ones
+//! `~/.cache/mcpvisor`; state (the audit log of `serve`) under
+//! `$XDG_STATE_HOME/mcpvisor`, else `~/.local/state/mcpvisor`. Empty variables count as unset and relative ones
 //! are ignored, as the specification asks; `None` when not even `HOME` is set.
 
 use std::path::PathBuf;
@@ -15,6 +16,11 @@ pub fn data_dir(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
 /// `$XDG_CACHE_HOME/mcpvisor`, else `$HOME/.cache/mcpvisor`.
 pub fn cache_dir(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
     mcpvisor_dir(env, "XDG_CACHE_HOME", ".cache")
+}
+
+/// `$XDG_STATE_HOME/mcpvisor`, else `$HOME/.local/state/mcpvisor`.
+pub fn state_dir(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    mcpvisor_dir(env, "XDG_STATE_HOME", ".local/state")
 }
 
 fn mcpvisor_dir(env: impl Fn(&str) -> Option<String>, variable: &str, under_home: &str) -> Option<PathBuf> {
@@ -37,6 +43,8 @@ mod tests {
         assert_eq!(cache_dir(env(&[("XDG_CACHE_HOME", "/c"), ("HOME", "/h")])), Some("/c/mcpvisor".into()));
         assert_eq!(cache_dir(env(&[("XDG_CACHE_HOME", "rel"), ("HOME", "/h")])), Some("/h/.cache/mcpvisor".into()));
         assert_eq!(cache_dir(env(&[("XDG_CACHE_HOME", ""), ("HOME", "/h")])), Some("/h/.cache/mcpvisor".into()));
+        assert_eq!(state_dir(env(&[("XDG_STATE_HOME", "/s"), ("HOME", "/h")])), Some("/s/mcpvisor".into()));
+        assert_eq!(state_dir(env(&[("HOME", "/h")])), Some("/h/.local/state/mcpvisor".into()));
         assert_eq!(data_dir(env(&[])), None);
     }
 }

@@ -26,7 +26,15 @@ fn run_client(program: &str, script: &str, args: &[&str]) {
     let config = dir.path().join("servers.toml");
     std::fs::write(&config, [demo_table("demo", &[]), demo_table("other", &[])].concat()).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop").join(script);
-    let output = std::process::Command::new(program).arg(script).args(args).arg(BIN).arg(&config).output().expect("the client runs");
+    // The gateway's default audit log goes to the test's directory, not the user's.
+    let output = std::process::Command::new(program)
+        .arg(script)
+        .args(args)
+        .arg(BIN)
+        .arg(&config)
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .output()
+        .expect("the client runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "the client failed:\n{stdout}\n{stderr}");

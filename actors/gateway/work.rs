@@ -6,7 +6,7 @@
 //! request with it, which cancels it upstream.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::future::join_all;
 use rmcp::model::{ArgumentInfo, JsonObject, Reference};
@@ -37,18 +37,21 @@ pub struct Pool {
     pub subscribed: Arc<Mutex<HashSet<String>>>,
     /// The session's own outbox, for what belongs to no request.
     pub notices: Outbox,
+    /// The label of the session's tool calls (the audit log's `caller`).
+    pub caller: Arc<str>,
 }
 
 impl Pool {
     /// Answers one request (not `initialize`, `ping` or `server/discover`,
-    /// which the session answers itself). Progress goes to `stream`.
-    pub async fn answer(&self, method: &str, params: Value, stream: &Outbox) -> Answer {
+    /// which the session answers itself). Progress goes to `stream`; a tool
+    /// call puts the server it goes to in `server` before it is sent.
+    pub async fn answer(&self, method: &str, params: Value, stream: &Outbox, server: &OnceLock<String>) -> Answer {
         match method {
             methods::TOOLS_LIST => {
                 let routes = self.routes().await;
                 page(&params, routes.tools.values().map(|(_, tool)| json!(tool)).collect(), "tools")
             }
-            methods::TOOLS_CALL => self.call(params, stream).await,
+            methods::TOOLS_CALL => self.call(params, stream, server).await,
             methods::PROMPTS_LIST => {
                 let routes = self.routes().await;
                 page(&params, routes.prompts.values().map(|(_, prompt)| json!(prompt)).collect(), "prompts")
@@ -86,17 +89,7 @@ impl Pool {
         fetched.routes
     }
 
-    /// The server a request goes to, when the current tables tell it at once.
-    pub fn server_of(&self, method: &str, params: &Value) -> Option<String> {
-        if method != methods::TOOLS_CALL {
-            return None;
-        }
-        let name = params.get("name")?.as_str()?;
-        let routes = self.routes.current()?;
-        routes.tools.get(name).map(|(owner, _)| owner.server.clone())
-    }
-
-    async fn call(&self, params: Value, stream: &Outbox) -> Answer {
+    async fn call(&self, params: Value, stream: &Outbox, server: &OnceLock<String>) -> Answer {
         let name = string(&params, "name", methods::TOOLS_CALL)?;
         let mut routes = self.routes().await;
         if !routes.tools.contains_key(&name) {
@@ -107,7 +100,10 @@ impl Pool {
         let Some(owner) = routes.tools.get(&name).map(|(owner, _)| owner.clone()).or_else(|| self.routes.known_tool(&name)) else {
             return Err(invalid_params(format!("Unknown tool: `{name}` is not served here; list the tools for the names served")));
         };
-        let mut call = CallTool::new(owner.name.clone(), params.get("arguments").cloned().unwrap_or(Value::Null));
+        // Before the call: the server's requests during it go to this request's stream.
+        let _ = server.set(owner.server.clone());
+        let mut call =
+            CallTool::new(owner.name.clone(), params.get("arguments").cloned().unwrap_or(Value::Null)).with_caller(&*self.caller);
         let token = params.pointer("/_meta/progressToken").cloned();
         let Some(token) = token else {
             return self.handle.call_on(&owner.server, call).await.map(|result| json!(result)).or_else(|error| self.failure(error));

@@ -66,6 +66,8 @@ url = "$HTTP_ECHO"
 max_in_flight = 1024
 max_queued = 4096
 TOML
+# serve keeps its audit log on (its default, so it is measured), in the scratch directory.
+export XDG_STATE_HOME=$SCRATCH/state
 # serve over stdio, as bench_client starts a program without arguments.
 cat >"$SCRATCH/gateway-stdio.sh" <<SH
 #!/bin/sh

@@ -36,6 +36,7 @@ mod prompts;
 mod resources;
 mod secrets;
 mod serve;
+mod serve_audit;
 mod serve_http;
 mod servers;
 mod session;

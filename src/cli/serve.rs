@@ -2,7 +2,8 @@
 //! stdin/stdout ([`crate::gateway`]); `serve --server NAME` serves one
 //! server with its own names (a supervising, restarting wrapper).
 //!
-//! stdout carries only protocol frames; logs go to stderr. `SIGHUP`
+//! stdout carries only protocol frames; logs go to stderr. The audit log
+//! of tool calls is on ([`super::serve_audit`]). `SIGHUP`
 //! reads the configuration again and applies it with `SetServers`: new
 //! servers start, removed ones stop, changed ones restart, unchanged ones
 //! keep running. Exit code 0 when the client closes stdin.
@@ -30,6 +31,8 @@ pub struct ServeArgs {
     pub server: Option<String>,
     #[command(flatten)]
     pub http: super::serve_http::HttpArgs,
+    #[command(flatten)]
+    pub audit: super::serve_audit::AuditArgs,
 }
 
 pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
@@ -38,10 +41,11 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
     let http = match &args.http.http {
         Some(addr) => {
             let addr = super::serve_http::parse_addr(addr)?;
-            Some((addr, super::serve_http::options(&args.http, addr)?))
+            Some((addr, super::serve_http::options(&args.http, servers.serve.as_ref(), addr)?))
         }
         None => None,
     };
+    let telemetry = super::serve_audit::telemetry(&args.audit, servers.audit.as_ref(), http.is_none())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -49,7 +53,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
     let outcome = runtime.block_on(async {
         let bridge = ClientBridge::default();
         // No settling wait: a request made before a server is up waits for it.
-        let session = Session::launch_configs(configs, bridge.handlers())?;
+        let session = Session::launch_configs(configs, bridge.handlers(), telemetry)?;
         let options = ServeOptions { passthrough: args.server.clone(), redactor: super::secrets::redactor(), ..ServeOptions::default() };
         if let Some((addr, http)) = http {
             let stop = async {
@@ -60,7 +64,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
                 outcome = served => outcome,
                 () = reload_on_hangup(cli, args, &session.handle) => Ok(0),
             };
-            session.close().await;
+            close(session).await;
             return outcome;
         }
         let served = crate::gateway::stdio::serve_stdio(session.handle.clone(), options, bridge);
@@ -69,12 +73,23 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
             () = reload_on_hangup(cli, args, &session.handle) => Ok(0),
             signal = interrupted() => Err(Failure { code: EXIT_INTERRUPTED, message: format!("interrupted by {signal}; the servers were stopped") }),
         };
-        session.close().await;
+        close(session).await;
         outcome
     });
     // A read of stdin may still be pending after a signal: do not wait for it.
     runtime.shutdown_timeout(STOP_GRACE);
     outcome
+}
+
+/// Stops the servers, then waits for the audit log to be written out.
+async fn close(session: Session) {
+    let audit = session.handle.telemetry().audit().cloned();
+    session.close().await;
+    if let Some(audit) = audit {
+        if !tokio::task::spawn_blocking(move || audit.flush(STOP_GRACE)).await.unwrap_or(false) {
+            warn("the audit log could not be written out in time; its last lines may be missing");
+        }
+    }
 }
 
 /// The servers to start: all, or the one named (which must exist).

@@ -2,8 +2,11 @@
 //! HTTP+SSE) by [`crate::gateway::http`], until SIGTERM or SIGINT drains it.
 //!
 //! Decisions: a bare port means `127.0.0.1:PORT`; the token is read from
-//! `MCPVISOR_SERVE_TOKEN` only (never from a flag, which `ps` shows); a
-//! non-loopback bind without one is refused before anything starts. Once
+//! `MCPVISOR_SERVE_TOKEN`, else from the `[serve]` table's `token` (the
+//! variable wins: it is set for one run, the file for all), never from a
+//! flag, which `ps` shows; a non-loopback bind without one is refused
+//! before anything starts. The table's `allowed_origins` add to
+//! `--allow-origin`. Once
 //! listening, one line on stderr says where (`serving MCP at
 //! http://ADDR/mcp`), with the port chosen when ADDR asked for port 0.
 
@@ -15,7 +18,9 @@ use clap::Args;
 
 use super::output::Failure;
 use super::parse_seconds;
+use super::servers::env;
 use crate::codec::DEFAULT_MAX_FRAME;
+use crate::config::ServeSettings;
 use crate::gateway::bridge::ClientBridge;
 use crate::gateway::http::pool::PoolGateway;
 use crate::gateway::http::{Guard, HttpOptions, MetricsRenderer, Server, DEFAULT_DRAIN, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE};
@@ -29,7 +34,8 @@ pub const TOKEN_VAR: &str = "MCPVISOR_SERVE_TOKEN";
 pub struct HttpArgs {
     /// Serve Streamable HTTP at http://ADDR/mcp (and legacy SSE at /sse)
     /// instead of stdio. ADDR is HOST:PORT, or a port on 127.0.0.1.
-    /// Any non-loopback address needs $MCPVISOR_SERVE_TOKEN.
+    /// Any non-loopback address needs a token: $MCPVISOR_SERVE_TOKEN, or
+    /// `token` in the [serve] table.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
     /// Allow this Origin besides the loopback ones (repeatable), e.g. https://app.example.com.
@@ -55,23 +61,24 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr, Failure> {
     normalized.parse().map_err(|_| Failure::usage(format!("--http {text}: not an address like 127.0.0.1:8080, [::1]:8080 or 8080")))
 }
 
-/// What the HTTP front is configured with; refuses a non-loopback bind without a token.
-pub fn options(args: &HttpArgs, addr: SocketAddr) -> Result<HttpOptions, Failure> {
-    let token = std::env::var(TOKEN_VAR).ok().filter(|token| !token.trim().is_empty());
+/// What the HTTP front is configured with (`settings`: the `[serve]`
+/// table); refuses a non-loopback bind without a token.
+pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAddr) -> Result<HttpOptions, Failure> {
+    let token = match std::env::var(TOKEN_VAR).ok().map(|token| token.trim().to_string()).filter(|token| !token.is_empty()) {
+        Some(token) => Some(token),
+        None => settings.map(|settings| settings.token(env)).transpose()?.flatten(),
+    };
     let loopback = addr.ip().is_loopback();
     if !loopback && token.is_none() {
         return Err(Failure::usage(format!(
-            "--http {addr} listens beyond this machine: set {TOKEN_VAR} to a secret token clients send as `Authorization: Bearer TOKEN` \
-             (or listen on 127.0.0.1)"
+            "--http {addr} listens beyond this machine: set {TOKEN_VAR}, or `token = \"${{VAR}}\"` in the [serve] table, \
+             to a secret token clients send as `Authorization: Bearer TOKEN` (or listen on 127.0.0.1)"
         )));
     }
+    let mut allowed_origins = args.allow_origin.clone();
+    allowed_origins.extend(settings.into_iter().flat_map(|settings| settings.allowed_origins.iter().cloned()));
     Ok(HttpOptions {
-        guard: Guard {
-            allowed_origins: args.allow_origin.clone(),
-            loopback_origins: true,
-            loopback_bind: loopback,
-            token: token.map(|token| token.trim().to_string()),
-        },
+        guard: Guard { allowed_origins, loopback_origins: true, loopback_bind: loopback, token },
         max_body: DEFAULT_MAX_FRAME,
         max_sessions: args.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS),
         session_idle: args.session_idle.unwrap_or(DEFAULT_SESSION_IDLE),

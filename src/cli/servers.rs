@@ -77,6 +77,10 @@ pub struct Servers {
     pub max_started: usize,
     /// The `[agent]` settings of mcpvisor's files.
     pub agent: AgentSettings,
+    /// The `[audit]` table of mcpvisor's files (`serve` opens the log).
+    pub audit: Option<crate::telemetry::AuditConfig>,
+    /// The `[serve]` table of mcpvisor's files.
+    pub serve: Option<crate::config::ServeSettings>,
 }
 
 impl Servers {
@@ -111,7 +115,14 @@ impl Servers {
             }
             entries.push(built_in()?);
         }
-        Ok(Servers { entries, files: loaded.files, max_started: max_servers(cli)?, agent: loaded.agent })
+        Ok(Servers {
+            entries,
+            files: loaded.files,
+            max_started: max_servers(cli)?,
+            agent: loaded.agent,
+            audit: loaded.audit,
+            serve: loaded.serve,
+        })
     }
 
     /// The servers a command about one server (`only`) or all of them
@@ -219,6 +230,8 @@ fn load_file(file: &Path) -> Result<LoadedConfig, ConfigError> {
             loaded.servers.push(defined(config, Origin::Native));
         }
         loaded.agent = agent;
+        loaded.audit = native::parse_audit(file, &text)?;
+        loaded.serve = native::parse_serve(file, &text)?;
     } else {
         let (format, servers) = foreign::parse(file, &text, &Default::default())?;
         for config in servers {

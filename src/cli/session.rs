@@ -18,6 +18,7 @@ use crate::actors::client_requests::ClientHandlers;
 use crate::actors::{ServerState, ServerStatus};
 use crate::config::Redactor;
 use crate::config::{RuntimeConfig, ServerConfig};
+use crate::telemetry::Telemetry;
 use crate::{Handle, Runtime};
 
 /// Time for a server to leave `pending` on top of its start-up time-out.
@@ -46,14 +47,15 @@ impl Session {
     /// a usage error naming the server and the field), lets `adjust` change
     /// them, and starts them all (disabled ones are shown as such).
     pub fn launch<'a>(entries: impl IntoIterator<Item = &'a Entry>, adjust: impl Fn(&mut ServerConfig)) -> Result<Session, Failure> {
-        Session::launch_configs(prepare(entries, adjust)?, Default::default())
+        Session::launch_configs(prepare(entries, adjust)?, Default::default(), Default::default())
     }
 
-    /// Starts these prepared servers ([`prepare`]); `handlers` answer their requests.
-    pub fn launch_configs(configs: Vec<ServerConfig>, handlers: ClientHandlers) -> Result<Session, Failure> {
+    /// Starts these prepared servers ([`prepare`]); `handlers` answer their
+    /// requests; `telemetry` counts their calls (and may keep an audit log).
+    pub fn launch_configs(configs: Vec<ServerConfig>, handlers: ClientHandlers, telemetry: Telemetry) -> Result<Session, Failure> {
         let startup_bound = configs.iter().filter(|c| c.enabled).map(|c| c.timeouts.startup).max().unwrap_or_default() + SETTLE_MARGIN;
         let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
-        let handle = Runtime::start(RuntimeConfig { end_orphans: true, handlers, ..RuntimeConfig::new(configs) })
+        let handle = Runtime::start(RuntimeConfig { end_orphans: true, handlers, telemetry, ..RuntimeConfig::new(configs) })
             .map_err(|e| Failure::connection(format!("cannot start the runtime: {e}")))?;
         Ok(Session { handle, names, startup_bound })
     }

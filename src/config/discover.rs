@@ -71,6 +71,8 @@ pub struct LoadedConfig {
     pub agent: AgentSettings,
     /// The last `[audit]` table of mcpvisor's files (project over user).
     pub audit: Option<crate::telemetry::AuditConfig>,
+    /// The last `[serve]` table of mcpvisor's files (project over user).
+    pub serve: Option<super::ServeSettings>,
 }
 
 impl LoadedConfig {
@@ -121,6 +123,9 @@ impl Combining {
         self.loaded.agent.merge(agent);
         if let Some(audit) = native::parse_audit(path, &text)? {
             self.loaded.audit = Some(audit);
+        }
+        if let Some(serve) = native::parse_serve(path, &text)? {
+            self.loaded.serve = Some(serve);
         }
         Ok(())
     }

@@ -71,12 +71,14 @@ mod jsonc;
 pub mod native;
 mod oauth;
 pub mod redact;
+mod serve;
 
 pub use agent::{AgentSettings, ConfirmMode};
 pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
 pub use filter::ToolFilter;
 pub use oauth::{AuthorizerHandle, Grant, IdentityProvider, OAuthConfig};
 pub use redact::{Redactor, MASK};
+pub use serve::ServeSettings;
 
 /// Back-pressure bounds of one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,8 +2,14 @@
 //! gateway's client.
 //!
 //! A [`ClientBridge`] gives the runtime [`ClientHandlers`] that put each
-//! request to the first attached session whose client declared the
-//! capability ([`AskClient`]). When none did, the request gets the answer a
+//! request to an attached session whose client declared the capability
+//! ([`AskClient`]): first to one with a tool call open to the asking server
+//! (the request then goes out on that call's stream: over HTTP, the POST's
+//! SSE stream, which ends with the call's answer), else to the first one
+//! (on its own stream: stdout, or the HTTP session's GET stream). The
+//! runtime does not say which call a server's request belongs to, so with
+//! two sessions calling the same server at once the first of them is
+//! asked. When no session offers the capability, the request gets the answer a
 //! client without handlers gets: sampling refused (saying why), elicitation
 //! declined, and as roots the gateway's working directory.
 
@@ -73,13 +79,17 @@ impl ClientBridge {
             })
     }
 
-    /// The first answer of a session whose client declared the capability.
+    /// The answer of the first session whose client declared the
+    /// capability, sessions with a call open to `server` (those whose call
+    /// may have caused the request) asked first.
     async fn ask(&self, server: String, method: &'static str, params: Value) -> Option<Result<Value, Refusal>> {
         let sessions: Vec<_> = self.lock().iter().filter_map(WeakAddr::upgrade).collect();
-        for session in sessions {
-            let ask = AskClient { server: server.clone(), method, params: params.clone() };
-            if let Ok(Some(answer)) = session.send(ask).await {
-                return Some(answer.map_err(|ErrorObject { code, message, .. }| Refusal { code, message }));
+        for calling in [true, false] {
+            for session in &sessions {
+                let ask = AskClient { server: server.clone(), method, params: params.clone(), calling };
+                if let Ok(Some(answer)) = session.send(ask).await {
+                    return Some(answer.map_err(|ErrorObject { code, message, .. }| Refusal { code, message }));
+                }
             }
         }
         None

@@ -43,6 +43,15 @@ pub struct ServeOptions {
     pub routes: names::RoutesCache,
 }
 
+/// The caller label (`CallTool::with_caller`, the audit log's `caller`)
+/// of the calls of a client over stdio. Over HTTP a session's label is its
+/// `Mcp-Session-Id`.
+pub const STDIO_CALLER: &str = "stdio";
+
+/// The caller label of a stateless 2026-07-28 request over HTTP: it has
+/// no session, and its peer address would often be a proxy's.
+pub const STATELESS_CALLER: &str = "http:stateless";
+
 /// The name this gateway gives itself in `initialize` and `server/discover`.
 pub const SERVER_NAME: &str = "mcpvisor";
 

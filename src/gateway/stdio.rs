@@ -81,7 +81,7 @@ where
 {
     let (outbox, frames) = Outbox::new();
     let mut writer = actix_rt::spawn(write_frames(frames, output));
-    let session = actix::Actor::start(GatewaySession::new(handle, options, outbox.clone()));
+    let session = actix::Actor::start(GatewaySession::new(handle, options, outbox.clone(), super::STDIO_CALLER));
     bridge.attach(session.downgrade());
     let mut input = FramedRead::new(input, JsonRpcCodec::new(DEFAULT_MAX_FRAME));
     while let Some(Ok(frame)) = input.next().await {

@@ -45,13 +45,21 @@ pub fn demo_table(name: &str, flags: &[&str]) -> String {
 }
 
 impl Gateway {
-    /// `mcpvisor --config CONFIG serve EXTRA...`, not yet initialised.
+    /// `mcpvisor --config CONFIG serve EXTRA...`, not yet initialised; its
+    /// state (the default audit log) under CONFIG's directory.
     pub fn spawn(config: &Path, extra: &[&str]) -> Gateway {
+        let state = config.parent().unwrap_or(Path::new(".")).join("state");
+        Gateway::spawn_with_env(config, extra, &[("XDG_STATE_HOME", state.to_str().unwrap())])
+    }
+
+    /// [`Gateway::spawn`] with these environment variables set.
+    pub fn spawn_with_env(config: &Path, extra: &[&str], env: &[(&str, &str)]) -> Gateway {
         let mut child = Command::new(BIN)
             .arg("--config")
             .arg(config)
             .arg("serve")
             .args(extra)
+            .envs(env.iter().copied())
             .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -46,7 +46,7 @@ pub const KEYS: [&str; 30] = [
     "limits",
 ];
 
-pub(super) const TOP_LEVEL_KEYS: [&str; 3] = ["servers", "agent", "audit"];
+pub(super) const TOP_LEVEL_KEYS: [&str; 4] = ["servers", "agent", "audit", "serve"];
 pub(super) const TOOLS_KEYS: [&str; 2] = ["allow", "deny"];
 /// The keys of `limits` (a tool's own limits take the first three).
 pub(super) const LIMITS_KEYS: [&str; 4] = ["rate", "burst", "concurrent", "tools"];

@@ -73,9 +73,10 @@ pub trait Port: Send + Sync + 'static {
 
 /// Makes the sessions the HTTP front serves.
 pub trait Gateway: Send + Sync + 'static {
-    /// A session of the `initialize` era; messages that belong to no
-    /// request go to `standalone`. `None` when the gateway is stopping.
-    fn open(&self, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
+    /// A session of the `initialize` era whose `Mcp-Session-Id` is `id`;
+    /// messages that belong to no request go to `standalone`. `None` when
+    /// the gateway is stopping.
+    fn open(&self, id: &str, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
     /// A session for one request of the stateless 2026-07-28 era (closed
     /// once it is answered, or when its client goes).
     fn stateless(&self) -> BoxFuture<'static, Option<Arc<dyn Port>>>;

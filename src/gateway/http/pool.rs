@@ -54,8 +54,8 @@ impl PoolGateway {
 }
 
 impl Gateway for PoolGateway {
-    fn open(&self, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
-        self.start(GatewaySession::new(self.handle.clone(), self.options.clone(), standalone))
+    fn open(&self, id: &str, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
+        self.start(GatewaySession::new(self.handle.clone(), self.options.clone(), standalone, id))
     }
 
     fn stateless(&self) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
@@ -63,6 +63,6 @@ impl Gateway for PoolGateway {
         // there (list changes) is dropped, never queued.
         let (outbox, frames) = Outbox::with_capacity(1);
         drop(frames);
-        self.start(GatewaySession::stateless(self.handle.clone(), self.options.clone(), outbox))
+        self.start(GatewaySession::stateless(self.handle.clone(), self.options.clone(), outbox, crate::gateway::STATELESS_CALLER))
     }
 }

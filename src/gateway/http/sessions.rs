@@ -138,7 +138,7 @@ impl Sessions {
     }
 
     /// A fresh id: 128 random bits, hex (visible ASCII, as the specification requires).
-    fn new_id(&self) -> String {
+    pub fn new_id(&self) -> String {
         let mut bytes = [0u8; 16];
         if self.random.fill(&mut bytes).is_err() {
             // The system's generator failed: fall back to a non-cryptographic one rather than refuse.
@@ -158,15 +158,15 @@ impl Sessions {
         }
     }
 
-    /// Keeps a session around `port`, unless there are `max` already (then
-    /// the port is closed).
-    pub fn insert(&self, port: Arc<dyn Port>) -> Result<Arc<Session>, Full> {
+    /// Keeps a session `id` (from [`Sessions::new_id`]) around `port`,
+    /// unless there are `max` already (then the port is closed).
+    pub fn insert(&self, id: String, port: Arc<dyn Port>) -> Result<Arc<Session>, Full> {
         let mut map = self.map();
         if map.len() >= self.max {
             port.close();
             return Err(Full { max: self.max });
         }
-        let session = Session::new(self.new_id(), port);
+        let session = Session::new(id, port);
         map.insert(session.id.clone(), session.clone());
         Ok(session)
     }

@@ -231,8 +231,9 @@ pub(super) async fn open_session(front: &Arc<Front>, legacy: Option<()>) -> Resu
     };
     front.sessions.has_room().map_err(|f| full(f.max))?;
     let (standalone, frames) = Outbox::new();
-    let Some(port) = front.gateway.open(standalone.clone()).await else { return Err(Box::new(stopping())) };
-    let session = front.sessions.insert(port).map_err(|f| full(f.max))?;
+    let id = front.sessions.new_id();
+    let Some(port) = front.gateway.open(&id, standalone.clone()).await else { return Err(Box::new(stopping())) };
+    let session = front.sessions.insert(id, port).map_err(|f| full(f.max))?;
     pump(frames, session.standalone.clone(), None, Vec::new());
     if legacy.is_some() {
         let _ = session.legacy_outbox.set(standalone);

@@ -1,0 +1,140 @@
+//! The `[serve]` table of mcpvisor's TOML: how `mcpvisor serve --http`
+//! guards itself.
+//!
+//! ```toml
+//! [serve]
+//! token = "${MCPVISOR_TOKEN}"                    # names the variable holding the bearer token
+//! allowed_origins = ["https://app.example.com"]  # Origins allowed besides the loopback ones
+//! ```
+//!
+//! `token` must be one `${VAR}` reference, expanded when `serve` starts: it
+//! names the secret without holding it, since configuration files get
+//! copied and committed (a literal is refused, saying so). The
+//! environment's `MCPVISOR_SERVE_TOKEN` wins over the file: it is set for
+//! one run (a container, a unit file), the file for every run. A token is
+//! never accepted on the command line (`ps` shows it) and never printed:
+//! errors name the variable, [`ServeSettings`]' `Debug` masks the value.
+//! A later file's table replaces an earlier one's whole.
+
+use std::path::{Path, PathBuf};
+
+use toml_edit::Item;
+
+use super::expand::{expand, is_only_reference, Problem, Syntax};
+use crate::error::ConfigError;
+
+const KEYS: [&str; 2] = ["token", "allowed_origins"];
+
+/// The `[serve]` table, its references not yet expanded.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct ServeSettings {
+    /// The file the table was read from (errors name it).
+    pub file: PathBuf,
+    /// The bearer token as written (`${VAR}` references kept).
+    pub token: Option<String>,
+    pub allowed_origins: Vec<String>,
+}
+
+impl std::fmt::Debug for ServeSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeSettings")
+            .field("file", &self.file)
+            .field("token", &self.token.as_ref().map(|_| super::MASK))
+            .field("allowed_origins", &self.allowed_origins)
+            .finish()
+    }
+}
+
+impl ServeSettings {
+    /// The token with its references expanded by `lookup`; `None` when the
+    /// table has none or it expands to blanks. An unset variable is an
+    /// error naming the file and the variable (never the value).
+    pub fn token(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
+        let Some(raw) = &self.token else { return Ok(None) };
+        let invalid = |message: String| ConfigError::InvalidSetting { file: self.file.clone(), field: "serve.token".into(), message };
+        match expand(raw, Syntax::Braced, &lookup) {
+            Ok(token) => Ok(Some(token.trim().to_string()).filter(|token| !token.is_empty())),
+            Err(Problem::Unset(var)) => Err(invalid(format!("refers to ${{{var}}}, which is not set; set it, or remove the key"))),
+            Err(Problem::Malformed(reference)) => {
+                Err(invalid(format!("has `{reference}`, which is not a variable reference; write ${{NAME}}, or $${{ for a literal `${{`")))
+            }
+        }
+    }
+}
+
+/// Reads `[serve]` of the file at `path`.
+pub(crate) fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigError> {
+    let invalid = |field: &str, message: &str| ConfigError::InvalidSetting {
+        file: path.into(),
+        field: format!("serve.{field}"),
+        message: message.into(),
+    };
+    let table = item.as_table_like().ok_or_else(|| invalid("", "must be a table: write [serve] with token = \"${VAR}\" below it"))?;
+    let mut settings = ServeSettings { file: path.into(), ..ServeSettings::default() };
+    for (key, value) in table.iter() {
+        match key {
+            "token" => {
+                let text = value.as_str().ok_or_else(|| invalid(key, "must be a string, such as \"${MCPVISOR_TOKEN}\""))?;
+                if !is_only_reference(text, Syntax::Braced) {
+                    return Err(invalid(
+                        key,
+                        "must be one reference such as \"${MCPVISOR_TOKEN}\", naming the variable that holds the token: \
+                         a token written in the file would travel with every copy of it",
+                    ));
+                }
+                settings.token = Some(text.to_string());
+            }
+            "allowed_origins" => {
+                let origins =
+                    value.as_array().ok_or_else(|| invalid(key, "must be a list of origins, such as [\"https://app.example.com\"]"))?;
+                settings.allowed_origins = origins
+                    .iter()
+                    .map(|origin| origin.as_str().map(str::to_string))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| invalid(key, "must hold strings only, such as \"https://app.example.com\""))?;
+            }
+            _ => {
+                return Err(ConfigError::UnknownKey { file: path.into(), server: None, key: format!("serve.{key}"), known: KEYS.to_vec() })
+            }
+        }
+    }
+    Ok(settings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve(text: &str) -> Result<ServeSettings, String> {
+        let document: toml_edit::DocumentMut = text.parse().unwrap();
+        read(Path::new("/etc/mcpvisor/servers.toml"), &document["serve"]).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_token_is_expanded_late_and_never_shown() {
+        let settings = serve("[serve]\ntoken = \"${GW_TOKEN}\"\nallowed_origins = [\"https://a.example\"]\n").unwrap();
+        assert_eq!(settings.allowed_origins, ["https://a.example"]);
+        let lookup = |name: &str| (name == "GW_TOKEN").then(|| " s3cr3t ".to_string());
+        assert_eq!(settings.token(lookup).unwrap().as_deref(), Some("s3cr3t"));
+        let unset = settings.token(|_| None).unwrap_err().to_string();
+        assert!(unset.contains("serve.token") && unset.contains("${GW_TOKEN}") && unset.contains("servers.toml"), "{unset}");
+        assert!(!format!("{settings:?}").contains("GW_TOKEN"), "{settings:?}");
+        let blank = |_: &str| Some("  ".to_string());
+        assert_eq!(settings.token(blank).unwrap(), None);
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_key() {
+        for (body, expected) in [
+            ("token = 5", "`serve.token` must be a string"),
+            ("token = \"hunter2-literal\"", "`serve.token` must be one reference"),
+            ("token = \"${A:-hunter2}\"", "`serve.token` must be one reference"),
+            ("allowed_origins = \"x\"", "`serve.allowed_origins` must be a list"),
+            ("allowed_origins = [1]", "must hold strings only"),
+            ("http = \"0.0.0.0:1\"", "unknown key `serve.http`; the known keys are token, allowed_origins"),
+        ] {
+            let message = serve(&format!("[serve]\n{body}\n")).unwrap_err();
+            assert!(message.starts_with("/etc/mcpvisor/servers.toml: ") && message.contains(expected), "{message}");
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! The `[serve]` table of the configuration, read by a real
+//! `mcpvisor serve --http`: the bearer token (a `${VAR}` reference, or the
+//! environment's `MCPVISOR_SERVE_TOKEN`, which wins) and allowed origins.
+
+mod gateway_http_support;
+
+use gateway_http_support::{client, initialize, post, Gateway, BIN, LEGACY};
+
+fn demo_with(serve_table: &str) -> String {
+    format!("[servers.demo]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n\n[serve]\n{serve_table}")
+}
+
+/// The status of an `initialize` POST to a gateway bound on every address, with `token` if any.
+async fn initialize_status(gateway: &Gateway, token: Option<&str>, origin: Option<&str>) -> u16 {
+    let port = gateway.base.rsplit(':').next().unwrap();
+    let mut request = post(&client(), &format!("http://127.0.0.1:{port}/mcp"), &initialize(LEGACY));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    request.send().await.unwrap().status().as_u16()
+}
+
+#[tokio::test]
+async fn a_token_from_the_configuration_lets_a_non_loopback_bind_start_and_is_required() {
+    let config = demo_with("token = \"${GW_TEST_TOKEN}\"\nallowed_origins = [\"https://app.example.com\"]\n");
+    let gateway = Gateway::start_with_config(&config, "0.0.0.0:0", &[], &[("GW_TEST_TOKEN", "from-the-file-1234")])
+        .expect("starts with the file's token");
+    assert!(!gateway.stderr_text().contains("from-the-file-1234"), "the token is never printed: {}", gateway.stderr_text());
+    assert_eq!(initialize_status(&gateway, None, None).await, 401);
+    assert_eq!(initialize_status(&gateway, Some("wrong-token-5678"), None).await, 401);
+    assert_eq!(initialize_status(&gateway, Some("from-the-file-1234"), None).await, 200);
+    assert_eq!(initialize_status(&gateway, Some("from-the-file-1234"), Some("https://app.example.com")).await, 200);
+    assert_eq!(initialize_status(&gateway, Some("from-the-file-1234"), Some("https://evil.example.com")).await, 403);
+}
+
+#[tokio::test]
+async fn the_environment_token_wins_over_the_file() {
+    let config = demo_with("token = \"${GW_TEST_TOKEN}\"\n");
+    let env = [("GW_TEST_TOKEN", "from-the-file-1234"), ("MCPVISOR_SERVE_TOKEN", "from-the-env-5678")];
+    let gateway = Gateway::start_with_config(&config, "0.0.0.0:0", &[], &env).expect("starts");
+    assert_eq!(initialize_status(&gateway, Some("from-the-file-1234"), None).await, 401);
+    assert_eq!(initialize_status(&gateway, Some("from-the-env-5678"), None).await, 200);
+}
+
+#[tokio::test]
+async fn without_any_token_a_non_loopback_bind_is_refused() {
+    let refused = Gateway::start_with_config(&demo_with(""), "0.0.0.0:0", &[], &[]).err().expect("no token, no start");
+    assert!(refused.contains("MCPVISOR_SERVE_TOKEN") && refused.contains("[serve]"), "{refused}");
+    let unset = Gateway::start_with_config(&demo_with("token = \"${GW_UNSET_TOKEN}\"\n"), "0.0.0.0:0", &[], &[])
+        .err()
+        .expect("a token whose variable is unset, no start");
+    assert!(unset.contains("serve.token") && unset.contains("${GW_UNSET_TOKEN}"), "{unset}");
+}
