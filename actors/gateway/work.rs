@@ -89,7 +89,7 @@ impl Pool {
         fetched.routes
     }
 
-    async fn call(&self, params: Value, stream: &Outbox, server: &OnceLock<String>) -> Answer {
+    async fn call(&self, mut params: Value, stream: &Outbox, server: &OnceLock<String>) -> Answer {
         let name = string(&params, "name", methods::TOOLS_CALL)?;
         let mut routes = self.routes().await;
         if !routes.tools.contains_key(&name) {
@@ -102,8 +102,8 @@ impl Pool {
         };
         // Before the call: the server's requests during it go to this request's stream.
         let _ = server.set(owner.server.clone());
-        let mut call =
-            CallTool::new(owner.name.clone(), params.get("arguments").cloned().unwrap_or(Value::Null)).with_caller(&*self.caller);
+        let mut call = CallTool::new(owner.name.clone(), params.get_mut("arguments").map(Value::take).unwrap_or(Value::Null))
+            .with_caller(&*self.caller);
         let token = params.pointer("/_meta/progressToken").cloned();
         let Some(token) = token else {
             return self.handle.call_on(&owner.server, call).await.map(|result| json!(result)).or_else(|error| self.failure(error));
