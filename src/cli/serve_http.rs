@@ -102,10 +102,39 @@ pub async fn serve(
         Box::pin(async move { handle.metrics().await.to_prometheus() })
     });
     let options = HttpOptions { metrics: Some(render), ..options };
-    let gateway = Arc::new(PoolGateway { handle, options: serve, bridge });
+    let gateway = Arc::new(PoolGateway { handle: handle.clone(), options: serve, bridge });
+    // The front runs on the pool's own thread, beside the sessions and the
+    // servers' connections, so a request crosses no thread on its way.
+    let (stop_front, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (done, finished) = tokio::sync::oneshot::channel();
+    handle.hub().do_send(crate::actors::hub::Spawn(Box::new(move || {
+        actix_rt::spawn(async move {
+            let _ = done.send(bind_and_run(addr, gateway, options, stopped).await);
+        });
+    })));
+    let outcome = async { finished.await.unwrap_or_else(|_| Err(Failure::connection("the runtime stopped before the HTTP front"))) };
+    tokio::pin!(outcome);
+    tokio::select! {
+        result = &mut outcome => return result,
+        () = stop => {}
+    }
+    let _ = stop_front.send(());
+    outcome.await
+}
+
+/// Binds `addr` and serves until `stopped` resolves (or its sender is gone).
+async fn bind_and_run(
+    addr: SocketAddr,
+    gateway: Arc<PoolGateway>,
+    options: HttpOptions,
+    stopped: tokio::sync::oneshot::Receiver<()>,
+) -> Result<u8, Failure> {
     let server = Server::bind(addr, gateway, options).await.map_err(|e| Failure::connection(format!("cannot listen on {addr}: {e}")))?;
     let bound = server.local_addr().unwrap_or(addr);
     eprintln!("mcpvisor: serving MCP at http://{bound}/mcp");
+    let stop = async {
+        let _ = stopped.await;
+    };
     server.run(stop).await.map_err(|e| Failure::connection(format!("the HTTP server on {bound} failed: {e}")))?;
     Ok(0)
 }
