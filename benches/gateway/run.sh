@@ -15,6 +15,9 @@
 # prints medians, and the ratios here are paired within
 # a round (gateway ÷ direct of the same transport).
 #
+# Each row also records the machine's CPU time per call (all processes),
+# the work a call costs whatever the cores: run it on a quiet machine.
+#
 # Knobs: N (calls, 20000), K (in flight, 32), ROUNDS (3), MODES ("seq conc"),
 # MCPVISOR (release binary, default target/release/mcpvisor), MCPVISOR_BENCH
 # (release examples/bench_client), STDIO_ECHO (a stdio MCP echo server; by
@@ -91,6 +94,11 @@ start_http_gateway() { # CONFIG VAR: starts the gateway, sets VAR to its URL
 start_http_gateway "$SCRATCH/http.toml" GW_HTTP
 start_http_gateway "$SCRATCH/stdio.toml" GW_HTTP_STDIO
 
+# CPU time of the whole machine (every process: client, gateway, echo
+# server), in clock ticks: the work a call costs, whatever the cores.
+TICKS=$(getconf CLK_TCK)
+busy_jiffies() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9; exit}' /proc/stat; }
+
 RESULTS=$SCRATCH/results/$(date -u +%Y%m%dT%H%M%SZ).jsonl
 printf '{"n":%s,"k":%s,"rounds":%s}\n' "$N" "$K" "$ROUNDS" >"$RESULTS"
 ROWS=("direct-stdio $STDIO_ECHO" "gateway-stdio $SCRATCH/gateway-stdio.sh" \
@@ -108,9 +116,11 @@ for round in $(seq 1 "$ROUNDS"); do
                 conc) args=(conc "$N" "$K") ;;
             esac
             echo "-- round $round $mode $name" >&2
+            before=$(busy_jiffies)
             if out=$("$MCPVISOR_BENCH" "$server" "${args[@]}"); then
+                cpu_us=$(( ($(busy_jiffies) - before) * 1000000 / TICKS / N ))
                 out=${out/\"client\":\"mcpvisor\"/\"client\":\"$name\"}
-                echo "${out%\}},\"round\":$round}" | tee -a "$RESULTS" >&2
+                echo "${out%\}},\"round\":$round,\"machine_cpu_us_per_call\":$cpu_us}" | tee -a "$RESULTS" >&2
             else
                 echo "!! FAILED: $name $mode" >&2
             fi
