@@ -243,12 +243,18 @@ impl GatewaySession {
         &mut self,
         id: RequestId,
         method: String,
-        params: Value,
+        mut params: Value,
         stream: Outbox,
         permit: OwnedSemaphorePermit,
         ctx: &mut Context<Self>,
     ) {
         let served = Served::of(&method, &params);
+        if served.as_ref().is_ok_and(Served::is_modern) {
+            // That era has no 2025-11-25 tasks: the call is answered when done.
+            if let Some(params) = params.as_object_mut() {
+                params.remove("task");
+            }
+        }
         let reused = self.open.contains_key(&id).then(|| ErrorObject {
             code: error_codes::INVALID_REQUEST,
             message: format!("request id {id} is already in use by a request still open; use a new id"),
@@ -331,7 +337,7 @@ impl GatewaySession {
         self.client = Some(ClientInfo { capabilities: params.get("capabilities").cloned().unwrap_or_else(|| json!({})) });
         json!({
             "protocolVersion": version,
-            "capabilities": capabilities(),
+            "capabilities": capabilities_with_tasks(),
             "serverInfo": server_info(),
             "instructions": INSTRUCTIONS,
         })
@@ -374,6 +380,13 @@ fn capabilities() -> Value {
         "completions": {},
         "logging": {},
     })
+}
+
+/// What the gateway offers in the `initialize` era: tasks besides.
+fn capabilities_with_tasks() -> Value {
+    let mut offered = capabilities();
+    offered["tasks"] = crate::gateway::tasks::capability();
+    offered
 }
 
 fn server_info() -> Value {

@@ -20,6 +20,7 @@
 //! | [`llm`] | model providers (OpenAI-compatible, Anthropic) behind one [`llm::ChatModel`] seam |
 //! | [`telemetry`] | call metrics (Prometheus text for `/metrics`) and the audit log, fed by every tool call |
 //! | [`sessions`] | the agent's saved conversations: one JSON-lines file each, secrets masked, resumable |
+//! | [`task_store`] | the server side of 2025-11-25 tasks, for the demo server and the gateway |
 //! | [`tool_search`] | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
 //! | [`catalog_cache`] | each server's tool list kept on disk, so searches need not start every server |
 //! | [`user_dirs`] | where data and caches live (XDG base directories) |
@@ -67,6 +68,7 @@ pub mod protocol;
 pub mod rate_limit;
 pub mod restart;
 pub mod sessions;
+pub mod task_store;
 pub mod telemetry;
 pub mod tool_search;
 pub mod transport;

@@ -366,10 +366,54 @@ async fn a_task_required_tool_is_served_and_answered_with_the_tasks_result() {
     let mut gateway = Gateway::start(&config(&dir, &[demo_table("demo", &["--era", "legacy"])]), &[], json!({})).await;
     let listed = gateway.result("tools/list", json!({})).await;
     let tool = listed["tools"].as_array().unwrap().iter().find(|tool| tool["name"] == "demo__slow_task").cloned();
-    assert!(tool.as_ref().is_some_and(|tool| tool.get("execution").is_none()), "{listed}");
+    // The gateway runs any call as a task of its own when asked; the upstream's `required` is its connection's business.
+    assert!(tool.as_ref().is_some_and(|tool| tool["execution"]["taskSupport"] == "optional"), "{listed}");
     let answer = gateway.call("demo__slow_task", json!({"ms": 5})).await;
     assert_eq!(answer["result"]["content"][0]["text"], "slept 5 ms", "{answer}");
     assert!(answer["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"].is_string(), "{answer}");
+    assert_eq!(gateway.close().await, Some(0));
+}
+
+/// A client's task-augmented call is a task of the gateway's: answered at
+/// once, its status and result fetched later, cancellable (which cancels
+/// the upstream call), seen only by its own session.
+#[tokio::test]
+async fn a_task_augmented_call_runs_as_a_task_of_the_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Gateway::start(&config(&dir, &[demo_table("demo", &[])]), &[], json!({})).await;
+    let hello = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+    let offered = gateway.result("initialize", hello).await;
+    assert!(offered["capabilities"]["tasks"]["requests"]["tools"]["call"].is_object(), "{offered}");
+    let created = gateway.result("tools/call", json!({"name": "demo__echo", "arguments": {"text": "later"}, "task": {"ttl": 60000}})).await;
+    let id = created["task"]["taskId"].as_str().expect("a CreateTaskResult").to_string();
+    assert_eq!((created["task"]["ttl"].as_u64(), created["task"]["pollInterval"].is_u64()), (Some(60000), true), "{created}");
+    let result = gateway.result("tasks/result", json!({"taskId": id})).await;
+    assert_eq!(result["content"][0]["text"], "later", "{result}");
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str(), "{result}");
+    assert_eq!(gateway.result("tasks/get", json!({"taskId": id})).await["status"], "completed");
+    let listed = gateway.result("tasks/list", json!({})).await;
+    assert!(listed["tasks"].as_array().is_some_and(|tasks| tasks.iter().any(|task| task["taskId"] == id.as_str())), "{listed}");
+
+    let slow = gateway.result("tools/call", json!({"name": "demo__sleep", "arguments": {"ms": 600000}, "task": {}})).await;
+    let slow = slow["task"]["taskId"].as_str().unwrap().to_string();
+    loop {
+        if gateway.statuses().await[0]["in_flight"].as_u64() == Some(1) {
+            break;
+        }
+    }
+    assert_eq!(gateway.result("tasks/cancel", json!({"taskId": slow})).await["status"], "cancelled");
+    let received = loop {
+        let answer = gateway.call("demo__cancellations", json!({})).await;
+        let received = answer["result"]["structuredContent"]["cancellations"].as_array().cloned().unwrap_or_default();
+        if !received.is_empty() {
+            break received;
+        }
+    };
+    assert_eq!(received[0]["tool"], "sleep", "the upstream call was cancelled: {received:?}");
+    let refused = gateway.request("tasks/result", json!({"taskId": slow})).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let unknown = gateway.request("tasks/get", json!({"taskId": "task-0"})).await;
+    assert!(unknown["error"]["message"].as_str().is_some_and(|m| m.contains("no task")), "{unknown}");
     assert_eq!(gateway.close().await, Some(0));
 }
 

@@ -18,7 +18,7 @@ use crate::actors::{CallTool, ProgressSink};
 use crate::gateway::errors::{invalid_params, rpc_error, tool_failure};
 use crate::gateway::names::{serves, Routes, RoutesCache};
 use crate::gateway::outbox::{Frame, Outbox};
-use crate::gateway::{ServeOptions, SERVER_NAME, STATUS_URI};
+use crate::gateway::{tasks, ServeOptions, SERVER_NAME, STATUS_URI};
 use crate::protocol::{error_codes, methods, ErrorObject};
 use crate::Handle;
 
@@ -49,9 +49,16 @@ impl Pool {
         match method {
             methods::TOOLS_LIST => {
                 let routes = self.routes().await;
-                page(&params, routes.tools.values().map(|(_, tool)| json!(tool)).collect(), "tools")
+                let listed = routes.tools.values().map(|(_, tool)| {
+                    let mut tool = json!(tool);
+                    tool["execution"] = tasks::execution();
+                    tool
+                });
+                page(&params, listed.collect(), "tools")
             }
+            methods::TOOLS_CALL if params.get("task").is_some() => self.call_as_task(params),
             methods::TOOLS_CALL => self.call(params, stream, server).await,
+            method if tasks::answers(method) => tasks::answer(&self.options.tasks, method, &params, &self.caller).await,
             methods::PROMPTS_LIST => {
                 let routes = self.routes().await;
                 page(&params, routes.prompts.values().map(|(_, prompt)| json!(prompt)).collect(), "prompts")
@@ -87,6 +94,18 @@ impl Pool {
             }
         }
         fetched.routes
+    }
+
+    /// Runs a task-augmented call as a task of this session ([`tasks`]).
+    fn call_as_task(&self, mut params: Value) -> Answer {
+        let task = params.as_object_mut().and_then(|params| params.remove("task")).unwrap_or(Value::Null);
+        let pool = self.clone();
+        let work = async move {
+            // Its request is answered already: progress and server requests have no stream of their own.
+            let (nowhere, _) = Outbox::with_capacity(1);
+            pool.call(params, &nowhere, &OnceLock::new()).await
+        };
+        tasks::start(&self.options.tasks, &self.caller, &task, work)
     }
 
     async fn call(&self, mut params: Value, stream: &Outbox, server: &OnceLock<String>) -> Answer {

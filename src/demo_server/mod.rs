@@ -130,7 +130,6 @@ mod resources;
 mod rpc;
 mod server;
 mod subscriptions;
-mod tasks;
 mod tools;
 
 #[cfg(test)]

@@ -21,6 +21,12 @@ pub struct RpcError {
     pub data: Option<Value>,
 }
 
+impl From<crate::protocol::ErrorObject> for RpcError {
+    fn from(error: crate::protocol::ErrorObject) -> RpcError {
+        RpcError { code: error.code, message: error.message, data: error.data }
+    }
+}
+
 impl RpcError {
     pub fn new(code: i64, message: impl Into<String>) -> Self {
         RpcError { code, message: message.into(), data: None }

@@ -18,8 +18,8 @@ use super::logging::Level;
 use super::paging::page;
 use super::rpc::{classify, response_frame, text_result, Message, Out, RpcError, METHOD_NOT_FOUND};
 use super::subscriptions::{Change, Subscriptions};
-use super::tasks::{requested_ttl, Outcome, TaskStore};
-use super::{completion, lifecycle, lock, log, prompts, resources, tasks, tools, DemoServerOptions};
+use super::{completion, lifecycle, lock, log, prompts, resources, tools, DemoServerOptions};
+use crate::task_store::{self as tasks, requested_ttl, Outcome, TaskStore};
 
 /// What the server has received, as the `received` and `cancellations` tools report it.
 #[derive(Default)]
@@ -230,11 +230,13 @@ impl Server {
                 }
                 Err(e) => Action::Reply(Err(e)),
             },
-            "tasks/get" | "tasks/cancel" if legacy => Action::Reply(state.tasks.get_or_cancel(method, params)),
-            "tasks/list" if legacy => list("tasks", state.tasks.list()),
-            "tasks/result" if legacy => match state.tasks.watch(params) {
+            "tasks/get" | "tasks/cancel" if legacy => {
+                Action::Reply(state.tasks.get_or_cancel(method, params, None).map_err(RpcError::from))
+            }
+            "tasks/list" if legacy => list("tasks", state.tasks.list(None)),
+            "tasks/result" if legacy => match state.tasks.watch(params, None) {
                 Ok((task, outcome)) => Action::Spawn(Job::TaskResult(task, outcome)),
-                Err(e) => Action::Reply(Err(e)),
+                Err(e) => Action::Reply(Err(e.into())),
             },
             _ => Action::Reply(Err(RpcError::method_not_found(method))),
         }
@@ -275,11 +277,11 @@ impl Server {
 
     /// Creates a task running `call`; answers the `CreateTaskResult` at once.
     fn start_task(&self, call: ToolCall, task: &Value) -> Result<Value, RpcError> {
-        let (id, created) = self.state.tasks.create(requested_ttl(task)?);
+        let (id, created) = self.state.tasks.create(requested_ttl(task)?, None)?;
         let (state, task_id) = (Arc::clone(&self.state), id.clone());
         let work = tokio::spawn(async move {
             let result = tools::execute(call, &state, RequestEra::Legacy, &Value::Null).await;
-            state.tasks.complete(&task_id, result.unwrap_or_else(|e| text_result(e.message)));
+            state.tasks.end(&task_id, Ok(result.unwrap_or_else(|e| text_result(e.message))));
         });
         self.state.tasks.set_abort(&id, work.abort_handle());
         Ok(created)
@@ -297,7 +299,7 @@ impl Server {
         let task = tokio::spawn(async move {
             let result = match job {
                 Job::Tool(call) => tools::execute(call, &state, era, &params).await,
-                Job::TaskResult(task, outcome) => tasks::result(task, outcome).await,
+                Job::TaskResult(task, outcome) => tasks::result(task, outcome).await.map_err(RpcError::from),
             };
             let mut in_flight = lock(&state.in_flight);
             if in_flight.get(&task_key).is_some_and(|entry| entry.seq == seq) {

@@ -25,6 +25,7 @@ pub mod listen;
 pub mod names;
 pub mod outbox;
 pub mod stdio;
+pub mod tasks;
 
 /// What `serve` serves.
 #[derive(Debug, Clone, Default)]
@@ -41,6 +42,9 @@ pub struct ServeOptions {
     /// which must not list the pool afresh, nor forget the tools of a
     /// server that is restarting).
     pub routes: names::RoutesCache,
+    /// The tasks of this gateway's sessions ([`tasks`]), shared as the
+    /// routing tables are.
+    pub tasks: std::sync::Arc<crate::task_store::TaskStore>,
 }
 
 /// The caller label (`CallTool::with_caller`, the audit log's `caller`)

@@ -21,6 +21,7 @@ pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 pub const TASKS_GET: &str = "tasks/get";
 pub const TASKS_RESULT: &str = "tasks/result";
 pub const TASKS_CANCEL: &str = "tasks/cancel";
+pub const TASKS_LIST: &str = "tasks/list";
 
 /// Requests a server may send to its client.
 pub const ROOTS_LIST: &str = "roots/list";
