@@ -133,6 +133,17 @@ async fn the_2026_era_is_served_per_request_without_initialize() {
     assert_eq!(gateway.close().await, Some(0));
 }
 
+/// The `notifications/cancelled` the demo server got, once it got one.
+async fn cancellations_received(gateway: &mut Gateway) -> Vec<Value> {
+    loop {
+        let answer = gateway.call("demo__cancellations", json!({})).await;
+        let received = answer["result"]["structuredContent"]["cancellations"].as_array().cloned().unwrap_or_default();
+        if !received.is_empty() {
+            return received;
+        }
+    }
+}
+
 #[tokio::test]
 async fn progress_carries_the_clients_token_and_cancellation_reaches_the_upstream_call() {
     let dir = tempfile::tempdir().unwrap();
@@ -156,13 +167,7 @@ async fn progress_carries_the_clients_token_and_cancellation_reaches_the_upstrea
         }
     }
     gateway.notify("notifications/cancelled", json!({"requestId": slow, "reason": "changed my mind"})).await;
-    let received = loop {
-        let answer = gateway.call("demo__cancellations", json!({})).await;
-        let received = answer["result"]["structuredContent"]["cancellations"].as_array().cloned().unwrap_or_default();
-        if !received.is_empty() {
-            break received;
-        }
-    };
+    let received = cancellations_received(&mut gateway).await;
     assert_eq!(received[0]["tool"], "sleep", "{received:?}");
     // The cancelled request is never answered: the next answer is the ping's.
     let ping = gateway.send("ping", json!({})).await;
@@ -402,13 +407,7 @@ async fn a_task_augmented_call_runs_as_a_task_of_the_gateway() {
         }
     }
     assert_eq!(gateway.result("tasks/cancel", json!({"taskId": slow})).await["status"], "cancelled");
-    let received = loop {
-        let answer = gateway.call("demo__cancellations", json!({})).await;
-        let received = answer["result"]["structuredContent"]["cancellations"].as_array().cloned().unwrap_or_default();
-        if !received.is_empty() {
-            break received;
-        }
-    };
+    let received = cancellations_received(&mut gateway).await;
     assert_eq!(received[0]["tool"], "sleep", "the upstream call was cancelled: {received:?}");
     let refused = gateway.request("tasks/result", json!({"taskId": slow})).await;
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
