@@ -129,6 +129,7 @@ mod prompts;
 mod resources;
 mod rpc;
 mod server;
+mod state;
 mod subscriptions;
 mod tools;
 

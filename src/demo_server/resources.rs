@@ -4,7 +4,6 @@
 use serde_json::{json, Value};
 
 use super::era::RequestEra;
-use super::media::base64;
 use super::rpc::{RpcError, RESOURCE_NOT_FOUND};
 
 pub const COUNTER_URI: &str = "demo://counter";
@@ -45,7 +44,9 @@ pub fn contents(uri: &str, counter: u64, added: &[String]) -> Option<Value> {
     let text = |text: String| Some(json!({"uri": uri, "mimeType": "text/plain", "text": text}));
     match uri {
         COUNTER_URI => text(counter.to_string()),
-        BLOB_URI => Some(json!({"uri": uri, "mimeType": "application/octet-stream", "blob": base64(&blob_bytes())})),
+        BLOB_URI => Some(
+            json!({"uri": uri, "mimeType": "application/octet-stream", "blob": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, blob_bytes())}),
+        ),
         _ => match (uri.strip_prefix(ITEM_PREFIX), uri.strip_prefix(ADDED_PREFIX)) {
             (Some(id), _) if !id.is_empty() && !id.contains('/') => text(format!("item {id}")),
             (_, Some(name)) if added.iter().any(|a| a == name) => text(format!("added resource {name}")),

@@ -12,7 +12,7 @@ use super::era::RequestEra;
 use super::interaction::Ask;
 use super::media::media_result;
 use super::rpc::{error_result, notification_frame, structured_result, text_result, RpcError, URL_ELICITATION_REQUIRED};
-use super::server::State;
+use super::state::State;
 use super::subscriptions::Change;
 use super::{lock, log, resources};
 
