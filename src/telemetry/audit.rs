@@ -19,7 +19,9 @@
 //! - a file never grows past `max_size` by more than one line: before a
 //!   line that would pass it, `FILE` becomes `FILE.1`, `FILE.1` becomes
 //!   `FILE.2`, ..., and `FILE.{keep}` is deleted (`keep = 0` keeps none);
-//! - every line is one JSON object followed by `\n`.
+//! - every line is one JSON object followed by `\n`;
+//! - a line is on disk within a few milliseconds of its call's end (the
+//!   writer wakes at most once per [`GATHER`] while calls keep coming).
 //!
 //! [`CallError::kind`]: crate::CallError::kind
 
@@ -37,6 +39,10 @@ use serde_json::Value;
 use super::{CallStart, Outcome};
 use crate::config::redact::Redactor;
 use crate::config::redact::{looks_secret, MASK};
+
+/// How long the writer lets lines gather after each write: at most this
+/// late on disk, and at most `buffer` lines in the meantime.
+const GATHER: Duration = Duration::from_millis(5);
 
 /// Where audit lines go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,6 +264,9 @@ impl Writer {
             if let Err(error) = self.out.flush() {
                 tracing::warn!("audit log: cannot write: {error}");
             }
+            // Lines gather meanwhile: a busy gateway wakes this thread once
+            // per GATHER, not once per call.
+            std::thread::sleep(GATHER);
         }
     }
 
