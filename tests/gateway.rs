@@ -249,6 +249,31 @@ async fn a_killed_upstream_sends_list_changed_and_serves_again_after_its_restart
     assert_eq!(gateway.close().await, Some(0));
 }
 
+/// A call in flight when its server is killed is answered at once with an
+/// `isError` result that names the server and says what happened; the
+/// server is then restarted and serves again.
+#[tokio::test]
+async fn an_upstream_killed_mid_call_answers_the_call_with_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Gateway::start(&two_demos(&dir), &[], json!({})).await;
+    let slow = gateway.send("tools/call", json!({"name": "other__sleep", "arguments": {"ms": 600000}})).await;
+    let pid = loop {
+        let statuses = gateway.statuses().await;
+        let other = statuses.iter().find(|s| s["name"] == "other").cloned().unwrap();
+        if other["in_flight"].as_u64() == Some(1) {
+            break other["pid"].as_u64().unwrap();
+        }
+    };
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let answer = gateway.response(json!(slow)).await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("other") && text.contains("sleep") && text.contains("SIGKILL"), "{text}");
+    assert_eq!(gateway.call_text("other__echo", json!({"text": "back"})).await, "back");
+    assert_eq!(gateway.close().await, Some(0));
+}
+
 #[tokio::test]
 async fn serve_server_serves_one_server_under_its_own_names() {
     let dir = tempfile::tempdir().unwrap();
