@@ -71,6 +71,13 @@ pub struct Inbound {
 #[rtype(result = "()")]
 pub struct Closed;
 
+/// Resolves once no request of the session is open (listen streams, which
+/// never end by themselves, aside): a client that stopped writing may still
+/// read the answers to what it asked.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct WhenIdle;
+
 /// A server's own request (sampling, elicitation, roots) to put to the
 /// gateway's client. `None`: the client did not declare the capability (or
 /// is gone), or `calling` is set and none of the session's calls to
@@ -114,6 +121,8 @@ pub struct GatewaySession {
     listens: Vec<Listen>,
     /// List changes waiting to be announced together ([`events`]).
     coalescing: Vec<crate::gateway::listen::Change>,
+    /// [`WhenIdle`] askers, answered once no request is open.
+    idle_waiters: Vec<oneshot::Sender<()>>,
     /// Whether the pool's events reach this session: from the start in the
     /// handshake era; a stateless session subscribes when a listen opens.
     hears_events: bool,
@@ -166,7 +175,20 @@ impl GatewaySession {
             dropped: 0,
             listens: Vec::new(),
             coalescing: Vec::new(),
+            idle_waiters: Vec::new(),
             hears_events: false,
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        self.open.keys().all(|id| self.listens.iter().any(|listen| &listen.id == id))
+    }
+
+    fn wake_if_idle(&mut self) {
+        if self.is_idle() {
+            for waiter in self.idle_waiters.drain(..) {
+                let _ = waiter.send(());
+            }
         }
     }
 
@@ -294,6 +316,7 @@ impl GatewaySession {
         }
         let handle = ctx.spawn(work.into_actor(self).map(move |(), session, _| {
             session.open.remove(&done);
+            session.wake_if_idle();
         }));
         self.open.insert(key, Open { work: handle, server, stream });
     }
@@ -443,6 +466,19 @@ impl Handler<Inbound> for GatewaySession {
                 session.serve(id, method, params, stream, permit, ctx);
             }
         }))
+    }
+}
+
+impl Handler<WhenIdle> for GatewaySession {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: WhenIdle, _: &mut Context<Self>) -> Self::Result {
+        let (waiter, idle) = oneshot::channel();
+        self.idle_waiters.push(waiter);
+        self.wake_if_idle();
+        Box::pin(async move {
+            let _ = idle.await;
+        })
     }
 }
 

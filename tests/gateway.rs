@@ -249,6 +249,41 @@ async fn a_killed_upstream_sends_list_changed_and_serves_again_after_its_restart
     assert_eq!(gateway.close().await, Some(0));
 }
 
+/// A client that writes its requests and closes stdin at once (a shell
+/// pipe) still gets every answer: the gateway answers what is open, then
+/// exits 0.
+#[test]
+fn requests_piped_in_are_answered_after_stdin_closes() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(&dir, &[demo_table("demo", &[])]);
+    let mut child = std::process::Command::new(gateway_support::BIN)
+        .arg("--config")
+        .arg(&config)
+        .arg("serve")
+        .env("XDG_STATE_HOME", dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "demo__sleep", "arguments": {"ms": 300}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "demo__echo", "arguments": {"text": "piped"}}}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for request in &requests {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    drop(stdin);
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let answers: Vec<Value> = out.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let text = |id: i64| answers.iter().find(|a| a["id"] == id).map(|a| a["result"]["content"][0]["text"].clone());
+    assert_eq!((text(1), text(2)), (Some(json!("slept 300 ms")), Some(json!("piped"))), "{out}");
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
 /// A call in flight when its server is killed is answered at once with an
 /// `isError` result that names the server and says what happened; the
 /// server is then restarted and serves again.

@@ -6,7 +6,8 @@
 //! of tool calls is on ([`super::serve_audit`]). `SIGHUP`
 //! reads the configuration again and applies it with `SetServers`: new
 //! servers start, removed ones stop, changed ones restart, unchanged ones
-//! keep running. Exit code 0 when the client closes stdin.
+//! keep running. Exit code 0 when the client closes stdin, once what it
+//! asked is answered (see [`crate::gateway::stdio::DRAIN`]).
 
 use std::time::Duration;
 

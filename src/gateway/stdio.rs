@@ -8,6 +8,9 @@
 //! when they are pipes or sockets (as an MCP client starts a server), and
 //! through tokio's blocking stdio otherwise (a terminal, a file).
 //!
+//! End: when stdin ends, the requests still open are answered (within
+//! [`DRAIN`]), then the rest are cancelled and the session stops.
+//!
 //! Back-pressure: the reader awaits each [`Inbound`], which resolves only
 //! once a request is admitted, so while the session is full (its client not
 //! reading its answers) stdin is not read and the client's writes block.
@@ -24,10 +27,15 @@ use tokio_util::codec::FramedRead;
 use super::bridge::ClientBridge;
 use super::outbox::{Frame, Outbox};
 use super::ServeOptions;
-use crate::actors::gateway::{Closed, GatewaySession, Inbound};
+use crate::actors::gateway::{Closed, GatewaySession, Inbound, WhenIdle};
 use crate::actors::hub;
 use crate::codec::{JsonRpcCodec, DEFAULT_MAX_FRAME};
 use crate::Handle;
+
+/// How long requests still open when stdin ends may take to be answered
+/// (a client piping requests in closes its side before reading the
+/// answers); the rest are then cancelled.
+pub const DRAIN: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How long frames already answered may take to be written once stdin closed.
 const FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
@@ -89,6 +97,8 @@ where
             break;
         }
     }
+    // Input ended: what was asked is still answered, within DRAIN.
+    let _ = tokio::time::timeout(DRAIN, session.send(WhenIdle)).await;
     let _ = session.send(Closed).await;
     drop(session);
     drop(outbox);
