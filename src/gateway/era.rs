@@ -50,10 +50,15 @@ impl Served {
 
     /// Adds what the modern era requires of a result: `resultType`, and
     /// cache hints on lists (the pool changes: clients must not cache).
-    /// Legacy results are left as they are.
+    /// A legacy result loses the `resultType` a modern upstream server gave
+    /// it (no field of that era).
     pub fn finish(&self, method: &str, mut result: Value) -> Value {
-        if let (Served::Modern { .. }, Value::Object(map)) = (self, &mut result) {
-            finish_modern(method, map);
+        match (self, &mut result) {
+            (Served::Modern { .. }, Value::Object(map)) => finish_modern(method, map),
+            (Served::Legacy, Value::Object(map)) => {
+                map.remove("resultType");
+            }
+            _ => {}
         }
         result
     }
@@ -124,5 +129,6 @@ mod tests {
         assert_eq!(modern.finish("tools/list", json!({"tools": []}))["cacheScope"], "private");
         assert_eq!(modern.finish("tools/call", json!({"content": []}))["resultType"], "complete");
         assert_eq!(Served::Legacy.finish("tools/list", json!({"tools": []})), json!({"tools": []}));
+        assert_eq!(Served::Legacy.finish("tools/call", json!({"content": [], "resultType": "complete"})), json!({"content": []}));
     }
 }
