@@ -92,3 +92,45 @@ async fn a_call_whose_client_never_retries_is_dropped_after_the_time_out() {
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     assert!(refused["error"]["message"].as_str().unwrap().contains("expired"), "{refused}");
 }
+
+/// POSTs a 2026-07-28 call of the demo's `log` tool (at `level`) whose
+/// `_meta` carries `extra`; the frames of its response, the response last.
+async fn log_call(http: &reqwest::Client, url: &str, level: &str, extra: Value) -> Vec<Value> {
+    let mut meta = meta(json!({}));
+    meta.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    let body = request(1, "tools/call", json!({"name": "demo__log", "arguments": {"level": level, "message": "hear me"}, "_meta": meta}));
+    let response =
+        post(http, url, &body).header("mcp-protocol-version", MODERN).header("mcp-method", "tools/call").header("mcp-name", "demo__log");
+    let response = response.send().await.unwrap();
+    let sse = response.headers().get("content-type").is_some_and(|kind| kind.as_bytes().starts_with(b"text/event-stream"));
+    if !sse {
+        return vec![json_of(response).await];
+    }
+    let mut events = SseReader::new(response);
+    let mut frames = Vec::new();
+    while let Some(Sse { data, .. }) = events.next().await {
+        frames.push(data);
+    }
+    frames
+}
+
+#[tokio::test]
+async fn a_request_that_declares_a_log_level_hears_its_servers_messages_on_its_own_stream() {
+    let gateway = Gateway::loopback();
+    let (http, url) = (client(), gateway.mcp());
+    let level = |level: &str| json!({"io.modelcontextprotocol/logLevel": level});
+
+    let frames = log_call(&http, &url, "warning", level("info")).await;
+    let logged: Vec<_> = frames.iter().filter(|frame| frame["method"] == "notifications/message").collect();
+    assert_eq!(logged.len(), 1, "{frames:?}");
+    assert_eq!(logged[0]["params"]["logger"], "demo", "{frames:?}");
+    assert_eq!(logged[0]["params"]["level"], "warning", "{frames:?}");
+    assert_eq!(logged[0]["params"]["data"], "hear me", "{frames:?}");
+    assert!(frames.last().unwrap()["result"].is_object(), "the response comes last: {frames:?}");
+
+    let below = log_call(&http, &url, "info", level("error")).await;
+    assert!(below.iter().all(|frame| frame.get("method").is_none()), "below the level: {below:?}");
+    let unasked = log_call(&http, &url, "warning", json!({})).await;
+    assert!(unasked.iter().all(|frame| frame.get("method").is_none()), "no level, no logs: {unasked:?}");
+    assert!(unasked.last().unwrap()["result"].is_object(), "{unasked:?}");
+}
