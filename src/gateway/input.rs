@@ -111,6 +111,12 @@ impl Asking {
     }
 }
 
+impl fmt::Debug for Asking {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Asking").field("tool", &self.tool).field("server", &self.server.get()).finish()
+    }
+}
+
 impl Drop for Asking {
     /// A call nobody waits for any more is cancelled upstream.
     fn drop(&mut self) {
@@ -143,7 +149,7 @@ impl Default for ParkedCalls {
 
 impl fmt::Debug for ParkedCalls {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ParkedCalls").field("parked", &self.lock().len()).field("timeout", &self.timeout).finish()
+        f.debug_struct("ParkedCalls").field("parked", &self.parked()).field("timeout", &self.timeout).finish()
     }
 }
 
@@ -161,6 +167,11 @@ impl ParkedCalls {
                 Err(_) => Err(format!("{INPUT_TIMEOUT_VAR} must be a whole number of milliseconds, not {text:?}")),
             },
         }
+    }
+
+    /// How many calls are parked now.
+    pub fn parked(&self) -> usize {
+        self.lock().len()
     }
 
     /// How long a parked call waits for the client's retry.
@@ -252,4 +263,67 @@ fn refusal(error: &Value) -> ErrorObject {
 
 fn internal(message: String) -> ErrorObject {
     ErrorObject { code: error_codes::INTERNAL_ERROR, message, data: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call that asks `method` and answers what it was told; the question.
+    fn asking(tool: &str, method: &'static str) -> (Asking, tokio::sync::oneshot::Receiver<Option<Answer>>) {
+        let (told, heard) = oneshot::channel();
+        let (give, take) = oneshot::channel::<mpsc::UnboundedSender<Asked>>();
+        let call = async move {
+            let (reply, answer) = oneshot::channel();
+            take.await.unwrap().send(Asked { method, params: json!({"q": 1}), reply }).unwrap();
+            let answer = answer.await.ok();
+            let _ = told.send(answer.clone());
+            answer.unwrap_or_else(|| Ok(json!("default")))
+        };
+        let asking = Asking::start(tool.into(), Arc::default(), call);
+        give.send(asking.sender()).unwrap();
+        (asking, heard)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_parked_call_is_resumed_once_and_a_forgotten_one_expires() {
+        let local = tokio::task::LocalSet::new();
+        local
+            .run_until(async {
+                let table = ParkedCalls::new(Duration::from_secs(10), 8);
+                let (call, heard) = asking("t", methods::ELICITATION_CREATE);
+                let pending = call.run(table.clone()).await.unwrap();
+                assert_eq!(pending["inputRequests"]["elicitation"]["params"], json!({"q": 1}));
+                let state = pending["requestState"].clone();
+                let refusal = json!({"name": "t", "requestState": state, "inputResponses": {"elicitation": {"error": {"code": -1, "message": "no"}}}});
+                let resumed = table.resume(&refusal).unwrap();
+                assert_eq!(heard.await.unwrap().unwrap().unwrap_err().message, "no", "the server hears the refusal");
+                assert_eq!(resumed.run(table.clone()).await.unwrap_err().message, "no");
+                assert_eq!(table.resume(&refusal).unwrap_err().code, error_codes::INVALID_PARAMS, "accepted once");
+
+                let (call, heard) = asking("t", methods::ROOTS_LIST);
+                call.run(table.clone()).await.unwrap();
+                assert_eq!(table.parked(), 1);
+                tokio::time::sleep(Duration::from_secs(11)).await;
+                assert_eq!(table.parked(), 0, "the entry is removed at its deadline");
+                assert!(heard.await.is_err(), "the call is cancelled, not left running");
+            })
+            .await;
+    }
+
+    #[tokio::test]
+    async fn past_the_limit_a_call_is_refused_and_another_tools_retry_too() {
+        let local = tokio::task::LocalSet::new();
+        local
+            .run_until(async {
+                let table = ParkedCalls::new(Duration::from_secs(60), 1);
+                let (first, _) = asking("one", methods::SAMPLING_CREATE_MESSAGE);
+                let pending = first.run(table.clone()).await.unwrap();
+                let (second, _) = asking("two", methods::SAMPLING_CREATE_MESSAGE);
+                assert!(second.run(table.clone()).await.unwrap_err().message.contains("1 calls waiting"));
+                let wrong = json!({"name": "two", "requestState": pending["requestState"]});
+                assert!(table.resume(&wrong).unwrap_err().message.contains("belongs to a call of `one`"));
+            })
+            .await;
+    }
 }
