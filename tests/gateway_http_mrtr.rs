@@ -134,3 +134,37 @@ async fn a_request_that_declares_a_log_level_hears_its_servers_messages_on_its_o
     assert!(unasked.iter().all(|frame| frame.get("method").is_none()), "no level, no logs: {unasked:?}");
     assert!(unasked.last().unwrap()["result"].is_object(), "{unasked:?}");
 }
+
+#[tokio::test]
+async fn elicitation_and_roots_ride_on_input_required_too_each_only_when_declared() {
+    let gateway = Gateway::loopback();
+    let (http, url) = (client(), gateway.mcp());
+    let both = meta(json!({"elicitation": {}, "roots": {}}));
+    let elicit = |id, extra: Value| {
+        let mut params = json!({"name": "demo__elicit", "arguments": {"message": "Who?"}, "_meta": both});
+        params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        request(id, "tools/call", params)
+    };
+    let pending = call(&http, &url, &elicit(1, json!({}))).await;
+    assert_eq!(pending["result"]["inputRequests"]["elicitation"]["method"], "elicitation/create", "{pending}");
+    let form = json!({"action": "accept", "content": {"name": "Bo"}});
+    let retry = elicit(2, json!({"inputResponses": {"elicitation": form}, "requestState": pending["result"]["requestState"]}));
+    let answer = call(&http, &url, &retry).await;
+    assert_eq!(answer["result"]["structuredContent"]["content"]["name"], "Bo", "{answer}");
+
+    let roots = request(3, "tools/call", json!({"name": "demo__roots", "arguments": {}, "_meta": both}));
+    let pending = call(&http, &url, &roots).await;
+    assert_eq!(pending["result"]["inputRequests"]["roots"]["method"], "roots/list", "{pending}");
+    let listed = json!({"roots": [{"uri": "file:///r"}]});
+    let mut retry = roots.clone();
+    retry["id"] = json!(4);
+    retry["params"]["inputResponses"] = json!({"roots": listed});
+    retry["params"]["requestState"] = pending["result"]["requestState"].clone();
+    let answer = call(&http, &url, &retry).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "file:///r", "{answer}");
+
+    // Sampling was not declared: that call gets the default (refused), not input_required.
+    let sample = request(5, "tools/call", json!({"name": "demo__sample", "arguments": {"prompt": "hi"}, "_meta": both}));
+    let answer = call(&http, &url, &sample).await;
+    assert!(answer["error"]["message"].as_str().unwrap_or_default().contains("does not offer sampling"), "{answer}");
+}
