@@ -489,18 +489,21 @@ impl Handler<AskClient> for GatewaySession {
 
     fn handle(&mut self, ask: AskClient, _: &mut Context<Self>) -> Self::Result {
         let capability = input::capability(ask.method);
-        let declared = self.client.as_ref().is_some_and(|client| client.capabilities.get(capability).is_some());
-        if !declared {
-            // A 2026-07-28 call to that server whose request declared the capability parks on `input_required`.
-            let asks = self.open.values().filter(|open| open.server.get() == Some(&ask.server)).find_map(|open| {
-                open.asks.as_ref().filter(|(capabilities, _)| capabilities.get(capability).is_some()).map(|(_, asks)| asks.clone())
-            });
+        // A 2026-07-28 call to that server whose request declared the capability parks on `input_required`.
+        let asks = self.open.values().filter(|open| ask.calling && open.server.get() == Some(&ask.server)).find_map(|open| {
+            open.asks.as_ref().filter(|(capabilities, _)| capabilities.get(capability).is_some()).map(|(_, asks)| asks.clone())
+        });
+        if let Some(asks) = asks {
             return Box::pin(async move {
                 let (reply, answer) = oneshot::channel();
-                asks.filter(|_| ask.calling)?.send(Asked { method: ask.method, params: ask.params, reply }).ok()?;
+                asks.send(Asked { method: ask.method, params: ask.params, reply }).ok()?;
                 // Unanswered (the client never retried): the default answer.
                 answer.await.ok()
             });
+        }
+        let declared = self.client.as_ref().is_some_and(|client| client.capabilities.get(capability).is_some());
+        if !declared {
+            return Box::pin(async { None });
         }
         // Where it goes: the stream of an open call to that server, else the session's own outbox.
         let stream = match self.calling(&ask.server) {
