@@ -38,10 +38,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use actix::prelude::*;
 use serde_json::{json, Value};
-use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 use crate::codec::Frame as InboundFrame;
 use crate::gateway::era::{self, Served};
+use crate::gateway::input::{self, Asked, Asking};
 use crate::gateway::listen::Filter;
 use crate::gateway::outbox::{Frame, Outbox};
 use crate::gateway::{ServeOptions, SERVER_NAME};
@@ -100,6 +101,10 @@ struct Open {
     /// requests go to its stream).
     server: Arc<OnceLock<String>>,
     stream: Outbox,
+    /// A 2026-07-28 call that may ask its client (see [`crate::gateway::input`]):
+    /// the client capabilities its request declared, and where the servers'
+    /// requests during it go.
+    asks: Option<(Value, mpsc::UnboundedSender<Asked>)>,
 }
 
 pub struct GatewaySession {
@@ -294,15 +299,28 @@ impl GatewaySession {
         if method == methods::SUBSCRIPTIONS_LISTEN && immediate.is_none() {
             return self.listen(id, &params, stream, permit, ctx);
         }
+        let asking = match (&served, immediate.is_none() && method == methods::TOOLS_CALL) {
+            (Ok(Served::Modern { capabilities }), true) => self.asking(&params, capabilities, &stream),
+            _ => None,
+        };
         let pool = self.pool.clone();
         let (answer_to, key) = (stream.clone(), id.clone());
-        let server = Arc::new(OnceLock::new());
+        let (server, asks) = match &asking {
+            Some((Ok(call), capabilities)) => (call.server.clone(), Some((capabilities.clone(), call.sender()))),
+            _ => (Arc::new(OnceLock::new()), None),
+        };
         let target = server.clone();
         let work = async move {
-            let outcome = match (immediate, served) {
-                (Some(outcome), _) => outcome,
-                (None, Ok(served)) => pool.answer(&method, params, &answer_to, &target).await.map(|result| served.finish(&method, result)),
-                (None, Err(error)) => Err(error),
+            let outcome = match (immediate, served, asking) {
+                (Some(outcome), _, _) => outcome,
+                (None, Ok(served), Some((call, _))) => match call {
+                    Ok(call) => call.run(pool.options.parked.clone()).await.map(|result| served.finish(&method, result)),
+                    Err(refusal) => Err(refusal),
+                },
+                (None, Ok(served), None) => {
+                    pool.answer(&method, params, &answer_to, &target).await.map(|result| served.finish(&method, result))
+                }
+                (None, Err(error), _) => Err(error),
             };
             // Responses wait for room: a client that does not read keeps its requests open.
             answer_to.send(Frame::response(&id, outcome)).await;
@@ -318,7 +336,27 @@ impl GatewaySession {
             session.open.remove(&done);
             session.wake_if_idle();
         }));
-        self.open.insert(key, Open { work: handle, server, stream });
+        self.open.insert(key, Open { work: handle, server, stream, asks });
+    }
+
+    /// A 2026-07-28 `tools/call` that rides on `input_required`: a retry
+    /// (it carries a `requestState`) resumes its parked call, a call whose
+    /// client declared something it may be asked starts one. `None`: a
+    /// plain call. With the request's client capabilities.
+    fn asking(&self, params: &Value, capabilities: &Value, stream: &Outbox) -> Option<(Result<Asking, ErrorObject>, Value)> {
+        if params.get("requestState").is_some() {
+            return Some((self.pool.options.parked.resume(params), capabilities.clone()));
+        }
+        if !input::may_ask(capabilities) {
+            return None;
+        }
+        let (pool, server, params) = (self.pool.clone(), Arc::new(OnceLock::new()), params.clone());
+        let tool = params.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let target = server.clone();
+        // Progress goes to the first request's stream only (lossy, like all progress).
+        let progress = stream.clone();
+        let call = async move { pool.answer(methods::TOOLS_CALL, params, &progress, &target).await };
+        Some((Ok(Asking::start(tool, server, call)), capabilities.clone()))
     }
 
     /// Opens a listen stream: acknowledged on it, then fed by [`events`].
@@ -351,7 +389,7 @@ impl GatewaySession {
             }
             .into_actor(self),
         );
-        self.open.insert(id.clone(), Open { work, server: Arc::default(), stream: stream.clone() });
+        self.open.insert(id.clone(), Open { work, server: Arc::default(), stream: stream.clone(), asks: None });
         self.listens.push(Listen { id, filter, stream });
     }
 
@@ -499,11 +537,19 @@ impl Handler<AskClient> for GatewaySession {
     type Result = ResponseFuture<Option<Result<Value, ErrorObject>>>;
 
     fn handle(&mut self, ask: AskClient, _: &mut Context<Self>) -> Self::Result {
-        let capability = match ask.method {
-            methods::SAMPLING_CREATE_MESSAGE => "sampling",
-            methods::ELICITATION_CREATE => "elicitation",
-            _ => "roots",
-        };
+        let capability = input::capability(ask.method);
+        // A 2026-07-28 call to that server whose request declared the capability parks on `input_required`.
+        let asks = self.open.values().filter(|open| ask.calling && open.server.get() == Some(&ask.server)).find_map(|open| {
+            open.asks.as_ref().filter(|(capabilities, _)| capabilities.get(capability).is_some()).map(|(_, asks)| asks.clone())
+        });
+        if let Some(asks) = asks {
+            return Box::pin(async move {
+                let (reply, answer) = oneshot::channel();
+                asks.send(Asked { method: ask.method, params: ask.params, reply }).ok()?;
+                // Unanswered (the client never retried): the default answer.
+                answer.await.ok()
+            });
+        }
         let declared = self.client.as_ref().is_some_and(|client| client.capabilities.get(capability).is_some());
         if !declared {
             return Box::pin(async { None });

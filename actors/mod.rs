@@ -78,6 +78,10 @@ pub struct CallTool {
     pub arguments_error: Option<String>,
     /// Who asks, for the audit log (a gateway puts its client's session here).
     pub caller: Option<String>,
+    /// The least severe log messages a 2026-07-28 server sends during this
+    /// call (`_meta["io.modelcontextprotocol/logLevel"]`), over the
+    /// connection's own level; a legacy server ignores it.
+    pub log_level: Option<messages::LogLevel>,
 }
 
 impl CallTool {
@@ -88,7 +92,7 @@ impl CallTool {
             Ok(arguments) => (arguments, None),
             Err(message) => (None, Some(message)),
         };
-        CallTool { name: name.into(), arguments, timeout: None, progress: None, arguments_error, caller: None }
+        CallTool { name: name.into(), arguments, timeout: None, progress: None, arguments_error, caller: None, log_level: None }
     }
 
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
@@ -98,6 +102,12 @@ impl CallTool {
 
     pub fn with_progress(mut self, sink: ProgressSink) -> Self {
         self.progress = Some(sink);
+        self
+    }
+
+    /// Asks a 2026-07-28 server for its log messages at `level` and above during this call.
+    pub fn with_log_level(mut self, level: messages::LogLevel) -> Self {
+        self.log_level = Some(level);
         self
     }
 

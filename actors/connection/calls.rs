@@ -216,7 +216,8 @@ impl Connection {
             .as_ref()
             .is_some_and(|c| c.task_required)
             .then(|| TaskParams { ttl: self.config.timeouts.max_call.as_millis() as u64 });
-        let params = CallParams { name: &call.name, arguments: &call.arguments, task: as_task };
+        let meta = call.log_level.map(|level| serde_json::json!({ crate::protocol::session::META_LOG_LEVEL: level.as_str() }));
+        let params = CallParams { name: &call.name, arguments: &call.arguments, task: as_task, meta: meta.clone() };
         let answer = self.caller_request(call.name.clone(), methods::TOOLS_CALL, &params, call.timeout, call.progress, ctx);
         let (requester, max) = (self.requester(ctx), self.config.timeouts.max_call);
         // Only a modern server may ask for input and get the request again;
@@ -226,7 +227,7 @@ impl Connection {
             let mut raw = answer.await?;
             if rounds::may_need_rounds(&raw) {
                 let params = match &arguments {
-                    Some(arguments) => serde_json::to_value(CallParams { name: &tool, arguments, task: as_task }).unwrap_or_default(),
+                    Some(arguments) => serde_json::to_value(CallParams { name: &tool, arguments, task: as_task, meta }).unwrap_or_default(),
                     None => serde_json::Value::Null,
                 };
                 // Boxed: the rare multi-round path must not grow every call's future.
@@ -262,6 +263,9 @@ struct CallParams<'a> {
     /// Asks for a task (2025-11-25) instead of waiting on the request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) task: Option<TaskParams>,
+    /// The call's own `_meta` (its log level); the session adds the era's.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub(super) meta: Option<serde_json::Value>,
 }
 
 #[derive(Serialize, Clone, Copy)]

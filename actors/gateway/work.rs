@@ -19,8 +19,55 @@ use crate::gateway::errors::{invalid_params, rpc_error, tool_failure};
 use crate::gateway::names::{serves, Routes, RoutesCache};
 use crate::gateway::outbox::{Frame, Outbox};
 use crate::gateway::{tasks, ServeOptions, SERVER_NAME, STATUS_URI};
+use crate::protocol::session::{META_LOG_LEVEL, META_PROTOCOL_VERSION};
 use crate::protocol::{error_codes, methods, ErrorObject};
 use crate::Handle;
+
+/// A 2026-07-28 request's own logs: it declared
+/// `_meta["io.modelcontextprotocol/logLevel"]`, so the called server's
+/// `notifications/message` at or above that level go on its stream while
+/// it is open (the runtime does not say which request a server logged
+/// for: a server's messages during the request are all sent).
+struct RequestLogs {
+    level: LogLevel,
+    events: crate::Events,
+}
+
+impl RequestLogs {
+    fn of(params: &Value, handle: &Handle) -> Option<RequestLogs> {
+        let meta = params.get("_meta")?;
+        // Handshake-era sessions hear every log message already.
+        meta.get(META_PROTOCOL_VERSION)?;
+        let level = meta.get(META_LOG_LEVEL)?;
+        let level = serde_json::from_value(level.clone()).ok()?;
+        Some(RequestLogs { level, events: handle.subscribe() })
+    }
+
+    /// The next event, or never when the request asked for no logs.
+    async fn next(logs: &mut Option<RequestLogs>) -> Option<crate::actors::Event> {
+        match logs {
+            Some(logs) => logs.events.recv().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The messages already received.
+    fn drain(&mut self, server: &str) -> Vec<Frame> {
+        let mut messages = Vec::new();
+        while let Ok(event) = self.events.try_recv() {
+            messages.extend(self.message(server, event));
+        }
+        messages
+    }
+
+    /// `event` as the request's log message, when it is one of `server`'s at the level asked.
+    fn message(&self, server: &str, event: crate::actors::Event) -> Option<Frame> {
+        let crate::actors::Event::Log { server: from, level, data, .. } = event else { return None };
+        let parsed: LogLevel = serde_json::from_value(json!(level)).ok()?;
+        (from == server && parsed >= self.level)
+            .then(|| Frame::notification(methods::LOG_MESSAGE, &json!({"level": level, "logger": from, "data": data})))
+    }
+}
 
 /// Items in one page of a list; `nextCursor` leads to the next.
 pub const PAGE_SIZE: usize = 100;
@@ -124,11 +171,17 @@ impl Pool {
         let mut call = CallTool::new(owner.name.clone(), params.get_mut("arguments").map(Value::take).unwrap_or(Value::Null))
             .with_caller(&*self.caller);
         let token = params.pointer("/_meta/progressToken").cloned();
-        let Some(token) = token else {
+        let mut logs = RequestLogs::of(&params, &self.handle);
+        if let Some(logs) = &logs {
+            call = call.with_log_level(logs.level);
+        }
+        if token.is_none() && logs.is_none() {
             return self.handle.call_on(&owner.server, call).await.map(|result| json!(result)).or_else(|error| self.failure(error));
-        };
+        }
         let (sink, mut progress) = ProgressSink::channel();
-        call = call.with_progress(sink);
+        if token.is_some() {
+            call = call.with_progress(sink);
+        }
         let running = self.handle.call_on(&owner.server, call);
         tokio::pin!(running);
         let forward = |step: crate::Progress| {
@@ -146,12 +199,22 @@ impl Pool {
             tokio::select! {
                 biased;
                 Some(step) = progress.recv() => forward(step),
+                Some(event) = RequestLogs::next(&mut logs) => {
+                    if let Some(message) = logs.as_ref().and_then(|logs| logs.message(&owner.server, event)) {
+                        stream.offer(message);
+                    }
+                }
                 outcome = &mut running => break outcome,
             }
         };
-        // Progress sent just before the answer is already here: it goes out before the response.
+        // Progress and logs sent just before the answer are already here: they go out before the response.
         while let Ok(step) = progress.try_recv() {
             forward(step);
+        }
+        if let Some(logs) = &mut logs {
+            for message in logs.drain(&owner.server) {
+                stream.offer(message);
+            }
         }
         outcome.map(|result| json!(result)).or_else(|error| self.failure(error))
     }

@@ -55,7 +55,8 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         let bridge = ClientBridge::default();
         // No settling wait: a request made before a server is up waits for it.
         let session = Session::launch_configs(configs, bridge.handlers(), telemetry)?;
-        let options = ServeOptions { passthrough: args.server.clone(), redactor: super::secrets::redactor(), ..ServeOptions::default() };
+        let parked = crate::gateway::input::ParkedCalls::from_env().map_err(Failure::usage)?;
+        let options = ServeOptions { passthrough: args.server.clone(), redactor: super::secrets::redactor(), parked, ..ServeOptions::default() };
         if let Some((addr, http)) = http {
             let stop = async {
                 interrupted().await;

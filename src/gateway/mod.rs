@@ -12,6 +12,7 @@
 //! | [`era`] | the server side of the protocol's eras: which era serves a request, `initialize` and `server/discover` answers |
 //! | [`names`] | the routing tables: served names of tools and prompts, resource URIs and templates, back to their servers |
 //! | [`bridge`] | servers' own requests (sampling, elicitation, roots) sent on to the gateway's client |
+//! | [`input`] | 2026-07-28 calls parked on `input_required` while a server's request waits for the client (MRTR) |
 //! | [`listen`] | 2026-07-28 `subscriptions/listen` filters (shared with the demo server) |
 //! | [`errors`] | a [`crate::CallError`] as the JSON-RPC error or `isError` result MCP expects |
 //! | [`stdio`] | serving one session over stdin/stdout |
@@ -21,6 +22,7 @@ pub mod bridge;
 pub mod era;
 pub mod errors;
 pub mod http;
+pub mod input;
 pub mod listen;
 pub mod names;
 pub mod outbox;
@@ -45,6 +47,9 @@ pub struct ServeOptions {
     /// The tasks of this gateway's sessions ([`tasks`]), shared as the
     /// routing tables are.
     pub tasks: std::sync::Arc<crate::task_store::TaskStore>,
+    /// 2026-07-28 calls waiting for their client's input, shared by every
+    /// session of this gateway like the routing tables.
+    pub parked: input::ParkedCalls,
 }
 
 /// The caller label (`CallTool::with_caller`, the audit log's `caller`)

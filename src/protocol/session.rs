@@ -111,8 +111,9 @@ impl Session {
         meta.insert(META_PROTOCOL_VERSION.into(), Value::String(self.version.clone()));
         meta.insert(META_CLIENT_INFO.into(), self.client_info.clone());
         meta.insert(META_CLIENT_CAPABILITIES.into(), self.capabilities.clone());
+        // A request's own level (a gateway's client asked for it) wins over the session's.
         if let Some(level) = &self.log_level {
-            meta.insert(META_LOG_LEVEL.into(), Value::String(level.clone()));
+            meta.entry(META_LOG_LEVEL).or_insert_with(|| Value::String(level.clone()));
         }
     }
 }
