@@ -1,4 +1,6 @@
-//! The pool's [`Event`]s as notifications to the gateway's client:
+//! The pool's [`Event`]s as notifications to the gateway's client (the
+//! routing tables watch the same events themselves: see
+//! [`crate::gateway::names::RoutesCache::watch`]):
 //! `*/list_changed` when a server comes, goes, is back from a restart or
 //! changes a list (not when it goes down to restart: the tables keep its
 //! last listing meanwhile, see [`crate::gateway::names`]);
@@ -44,7 +46,6 @@ impl StreamHandler<Event> for GatewaySession {
         }
         match event {
             Event::ServerState { state, .. } => {
-                self.pool.routes.invalidate();
                 // A server going down keeps its last listing in the tables
                 // while it comes back: its lists change (or may have) when it
                 // is back, fails, or is turned off, not when it goes down.
@@ -56,7 +57,6 @@ impl StreamHandler<Event> for GatewaySession {
                 self.announce(Change::Updated(STATUS_URI.into()));
             }
             Event::Catalog { added, .. } => {
-                self.pool.routes.invalidate();
                 self.soon(Change::Tools, ctx);
                 if added.is_empty() {
                     // Tools only leaving: the server may have been removed, its prompts and resources with it.
@@ -65,7 +65,6 @@ impl StreamHandler<Event> for GatewaySession {
                 }
             }
             Event::ListChanged { list, .. } => {
-                self.pool.routes.invalidate();
                 let change = match list.as_str() {
                     "prompts" => Change::Prompts,
                     "resources" => Change::Resources,
