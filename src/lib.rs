@@ -9,6 +9,7 @@
 //! | [`handle`] | [`Runtime::start`] and the `Send + Sync + Clone` [`Handle`] for non-actix programs |
 //! | [`protocol`] | the JSON-RPC envelope, MCP method names and versions, the agreed era ([`protocol::Session`]), tool schema checks |
 //! | [`codec`] | newline-delimited JSON-RPC framing with a frame-size limit |
+//! | `sse` | server-sent events decoded in one linear pass, for the HTTP transports and the model client |
 //! | [`transport`] | child processes over stdio (process groups, environment, shutdown, orphans, parent-death signal); in-process servers ([`ToolHandler`]); remote servers over Streamable HTTP and HTTP+SSE ([`transport::http`]) with their credentials |
 //! | [`config`] | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
 //! | [`oauth`] | OAuth 2.1 for remote servers: discovery, registration, PKCE logins, refresh, step-up, client credentials, tokens on disk |
@@ -68,6 +69,7 @@ pub mod protocol;
 pub mod rate_limit;
 pub mod restart;
 pub mod sessions;
+mod sse;
 pub mod task_store;
 pub mod telemetry;
 pub mod tool_search;

@@ -82,6 +82,30 @@ async fn answers_as_event_streams_are_read_and_a_broken_stream_is_resumed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_streams_with_carriage_return_line_ends_are_read() {
+    let fixture = Fixture::start(Flavour::Events);
+    fixture.knobs().line_end = "\r";
+    let handle = start(vec![remote("web", &fixture)]).await;
+    let call = CallTool::new("mcp__web__echo", json!({"text": "cr only"})).with_timeout(Duration::from_secs(20));
+    assert_eq!(text(&handle.call(call).await.unwrap()), "cr only", "an SSE spec line end delivers the answer");
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_event_in_small_pieces_is_read_in_one_pass() {
+    // 12 MiB in 1 KiB pieces: a decoder that re-scans what it holds at each
+    // piece visits about 75 G bytes and misses the 30 s time-out by far; one
+    // that reads each byte once answers in well under a second of parsing.
+    let fixture = Fixture::start(Flavour::Events);
+    fixture.knobs().chunk = Some(1024);
+    let handle = start(vec![remote("web", &fixture)]).await;
+    let call = CallTool::new("mcp__web__big", json!({"size": 12 << 20})).with_timeout(Duration::from_secs(30));
+    assert_eq!(text(&handle.call(call).await.unwrap()).len(), 12 << 20);
+    assert_eq!(echo(&handle, "web", "next").await.unwrap(), "next");
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_session_is_replaced_without_failing_the_next_call() {
     let fixture = Fixture::start(Flavour::Json);
     let handle = start(vec![remote("web", &fixture)]).await;
@@ -236,6 +260,22 @@ async fn the_get_stream_carries_the_servers_own_requests() {
     wait_until("the opening of a GET stream", || fixture.push(ping.clone())).await;
     wait_posted(&fixture, "-", 1).await;
     assert_eq!(echo(&handle, "web", "both ways").await.unwrap(), "both ways");
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_stream_that_ends_at_once_with_retry_zero_is_reopened_at_a_bounded_rate() {
+    let fixture = Fixture::start(Flavour::Json);
+    fixture.knobs().get_ends_at_once = true;
+    let handle = start(vec![remote("web", &fixture)]).await;
+    assert_eq!(echo(&handle, "web", "up").await.unwrap(), "up");
+    wait_until("a first GET", || fixture.knobs().gets >= 1).await;
+    let before = fixture.knobs().gets;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let reopened = fixture.knobs().gets - before;
+    // The floor is 250 ms between GETs: at most 8 (plus one in flight) in 2 s;
+    // without it the client asks as fast as the server answers (hundreds).
+    assert!(reopened <= 9, "{reopened} GETs in 2 s");
     handle.shutdown().await;
 }
 

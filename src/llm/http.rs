@@ -13,7 +13,6 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use bytes::Bytes;
-use eventsource_stream::Eventsource;
 use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::StatusCode;
@@ -120,7 +119,7 @@ impl Client {
 
     /// The events of a streamed answer.
     pub fn stream(&self, response: reqwest::Response, decoder: impl Decoder) -> EventStream {
-        let events = capped(response.bytes_stream(), MAX_RESPONSE_BYTES).eventsource();
+        let events = crate::sse::decode(capped(response.bytes_stream(), MAX_RESPONSE_BYTES), MAX_RESPONSE_BYTES);
         let reading = Reading { decoder, pending: VecDeque::new(), over: false, client: self.clone() };
         futures::stream::unfold((events, reading), |(mut events, mut reading)| async move {
             loop {

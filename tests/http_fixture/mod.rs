@@ -59,6 +59,14 @@ pub struct Knobs {
     pushers: Vec<mpsc::UnboundedSender<Value>>,
     /// Answer streams the client closed before they ended.
     pub closed_streams: usize,
+    /// `Flavour::Events`: the line end of answer streams (`\n` when empty).
+    pub line_end: &'static str,
+    /// `Flavour::Events`: the answer stream is sent in pieces of this many bytes.
+    pub chunk: Option<usize>,
+    /// A GET stream sends one event with `retry: 0` and ends at once.
+    pub get_ends_at_once: bool,
+    /// GETs seen.
+    pub gets: usize,
 }
 
 /// Counts a stream the client closed: dropped before its end.
@@ -274,7 +282,16 @@ async fn on_post(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
         }
         Flavour::Events => {
             let note = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "answering"}});
-            event_stream(stream::iter([format!("event: message\ndata: {note}\n\n"), format!("event: message\ndata: {answer}\n\n")]))
+            let (end, chunk) = {
+                let knobs = shared.knobs.lock().unwrap();
+                (if knobs.line_end.is_empty() { "\n" } else { knobs.line_end }, knobs.chunk)
+            };
+            let text = format!("event: message{end}data: {note}{end}{end}event: message{end}data: {answer}{end}{end}");
+            let pieces = match chunk {
+                Some(size) => text.as_bytes().chunks(size).map(|piece| String::from_utf8_lossy(piece).into_owned()).collect(),
+                None => vec![text],
+            };
+            event_stream(stream::iter(pieces))
         }
         _ => json_answer(&answer),
     };
@@ -288,6 +305,14 @@ async fn on_post(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
 async fn on_get(State(shared): State<Shared>, headers: HeaderMap) -> Response {
     if let Some(refusal) = unauthorised(&shared, &headers) {
         return refusal;
+    }
+    let ends_at_once = {
+        let mut knobs = shared.knobs.lock().unwrap();
+        knobs.gets += 1;
+        knobs.get_ends_at_once
+    };
+    if ends_at_once {
+        return event_stream(stream::iter(["id: g\nretry: 0\ndata: \n\n".to_string()]));
     }
     if shared.flavour == Flavour::LegacySse {
         let (tx, rx) = mpsc::unbounded_channel::<Value>();

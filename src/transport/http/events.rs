@@ -4,11 +4,12 @@
 
 use std::pin::Pin;
 
-use bytes::Bytes;
-use eventsource_stream::{Event, Eventsource};
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+
+pub(super) use crate::sse::Event;
+use crate::sse::SseError;
 
 /// Bytes of an SSE event beyond its message that are tolerated (field
 /// names, `id:` and `event:` lines).
@@ -119,70 +120,20 @@ pub(super) async fn error_text(response: reqwest::Response) -> String {
 pub(super) type Events = Pin<Box<dyn Stream<Item = Result<Event, ReadError>> + Send>>;
 
 pub(super) fn events(response: reqwest::Response, max: usize) -> Events {
-    let mut size = EventSize::new(max + EVENT_OVERHEAD);
-    let bytes = response.bytes_stream().map(move |chunk| match chunk {
-        Ok(chunk) if size.take(&chunk) => Ok(chunk),
-        Ok(_) => Err(ReadError::TooLarge { max }),
-        Err(e) => Err(ReadError::Broken(super::client::error_chain(&e))),
-    });
-    let events = bytes.eventsource().map(|event| {
-        event.map_err(|e| match e {
-            eventsource_stream::EventStreamError::Transport(e) => e,
-            other => ReadError::Malformed(other.to_string()),
+    let bytes = response.bytes_stream().map(|chunk| chunk.map_err(|e| ReadError::Broken(super::client::error_chain(&e))));
+    crate::sse::decode(bytes, max + EVENT_OVERHEAD)
+        .map(move |event| {
+            event.map_err(|e| match e {
+                SseError::TooLarge { .. } => ReadError::TooLarge { max },
+                SseError::Transport(e) => e,
+            })
         })
-    });
-    // Nothing is read after the first error.
-    let mut failed = false;
-    Box::pin(events.take_while(move |item| {
-        let go = !failed;
-        failed |= item.is_err();
-        futures::future::ready(go)
-    }))
-}
-
-/// The size of the event being received, counted as bytes arrive; an
-/// empty line ends an event.
-struct EventSize {
-    max: usize,
-    in_event: usize,
-    line: usize,
-}
-
-impl EventSize {
-    fn new(max: usize) -> Self {
-        EventSize { max, in_event: 0, line: 0 }
-    }
-
-    /// Counts `chunk`; false once an event passes the limit.
-    fn take(&mut self, chunk: &Bytes) -> bool {
-        for byte in chunk.iter() {
-            match byte {
-                b'\n' if self.line == 0 => self.in_event = 0,
-                b'\n' => self.line = 0,
-                b'\r' => {}
-                _ => {
-                    self.line += 1;
-                    self.in_event += 1;
-                }
-            }
-            if self.in_event > self.max {
-                return false;
-            }
-        }
-        true
-    }
+        .boxed()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn event_size_counts_one_event_at_a_time() {
-        let mut size = EventSize::new(10);
-        assert!(size.take(&Bytes::from_static(b"data: 1234\n\ndata: 1234\r\n\r\n")));
-        assert!(!size.take(&Bytes::from_static(b"data: 1234\ndata: 5")), "two lines of one event add up");
-    }
 
     #[test]
     fn messages_become_one_line() {

@@ -21,6 +21,14 @@ use crate::protocol::methods;
 const MAX_RESUMES: u32 = 5;
 /// The wait before resuming when the server named none (`retry`).
 const DEFAULT_RETRY: Duration = Duration::from_millis(500);
+/// The bounds of a server's `retry`: a `retry: 0` must not make the client
+/// reconnect as fast as the server answers, nor a huge one stall it.
+const RETRY_BOUNDS: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(30));
+
+/// How long to wait before opening a stream again.
+fn reconnect_wait(retry: Option<Duration>) -> Duration {
+    retry.unwrap_or(DEFAULT_RETRY).clamp(RETRY_BOUNDS.0, RETRY_BOUNDS.1)
+}
 
 /// A POST as it was sent.
 pub(super) struct Sent {
@@ -173,7 +181,7 @@ async fn stream_answer(link: &Link, response: Response, id: &Value) -> Result<Ve
     for resumes in 0..=MAX_RESUMES {
         if resumes > 0 {
             let Some(from) = last_event.clone() else { break };
-            tokio::time::sleep(retry.unwrap_or(DEFAULT_RETRY)).await;
+            tokio::time::sleep(reconnect_wait(retry)).await;
             link.note(format!("the answer stream of request {id} broke; resuming after event {from}"));
             let resumed = link.send("GET", |http| get(link, http, Some(&from))).await.map_err(|_| "the connection was lost".to_string())?;
             if !resumed.status().is_success() {
@@ -210,7 +218,7 @@ async fn stream_answer(link: &Link, response: Response, id: &Value) -> Result<Ve
 
 /// The message an event carries, as one line; `None` for an event without
 /// data (a priming event) and for one that is not JSON (noted).
-pub(super) fn message_of(link: &Link, event: &eventsource_stream::Event) -> Option<Vec<u8>> {
+pub(super) fn message_of(link: &Link, event: &events::Event) -> Option<Vec<u8>> {
     if event.data.trim().is_empty() {
         return None;
     }
@@ -387,7 +395,7 @@ async fn listen_in_session(link: &Link) {
             }
         }
         failures += 1;
-        tokio::time::sleep(retry.unwrap_or(DEFAULT_RETRY) * failures).await;
+        tokio::time::sleep(reconnect_wait(retry) * failures).await;
     }
 }
 
