@@ -82,6 +82,32 @@ async fn login_discovers_from_the_challenge_registers_sends_resource_and_keeps_t
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_authorization_server_in_clear_text_off_loopback_is_refused_before_anything_is_sent() {
+    // `.invalid` never resolves: without the check the error would be a failed lookup.
+    let clear = Options { authorization_servers: Some(vec!["http://auth.invalid".into()]), ..Options::default() };
+    let server = AuthServer::start(clear).await;
+    let dir = tempfile::tempdir().unwrap();
+    let error = call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await.unwrap_err();
+    assert!(error.contains("http://auth.invalid uses http://, which OAuth refuses"), "{error}");
+    assert!(error.contains("https"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_endpoint_redirecting_elsewhere_gets_no_code_and_no_verifier() {
+    let elsewhere = AuthServer::start(Options::default()).await;
+    let redirecting = Options { token_redirect: Some(format!("{}/token", elsewhere.base)), ..Options::default() };
+    let server = AuthServer::start(redirecting).await;
+    let dir = tempfile::tempdir().unwrap();
+    let error = call(&credentials(&server, OAuthConfig::default(), dir.path(), true), &server.mcp()).await.unwrap_err();
+    assert!(error.contains("answered HTTP 307, a redirect to"), "{error}");
+    assert!(error.contains("follow no redirect"), "{error}");
+    assert_eq!(server.to("/token").len(), 1, "the code was exchanged at the configured endpoint only");
+    assert!(elsewhere.requests().is_empty(), "nothing reached the other origin: {:?}", elsewhere.requests());
+    let verifier = server.to("/token")[0].form.get("code_verifier").cloned().unwrap_or_default();
+    assert!(!verifier.is_empty() && !error.contains(&verifier), "the verifier is never shown: {error}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn metadata_is_found_at_path_aware_well_known_urls_and_by_openid_discovery() {
     let cases = [
         (Prm::PathAware, Meta::OAuth, "/tenant", "/.well-known/oauth-authorization-server/tenant"),

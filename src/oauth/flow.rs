@@ -73,6 +73,7 @@ impl Target<'_> {
         let endpoint = self.server.authorization_endpoint.clone().ok_or_else(|| {
             OAuthError::new(format!("the authorization server {} has no authorization_endpoint for a browser login", self.server.issuer))
         })?;
+        super::http::require_secure(&endpoint, "the authorization endpoint")?;
         let auth_url = AuthUrl::new(endpoint).map_err(|e| OAuthError::new(format!("the authorization endpoint is not a URL: {e}")))?;
         let redirect = RedirectUrl::new(redirect_uri.to_owned()).map_err(|e| OAuthError::new(format!("bad redirect URI: {e}")))?;
         let client = self.token_client()?.set_auth_uri(auth_url).set_redirect_uri(redirect);
@@ -91,11 +92,12 @@ impl Target<'_> {
         let redirect = RedirectUrl::new(login.redirect_uri.clone()).map_err(|e| OAuthError::new(format!("bad redirect URI: {e}")))?;
         let client = self.token_client()?.set_redirect_uri(redirect);
         let code_text = code.clone();
+        let verifier_text = login.verifier.secret().clone();
         let mut request = client.exchange_code(AuthorizationCode::new(code)).set_pkce_verifier(login.verifier);
         for (name, value) in self.extra_params()? {
             request = request.add_extra_param(name, value);
         }
-        let answer = request.request_async(http).await.map_err(|e| self.refused("the code exchange", e, &[&code_text]))?;
+        let answer = request.request_async(http).await.map_err(|e| self.refused("the code exchange", e, &[&code_text, &verifier_text]))?;
         Ok(tokens(&answer, &login.scopes, None))
     }
 

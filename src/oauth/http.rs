@@ -5,6 +5,14 @@
 //! Bodies of failed answers are shown only after masking, through the
 //! same [`Redactor`] patterns as everything else (an authorization server
 //! that echoes a token back never gets it printed).
+//!
+//! Every URL is checked before anything is sent to it: `https`, or `http`
+//! on a loopback host only ([`require_secure`]; the MCP authorization
+//! specification requires HTTPS for every authorization-server endpoint,
+//! and RFC 8252 §7.3 allows loopback). Redirects are followed only by
+//! GETs of metadata, at most [`MAX_REDIRECTS`], and only within the
+//! origin asked; a POST (registration, token requests) follows none, so a
+//! code, a PKCE verifier or a client secret never goes anywhere else.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -22,6 +30,48 @@ pub const MAX_BODY_BYTES: usize = 1 << 20;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How much of an error body is kept for a message.
 const ERROR_BODY_CHARS: usize = 300;
+/// Same-origin redirects a metadata GET follows.
+pub const MAX_REDIRECTS: usize = 5;
+
+/// Refuses `url` unless it is `https`, or `http` on a loopback host
+/// (`localhost`, 127.0.0.0/8, `::1`); `what` names it in the error.
+pub fn require_secure(url: &str, what: &str) -> Result<(), OAuthError> {
+    let parsed = url::Url::parse(url).map_err(|e| OAuthError::new(format!("{what} {url:?} is not a URL: {e}")))?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(host)) => host.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        scheme => Err(OAuthError::new(format!(
+            "{what} {} uses {scheme}://, which OAuth refuses: authorization servers must be reached over https (plain http only on \
+             loopback), or the code, the PKCE verifier and the tokens would cross the network in clear text. Ask the server's operator \
+             for its https address",
+            parsed.origin().ascii_serialization()
+        ))),
+    }
+}
+
+/// The target of a redirect answer, resolved against `from`.
+fn redirect_target(from: &str, response: &reqwest::Response) -> Option<Result<String, OAuthError>> {
+    if !response.status().is_redirection() {
+        return None;
+    }
+    let location = response.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok());
+    let target = location.and_then(|location| url::Url::parse(from).ok()?.join(location).ok());
+    Some(
+        target
+            .map(String::from)
+            .ok_or_else(|| OAuthError::new(format!("{from} answered HTTP {} with no usable Location", response.status().as_u16()))),
+    )
+}
+
+fn origin_of(url: &str) -> String {
+    url::Url::parse(url).map(|url| url.origin().ascii_serialization()).unwrap_or_default()
+}
 
 /// A JSON answer, or the status and start of the body of a failed one.
 pub enum Answer<T> {
@@ -48,6 +98,7 @@ impl Http {
             let _ = rustls::crypto::ring::default_provider().install_default();
             reqwest::Client::builder()
                 .timeout(REQUEST_TIMEOUT)
+                .redirect(reqwest::redirect::Policy::none())
                 .user_agent(concat!("mcpvisor/", env!("CARGO_PKG_VERSION")))
                 .build()
                 .map_err(|e| format!("cannot set up HTTP for OAuth: {e}"))
@@ -65,30 +116,46 @@ impl Http {
         &self.client
     }
 
-    /// GETs a JSON document; 4xx/5xx answers are [`Answer::Failed`].
+    /// GETs a JSON document, following redirects within its origin;
+    /// 4xx/5xx answers are [`Answer::Failed`].
     pub async fn get_json<T: DeserializeOwned>(&self, url: &str) -> Result<Answer<T>, OAuthError> {
-        // The protocol version, as MCP clients send it on discovery requests.
-        let request = self.client.get(url).header("Accept", "application/json").header("MCP-Protocol-Version", LATEST_LEGACY_VERSION);
-        self.json(url, request).await
+        let mut at = url.to_owned();
+        for _ in 0..=MAX_REDIRECTS {
+            // The protocol version, as MCP clients send it on discovery requests.
+            let request = self.client.get(&at).header("Accept", "application/json").header("MCP-Protocol-Version", LATEST_LEGACY_VERSION);
+            let response = self.send_checked(&at, request).await?;
+            match redirect_target(&at, &response) {
+                None => return read_json(&at, response).await,
+                Some(target) => {
+                    let target = target?;
+                    if origin_of(&target) != origin_of(url) {
+                        return Err(OAuthError::new(format!(
+                            "{url} redirected to another origin ({}); OAuth follows redirects only within the origin it asked",
+                            origin_of(&target)
+                        )));
+                    }
+                    at = target;
+                }
+            }
+        }
+        Err(OAuthError::new(format!("{url} redirected more than {MAX_REDIRECTS} times")))
     }
 
-    /// POSTs `body` as JSON and reads a JSON answer.
+    /// POSTs `body` as JSON and reads a JSON answer; a redirect is refused.
     pub async fn post_json<T: DeserializeOwned>(&self, url: &str, body: &serde_json::Value) -> Result<Answer<T>, OAuthError> {
         let request =
             self.client.post(url).header("Accept", "application/json").header("Content-Type", "application/json").body(body.to_string());
-        self.json(url, request).await
+        let response = self.send_checked(url, request).await?;
+        if let Some(target) = redirect_target(url, &response) {
+            return Err(refused_redirect(url, response.status().as_u16(), &target.map(|t| origin_of(&t)).unwrap_or_default()));
+        }
+        read_json(url, response).await
     }
 
-    async fn json<T: DeserializeOwned>(&self, url: &str, request: reqwest::RequestBuilder) -> Result<Answer<T>, OAuthError> {
-        let response = request.send().await.map_err(|e| OAuthError::new(format!("cannot reach {url}: {}", without_url(e))))?;
-        let status = response.status().as_u16();
-        let body = read_limited(response).await.map_err(|e| OAuthError::new(format!("{url}: {e}")))?;
-        if status >= 400 {
-            return Ok(Answer::Failed { status, body: shown_body(&body) });
-        }
-        serde_json::from_slice(&body)
-            .map(Answer::Ok)
-            .map_err(|e| OAuthError::new(format!("{url} answered with a document that is not what OAuth expects: {e}")))
+    /// Sends `request` to `url` once that URL is known to be safe.
+    async fn send_checked(&self, url: &str, request: reqwest::RequestBuilder) -> Result<reqwest::Response, OAuthError> {
+        require_secure(url, "the OAuth endpoint")?;
+        request.send().await.map_err(|e| OAuthError::new(format!("cannot reach {url}: {}", without_url(e))))
     }
 
     /// Sends one request `oauth2` built, with a DPoP proof when this
@@ -118,8 +185,14 @@ impl Http {
     /// Sends one request; its body is bounded like every other.
     async fn send_once(&self, request: oauth2::HttpRequest) -> Result<oauth2::HttpResponse, HttpError> {
         let (parts, body) = request.into_parts();
-        let builder = self.client.request(parts.method, parts.uri.to_string()).headers(parts.headers).body(body);
+        let url = parts.uri.to_string();
+        require_secure(&url, "the token endpoint").map_err(|e| HttpError(e.message))?;
+        let builder = self.client.request(parts.method, &url).headers(parts.headers).body(body);
         let response = builder.send().await.map_err(|e| HttpError(format!("cannot reach the token endpoint: {}", without_url(e))))?;
+        if let Some(target) = redirect_target(&url, &response) {
+            let origin = target.map(|target| origin_of(&target)).unwrap_or_default();
+            return Err(HttpError(refused_redirect(&url, response.status().as_u16(), &origin).message));
+        }
         let mut answer = http::Response::builder().status(response.status());
         for (name, value) in response.headers() {
             answer = answer.header(name, value);
@@ -136,6 +209,26 @@ impl<'c> oauth2::AsyncHttpClient<'c> for Http {
     fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
         Box::pin(self.send(request))
     }
+}
+
+/// The JSON document of `response`, or its status and the start of its body.
+async fn read_json<T: DeserializeOwned>(url: &str, response: reqwest::Response) -> Result<Answer<T>, OAuthError> {
+    let status = response.status().as_u16();
+    let body = read_limited(response).await.map_err(|e| OAuthError::new(format!("{url}: {e}")))?;
+    if status >= 400 {
+        return Ok(Answer::Failed { status, body: shown_body(&body) });
+    }
+    serde_json::from_slice(&body)
+        .map(Answer::Ok)
+        .map_err(|e| OAuthError::new(format!("{url} answered with a document that is not what OAuth expects: {e}")))
+}
+
+/// The error for a POST answered with a redirect (to `origin`).
+fn refused_redirect(url: &str, status: u16, origin: &str) -> OAuthError {
+    OAuthError::new(format!(
+        "{url} answered HTTP {status}, a redirect to {origin}; OAuth requests that carry a code, a verifier or a secret follow no \
+         redirect. Configure the endpoint's final address"
+    ))
 }
 
 /// A transport failure of a request `oauth2` made.

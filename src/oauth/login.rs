@@ -62,12 +62,19 @@ impl Authorizer for SystemBrowser {
 /// listener: for an authorization server that approves without a person
 /// (tests, the conformance suite).
 pub struct FollowRedirects {
-    http: Http,
+    /// A client of its own: the OAuth client follows no redirect, and
+    /// following them back to the loopback listener is this one's job.
+    client: reqwest::Client,
 }
 
 impl FollowRedirects {
     pub fn new() -> Result<FollowRedirects, OAuthError> {
-        Ok(FollowRedirects { http: Http::new()? })
+        Http::new()?; // the process's TLS provider
+        let client = reqwest::Client::builder()
+            .timeout(super::http::REQUEST_TIMEOUT)
+            .build()
+            .map_err(|e| OAuthError::new(format!("cannot set up HTTP for OAuth: {e}")))?;
+        Ok(FollowRedirects { client })
     }
 }
 
@@ -75,8 +82,7 @@ impl Authorizer for FollowRedirects {
     fn open<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<(), OAuthError>> {
         Box::pin(async move {
             let response = self
-                .http
-                .client()
+                .client
                 .get(url)
                 .send()
                 .await

@@ -64,6 +64,10 @@ pub enum Iss {
 #[derive(Clone, Debug)]
 pub struct Options {
     pub issuer_path: &'static str,
+    /// The resource metadata names these authorization servers instead of this one.
+    pub authorization_servers: Option<Vec<String>>,
+    /// `/token` answers 307 with this `Location` instead of a token.
+    pub token_redirect: Option<String>,
     pub prm: Prm,
     pub meta: Meta,
     pub pkce: bool,
@@ -111,6 +115,8 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             issuer_path: "",
+            authorization_servers: None,
+            token_redirect: None,
             prm: Prm::Header,
             meta: Meta::OAuth,
             pkce: true,
@@ -341,7 +347,8 @@ impl State {
 
     fn resource_metadata(&self) -> Value {
         let resource = self.options.declared_resource.map_or_else(|| format!("{}/mcp", self.base), str::to_owned);
-        json!({"resource": resource, "authorization_servers": [self.issuer()], "scopes_supported": self.options.scopes_supported})
+        let servers = self.options.authorization_servers.clone().unwrap_or_else(|| vec![self.issuer()]);
+        json!({"resource": resource, "authorization_servers": servers, "scopes_supported": self.options.scopes_supported})
     }
 
     fn server_metadata(&self) -> Value {
@@ -476,6 +483,9 @@ impl State {
     }
 
     fn token(&self, request: &Recorded) -> Response {
+        if let Some(location) = &self.options.token_redirect {
+            return Response::builder().status(307).header("Location", location.as_str()).body(Body::empty()).unwrap();
+        }
         let form = &request.form;
         let refuse = |error: &str| json_response(400, json!({"error": error}));
         let jkt = match (self.options.dpop, request.headers.contains_key("dpop")) {
