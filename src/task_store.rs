@@ -96,7 +96,15 @@ impl TaskStore {
     /// Creates a working task of `owner`; returns its id and the
     /// `CreateTaskResult`, or an error when [`MAX_TASKS`] are kept.
     pub fn create(&self, ttl_ms: u64, owner: Option<&str>) -> Result<(String, Value), ErrorObject> {
-        let id = format!("task-{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+        // An id is how a client reaches its task's result: 128 bits of the
+        // system's generator, never a guessable sequence.
+        let mut bytes = [0u8; 16];
+        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes).map_err(|_| ErrorObject {
+            code: crate::protocol::error_codes::INTERNAL_ERROR,
+            message: "cannot make a task id: the system's random generator failed; retry later".into(),
+            data: None,
+        })?;
+        let id = format!("task-{}", bytes.iter().map(|byte| format!("{byte:02x}")).collect::<String>());
         let now = now_iso();
         let task = json!({
             "taskId": id, "status": "working", "createdAt": now, "lastUpdatedAt": now,

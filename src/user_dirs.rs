@@ -5,8 +5,39 @@
 //! `~/.cache/mcpvisor`; state (the audit log of `serve`) under
 //! `$XDG_STATE_HOME/mcpvisor`, else `~/.local/state/mcpvisor`. Empty variables count as unset and relative ones
 //! are ignored, as the specification asks; `None` when not even `HOME` is set.
+//!
+//! Whatever may hold a capability (tokens, conversations, the audit log)
+//! is written through [`ensure_private`] and [`open_private_append`]: files
+//! 0600 in directories 0700.
 
-use std::path::PathBuf;
+use std::fs::{DirBuilder, File, OpenOptions, Permissions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Creates `dir` and its missing parents with mode 0700; an existing
+/// `dir` that others may read or enter is made 0700 too (for mcpvisor's
+/// own directories, never a directory the user named).
+pub fn ensure_private(dir: &Path) -> io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    if std::fs::metadata(dir)?.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// Opens `path` for appending, created 0600 with missing parent
+/// directories 0700; an existing file that others may read is made 0600.
+pub fn open_private_append(path: &Path) -> io::Result<File> {
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    }
+    let file = OpenOptions::new().create(true).append(true).mode(0o600).open(path)?;
+    if file.metadata()?.permissions().mode() & 0o077 != 0 {
+        file.set_permissions(Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
+}
 
 /// `$XDG_DATA_HOME/mcpvisor`, else `$HOME/.local/share/mcpvisor`.
 pub fn data_dir(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
@@ -34,6 +65,25 @@ mod tests {
 
     fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |name| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
+    }
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn private_files_are_0600_in_0700_directories_even_when_they_were_not() {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("a/b/log.jsonl");
+        drop(open_private_append(&file).unwrap());
+        assert_eq!((mode(&root.path().join("a")), mode(&root.path().join("a/b")), mode(&file)), (0o700, 0o700, 0o600));
+        std::fs::set_permissions(&file, Permissions::from_mode(0o644)).unwrap();
+        drop(open_private_append(&file).unwrap());
+        assert_eq!(mode(&file), 0o600, "a file left readable by an older version is restricted");
+        let open = root.path().join("open");
+        DirBuilder::new().mode(0o755).create(&open).unwrap();
+        ensure_private(&open).unwrap();
+        assert_eq!(mode(&open), 0o700);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The audit log of `mcpvisor serve` (a real process in front of the demo
 //! server): on by default in the user's state directory, turned off with
-//! `--no-audit`, never on stdout over stdio, and each line's `caller` says
-//! which of the gateway's clients made the call.
+//! `--no-audit`, never on stdout over stdio, private (0600 in 0700), and
+//! each line's `caller` says which of the gateway's clients made the call
+//! without giving away its session id.
 
 mod gateway_http_support;
 mod gateway_support;
@@ -37,11 +38,18 @@ async fn two_calls(dir: &Path, extra: &[&str]) -> Option<i32> {
     gateway.close().await
 }
 
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
 #[tokio::test]
 async fn serve_writes_one_audit_line_per_call_in_the_state_directory_by_default() {
     let dir = tempfile::tempdir().unwrap();
     assert_eq!(two_calls(dir.path(), &[]).await, Some(0));
-    let lines = lines(&dir.path().join("state/mcpvisor/audit.jsonl"));
+    let state = dir.path().join("state/mcpvisor");
+    assert_eq!((mode(&state), mode(&state.join("audit.jsonl"))), (0o700, 0o600), "who called what is the user's alone");
+    let lines = lines(&state.join("audit.jsonl"));
     assert_eq!(lines.len(), 2, "{lines:?}");
     for line in &lines {
         assert_eq!(
@@ -50,6 +58,19 @@ async fn serve_writes_one_audit_line_per_call_in_the_state_directory_by_default(
         );
         assert!(line["arguments"]["sha256"].as_str().is_some_and(|digest| digest.len() == 64), "{line}");
     }
+}
+
+#[tokio::test]
+async fn a_state_directory_and_log_left_open_by_an_older_version_are_made_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state/mcpvisor");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(state.join("audit.jsonl"), "").unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(state.join("audit.jsonl"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(two_calls(dir.path(), &[]).await, Some(0));
+    assert_eq!((mode(&state), mode(&state.join("audit.jsonl"))), (0o700, 0o600));
 }
 
 #[tokio::test]
@@ -137,6 +158,10 @@ async fn each_http_session_is_the_caller_of_its_calls() {
     gateway.terminate();
     assert_eq!(gateway.wait_exit(Duration::from_secs(60)), Some(0), "{}", gateway.stderr_text());
     let callers: Vec<Value> = lines(&log).iter().map(|line| line["caller"].clone()).collect();
-    assert_eq!(callers, [json!(first), json!(second), json!(first), json!("http:stateless")]);
+    assert_eq!(callers, [json!("http:session-1"), json!("http:session-2"), json!("http:session-1"), json!("http:stateless")]);
     assert_ne!(first, second);
+    // A session id lets whoever holds it resume the session's streams: it is never written down.
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains(&first) && !text.contains(&second), "{text}");
+    assert_eq!(mode(&log), 0o600);
 }

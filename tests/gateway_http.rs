@@ -232,6 +232,44 @@ async fn an_oversized_body_is_refused() {
     assert_eq!(response.status(), 413);
 }
 
+#[tokio::test]
+async fn a_post_that_is_not_json_is_refused_with_415() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let body = initialize(LEGACY).to_string();
+    for content_type in [None, Some("text/plain"), Some("application/x-www-form-urlencoded")] {
+        let mut request = http.post(gateway.mcp()).header("accept", "application/json, text/event-stream").body(body.clone());
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 415, "{content_type:?}");
+        let answer = json_of(response).await;
+        assert!(answer["error"]["message"].as_str().unwrap().contains("Content-Type: application/json"), "{answer}");
+    }
+    let with_charset = http
+        .post(gateway.mcp())
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "Application/JSON; charset=utf-8")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(with_charset.status(), 200, "parameters and case do not matter");
+}
+
+#[tokio::test]
+async fn without_the_systems_random_generator_no_session_opens() {
+    // The `fault-injection` build makes the generator fail; a session id is
+    // a capability, so the gateway refuses rather than make a weak one.
+    let gateway = Gateway::start("127.0.0.1:0", &[], &[("MCPVISOR_FAULT_NO_RANDOM", "1")]).expect("the gateway starts");
+    let response = post(&client(), &gateway.mcp(), &initialize(LEGACY)).send().await.unwrap();
+    assert_eq!(response.status(), 503);
+    assert!(response.headers().get("mcp-session-id").is_none());
+    let answer = json_of(response).await;
+    assert!(answer["error"]["message"].as_str().unwrap().contains("random generator failed"), "{answer}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_hundred_clients_at_once() {
     let gateway = Gateway::loopback();

@@ -73,7 +73,12 @@ fn chosen(args: &AuditArgs, table: Option<&AuditConfig>, stdio: bool) -> Result<
             }
             Some(config) => config,
             None => match crate::user_dirs::state_dir(env) {
-                Some(dir) => AuditConfig::file(dir.join(DEFAULT_FILE)),
+                Some(dir) => {
+                    // mcpvisor's own directory: made private even when an older version left it open.
+                    crate::user_dirs::ensure_private(&dir)
+                        .map_err(|e| Failure::usage(format!("cannot make the state directory {} private: {e}", dir.display())))?;
+                    AuditConfig::file(dir.join(DEFAULT_FILE))
+                }
                 None => {
                     warn("no audit log: neither XDG_STATE_HOME nor HOME is set; pass --audit PATH to keep one");
                     return Ok(None);

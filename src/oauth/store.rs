@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -173,8 +173,7 @@ impl TokenStore {
     /// Writes what is kept for `server` (directory 0700, file 0600).
     pub fn save(&self, server: &str, tokens: &ServerTokens) -> Result<(), OAuthError> {
         let fail = |what: &str, e: std::io::Error| OAuthError::new(format!("cannot {what} {}: {e}", self.dir.display()));
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(|e| fail("create", e))?;
-        std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| fail("restrict", e))?;
+        crate::user_dirs::ensure_private(&self.dir).map_err(|e| fail("create or restrict", e))?;
         let path = self.file(server);
         let temporary = path.with_extension(format!("json.{}.tmp", std::process::id()));
         let text = serde_json::to_vec_pretty(tokens).map_err(|e| OAuthError::new(format!("cannot encode tokens: {e}")))?;

@@ -35,7 +35,7 @@ mod writer;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -268,13 +268,11 @@ impl SessionStore {
 
     /// Creates the directory (0700), or makes an existing one private.
     fn prepare_dir(&self) -> Result<(), SessionError> {
-        let io = |action, e: std::io::Error| SessionError::Io { path: self.dir.clone(), action, reason: e.to_string() };
-        fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(|e| io("create it", e))?;
-        let permissions = fs::metadata(&self.dir).map_err(|e| io("inspect it", e))?.permissions();
-        if permissions.mode() & 0o077 != 0 {
-            fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700)).map_err(|e| io("make it private (mode 0700)", e))?;
-        }
-        Ok(())
+        crate::user_dirs::ensure_private(&self.dir).map_err(|e| SessionError::Io {
+            path: self.dir.clone(),
+            action: "create it",
+            reason: e.to_string(),
+        })
     }
 }
 

@@ -1,5 +1,6 @@
 use super::*;
 use crate::llm::chat::{Part, StopReason, ToolCall, Usage};
+use std::os::unix::fs::PermissionsExt;
 
 fn store() -> (tempfile::TempDir, SessionStore) {
     let dir = tempfile::tempdir().unwrap();

@@ -25,7 +25,7 @@
 //!
 //! [`CallError::kind`]: crate::CallError::kind
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -301,11 +301,9 @@ impl Writer {
     }
 }
 
+/// The log holds who called what: 0600, in a directory created 0700.
 fn open_append(path: &Path) -> io::Result<File> {
-    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    OpenOptions::new().create(true).append(true).open(path)
+    crate::user_dirs::open_private_append(path)
 }
 
 /// `FILE.{n}` → `FILE.{n+1}` down to `FILE` → `FILE.1`; the oldest beyond `keep` goes.

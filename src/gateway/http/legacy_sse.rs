@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -48,7 +48,10 @@ pub(super) async fn open(State(front): State<Arc<Front>>) -> Response {
     Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
 }
 
-pub(super) async fn post(State(front): State<Arc<Front>>, RawQuery(query): RawQuery, body: Bytes) -> Response {
+pub(super) async fn post(State(front): State<Arc<Front>>, RawQuery(query): RawQuery, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(refusal) = super::require_json(&headers) {
+        return refusal;
+    }
     let id = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
         .find(|(key, _)| key == "sessionId")
         .map(|(_, value)| value.into_owned());

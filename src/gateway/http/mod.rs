@@ -73,10 +73,11 @@ pub trait Port: Send + Sync + 'static {
 
 /// Makes the sessions the HTTP front serves.
 pub trait Gateway: Send + Sync + 'static {
-    /// A session of the `initialize` era whose `Mcp-Session-Id` is `id`;
-    /// messages that belong to no request go to `standalone`. `None` when
-    /// the gateway is stopping.
-    fn open(&self, id: &str, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
+    /// A session of the `initialize` era whose calls are labelled
+    /// `caller` (a session number, never the `Mcp-Session-Id`, which is a
+    /// capability and must stay out of logs); messages that belong to no
+    /// request go to `standalone`. `None` when the gateway is stopping.
+    fn open(&self, caller: &str, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
     /// A session for one request of the stateless 2026-07-28 era (closed
     /// once it is answered, or when its client goes).
     fn stateless(&self) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
@@ -231,6 +232,23 @@ async fn metrics(State(front): State<Arc<Front>>) -> Response {
 /// A header's value as text, `None` when absent or not visible ASCII.
 fn header_text<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name)?.to_str().ok()
+}
+
+/// A POSTed message must say it is JSON (`application/json`, parameters
+/// allowed): 415 otherwise. A form or text POST is what a page can send
+/// without a preflight, so this closes one path of cross-site requests
+/// beside the Origin rules.
+fn require_json(headers: &HeaderMap) -> Result<(), Response> {
+    let content_type = header_text(headers, "content-type").unwrap_or_default();
+    let essence = content_type.split(';').next().unwrap_or_default().trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        return Ok(());
+    }
+    let message = format!(
+        "Unsupported Media Type: a POST must have Content-Type: application/json (it had {})",
+        if content_type.is_empty() { "none".to_string() } else { format!("{content_type:?}") }
+    );
+    Err(rpc_refusal(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, error_codes::INVALID_REQUEST, message))
 }
 
 /// The error for a protocol version this gateway does not serve.

@@ -54,8 +54,8 @@ impl PoolGateway {
 }
 
 impl Gateway for PoolGateway {
-    fn open(&self, id: &str, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
-        self.start(GatewaySession::new(self.handle.clone(), self.options.clone(), standalone, id))
+    fn open(&self, caller: &str, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
+        self.start(GatewaySession::new(self.handle.clone(), self.options.clone(), standalone, caller))
     }
 
     fn stateless(&self) -> BoxFuture<'static, Option<Arc<dyn Port>>> {

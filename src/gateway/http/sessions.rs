@@ -120,31 +120,53 @@ pub struct Full {
     pub max: usize,
 }
 
+/// The system's random generator failed: no session id can be made.
+#[derive(Debug)]
+pub struct NoRandom;
+
 /// Every live session.
 pub struct Sessions {
     map: Mutex<HashMap<String, Arc<Session>>>,
     max: usize,
     idle: Duration,
     random: SystemRandom,
+    /// Sessions opened so far: the number in each one's caller label.
+    opened: std::sync::atomic::AtomicU64,
+}
+
+/// Fills `bytes` from `random`; the `fault-injection` feature can make it fail.
+fn fill_random(random: &SystemRandom, bytes: &mut [u8]) -> Result<(), NoRandom> {
+    #[cfg(feature = "fault-injection")]
+    if std::env::var_os("MCPVISOR_FAULT_NO_RANDOM").is_some() {
+        return Err(NoRandom);
+    }
+    random.fill(bytes).map_err(|_| NoRandom)
 }
 
 impl Sessions {
     pub fn new(max: usize, idle: Duration) -> Sessions {
-        Sessions { map: Mutex::default(), max, idle, random: SystemRandom::new() }
+        Sessions { map: Mutex::default(), max, idle, random: SystemRandom::new(), opened: Default::default() }
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A fresh id: 128 random bits, hex (visible ASCII, as the specification requires).
-    pub fn new_id(&self) -> String {
+    /// A fresh id: 128 bits of the operating system's generator, hex
+    /// (visible ASCII, as the specification requires). An id is a
+    /// capability, so there is no weaker fallback: without the system's
+    /// generator no session opens.
+    pub fn new_id(&self) -> Result<String, NoRandom> {
         let mut bytes = [0u8; 16];
-        if self.random.fill(&mut bytes).is_err() {
-            // The system's generator failed: fall back to a non-cryptographic one rather than refuse.
-            bytes.iter_mut().for_each(|byte| *byte = fastrand::u8(..));
-        }
-        bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+        fill_random(&self.random, &mut bytes)?;
+        Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+    }
+
+    /// The caller label of the next session (`http:session-N`): what the
+    /// audit log and the task store know it by instead of its id.
+    pub fn next_caller(&self) -> String {
+        let number = self.opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        format!("http:session-{number}")
     }
 
     /// Whether one more session may open (idle ones are ended to make room).

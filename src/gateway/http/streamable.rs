@@ -37,7 +37,8 @@ use tokio::sync::mpsc;
 use super::event_log::{parse_event_id, seq_of, EventLog, LoggedEvent};
 use super::sessions::{Busy, Session};
 use super::{
-    header_text, modern, rpc_error, rpc_refusal, unsupported_version, Front, InFlight, Port, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
+    header_text, modern, require_json, rpc_error, rpc_refusal, unsupported_version, Front, InFlight, Port, LAST_EVENT_ID, PROTOCOL_VERSION,
+    SESSION_ID,
 };
 use crate::gateway::outbox::{Frame, Outbox};
 use crate::protocol::{error_codes, is_modern_version, is_supported_legacy_version, methods, Message};
@@ -191,6 +192,9 @@ pub(super) async fn post(State(front): State<Arc<Front>>, headers: HeaderMap, bo
     if front.draining.is_cancelled() {
         return stopping();
     }
+    if let Err(refusal) = require_json(&headers) {
+        return refusal;
+    }
     let posted = match parse(&body) {
         Ok(posted) => posted,
         Err(refusal) => return *refusal,
@@ -230,9 +234,12 @@ pub(super) async fn open_session(front: &Arc<Front>, legacy: Option<()>) -> Resu
         Box::new(rpc_refusal(StatusCode::SERVICE_UNAVAILABLE, None, error_codes::INTERNAL_ERROR, message))
     };
     front.sessions.has_room().map_err(|f| full(f.max))?;
+    let id = front.sessions.new_id().map_err(|_| {
+        let message = "The gateway cannot make a session id: the system's random generator failed; retry later";
+        Box::new(rpc_refusal(StatusCode::SERVICE_UNAVAILABLE, None, error_codes::INTERNAL_ERROR, message))
+    })?;
     let (standalone, frames) = Outbox::new();
-    let id = front.sessions.new_id();
-    let Some(port) = front.gateway.open(&id, standalone.clone()).await else { return Err(Box::new(stopping())) };
+    let Some(port) = front.gateway.open(&front.sessions.next_caller(), standalone.clone()).await else { return Err(Box::new(stopping())) };
     let session = front.sessions.insert(id, port).map_err(|f| full(f.max))?;
     pump(frames, session.standalone.clone(), None, Vec::new());
     if legacy.is_some() {
