@@ -2,11 +2,14 @@
 //! tool (it asks `roots/list` and answers the URIs): its configured
 //! `roots`, else the client's where there is one to pass through (the
 //! agent's workspace, the stdio gateway's client, the HTTP gateway's with
-//! `--client-roots`), else none; never the working directory of mcpvisor.
+//! `--client-roots`, an ACP session's `cwd`), else none; never the
+//! working directory of mcpvisor.
 
+mod acp_support;
 mod cli_support;
 mod gateway_http_support;
 mod gateway_support;
+mod model_server;
 
 use std::time::{Duration, Instant};
 
@@ -52,6 +55,38 @@ fn the_agent_offers_its_workspace_to_servers_without_roots() {
     assert!(stdout(&out).contains(&workspace), "{}\n{}", stdout(&out), stderr(&out));
     let out = agent("mcp__pinned__roots");
     assert!(stdout(&out).contains(PINNED) && !stdout(&out).contains(&workspace), "{}\n{}", stdout(&out), stderr(&out));
+}
+
+#[tokio::test]
+async fn an_acp_sessions_servers_get_the_sessions_cwd() {
+    let sandbox = Sandbox::new();
+    let call = json!({"tool_calls": [{"index": 0, "id": "r1", "type": "function", "function": {"name": "mcp__demo_s1__roots", "arguments": "{}"}}]});
+    let replies =
+        [model_server::openai_stream(vec![call], "tool_calls"), model_server::openai_stream(vec![json!({"content": "ok"})], "stop")];
+    let model = model_server::ModelServer::start(replies).await;
+    let base = format!("{}/v1", model.url);
+    let mut command = sandbox.std_cmd(["acp", "--model", "m", "--base-url", &base, "--confirm", "never"]);
+    for var in ["MCPVISOR_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"] {
+        command.env_remove(var);
+    }
+    let mut client = acp_support::Client::start(command);
+    let id = client.request("initialize", acp_support::initialize(false, false)).await;
+    client.response(id, &mut acp_support::no_requests).await;
+    // The session works in a directory that is not the agent process's.
+    let cwd = sandbox.home.join("elsewhere");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let demo = json!({"name": "demo", "command": cli_support::BIN, "args": ["demo-server"], "env": []});
+    let id = client.request("session/new", json!({"cwd": cwd, "mcpServers": [demo]})).await;
+    let opened = client.response(id, &mut acp_support::no_requests).await;
+    let session = opened["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{opened}")).to_string();
+    let id = client.request("session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "roots?"}]})).await;
+    let answer = client.response(id, &mut |_, _| acp_support::selected("allow_once")).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let reported: Vec<String> = client.updates.iter().filter(|u| u["update"]["toolCallId"] == "r1").map(|u| u.to_string()).collect();
+    let expected = format!("file://{}", cwd.display());
+    assert!(reported.iter().any(|update| update.contains(&expected)), "{expected} in {reported:?}");
+    assert!(!reported.iter().any(|update| update.contains(&sandbox.project.display().to_string())), "{reported:?}");
+    assert!(client.close().await.success());
 }
 
 /// A config file with [`two_demos`] and a third demo server, `quiet`, in a temporary directory.
