@@ -5,7 +5,9 @@
 //! per kind, each request naming the server: an async function
 //! ([`ClientHandlers::sampling_fn`] and its siblings, for any tokio program)
 //! or an actor's `Recipient` (inside actix). Without one:
-//! - roots: the server's configured `roots`, else its working directory;
+//! - roots: the server's configured `roots`, else none (an empty list:
+//!   a server keeps the directories it was started with; nobody invents
+//!   roots from a working directory);
 //! - sampling: refused with a JSON-RPC error that says how to enable it
 //!   (and sampling is then not announced among the client's capabilities);
 //! - elicitation: declined (a valid answer: the user said no).
@@ -52,6 +54,9 @@ impl Refusal {
 #[rtype(result = "Result<Vec<Root>, Refusal>")]
 pub struct RootsRequest {
     pub server: String,
+    /// The server's configured `roots` (empty when none are): what it
+    /// gets by default, and from [`ClientHandlers::offered_roots_fn`].
+    pub configured: Vec<Root>,
 }
 
 /// A server asks the client's model for a completion; `params` are the
@@ -160,6 +165,26 @@ impl ClientHandlers {
         self
     }
 
+    /// Offers the roots `function` answers to the servers with no
+    /// configured `roots`; a server with configured ones gets those (the
+    /// rule of every mode of the command line: configured, else the client's).
+    pub fn offered_roots_fn<F, Fut>(self, function: F) -> Self
+    where
+        F: Fn(RootsRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<Root>, Refusal>> + Send + 'static,
+    {
+        let function = Arc::new(function);
+        self.roots_fn(move |request| {
+            let function = function.clone();
+            async move {
+                match request.configured.is_empty() {
+                    true => function(request).await,
+                    false => Ok(request.configured),
+                }
+            }
+        })
+    }
+
     /// Answers `sampling/createMessage` with `function` (and announces sampling).
     pub fn sampling_fn<F, Fut>(mut self, function: F) -> Self
     where
@@ -199,17 +224,15 @@ impl ClientHandlers {
 pub struct Answerer {
     pub server: String,
     pub handlers: ClientHandlers,
-    /// The default roots (configured, else the working directory).
+    /// The server's configured roots, the answer without a roots handler
+    /// (empty when none are configured).
     pub roots: Vec<Root>,
 }
 
 impl Answerer {
-    pub fn new(server: &str, handlers: ClientHandlers, configured_roots: &[String], cwd: Option<&Path>) -> Answerer {
-        let roots = match configured_roots {
-            [] => cwd.map(Path::to_path_buf).or_else(|| std::env::current_dir().ok()).map(|dir| vec![root_of(&dir.to_string_lossy())]),
-            configured => Some(configured.iter().map(|root| root_of(root)).collect()),
-        };
-        Answerer { server: server.to_string(), handlers, roots: roots.unwrap_or_default() }
+    pub fn new(server: &str, handlers: ClientHandlers, configured_roots: &[String]) -> Answerer {
+        let roots = configured_roots.iter().map(|root| Root::of(root)).collect();
+        Answerer { server: server.to_string(), handlers, roots }
     }
 
     /// Answers one request of the server: the result, or the error to send back.
@@ -221,7 +244,10 @@ impl Answerer {
             methods::PING => Ok(json!({})),
             methods::ROOTS_LIST => {
                 let roots = match &self.handlers.roots {
-                    Some(handler) => handler.ask(RootsRequest { server: self.server.clone() }).await.ok_or_else(|| gone("roots"))?,
+                    Some(handler) => {
+                        let request = RootsRequest { server: self.server.clone(), configured: self.roots.clone() };
+                        handler.ask(request).await.ok_or_else(|| gone("roots"))?
+                    }
                     None => Ok(self.roots.clone()),
                 };
                 roots.map(|roots| json!({ "roots": roots })).map_err(refused)
@@ -279,11 +305,13 @@ fn schema_defaults(params: &Value) -> JsonObject {
     properties.into_iter().flatten().filter_map(|(name, schema)| Some((name.clone(), schema.get("default")?.clone()))).collect()
 }
 
-/// A configured root: a URI as it is, a path as a `file://` URI.
-fn root_of(root: &str) -> Root {
-    let uri = if root.contains("://") { root.to_string() } else { format!("file://{}", absolute(root)) };
-    let name = uri.rsplit('/').find(|part| !part.is_empty()).map(str::to_string);
-    Root { uri, name }
+impl Root {
+    /// A configured root: a URI as it is, a path (made absolute) as a `file://` URI.
+    pub fn of(root: &str) -> Root {
+        let uri = if root.contains("://") { root.to_string() } else { format!("file://{}", absolute(root)) };
+        let name = uri.rsplit('/').find(|part| !part.is_empty()).map(str::to_string);
+        Root { uri, name }
+    }
 }
 
 fn absolute(path: &str) -> String {
@@ -298,9 +326,14 @@ fn absolute(path: &str) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn roots_default_to_the_configured_ones_then_the_working_directory() {
-        let configured = Answerer::new("s", ClientHandlers::default(), &["/data".into(), "https://x/y".into()], None);
+    fn listed(answer: Result<Value, ErrorObject>) -> Vec<String> {
+        let answer = answer.unwrap();
+        answer["roots"].as_array().unwrap().iter().map(|root| root["uri"].as_str().unwrap().to_string()).collect()
+    }
+
+    #[actix_rt::test]
+    async fn roots_are_the_configured_ones_else_none_never_the_working_directory() {
+        let configured = Answerer::new("s", ClientHandlers::default(), &["/data".into(), "https://x/y".into()]);
         assert_eq!(
             configured.roots,
             vec![
@@ -308,8 +341,23 @@ mod tests {
                 Root { uri: "https://x/y".into(), name: Some("y".into()) },
             ]
         );
-        let cwd = Answerer::new("s", ClientHandlers::default(), &[], Some(Path::new("/srv/project")));
-        assert_eq!(cwd.roots, vec![Root { uri: "file:///srv/project".into(), name: Some("project".into()) }]);
+        let unconfigured = Answerer::new("s", ClientHandlers::default(), &[]);
+        assert_eq!(listed(unconfigured.answer(methods::ROOTS_LIST, None).await), Vec::<String>::new());
+    }
+
+    #[actix_rt::test]
+    async fn an_embedders_roots_win_and_offered_roots_yield_to_configured_ones() {
+        let own = ClientHandlers::default().roots_fn(|request| async move {
+            assert_eq!(request.configured, vec![Root::of("/data")], "the handler is told what is configured");
+            Ok(vec![Root::of("/embedder")])
+        });
+        let answerer = Answerer::new("s", own, &["/data".into()]);
+        assert_eq!(listed(answerer.answer(methods::ROOTS_LIST, None).await), ["file:///embedder"]);
+        let offered = ClientHandlers::default().offered_roots_fn(|_| async { Ok(vec![Root::of("/workspace")]) });
+        let configured = Answerer::new("s", offered.clone(), &["/data".into()]);
+        assert_eq!(listed(configured.answer(methods::ROOTS_LIST, None).await), ["file:///data"]);
+        let unconfigured = Answerer::new("s", offered, &[]);
+        assert_eq!(listed(unconfigured.answer(methods::ROOTS_LIST, None).await), ["file:///workspace"]);
     }
 
     #[test]
@@ -322,7 +370,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn without_handlers_sampling_is_refused_and_elicitation_declined() {
-        let answerer = Answerer::new("s", ClientHandlers::default(), &["/r".into()], None);
+        let answerer = Answerer::new("s", ClientHandlers::default(), &["/r".into()]);
         let refusal = answerer.answer(methods::SAMPLING_CREATE_MESSAGE, Some(json!({"messages": []}))).await.unwrap_err();
         assert!(refusal.message.contains("sampling handler"), "{refusal:?}");
         let form = json!({"mode": "form", "message": "Name?", "requestedSchema": {"type": "object", "properties": {}}});

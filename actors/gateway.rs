@@ -248,7 +248,13 @@ impl GatewaySession {
 
     fn notified(&mut self, method: &str, params: Value, ctx: &mut Context<Self>) {
         match method {
-            methods::INITIALIZED => self.ready = true,
+            methods::INITIALIZED => {
+                self.ready = true;
+                if self.client.as_ref().is_some_and(|client| client.capabilities.get("roots").is_some()) {
+                    // The client's roots arrived: the servers that asked before hear of them.
+                    self.roots_changed(ctx);
+                }
+            }
             methods::CANCELLED => {
                 let id = params.get("requestId").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
                 self.listens.retain(|listen| Some(&listen.id) != id.as_ref());
@@ -257,12 +263,15 @@ impl GatewaySession {
                     ctx.cancel_future(open.work);
                 }
             }
-            methods::ROOTS_LIST_CHANGED => {
-                let pool = self.pool.clone();
-                ctx.spawn(async move { pool.roots_changed().await }.into_actor(self));
-            }
+            methods::ROOTS_LIST_CHANGED => self.roots_changed(ctx),
             _ => {} // Unknown notifications are ignored, as JSON-RPC asks.
         }
+    }
+
+    /// Tells the servers that asked for the client's roots that they changed.
+    fn roots_changed(&mut self, ctx: &mut Context<Self>) {
+        let (roots, handle) = (self.pool.options.client_roots.clone(), self.pool.handle.clone());
+        ctx.spawn(async move { roots.changed(&handle).await }.into_actor(self));
     }
 
     /// Serves one admitted request.

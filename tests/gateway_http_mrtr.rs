@@ -137,7 +137,8 @@ async fn a_request_that_declares_a_log_level_hears_its_servers_messages_on_its_o
 
 #[tokio::test]
 async fn elicitation_and_roots_ride_on_input_required_too_each_only_when_declared() {
-    let gateway = Gateway::loopback();
+    // Roots reach the servers over HTTP only when the gateway passes its client's through.
+    let gateway = Gateway::start("127.0.0.1:0", &["--client-roots"], &[]).expect("the gateway starts");
     let (http, url) = (client(), gateway.mcp());
     let both = meta(json!({"elicitation": {}, "roots": {}}));
     let elicit = |id, extra: Value| {

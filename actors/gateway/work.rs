@@ -339,12 +339,6 @@ impl Pool {
         Ok(json!({}))
     }
 
-    /// Tells every served server that the client's roots changed.
-    pub async fn roots_changed(&self) {
-        let servers = self.served_servers().await;
-        join_all(servers.iter().map(|server| self.handle.roots_changed(server))).await;
-    }
-
     async fn served_servers(&self) -> Vec<String> {
         self.handle.status().await.into_iter().map(|status| status.name).filter(|name| serves(&self.options, name)).collect()
     }

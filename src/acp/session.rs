@@ -6,7 +6,9 @@
 //! number of this connection, so they collide neither with the configured
 //! servers nor with another session's; its agent sees only the configured
 //! servers and its own ([`Scope`]); everything it added is removed when it
-//! closes, or when opening fails half-way.
+//! closes, or when opening fails half-way. The session's servers get its
+//! `cwd` as their roots (the configured servers, shared by every session,
+//! get their configured `roots`, else none).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -190,14 +192,15 @@ async fn add_servers(
     Ok(())
 }
 
-/// The Hub's configuration of one of the editor's MCP servers.
+/// The Hub's configuration of one of the editor's MCP servers, the
+/// session's `cwd` as its roots.
 fn server_config(server: &McpServer, suffix: &str, cwd: &std::path::Path) -> Result<ServerConfig, ErrorObject> {
     let remote = |transport, name: &str, url: &str, headers: Vec<(String, String)>| {
         let mut config = ServerConfig::remote(format!("{name}{suffix}"), transport, url);
         config.headers.extend(headers);
         config
     };
-    Ok(match server {
+    let mut config = match server {
         McpServer::Stdio(stdio) => {
             let mut config =
                 ServerConfig::stdio(format!("{}{suffix}", stdio.name), stdio.command.display().to_string(), stdio.args.clone());
@@ -212,7 +215,9 @@ fn server_config(server: &McpServer, suffix: &str, cwd: &std::path::Path) -> Res
             remote(Transport::Sse, &sse.name, &sse.url, sse.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect())
         }
         _ => return Err(invalid("an MCP server of a transport this agent does not support (stdio, http and sse are)".into())),
-    })
+    };
+    config.roots = vec![cwd.display().to_string()];
+    Ok(config)
 }
 
 /// Waits until the session's servers are out of `pending`, at most [`SERVERS_SETTLE`].

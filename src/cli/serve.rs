@@ -19,6 +19,7 @@ use super::session::{prepare, Session};
 use super::{interrupted, Cli, EXIT_INTERRUPTED};
 use crate::config::ServerConfig;
 use crate::gateway::bridge::ClientBridge;
+use crate::gateway::roots::ClientRoots;
 use crate::gateway::ServeOptions;
 use crate::Handle;
 
@@ -52,11 +53,12 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         .build()
         .map_err(|e| Failure::connection(format!("cannot start a tokio runtime: {e}")))?;
     let outcome = runtime.block_on(async {
-        let bridge = ClientBridge::default();
+        let passes_roots = http.is_none() || super::serve_http::passes_client_roots(&args.http, servers.serve.as_ref());
+        let bridge = ClientBridge::new(ClientRoots::new(passes_roots));
         // No settling wait: a request made before a server is up waits for it.
         let session = Session::launch_configs(configs, bridge.handlers(), telemetry)?;
         let parked = crate::gateway::input::ParkedCalls::from_env().map_err(Failure::usage)?;
-        let options = ServeOptions { passthrough: args.server.clone(), redactor: super::secrets::redactor(), parked, ..ServeOptions::default() };
+        let options = ServeOptions { passthrough: args.server.clone(), redactor: super::secrets::redactor(), parked, client_roots: bridge.client_roots(), ..ServeOptions::default() };
         if let Some((addr, http)) = http {
             let stop = async {
                 interrupted().await;

@@ -6,7 +6,10 @@
 //! variable wins: it is set for one run, the file for all), never from a
 //! flag, which `ps` shows; a non-loopback bind without one is refused
 //! before anything starts. The table's `allowed_origins` add to
-//! `--allow-origin`. Once
+//! `--allow-origin`. The servers without configured `roots` get an empty
+//! list (they are shared by every client, whose `file://` roots name the
+//! client's machine) unless `--client-roots` or the table's `client_roots`
+//! pass one local client's through. Once
 //! listening, one line on stderr says where (`serving MCP at
 //! http://ADDR/mcp`), with the port chosen when ADDR asked for port 0.
 
@@ -50,6 +53,16 @@ pub struct HttpArgs {
     /// On SIGTERM, wait this many seconds for calls in flight (default 20).
     #[arg(long, value_name = "SECS", value_parser = parse_seconds, requires = "http")]
     pub drain: Option<Duration>,
+    /// Pass the client's roots to the servers that have no `roots` of their
+    /// own (one user on this machine; by default they get none over HTTP).
+    #[arg(long, requires = "http")]
+    pub client_roots: bool,
+}
+
+/// Whether the client's roots reach the servers over HTTP: `--client-roots`
+/// or `client_roots = true` in the `[serve]` table (over stdio they always do).
+pub fn passes_client_roots(args: &HttpArgs, settings: Option<&ServeSettings>) -> bool {
+    args.client_roots || settings.is_some_and(|settings| settings.client_roots)
 }
 
 /// `ADDR` as a socket address.

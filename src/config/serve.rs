@@ -5,6 +5,7 @@
 //! [serve]
 //! token = "${MCPVISOR_TOKEN}"                    # names the variable holding the bearer token
 //! allowed_origins = ["https://app.example.com"]  # Origins allowed besides the loopback ones
+//! client_roots = true                            # servers without `roots` get the client's (one local user)
 //! ```
 //!
 //! `token` must be one `${VAR}` reference, expanded when `serve` starts: it
@@ -23,7 +24,7 @@ use toml_edit::Item;
 use super::expand::{expand, is_only_reference, Problem, Syntax};
 use crate::error::ConfigError;
 
-const KEYS: [&str; 2] = ["token", "allowed_origins"];
+const KEYS: [&str; 3] = ["token", "allowed_origins", "client_roots"];
 
 /// The `[serve]` table, its references not yet expanded.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -33,6 +34,10 @@ pub struct ServeSettings {
     /// The bearer token as written (`${VAR}` references kept).
     pub token: Option<String>,
     pub allowed_origins: Vec<String>,
+    /// Over HTTP, the servers without configured `roots` get the roots of
+    /// the gateway's client (meant for one user on this machine: the
+    /// servers are shared by every client); else an empty list.
+    pub client_roots: bool,
 }
 
 impl std::fmt::Debug for ServeSettings {
@@ -41,6 +46,7 @@ impl std::fmt::Debug for ServeSettings {
             .field("file", &self.file)
             .field("token", &self.token.as_ref().map(|_| super::MASK))
             .field("allowed_origins", &self.allowed_origins)
+            .field("client_roots", &self.client_roots)
             .finish()
     }
 }
@@ -93,6 +99,9 @@ pub(crate) fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigErro
                     .collect::<Option<_>>()
                     .ok_or_else(|| invalid(key, "must hold strings only, such as \"https://app.example.com\""))?;
             }
+            "client_roots" => {
+                settings.client_roots = value.as_bool().ok_or_else(|| invalid(key, "must be true or false"))?;
+            }
             _ => {
                 return Err(ConfigError::UnknownKey { file: path.into(), server: None, key: format!("serve.{key}"), known: KEYS.to_vec() })
             }
@@ -121,6 +130,14 @@ mod tests {
         assert!(!format!("{settings:?}").contains("GW_TOKEN"), "{settings:?}");
         let blank = |_: &str| Some("  ".to_string());
         assert_eq!(settings.token(blank).unwrap(), None);
+    }
+
+    #[test]
+    fn client_roots_are_off_unless_set() {
+        assert!(!serve("[serve]\nallowed_origins = []\n").unwrap().client_roots);
+        assert!(serve("[serve]\nclient_roots = true\n").unwrap().client_roots);
+        let refused = serve("[serve]\nclient_roots = \"yes\"\n").unwrap_err();
+        assert!(refused.contains("`serve.client_roots` must be true or false"), "{refused}");
     }
 
     #[test]

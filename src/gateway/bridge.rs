@@ -13,7 +13,8 @@
 //! two sessions calling the same server at once the first of them is
 //! asked. When no session offers the capability, the request gets the answer a
 //! client without handlers gets: sampling refused (saying why), elicitation
-//! declined, and as roots the gateway's working directory.
+//! declined. Roots follow [`ClientRoots`]: a server's configured roots,
+//! else the client's when they pass through, else none.
 
 use std::sync::{Arc, Mutex};
 
@@ -21,17 +22,31 @@ use actix::WeakAddr;
 use rmcp::model::{ElicitResult, JsonObject};
 use serde_json::{json, Value};
 
+use super::roots::ClientRoots;
 use crate::actors::client_requests::{ClientHandlers, Refusal, Root};
 use crate::actors::gateway::{AskClient, GatewaySession};
 use crate::protocol::{methods, ErrorObject};
 
 /// The sessions that may answer servers' requests; clones share them.
+/// `Default`: the client's roots pass through (one client, over stdio).
 #[derive(Clone, Default)]
 pub struct ClientBridge {
     sessions: Arc<Mutex<Vec<WeakAddr<GatewaySession>>>>,
+    roots: ClientRoots,
 }
 
 impl ClientBridge {
+    /// A bridge whose servers' roots follow `roots`; the sessions must be
+    /// served with the same record ([`crate::gateway::ServeOptions::client_roots`]).
+    pub fn new(roots: ClientRoots) -> ClientBridge {
+        ClientBridge { sessions: Arc::default(), roots }
+    }
+
+    /// The record of the roots' rule, for [`crate::gateway::ServeOptions::client_roots`].
+    pub fn client_roots(&self) -> ClientRoots {
+        self.roots.clone()
+    }
+
     /// Lets `session`'s client answer servers' requests (from now until it stops).
     pub fn attach(&self, session: WeakAddr<GatewaySession>) {
         let mut sessions = self.lock();
@@ -65,17 +80,20 @@ impl ClientBridge {
                     }
                 }
             })
-            .roots_fn(move |request| {
+            .offered_roots_fn(move |request| {
                 let bridge = roots.clone();
                 async move {
+                    if !bridge.roots.passes_through() {
+                        return Ok(Vec::new());
+                    }
+                    // Recorded before asking: a client that declares roots later tells this server.
+                    bridge.roots.asked(&request.server);
                     match bridge.ask(request.server, methods::ROOTS_LIST, json!({})).await {
                         Some(answer) => answer.map(|value| {
                             let listed = value.get("roots").and_then(Value::as_array).cloned().unwrap_or_default();
                             listed.iter().filter_map(root).collect()
                         }),
-                        None => Ok(std::env::current_dir()
-                            .map(|dir| vec![Root { uri: format!("file://{}", dir.display()), name: None }])
-                            .unwrap_or_default()),
+                        None => Ok(Vec::new()),
                     }
                 }
             })

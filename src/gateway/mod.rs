@@ -12,6 +12,7 @@
 //! | [`era`] | the server side of the protocol's eras: which era serves a request, `initialize` and `server/discover` answers |
 //! | [`names`] | the routing tables: served names of tools and prompts, resource URIs and templates, back to their servers |
 //! | [`bridge`] | servers' own requests (sampling, elicitation, roots) sent on to the gateway's client |
+//! | [`roots`] | which roots the upstreams get (configured, the client's, or none), and who is told when the client's change |
 //! | [`input`] | 2026-07-28 calls parked on `input_required` while a server's request waits for the client (MRTR) |
 //! | [`listen`] | 2026-07-28 `subscriptions/listen` filters (shared with the demo server) |
 //! | [`errors`] | a [`crate::CallError`] as the JSON-RPC error or `isError` result MCP expects |
@@ -26,6 +27,7 @@ pub mod input;
 pub mod listen;
 pub mod names;
 pub mod outbox;
+pub mod roots;
 pub mod stdio;
 pub mod tasks;
 
@@ -50,6 +52,10 @@ pub struct ServeOptions {
     /// 2026-07-28 calls waiting for their client's input, shared by every
     /// session of this gateway like the routing tables.
     pub parked: input::ParkedCalls,
+    /// Whether the client's roots reach the servers, and which servers
+    /// asked for them: the same record as the [`bridge::ClientBridge`]'s
+    /// (sessions tell it when their client's roots arrive or change).
+    pub client_roots: roots::ClientRoots,
 }
 
 /// The caller label (`CallTool::with_caller`, the audit log's `caller`)

@@ -14,6 +14,9 @@
 //! and list files, run a command, under the working directory) as the
 //! server `builtin`, unless `[agent] builtin_tools = false`.
 //!
+//! Roots: the agent offers its workspace (the working directory, where the
+//! built-in tools work) to the servers with no configured `roots`.
+//!
 //! Confirmation (`--confirm`, `[agent] confirm`, default `ask`): asked on
 //! the terminal when stdin is one; otherwise a call that needs it is denied
 //! and the model and stderr are told why.
@@ -34,9 +37,10 @@ use clap::Args;
 
 use super::output::{warn, Failure};
 use super::servers::{env, Servers};
-use super::session::Session;
+use super::session::{prepare, Session};
 use super::{Cli, EXIT_CONNECTION, EXIT_TOOL_ERROR};
 use crate::actors::agent::{AgentConfig, AgentError, AgentLimits, AgentStop, ConfirmPolicy, TurnEnded};
+use crate::actors::client_requests::{ClientHandlers, Root};
 use crate::builtin_tools::{self, BuiltinSettings};
 use crate::config::{AgentSettings, ConfirmMode, Keyword};
 use crate::llm::settings::{Choices, MODEL_VAR};
@@ -205,9 +209,13 @@ pub fn run(cli: &Cli, args: &AgentArgs) -> Result<u8, Failure> {
 /// until each has settled; the listings go to the tool cache.
 async fn start(servers: &Servers) -> Result<Session, Failure> {
     let entries = servers.to_start(None)?;
-    let session = Session::start(entries.iter().copied()).await?;
+    let workspace = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let offered = vec![Root::of(&workspace.to_string_lossy())];
+    let handlers = ClientHandlers::default().offered_roots_fn(move |_| std::future::ready(Ok(offered.clone())));
+    let session = Session::launch_configs(prepare(entries.iter().copied(), |_| {})?, handlers, Default::default())?;
+    session.settle().await;
     if servers.agent.builtin_tools != Some(false) {
-        add_builtin(&session, servers).await;
+        add_builtin(&session, servers, workspace).await;
     }
     let statuses = session.handle.status().await;
     for status in &statuses {
@@ -222,7 +230,7 @@ async fn start(servers: &Servers) -> Result<Session, Failure> {
 }
 
 /// The built-in tools (files and commands under the working directory) as the server `builtin`.
-async fn add_builtin(session: &Session, servers: &Servers) {
+async fn add_builtin(session: &Session, servers: &Servers, workspace: std::path::PathBuf) {
     if servers.get(builtin_tools::SERVER_NAME).is_ok() {
         warn(format_args!(
             "a configured server is named `{}`: the built-in tools are left out (rename it to have both)",
@@ -230,8 +238,7 @@ async fn add_builtin(session: &Session, servers: &Servers) {
         ));
         return;
     }
-    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-    if let Err(error) = session.handle.add_server(builtin_tools::server(BuiltinSettings::new(cwd))).await {
+    if let Err(error) = session.handle.add_server(builtin_tools::server(BuiltinSettings::new(workspace))).await {
         warn(format_args!("the built-in tools are not available: {error}"));
     }
     session.settle().await;
