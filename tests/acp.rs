@@ -166,7 +166,7 @@ async fn the_permission_question_follows_the_text_and_the_tool_call_it_is_about_
     let notes = sandbox.project.join("notes.txt").display().to_string();
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "new\n");
     // On the wire: all of the text, then the tool call, then the question about it.
-    let at = |what: &dyn Fn(&Value) -> bool| client.wire.iter().position(|m| what(m)).unwrap_or_else(|| panic!("{:#?}", client.wire));
+    let at = |what: &dyn Fn(&Value) -> bool| client.wire.iter().position(what).unwrap_or_else(|| panic!("{:#?}", client.wire));
     let asked = at(&|m| m["method"] == "session/request_permission");
     let announced = at(&|m| m["params"]["update"]["sessionUpdate"] == "tool_call" && m["params"]["update"]["toolCallId"] == "w1");
     let said: String = client.wire[..asked]
