@@ -381,3 +381,36 @@ async fn json_ends_each_turn_with_one_result_holding_the_whole_answer_however_it
     let result = json_lines(&out).pop().unwrap();
     assert_eq!((&result["stop_reason"], &result["text"], &result["tool_calls"]), (&json!("max_turn_requests"), &json!(""), &json!(2)));
 }
+
+#[tokio::test]
+async fn ctrl_c_cancels_the_turn_and_json_still_ends_with_its_result() {
+    let sandbox = sandbox_with_demo();
+    let server = ModelServer::start([tool_call("s1", "mcp__demo__sleep", json!({"ms": 600000}))]).await;
+    let base = format!("{}/v1", server.url);
+    let mut command = agent(&sandbox, &["-p", "sleep long", "--json", "--confirm", "never", "--model", "m", "--base-url", &base]);
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = tokio::process::Command::from(command).kill_on_drop(true).spawn().unwrap();
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(child.stdout.take().unwrap()));
+    let mut seen = Vec::new();
+    let patience = std::time::Duration::from_secs(60);
+    while !seen.iter().any(|line: &Value| line["event"] == "tool_call_started") {
+        let line = tokio::time::timeout(patience, lines.next_line()).await.expect("the call starts").unwrap().expect("a line");
+        seen.push(serde_json::from_str(&line).unwrap());
+    }
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
+    while let Some(line) = tokio::time::timeout(patience, lines.next_line()).await.expect("the turn ends").unwrap() {
+        seen.push(serde_json::from_str(&line).unwrap());
+    }
+    let status = tokio::time::timeout(patience, child.wait()).await.expect("the command exits").unwrap();
+    assert_eq!(status.code(), Some(130));
+    let schema = documented_schema();
+    for line in &seen {
+        conforms(&schema, line).unwrap_or_else(|why| panic!("{why}: {line}"));
+    }
+    let result = seen.last().unwrap();
+    assert_eq!(
+        (&result["event"], &result["stop_reason"], &result["tool_calls"]),
+        (&json!("result"), &json!("cancelled"), &json!(1)),
+        "{seen:?}"
+    );
+}

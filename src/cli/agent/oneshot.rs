@@ -8,6 +8,9 @@
 //! one `{"event":"result",...}` that carries the whole answer, however the
 //! turn ended (the fields of each event: docs/agent.md, "`--json` events").
 
+use std::time::Duration;
+
+use actix::Addr;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use serde::Serialize;
@@ -16,11 +19,11 @@ use serde_json::json;
 use super::asking::{self, Ask, Lines};
 use super::history::Opened;
 use super::{exit_code, Setup};
-use crate::actors::agent::{AgentError, AgentEvent, Prompt, TurnEnded};
+use crate::actors::agent::{Agent, AgentError, AgentEvent, Cancel, Prompt, TurnEnded};
 use crate::actors::outlet::Outlet;
 use crate::cli::output::{print_json_line, print_line, report_text, terminal_safe, warn, Failure, Layout};
 use crate::cli::session::Session;
-use crate::cli::Cli;
+use crate::cli::{interrupted, stopped_by, Cli, EXIT_INTERRUPTED};
 use crate::llm::Usage;
 
 /// Lines of a tool's output shown on stderr.
@@ -45,7 +48,7 @@ pub async fn run(cli: &Cli, session: &Session, setup: &Setup, opened: Opened, pr
     let agent =
         session.handle.start_agent(config).await.ok_or_else(|| Failure::connection("the runtime stopped before the agent started"))?;
     let printer = tokio::spawn(print_events(events, asks, cli.json));
-    let outcome = agent.send(Prompt::text(prompt)).await.map_err(|_| Failure::connection("the agent stopped during the turn"))?;
+    let (outcome, signal) = run_turn(&agent, prompt).await?;
     drop(agent);
     let tally = printer.await.unwrap_or_default();
     if cli.json {
@@ -59,7 +62,33 @@ pub async fn run(cli: &Cli, session: &Session, setup: &Setup, opened: Opened, pr
     if let (Some(id), false) = (id, cli.json) {
         eprintln!("(saved as conversation {id}; go on with `mcpvisor agent --resume {id}`)");
     }
-    Ok(exit_code(&outcome))
+    Ok(if signal.is_some() { EXIT_INTERRUPTED } else { exit_code(&outcome) })
+}
+
+/// How long a cancelled turn may take to end before the command stops without it.
+const CANCEL_GRACE: Duration = Duration::from_secs(10);
+
+/// Runs the prompt. A first Ctrl-C or SIGTERM cancels the turn, which ends
+/// as a cancelled one (with its `result`); the signal is returned beside
+/// the outcome. A second one, or a turn still running [`CANCEL_GRACE`]
+/// later, stops the command at once.
+async fn run_turn(agent: &Addr<Agent>, prompt: &str) -> Result<(Result<TurnEnded, AgentError>, Option<&'static str>), Failure> {
+    let mut turn = Box::pin(agent.send(Prompt::text(prompt)));
+    let mut signal = None;
+    let answered = tokio::select! {
+        answered = &mut turn => answered,
+        caught = interrupted() => {
+            signal = Some(caught);
+            agent.do_send(Cancel);
+            tokio::select! {
+                answered = &mut turn => answered,
+                caught = interrupted() => return Err(stopped_by(caught)),
+                () = tokio::time::sleep(CANCEL_GRACE) => return Err(stopped_by(caught)),
+            }
+        }
+    };
+    let outcome = answered.map_err(|_| Failure::connection("the agent stopped during the turn"))?;
+    Ok((outcome, signal))
 }
 
 /// What the `result` line sums up, gathered from a turn's events.
