@@ -7,12 +7,25 @@ import { client, ndJsonStream } from "@agentclientprotocol/sdk";
 const [bin, project] = process.argv.slice(2);
 const agent = spawn(bin, ["acp"], { cwd: project, stdio: ["pipe", "pipe", "inherit"] });
 const stream = ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
+// The agent's lines as written, beside what the SDK makes of them.
+const wire = [];
+let partial = "";
+agent.stdout.on("data", (chunk) => {
+  const lines = (partial + chunk.toString("utf8")).split("\n");
+  partial = lines.pop();
+  wire.push(...lines.filter((line) => line.trim()).map((line) => JSON.parse(line)));
+});
 const updates = [];
+const questions = [];
 const app = client({ name: "mcpvisor-ci" })
   .onNotification("session/update", (notification) => {
     updates.push(notification.update ?? notification.params?.update ?? notification);
   })
-  .onRequest("session/request_permission", () => ({ outcome: { outcome: "selected", optionId: "allow_once" } }));
+  .onRequest("session/request_permission", (request) => {
+    // What the editor knows when it must ask the user.
+    questions.push({ request: request.params ?? request, seen: updates.length });
+    return { outcome: { outcome: "selected", optionId: "allow_once" } };
+  });
 
 const fail = (message) => {
   console.error(`acp smoke: ${message}\nupdates: ${JSON.stringify(updates, null, 1)}`);
@@ -34,6 +47,12 @@ const result = await app.connectWith(stream, async (ctx) => {
     sessionId: session.sessionId,
     prompt: [{ type: "text", text: "add 2 and 3" }],
   });
+  // The built-in write_file asks first (mode ask; it is not read-only).
+  const written = await ctx.request("session/prompt", {
+    sessionId: session.sessionId,
+    prompt: [{ type: "text", text: "write_file notes.txt" }],
+  });
+  if (written.stopReason !== "end_turn") fail(`write_file: stop reason ${written.stopReason}`);
   return answer;
 });
 agent.stdin.end();
@@ -41,6 +60,18 @@ if (result.stopReason !== "end_turn") fail(`stop reason ${result.stopReason}`);
 const text = updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
 if (!text.includes("answered: 5")) fail(`the answer was ${JSON.stringify(text)}`);
 if (!updates.some((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed")) fail("no completed tool call");
+// The permission question follows the text and the tool_call it is about, and names the call.
+const file = `${project}/notes.txt`;
+const asked = wire.findIndex((m) => m.method === "session/request_permission");
+if (asked < 0 || questions.length !== 1) fail(`one permission question expected: ${JSON.stringify(wire)}`);
+const { toolCall } = wire[asked].params;
+const announced = wire.findIndex((m) => m.params?.update?.sessionUpdate === "tool_call" && m.params.update.toolCallId === toolCall.toolCallId);
+if (announced < 0 || announced > asked) fail(`the tool_call came after the question: ${JSON.stringify(wire)}`);
+const said = wire.slice(0, asked).filter((m) => m.params?.update?.sessionUpdate === "agent_message_chunk").map((m) => m.params.update.content.text).join("");
+if (!said.endsWith("I will call `mcp__builtin_s1__write_file`.")) fail(`the text before the question: ${JSON.stringify(said)}`);
+if (toolCall.title !== `Write ${file}` || toolCall.kind !== "edit" || toolCall.locations?.[0]?.path !== file) fail(`the question's toolCall: ${JSON.stringify(toolCall)}`);
+const known = updates.slice(0, questions[0].seen);
+if (!known.some((u) => u.sessionUpdate === "tool_call" && u.toolCallId === toolCall.toolCallId)) fail("the SDK delivered the question before the tool_call");
 const code = await new Promise((resolve) => agent.on("exit", resolve));
 if (code !== 0) fail(`mcpvisor acp exited with ${code}`);
-console.log(`acp smoke: ok (${updates.length} updates, answer ${JSON.stringify(text)})`);
+console.log(`acp smoke: ok (${updates.length} updates, answer ${JSON.stringify(text)}; the permission question followed its tool_call and named it)`);

@@ -10,7 +10,7 @@
 //!
 //! | message | reply |
 //! | --- | --- |
-//! | [`Prompt`] | `Result<TurnEnded, AgentError>` once the turn ends; [`AgentEvent`]s stream meanwhile |
+//! | [`Prompt`] | `Result<TurnEnded, AgentError>` once the turn ends; [`AgentEvent`]s stream meanwhile, the last `TurnEnded` or `TurnFailed` |
 //! | [`Cancel`] | — the running turn ends with [`AgentStop::Cancelled`] |
 //! | [`History`] | the conversation so far |
 //! | [`SetModel`], [`SetConfirm`], [`SetTools`] | — applied from the next model request / tool call |
@@ -330,9 +330,12 @@ impl Handler<Prompt> for Agent {
                     Ok(TurnEnded { stop_reason: AgentStop::Cancelled, usage: turn.usage() })
                 }
             };
-            if let Ok(ended) = &ended {
-                turn.shared.record(|| Record::TurnEnded { stop_reason: ended.stop_reason.into(), usage: ended.usage });
-                turn.emit(AgentEvent::TurnEnded { stop_reason: ended.stop_reason, usage: ended.usage });
+            match &ended {
+                Ok(ended) => {
+                    turn.shared.record(|| Record::TurnEnded { stop_reason: ended.stop_reason.into(), usage: ended.usage });
+                    turn.emit(AgentEvent::TurnEnded { stop_reason: ended.stop_reason, usage: ended.usage });
+                }
+                Err(error) => turn.emit(AgentEvent::TurnFailed { error: error.to_string(), usage: turn.usage() }),
             }
             ended
         };

@@ -152,6 +152,39 @@ async fn a_tool_call_asks_permission_granted_then_rejected_and_a_new_process_loa
 }
 
 #[tokio::test]
+async fn the_permission_question_follows_the_text_and_the_tool_call_it_is_about_and_names_the_call() {
+    let sandbox = Sandbox::new();
+    let arguments = json!({"path": "notes.txt", "content": "new\n"});
+    let call = json!({"tool_calls": [{"index": 0, "id": "w1", "type": "function",
+                      "function": {"name": "mcp__builtin_s1__write_file", "arguments": arguments.to_string()}}]});
+    let text = ["I will ", "write ", "the notes."].map(|word| json!({"content": word}));
+    let model = ModelServer::start([openai_stream(text.into_iter().chain([call]).collect(), "tool_calls"), says("Written.")]).await;
+    let mut client = acp(&sandbox, &model);
+    let session = open(&mut client, &sandbox, false, false, json!([])).await;
+    let answer = prompt(&mut client, &session, "write the notes", &mut |_, _| selected("allow_once")).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let notes = sandbox.project.join("notes.txt").display().to_string();
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "new\n");
+    // On the wire: all of the text, then the tool call, then the question about it.
+    let at = |what: &dyn Fn(&Value) -> bool| client.wire.iter().position(what).unwrap_or_else(|| panic!("{:#?}", client.wire));
+    let asked = at(&|m| m["method"] == "session/request_permission");
+    let announced = at(&|m| m["params"]["update"]["sessionUpdate"] == "tool_call" && m["params"]["update"]["toolCallId"] == "w1");
+    let said: String = client.wire[..asked]
+        .iter()
+        .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .map(|m| m["params"]["update"]["content"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(said, "I will write the notes.", "the text that leads to the call comes before the question: {:#?}", client.wire);
+    assert!(announced < asked, "the tool_call update comes before the question: {:#?}", client.wire);
+    let question = &client.wire[asked]["params"]["toolCall"];
+    assert_eq!(question["toolCallId"], "w1", "{question}");
+    assert_eq!(question["title"], format!("Write {notes}").as_str(), "{question}");
+    assert_eq!((question["kind"].as_str(), question["locations"][0]["path"].as_str()), (Some("edit"), Some(notes.as_str())), "{question}");
+    assert_eq!(question["rawInput"], arguments, "{question}");
+    assert!(client.close().await.success());
+}
+
+#[tokio::test]
 async fn files_go_through_the_editor_and_a_command_runs_in_its_terminal() {
     let sandbox = Sandbox::new();
     let model = ModelServer::start([

@@ -72,6 +72,12 @@ pub enum AgentEvent {
         stop_reason: AgentStop,
         usage: Usage,
     },
+    /// The turn ended with an error (the `Prompt`'s answer is that error);
+    /// `usage`: the tokens its model requests took before it.
+    TurnFailed {
+        error: String,
+        usage: Usage,
+    },
 }
 
 /// Why a turn ended without an error.

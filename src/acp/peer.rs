@@ -62,20 +62,21 @@ impl Peer {
 
     /// Sends a request to the editor and waits for its answer.
     pub async fn request<P: Serialize, R: DeserializeOwned>(&self, method: &str, params: &P) -> Result<R, ErrorObject> {
+        self.send_request(method, params)?.answer().await
+    }
+
+    /// Writes a request to the editor now, behind every frame sent before
+    /// it; its answer is awaited through the returned [`Pending`].
+    pub fn send_request<P: Serialize>(&self, method: &str, params: &P) -> Result<Pending, ErrorObject> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
+        let (tx, answer) = oneshot::channel();
         match self.lock().as_mut() {
             Some(waiting) => waiting.insert(id, tx),
             None => return Err(gone()),
         };
-        let _forget = Forget { peer: self, id };
+        let pending = Pending { peer: self.clone(), id, method: method.to_string(), answer };
         let _ = self.inner.out.send(request_frame(&RequestId::Number(id), method, params));
-        let raw = rx.await.map_err(|_| gone())??;
-        serde_json::from_str(raw.get()).map_err(|e| ErrorObject {
-            code: error_codes::INVALID_PARAMS,
-            message: format!("the editor's answer to {method} does not fit the ACP schema: {e}"),
-            data: None,
-        })
+        Ok(pending)
     }
 
     /// Hands a response of the editor to the request waiting for it; one
@@ -98,13 +99,27 @@ impl Peer {
     }
 }
 
-/// Removes a request's waiter when the request ends, however it ends.
-struct Forget<'a> {
-    peer: &'a Peer,
+/// A request written to the editor, waiting for its answer. Dropping it
+/// forgets the request: a late answer is then dropped.
+pub struct Pending {
+    peer: Peer,
     id: i64,
+    method: String,
+    answer: oneshot::Receiver<Result<Box<RawValue>, ErrorObject>>,
 }
 
-impl Drop for Forget<'_> {
+impl Pending {
+    pub async fn answer<R: DeserializeOwned>(mut self) -> Result<R, ErrorObject> {
+        let raw = (&mut self.answer).await.map_err(|_| gone())??;
+        serde_json::from_str(raw.get()).map_err(|e| ErrorObject {
+            code: error_codes::INVALID_PARAMS,
+            message: format!("the editor's answer to {} does not fit the ACP schema: {e}", self.method),
+            data: None,
+        })
+    }
+}
+
+impl Drop for Pending {
     fn drop(&mut self) {
         if let Some(waiting) = self.peer.lock().as_mut() {
             waiting.remove(&self.id);

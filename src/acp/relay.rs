@@ -1,47 +1,75 @@
 //! One session's agent events as `session/update` notifications, and the
-//! answer of each `session/prompt` after the updates of its turn.
+//! frames that must follow them: the answer of each `session/prompt` and
+//! the permission questions (`session/request_permission`) of its calls.
 //!
-//! Invariant: a prompt's response is written after every update of its
-//! turn: the agent emits `TurnEnded` before it answers the `Prompt`, so
-//! when the answer is handed to the relay ([`Relay::finish`]) the turn's
-//! events are already queued, and they are drained first.
+//! Invariant: such a frame is written after every update queued before it
+//! was handed to the relay ([`Relay::finish`], [`Relay::ask_permission`]):
+//! the relay drains the queued events first. The agent emits `TurnEnded`
+//! before it answers the `Prompt`, and a call's `ToolCallRequested` (after
+//! the text that led to it) before it asks, so the editor has seen the
+//! turn's updates before its answer, and the call and the text before the
+//! question about it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use agent_client_protocol_schema::{
-    ContentBlock, ContentChunk, Diff, PromptResponse, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields,
+    ContentBlock, ContentChunk, Diff, PermissionOption, PromptResponse, RequestPermissionRequest, RequestPermissionResponse, SessionUpdate,
+    TextContent, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
+use super::peer::Pending;
 use super::room::Room;
 use super::tool_view::{resolve, ToolView};
-use crate::actors::agent::AgentEvent;
+use crate::actors::agent::{AgentEvent, ConfirmRequest};
 use crate::actors::ToolEntry;
 use crate::builtin_tools::{RUN_COMMAND, WRITE_FILE};
-use crate::protocol::{ErrorObject, RequestId};
+use crate::protocol::{error_codes, ErrorObject, RequestId};
 use crate::Handle;
 
-/// Hands prompt answers to a session's relay.
+/// Hands prompt answers and permission questions to a session's relay.
 #[derive(Clone)]
 pub struct Relay {
-    answers: mpsc::UnboundedSender<(RequestId, Result<PromptResponse, ErrorObject>)>,
+    behind: mpsc::UnboundedSender<Behind>,
+}
+
+/// A frame written once the updates queued before it are out.
+enum Behind {
+    /// The answer to a `session/prompt`.
+    Answer(RequestId, Result<PromptResponse, ErrorObject>),
+    /// A permission question; the request written is handed back to await its answer.
+    Question(ConfirmRequest, Vec<PermissionOption>, oneshot::Sender<Result<Pending, ErrorObject>>),
 }
 
 impl Relay {
     /// Starts the relay of `events`; it ends when the agent and every `Relay` clone are gone.
     pub fn start(room: Arc<Room>, handle: Handle, builtin: String, events: mpsc::UnboundedReceiver<AgentEvent>) -> Relay {
-        let (answers, answered) = mpsc::unbounded_channel();
+        let (behind, queued) = mpsc::unbounded_channel();
         let mapper = Mapper { room, handle, builtin, catalog: HashMap::new(), calls: HashMap::new() };
-        tokio::spawn(mapper.run(events, answered));
-        Relay { answers }
+        tokio::spawn(mapper.run(events, queued));
+        Relay { behind }
     }
 
     /// Answers prompt `id` once the updates before it are out.
     pub fn finish(&self, id: RequestId, outcome: Result<PromptResponse, ErrorObject>) {
-        let _ = self.answers.send((id, outcome));
+        let _ = self.behind.send(Behind::Answer(id, outcome));
+    }
+
+    /// Asks the editor whether `request`'s call may run, once the updates
+    /// before it (the call's `tool_call`, the text that led to it) are out;
+    /// the question's `toolCall` is the call as announced (title, kind,
+    /// locations, input). Dropping the future withdraws the question.
+    pub async fn ask_permission(
+        &self,
+        request: ConfirmRequest,
+        options: Vec<PermissionOption>,
+    ) -> Result<RequestPermissionResponse, ErrorObject> {
+        let (sent, written) = oneshot::channel();
+        let stopped = || ErrorObject { code: error_codes::INTERNAL_ERROR, message: "the session's relay stopped".into(), data: None };
+        self.behind.send(Behind::Question(request, options, sent)).map_err(|_| stopped())?;
+        written.await.map_err(|_| stopped())??.answer().await
     }
 }
 
@@ -55,29 +83,50 @@ struct Mapper {
     calls: HashMap<String, (String, Value)>,
 }
 
-type Answer = (RequestId, Result<PromptResponse, ErrorObject>);
-
 impl Mapper {
-    async fn run(mut self, mut events: mpsc::UnboundedReceiver<AgentEvent>, mut answers: mpsc::UnboundedReceiver<Answer>) {
-        let (mut events_open, mut answers_open) = (true, true);
-        while events_open || answers_open {
+    async fn run(mut self, mut events: mpsc::UnboundedReceiver<AgentEvent>, mut queued: mpsc::UnboundedReceiver<Behind>) {
+        let (mut events_open, mut queued_open) = (true, true);
+        while events_open || queued_open {
             tokio::select! {
                 biased;
                 event = events.recv(), if events_open => match event {
                     Some(event) => self.map(event).await,
                     None => events_open = false,
                 },
-                answer = answers.recv(), if answers_open => match answer {
-                    Some((id, outcome)) => {
+                behind = queued.recv(), if queued_open => match behind {
+                    Some(behind) => {
                         while let Ok(event) = events.try_recv() {
                             self.map(event).await;
                         }
-                        self.room.peer.respond(&id, outcome);
+                        self.write(behind);
                     }
-                    None => answers_open = false,
+                    None => queued_open = false,
                 },
             }
         }
+    }
+
+    fn write(&self, behind: Behind) {
+        match behind {
+            Behind::Answer(id, outcome) => self.room.peer.respond(&id, outcome),
+            // The asker gave up (the turn was cancelled) before its turn came: nothing to ask.
+            Behind::Question(_, _, sent) if sent.is_closed() => {}
+            Behind::Question(request, options, sent) => {
+                let call = ToolCallUpdate::from(self.announce(request.call_id, &request.tool, request.arguments));
+                let question = RequestPermissionRequest::new(self.room.session_id.clone(), call, options);
+                let _ = sent.send(self.room.peer.send_request("session/request_permission", &question));
+            }
+        }
+    }
+
+    /// A call as the editor is told of it: pending, with its title, kind, locations and input.
+    fn announce(&self, call_id: String, tool: &str, arguments: Value) -> ToolCall {
+        let view = self.view(tool);
+        ToolCall::new(call_id, view.title(&arguments, &self.room.cwd))
+            .kind(view.kind())
+            .status(ToolCallStatus::Pending)
+            .locations(view.locations(&arguments, &self.room.cwd))
+            .raw_input(arguments)
     }
 
     async fn map(&mut self, event: AgentEvent) {
@@ -89,12 +138,7 @@ impl Mapper {
             AgentEvent::Text { text } => SessionUpdate::AgentMessageChunk(ContentChunk::new(text_block(text))),
             AgentEvent::Reasoning { text } => SessionUpdate::AgentThoughtChunk(ContentChunk::new(text_block(text))),
             AgentEvent::ToolCallRequested { call_id, tool, arguments } => {
-                let view = self.view(&tool);
-                let call = ToolCall::new(call_id.clone(), view.title(&arguments, &self.room.cwd))
-                    .kind(view.kind())
-                    .status(ToolCallStatus::Pending)
-                    .locations(view.locations(&arguments, &self.room.cwd))
-                    .raw_input(arguments.clone());
+                let call = self.announce(call_id.clone(), &tool, arguments.clone());
                 self.calls.insert(call_id, (tool, arguments));
                 SessionUpdate::ToolCall(call)
             }

@@ -124,13 +124,13 @@ impl Session {
         config.conversation.messages = messages;
         config.journal = journal;
         config.events = Some(outlet);
-        config.asker = Some(permission::asker(room.clone()));
+        let relay = Relay::start(room.clone(), cx.handle.clone(), scope.builtin.clone(), events);
+        config.asker = Some(permission::asker(relay.clone()));
         config.tools = Some(scope.filter(mode));
         let Some(agent) = cx.handle.start_agent(config).await else {
             remove_servers(&cx.handle, &scope.own).await;
             return Err(internal("the runtime stopped before the session's agent started".into()));
         };
-        let relay = Relay::start(room.clone(), cx.handle.clone(), scope.builtin.clone(), events);
         Ok(Session { agent, room, relay, mode, scope, prompting: false })
     }
 

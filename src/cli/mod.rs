@@ -197,9 +197,14 @@ where
     runtime.block_on(async {
         tokio::select! {
             result = command() => result,
-            signal = interrupted() => Err(Failure { code: EXIT_INTERRUPTED, message: format!("interrupted by {signal}; the servers were stopped") }),
+            signal = interrupted() => Err(stopped_by(signal)),
         }
     })
+}
+
+/// The failure of a command that `signal` stopped.
+fn stopped_by(signal: &str) -> Failure {
+    Failure { code: EXIT_INTERRUPTED, message: format!("interrupted by {signal}; the servers were stopped") }
 }
 
 /// Resolves on SIGINT or SIGTERM, naming it; never, if neither can be watched.

@@ -24,6 +24,8 @@ pub struct Client {
     pub updates: Vec<Value>,
     /// The agent's requests seen so far (method, params).
     pub asked: Vec<(String, Value)>,
+    /// Every message of the agent read so far, in the order it was written.
+    pub wire: Vec<Value>,
 }
 
 impl Client {
@@ -41,7 +43,7 @@ impl Client {
                 }
             }
         });
-        Client { stdin: child.stdin.take(), child, lines, next_id: 0, updates: Vec::new(), asked: Vec::new() }
+        Client { stdin: child.stdin.take(), child, lines, next_id: 0, updates: Vec::new(), asked: Vec::new(), wire: Vec::new() }
     }
 
     pub async fn send(&mut self, message: Value) {
@@ -69,7 +71,10 @@ impl Client {
     /// The next message from the agent.
     pub async fn next(&mut self) -> Value {
         match tokio::time::timeout(PATIENCE, self.lines.recv()).await {
-            Ok(Some(value)) => value,
+            Ok(Some(value)) => {
+                self.wire.push(value.clone());
+                value
+            }
             Ok(None) => panic!("the agent closed stdout; updates so far: {:#?}", self.updates),
             Err(_) => panic!("no message from the agent in {PATIENCE:?}; updates so far: {:#?}", self.updates),
         }

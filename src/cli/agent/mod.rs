@@ -24,7 +24,9 @@
 //! Exit codes: 0 the turn ended normally (`end_turn`, `max_tokens`); 1 it
 //! ended otherwise (`max_turn_requests`, `refusal`, `cancelled`) or the
 //! model failed mid-turn; 2 usage or configuration (a refused key, an
-//! unknown model included); 3 the model could not be reached.
+//! unknown model included); 3 the model could not be reached; 130 a
+//! signal: with `-p`, Ctrl-C or SIGTERM cancels the turn, which ends
+//! (with its `--json` result) before the command exits.
 
 mod asking;
 mod chat;
@@ -176,9 +178,18 @@ impl Setup {
 pub fn run(cli: &Cli, args: &AgentArgs) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
     let setup = Setup::new(&args.choice, &servers.agent)?;
+    // Not `with_runtime`: Ctrl-C cancels the turn instead of ending the command.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::connection(format!("cannot start a tokio runtime: {e}")))?;
     match &args.prompt {
-        Some(prompt) => super::with_runtime(|| async {
-            let session = start(&servers).await?;
+        Some(prompt) => runtime.block_on(async {
+            // Until the turn runs, a signal stops the command (and the servers) as with_runtime's does.
+            let session = tokio::select! {
+                session = start(&servers) => session?,
+                signal = super::interrupted() => return Err(super::stopped_by(signal)),
+            };
             let outcome = match history::open(args, &setup) {
                 Ok(opened) => oneshot::run(cli, &session, &setup, opened, prompt).await,
                 Err(failure) => Err(failure),
@@ -186,22 +197,15 @@ pub fn run(cli: &Cli, args: &AgentArgs) -> Result<u8, Failure> {
             session.close().await;
             outcome
         }),
-        // Not `with_runtime`: Ctrl-C cancels a turn here instead of ending the command.
-        None => {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| Failure::connection(format!("cannot start a tokio runtime: {e}")))?;
-            runtime.block_on(async {
-                let session = start(&servers).await?;
-                let outcome = match history::open(args, &setup) {
-                    Ok(opened) => chat::run(&session, setup, opened).await,
-                    Err(failure) => Err(failure),
-                };
-                session.close().await;
-                outcome
-            })
-        }
+        None => runtime.block_on(async {
+            let session = start(&servers).await?;
+            let outcome = match history::open(args, &setup) {
+                Ok(opened) => chat::run(&session, setup, opened).await,
+                Err(failure) => Err(failure),
+            };
+            session.close().await;
+            outcome
+        }),
     }
 }
 
