@@ -31,6 +31,7 @@
 //! not grow with a slow client.
 
 mod events;
+mod logs;
 mod work;
 
 use std::collections::{HashMap, HashSet};
@@ -169,6 +170,7 @@ impl GatewaySession {
                 options: Arc::new(options),
                 subscribed: Arc::new(Mutex::new(HashSet::new())),
                 notices: outbox.clone(),
+                log_level: Default::default(),
             },
             outbox,
             client: None,

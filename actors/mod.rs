@@ -80,7 +80,7 @@ pub struct CallTool {
     pub caller: Option<String>,
     /// The least severe log messages a 2026-07-28 server sends during this
     /// call (`_meta["io.modelcontextprotocol/logLevel"]`), over the
-    /// connection's own level; a legacy server ignores it.
+    /// connection's own level; not sent to a handshake-era server.
     pub log_level: Option<messages::LogLevel>,
 }
 

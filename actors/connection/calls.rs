@@ -216,7 +216,9 @@ impl Connection {
             .as_ref()
             .is_some_and(|c| c.task_required)
             .then(|| TaskParams { ttl: self.config.timeouts.max_call.as_millis() as u64 });
-        let meta = call.log_level.map(|level| serde_json::json!({ crate::protocol::session::META_LOG_LEVEL: level.as_str() }));
+        // A handshake-era server takes its level from `logging/setLevel` only.
+        let level = call.log_level.filter(|_| self.session.era() == Era::Modern);
+        let meta = level.map(|level| serde_json::json!({ crate::protocol::session::META_LOG_LEVEL: level.as_str() }));
         let params = CallParams { name: &call.name, arguments: &call.arguments, task: as_task, meta: meta.clone() };
         let answer = self.caller_request(call.name.clone(), methods::TOOLS_CALL, &params, call.timeout, call.progress, ctx);
         let (requester, max) = (self.requester(ctx), self.config.timeouts.max_call);

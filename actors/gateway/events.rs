@@ -4,7 +4,8 @@
 //! `*/list_changed` when a server comes, goes, is back from a restart or
 //! changes a list (not when it goes down to restart: the tables keep its
 //! last listing meanwhile, see [`crate::gateway::names`]);
-//! log messages with the server's name as `logger`; `resources/updated`
+//! log messages at or above the session's level ([`super::logs`]), with the
+//! server's name as `logger`; `resources/updated`
 //! for the URIs this session subscribed to (and [`STATUS_URI`] when a
 //! server's state changes). 2026-07-28 clients hear them on their
 //! `subscriptions/listen` streams.
@@ -73,7 +74,9 @@ impl StreamHandler<Event> for GatewaySession {
                 self.soon(change, ctx);
             }
             Event::Log { server, level, data, .. } => {
-                self.notify(methods::LOG_MESSAGE, json!({ "level": level, "logger": server, "data": data }));
+                if self.pool.log_level.passes(&level) {
+                    self.notify(methods::LOG_MESSAGE, super::logs::message(&server, &level, &data));
+                }
             }
             Event::ResourceUpdated { uri, .. } => self.announce(Change::Updated(uri)),
             // The gateway's own names are checked when its tables are built.

@@ -19,55 +19,10 @@ use crate::gateway::errors::{invalid_params, rpc_error, tool_failure};
 use crate::gateway::names::{serves, Routes, RoutesCache};
 use crate::gateway::outbox::{Frame, Outbox};
 use crate::gateway::{tasks, ServeOptions, SERVER_NAME, STATUS_URI};
-use crate::protocol::session::{META_LOG_LEVEL, META_PROTOCOL_VERSION};
 use crate::protocol::{error_codes, methods, ErrorObject};
 use crate::Handle;
 
-/// A 2026-07-28 request's own logs: it declared
-/// `_meta["io.modelcontextprotocol/logLevel"]`, so the called server's
-/// `notifications/message` at or above that level go on its stream while
-/// it is open (the runtime does not say which request a server logged
-/// for: a server's messages during the request are all sent).
-struct RequestLogs {
-    level: LogLevel,
-    events: crate::Events,
-}
-
-impl RequestLogs {
-    fn of(params: &Value, handle: &Handle) -> Option<RequestLogs> {
-        let meta = params.get("_meta")?;
-        // Handshake-era sessions hear every log message already.
-        meta.get(META_PROTOCOL_VERSION)?;
-        let level = meta.get(META_LOG_LEVEL)?;
-        let level = serde_json::from_value(level.clone()).ok()?;
-        Some(RequestLogs { level, events: handle.subscribe() })
-    }
-
-    /// The next event, or never when the request asked for no logs.
-    async fn next(logs: &mut Option<RequestLogs>) -> Option<crate::actors::Event> {
-        match logs {
-            Some(logs) => logs.events.recv().await,
-            None => std::future::pending().await,
-        }
-    }
-
-    /// The messages already received.
-    fn drain(&mut self, server: &str) -> Vec<Frame> {
-        let mut messages = Vec::new();
-        while let Ok(event) = self.events.try_recv() {
-            messages.extend(self.message(server, event));
-        }
-        messages
-    }
-
-    /// `event` as the request's log message, when it is one of `server`'s at the level asked.
-    fn message(&self, server: &str, event: crate::actors::Event) -> Option<Frame> {
-        let crate::actors::Event::Log { server: from, level, data, .. } = event else { return None };
-        let parsed: LogLevel = serde_json::from_value(json!(level)).ok()?;
-        (from == server && parsed >= self.level)
-            .then(|| Frame::notification(methods::LOG_MESSAGE, &json!({"level": level, "logger": from, "data": data})))
-    }
-}
+use super::logs::{self, RequestLogs, SessionLevel};
 
 /// Items in one page of a list; `nextCursor` leads to the next.
 pub const PAGE_SIZE: usize = 100;
@@ -86,6 +41,8 @@ pub struct Pool {
     pub notices: Outbox,
     /// The label of the session's tool calls (the audit log's `caller`).
     pub caller: Arc<str>,
+    /// The handshake-era session's log level ([`logs`]).
+    pub log_level: SessionLevel,
 }
 
 impl Pool {
@@ -172,8 +129,11 @@ impl Pool {
             .with_caller(&*self.caller);
         let token = params.pointer("/_meta/progressToken").cloned();
         let mut logs = RequestLogs::of(&params, &self.handle);
-        if let Some(logs) = &logs {
-            call = call.with_log_level(logs.level);
+        // The level goes upstream in the call's own `_meta` (a 2026-07-28 server logs only for requests that ask).
+        match &logs {
+            Some(logs) => call = call.with_log_level(logs.level),
+            None if !logs::is_modern(&params) => call = call.with_log_level(self.log_level.get()),
+            None => {}
         }
         if token.is_none() && logs.is_none() {
             return self.handle.call_on(&owner.server, call).await.map(|result| json!(result)).or_else(|error| self.failure(error));
@@ -333,8 +293,9 @@ impl Pool {
         let level: LogLevel = serde_json::from_value(params.get("level").cloned().unwrap_or(Value::Null)).map_err(|_| {
             invalid_params("logging/setLevel: `level` must be one of debug, info, notice, warning, error, critical, alert, emergency")
         })?;
+        self.log_level.set(level);
         let servers = self.served_servers().await;
-        // Fanned out to every server; one that does not log is not an error of the client's.
+        // Fanned out to every server (the handshake-era ones filter by it); one that does not log is not an error of the client's.
         join_all(servers.iter().map(|server| self.handle.set_log_level(server, level))).await;
         Ok(json!({}))
     }

@@ -1,13 +1,14 @@
 """A small server of our own on the official Python SDK's 1.x line
 (`mcp` 1.x FastMCP, pinned by .ci/interop-setup in a venv of its own): the
-interop tests' peer for the `initialize` era over HTTP.
+interop tests' peer for the `initialize` era over HTTP and stdio.
 
 usage: python fastmcp_server.py streamable-http|sse PORT
+       python fastmcp_server.py stdio
 
-It listens on 127.0.0.1:PORT, at `/mcp` (Streamable HTTP, with sessions)
-or `/sse` (the legacy HTTP+SSE transport, messages POSTed to the endpoint
-it announces). The SDK's server (uvicorn) says `Uvicorn running on` on
-stderr once it accepts connections.
+Over HTTP it listens on 127.0.0.1:PORT, at `/mcp` (Streamable HTTP, with
+sessions) or `/sse` (the legacy HTTP+SSE transport, messages POSTed to the
+endpoint it announces). The SDK's server (uvicorn) says `Uvicorn running
+on` on stderr once it accepts connections.
 
 | tool | exercises |
 | --- | --- |
@@ -31,7 +32,7 @@ import shared  # noqa: E402 (after the line above)
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import SamplingMessage, TextContent
 
-transport, port = sys.argv[1], int(sys.argv[2])
+transport, port = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0
 server = FastMCP("mcpvisor-interop-fastmcp", host="127.0.0.1", port=port, log_level="INFO")
 subscribed: set[str] = set()
 
