@@ -14,9 +14,10 @@
 //! | `serve` | `serve` (every server served as one MCP server over stdio; `serve_http`: `--http`) |
 //! | `demo` | `demo` (and `demo-server`, run from here) |
 //!
-//! Shared parts: `servers` (which servers a command sees), `session` (a
-//! runtime for one command, with spinners), `catalog` (the tools `tools`
-//! shows, live or from the tool cache), `arguments` (`--arg k=v`),
+//! Shared parts: `servers` (which servers a command sees), `nesting` (a
+//! gateway never starts itself), `session` (a runtime for one command,
+//! with spinners), `catalog` (the tools `tools` shows, live or from the
+//! tool cache), `arguments` (`--arg k=v`),
 //! `secrets` (scrubbing secret values from everything printed) and
 //! `output` (human or JSON output, errors, exit codes).
 //!
@@ -31,6 +32,7 @@ mod auth;
 mod catalog;
 mod demo;
 mod manage;
+mod nesting;
 mod output;
 mod prompts;
 mod resources;

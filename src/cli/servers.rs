@@ -81,6 +81,16 @@ pub struct Servers {
     pub audit: Option<crate::telemetry::AuditConfig>,
     /// The `[serve]` table of mcpvisor's files.
     pub serve: Option<crate::config::ServeSettings>,
+    /// Configured servers that are left out, each with why (see [`super::nesting`]).
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A configured server that no command starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeftOut {
+    pub name: String,
+    pub source: PathBuf,
+    pub reason: String,
 }
 
 impl Servers {
@@ -102,8 +112,11 @@ impl Servers {
         for skipped in &loaded.skipped {
             warn(format_args!("skipped: {skipped}"));
         }
-        let mut entries: Vec<Entry> = loaded.servers.into_iter().map(Entry::from).collect();
-        if entries.is_empty() {
+        let (mut entries, left_out) = leave_out_this_gateway(loaded.servers.into_iter().map(Entry::from).collect())?;
+        for left in &left_out {
+            warn(format_args!("`{}` ({}) left out: {}", left.name, left.source.display(), left.reason));
+        }
+        if entries.is_empty() && left_out.is_empty() {
             if let Some(file) = named.filter(|file| loaded.files.contains(file)) {
                 return Err(Failure::usage(format!(
                     "{} defines no server; add one with `mcpvisor add NAME -- COMMAND [ARGS...]`, or name another file",
@@ -122,6 +135,7 @@ impl Servers {
             agent: loaded.agent,
             audit: loaded.audit,
             serve: loaded.serve,
+            left_out,
         })
     }
 
@@ -239,6 +253,27 @@ fn load_file(file: &Path) -> Result<LoadedConfig, ConfigError> {
         }
     }
     Ok(loaded)
+}
+
+/// `entries` without those that run this gateway itself, and those, each with why.
+fn leave_out_this_gateway(entries: Vec<Entry>) -> Result<(Vec<Entry>, Vec<LeftOut>), Failure> {
+    let own_exe = std::env::current_exe().map_err(|e| Failure::usage(format!("cannot find this executable: {e}")))?;
+    let base = current_dir()?;
+    let (own, others): (Vec<Entry>, Vec<Entry>) =
+        entries.into_iter().partition(|entry| super::nesting::runs_this_gateway(&entry.config, &own_exe, &base, env));
+    let left_out = own
+        .into_iter()
+        .map(|entry| LeftOut {
+            source: entry.defined_in.path().map(Path::to_path_buf).unwrap_or_default(),
+            reason: format!(
+                "it runs this gateway itself (`{} serve`), which would start itself again without end; \
+                 clients start `mcpvisor serve` on their own, so it needs no entry among its servers",
+                entry.config.command
+            ),
+            name: entry.config.name,
+        })
+        .collect();
+    Ok((others, left_out))
 }
 
 fn built_in() -> Result<Entry, Failure> {
