@@ -61,7 +61,7 @@ pub fn mark_child(config: &mut ServerConfig, depth: u32) {
 /// `${VAR}` references first; relative programs are found from the server's
 /// `cwd` (else `base`), bare names on `PATH`.
 pub fn runs_this_gateway(config: &ServerConfig, own_exe: &Path, base: &Path, lookup: impl Fn(&str) -> Option<String>) -> bool {
-    if config.transport != Transport::Stdio {
+    if config.transport != Transport::Stdio || !config.args.iter().any(|arg| arg.contains("serve")) {
         return false;
     }
     let config = config.expanded(&lookup).unwrap_or_else(|_| config.clone());

@@ -47,6 +47,14 @@ pub async fn status(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     for line in table(&rows) {
         out.line(line);
     }
+    for entry in servers.entries.iter().filter(|entry| !entry.unmapped.is_empty()) {
+        let (origin, keys) = (entry.defined_in.origin_name(), entry.unmapped.join(", "));
+        out.line("");
+        out.pieces([
+            Piece(Paint::Bad, format!("{}:", entry.config.name)),
+            Piece::plain(format!(" {origin}'s settings {keys} have no counterpart in mcpvisor and are not applied")),
+        ]);
+    }
     for left in &servers.left_out {
         out.line("");
         out.pieces([
@@ -71,6 +79,9 @@ fn status_json(status: &ServerStatus, servers: &Servers) -> Value {
         object.insert("transport".into(), entry.config.transport.as_str().into());
         object.insert("origin".into(), entry.defined_in.origin_name().into());
         object.insert("source".into(), entry.defined_in.path().map(|p| p.display().to_string()).into());
+        if !entry.unmapped.is_empty() {
+            object.insert("unmapped".into(), entry.unmapped.clone().into());
+        }
     }
     value
 }

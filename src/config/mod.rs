@@ -72,6 +72,7 @@ pub mod native;
 mod oauth;
 pub mod redact;
 mod serve;
+pub mod sources;
 
 pub use agent::{AgentSettings, ConfirmMode};
 pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
