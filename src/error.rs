@@ -239,7 +239,7 @@ pub enum ConfigError {
     #[error("{}: no server named \"{server}\" in this file", .file.display())]
     UnknownServer { file: std::path::PathBuf, server: String },
 
-    #[error("{}: not a known MCP configuration ({message}); mcpvisor reads .mcp.json, .cursor/mcp.json, .vscode/mcp.json and opencode.json", .file.display())]
+    #[error("{}: not a known MCP configuration ({message}); mcpvisor reads the MCP files of Claude Code, Claude Desktop, Codex, Cursor, Gemini CLI, OpenCode, VS Code, Windsurf and Zed (`mcpvisor import` lists those on this machine)", .file.display())]
     UnknownFormat { file: std::path::PathBuf, message: String },
 }
 

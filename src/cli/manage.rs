@@ -1,6 +1,6 @@
-//! `add`, `remove`, `enable`, `disable`, `import`: edits of mcpvisor's own
-//! TOML files (comments and layout kept). Editors' files are never
-//! written: a server defined only there is imported first.
+//! `add`, `remove`, `enable`, `disable`: edits of mcpvisor's own TOML
+//! files (comments and layout kept). Other tools' files are never
+//! written: a server defined only there is imported first ([`super::import`]).
 //!
 //! Target file: `--config FILE` if given (it must be `*.toml`); else
 //! `--scope user` (the default: `$MCPVISOR_CONFIG`, else
@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::output::{warn, Failure, Out};
-use super::servers::{absolute, is_native, native_file, DefinedIn, Servers};
+use super::servers::{native_file, DefinedIn, Servers};
 use super::Cli;
 use crate::config::discover::Origin;
-use crate::config::{foreign, native, Auth, Scope, ServerConfig, Transport};
+use crate::config::{native, Auth, Scope, ServerConfig, Transport};
 use crate::restart::RestartPolicy;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -92,15 +92,6 @@ pub struct AddArgs {
 pub struct NameArgs {
     pub name: String,
     /// Change this scope's file (default: the file that defines the server in effect).
-    #[arg(long, value_enum)]
-    pub scope: Option<ScopeArg>,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct ImportArgs {
-    /// An editor's file: .mcp.json, claude_desktop_config.json, .cursor/mcp.json, .vscode/mcp.json, opencode.json.
-    pub file: PathBuf,
-    /// Which file to import into (default: user).
     #[arg(long, value_enum)]
     pub scope: Option<ScopeArg>,
 }
@@ -233,52 +224,4 @@ fn editable_file(cli: &Cli, args: &NameArgs, verb: &str) -> Result<PathBuf, Fail
              Add your own with `mcpvisor add NAME -- COMMAND [ARGS...]`"
         ))),
     }
-}
-
-pub fn import(cli: &Cli, out: &Out, args: &ImportArgs) -> Result<u8, Failure> {
-    let (kind, found) = read_importable(&absolute(&args.file)?)?;
-    let target = native_file(cli, args.scope.map(Scope::from))?;
-    let existing: Vec<String> = native::load(&target)?.into_iter().map(|c| c.name).collect();
-    let (mut imported, mut skipped, mut errors) = (Vec::new(), Vec::new(), 0);
-    for server in found {
-        match server {
-            Ok(config) if existing.contains(&config.name) => {
-                skipped.push(json!({"server": config.name, "reason": format!("already in {}; remove it there first to import it again", target.display())}))
-            }
-            Ok(config) => {
-                native::upsert(&target, &ServerConfig { scope: Scope::User, ..config.clone() })?;
-                imported.push(config.name);
-            }
-            Err(error) => {
-                errors += 1;
-                skipped.push(json!({"server": null, "reason": error.to_string()}));
-            }
-        }
-    }
-    out.json(&json!({"file": args.file, "format": kind, "into": target, "imported": imported, "skipped": skipped}));
-    out.line(format!(
-        "Imported {} server(s) from {} ({kind}) into {}: {}",
-        imported.len(),
-        args.file.display(),
-        target.display(),
-        imported.join(", ")
-    ));
-    for skip in &skipped {
-        let reason = skip["reason"].as_str().unwrap_or_default();
-        match skip["server"].as_str() {
-            Some(server) => warn(format_args!("skipped `{server}`: {reason}")),
-            None => warn(format_args!("skipped: {reason}")),
-        }
-    }
-    Ok(if errors > 0 { super::EXIT_USAGE } else { 0 })
-}
-
-/// The servers of a file to import, each or its problem, and the file's kind.
-fn read_importable(file: &Path) -> Result<(&'static str, Vec<foreign::ServerResult>), Failure> {
-    if is_native(file) {
-        return Ok(("mcpvisor", native::load(file)?.into_iter().map(Ok).collect()));
-    }
-    let text = std::fs::read_to_string(file).map_err(|e| Failure::usage(format!("{}: cannot read: {e}", file.display())))?;
-    let (format, servers) = foreign::parse_each(file, &text, &Default::default())?;
-    Ok((format.name(), servers))
 }

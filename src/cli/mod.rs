@@ -2,7 +2,8 @@
 //!
 //! | file | commands |
 //! | --- | --- |
-//! | `manage` | `add`, `remove`, `enable`, `disable`, `import` (edit mcpvisor's TOML) |
+//! | `manage` | `add`, `remove`, `enable`, `disable` (edit mcpvisor's TOML) |
+//! | `import` | `import` (list other tools' configurations, or copy them) |
 //! | `show` | `list`, `info` (configuration only, nothing is started) |
 //! | `status` | `status`, `test` |
 //! | `tools` | `tools`, `call` |
@@ -14,9 +15,10 @@
 //! | `serve` | `serve` (every server served as one MCP server over stdio; `serve_http`: `--http`) |
 //! | `demo` | `demo` (and `demo-server`, run from here) |
 //!
-//! Shared parts: `servers` (which servers a command sees), `session` (a
-//! runtime for one command, with spinners), `catalog` (the tools `tools`
-//! shows, live or from the tool cache), `arguments` (`--arg k=v`),
+//! Shared parts: `servers` (which servers a command sees), `nesting` (a
+//! gateway never starts itself), `session` (a runtime for one command,
+//! with spinners), `catalog` (the tools `tools` shows, live or from the
+//! tool cache), `arguments` (`--arg k=v`),
 //! `secrets` (scrubbing secret values from everything printed) and
 //! `output` (human or JSON output, errors, exit codes).
 //!
@@ -30,7 +32,9 @@ mod arguments;
 mod auth;
 mod catalog;
 mod demo;
+mod import;
 mod manage;
+mod nesting;
 mod output;
 mod prompts;
 mod resources;
@@ -87,8 +91,8 @@ pub enum Command {
     Enable(manage::NameArgs),
     /// Disable a server (it stays configured but is not started).
     Disable(manage::NameArgs),
-    /// Copy the servers of an editor's file (.mcp.json, Cursor, VS Code, OpenCode, Claude Desktop) into mcpvisor's configuration.
-    Import(manage::ImportArgs),
+    /// List other tools' MCP configurations (Claude Code, Codex, Gemini CLI, Cursor, VS Code, Windsurf, Zed, ...), or copy a tool's or a file's servers into mcpvisor's.
+    Import(import::ImportArgs),
     /// List the configured servers and where each is defined (starts nothing).
     List,
     /// Show one server's whole configuration, secrets redacted (starts nothing).
@@ -158,7 +162,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         Command::Remove(args) => manage::remove(cli, &out, args),
         Command::Enable(args) => manage::set_enabled(cli, &out, args, true),
         Command::Disable(args) => manage::set_enabled(cli, &out, args, false),
-        Command::Import(args) => manage::import(cli, &out, args),
+        Command::Import(args) => import::import(cli, &out, args),
         Command::List => show::list(cli, &out),
         Command::Info(args) => show::info(cli, &out, args),
         Command::Status => with_runtime(|| status::status(cli, &out)),

@@ -2,6 +2,9 @@
 //! stdin/stdout ([`crate::gateway`]); `serve --server NAME` serves one
 //! server with its own names (a supervising, restarting wrapper).
 //!
+//! A gateway never starts itself: its own entry in the configuration is
+//! left out, and chains are cut at [`nesting::MAX_DEPTH`] ([`nesting`]).
+//!
 //! stdout carries only protocol frames; logs go to stderr. The audit log
 //! of tool calls is on ([`super::serve_audit`]). `SIGHUP`
 //! reads the configuration again and applies it with `SetServers`: new
@@ -13,8 +16,9 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::nesting;
 use super::output::{warn, Failure};
-use super::servers::Servers;
+use super::servers::{env, Servers};
 use super::session::{prepare, Session};
 use super::{interrupted, Cli, EXIT_INTERRUPTED};
 use crate::config::ServerConfig;
@@ -38,6 +42,7 @@ pub struct ServeArgs {
 }
 
 pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
+    nesting::check_depth(nesting::depth(env))?;
     let servers = Servers::load(cli)?;
     let configs = selected(&servers, args)?;
     let http = match &args.http.http {
@@ -96,9 +101,11 @@ async fn close(session: Session) {
     }
 }
 
-/// The servers to start: all, or the one named (which must exist).
+/// The servers to start: all, or the one named (which must exist), each
+/// marked one gateway deeper than this one ([`nesting`]).
 fn selected(servers: &Servers, args: &ServeArgs) -> Result<Vec<ServerConfig>, Failure> {
-    prepare(servers.to_start(args.server.as_deref())?, |_| {})
+    let depth = nesting::depth(env);
+    prepare(servers.to_start(args.server.as_deref())?, |config| nesting::mark_child(config, depth))
 }
 
 /// Applies the configuration again on every `SIGHUP`; never returns

@@ -65,6 +65,8 @@ impl DefinedIn {
 pub struct Entry {
     pub config: ServerConfig,
     pub defined_in: DefinedIn,
+    /// Keys of another tool's entry that mean nothing to mcpvisor (`status` reports them).
+    pub unmapped: Vec<String>,
 }
 
 /// The servers a command sees.
@@ -81,6 +83,16 @@ pub struct Servers {
     pub audit: Option<crate::telemetry::AuditConfig>,
     /// The `[serve]` table of mcpvisor's files.
     pub serve: Option<crate::config::ServeSettings>,
+    /// Configured servers that are left out, each with why (see [`super::nesting`]).
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A configured server that no command starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeftOut {
+    pub name: String,
+    pub source: PathBuf,
+    pub reason: String,
 }
 
 impl Servers {
@@ -91,7 +103,7 @@ impl Servers {
         let (loaded, named) = match &cli.config {
             Some(file) => {
                 let file = absolute(file)?;
-                (load_file(&file)?, Some(file))
+                (load_file(&file, &current_dir()?)?, Some(file))
             }
             None => {
                 let locations = Locations::new(Some(&current_dir()?), env);
@@ -103,7 +115,11 @@ impl Servers {
             warn(format_args!("skipped: {skipped}"));
         }
         let mut entries: Vec<Entry> = loaded.servers.into_iter().map(Entry::from).collect();
-        if entries.is_empty() {
+        let left_out = leave_out_this_gateway(&mut entries)?;
+        for left in &left_out {
+            warn(format_args!("`{}` ({}) left out: {}", left.name, left.source.display(), left.reason));
+        }
+        if entries.is_empty() && left_out.is_empty() {
             if let Some(file) = named.filter(|file| loaded.files.contains(file)) {
                 return Err(Failure::usage(format!(
                     "{} defines no server; add one with `mcpvisor add NAME -- COMMAND [ARGS...]`, or name another file",
@@ -122,6 +138,7 @@ impl Servers {
             agent: loaded.agent,
             audit: loaded.audit,
             serve: loaded.serve,
+            left_out,
         })
     }
 
@@ -162,6 +179,7 @@ impl From<LoadedServer> for Entry {
         Entry {
             config: server.config,
             defined_in: DefinedIn::File { path: server.source, origin: server.origin, overrides: server.overrides },
+            unmapped: server.unmapped,
         }
     }
 }
@@ -193,7 +211,7 @@ pub fn native_file(cli: &Cli, scope: Option<Scope>) -> Result<PathBuf, Failure> 
         if scope.is_some() {
             return Err(Failure::usage("--scope and --config cannot be used together: --config names the file to change"));
         }
-        if !is_native(file) {
+        if !is_native(file) || std::fs::read_to_string(file).is_ok_and(|text| foreign::is_codex(file, &text)) {
             return Err(Failure::usage(format!(
                 "{}: mcpvisor edits only its own TOML files (*.toml) and never an editor's; use `mcpvisor import {}` to copy its servers",
                 file.display(),
@@ -219,31 +237,72 @@ pub fn is_native(file: &Path) -> bool {
     file.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("toml"))
 }
 
-/// Only `file`: mcpvisor's TOML, or an editor's JSON, every server usable.
-fn load_file(file: &Path) -> Result<LoadedConfig, ConfigError> {
+/// Only `file`: mcpvisor's TOML, or another tool's file, every server
+/// usable. Claude Code's `~/.claude.json` is read as Claude Code reads it
+/// in `project`: user < project (`.mcp.json`) < local scope.
+pub fn load_file(file: &Path, project: &Path) -> Result<LoadedConfig, ConfigError> {
     let text = std::fs::read_to_string(file).map_err(|e| ConfigError::Io { file: file.into(), action: "read", reason: e.to_string() })?;
+    if file.file_name().is_some_and(|name| name == ".claude.json") {
+        let mut loaded = crate::config::discover::claude_code_scopes(file, project);
+        let first_problem = loaded.skipped.drain(..).next();
+        return first_problem.map_or(Ok(loaded), Err);
+    }
     let mut loaded = LoadedConfig { files: vec![file.into()], ..LoadedConfig::default() };
-    let defined = |config: ServerConfig, origin: Origin| LoadedServer { config, source: file.into(), origin, overrides: Vec::new() };
-    if is_native(file) {
+    let defined = |config: ServerConfig, origin: Origin, unmapped: Vec<String>| LoadedServer {
+        config,
+        source: file.into(),
+        origin,
+        overrides: Vec::new(),
+        unmapped,
+    };
+    if is_native(file) && !foreign::is_codex(file, &text) {
         let (servers, agent) = native::parse_with_agent(file, &text)?;
         for config in servers {
-            loaded.servers.push(defined(config, Origin::Native));
+            loaded.servers.push(defined(config, Origin::Native, Vec::new()));
         }
         loaded.agent = agent;
         loaded.audit = native::parse_audit(file, &text)?;
         loaded.serve = native::parse_serve(file, &text)?;
     } else {
-        let (format, servers) = foreign::parse(file, &text, &Default::default())?;
-        for config in servers {
-            loaded.servers.push(defined(ServerConfig { scope: Scope::Project, ..config }, Origin::Foreign(format)));
+        let (format, servers) = foreign::parse_each(file, &text, &Default::default())?;
+        for found in servers {
+            let found = found?;
+            loaded.servers.push(defined(ServerConfig { scope: Scope::Project, ..found.config }, Origin::Foreign(format), found.unmapped));
         }
     }
     Ok(loaded)
+}
+
+/// Takes the entries that run this gateway itself out of `entries` (in
+/// place: a file may hold thousands), and says why for each.
+fn leave_out_this_gateway(entries: &mut Vec<Entry>) -> Result<Vec<LeftOut>, Failure> {
+    let mut left_out = Vec::new();
+    if !entries.iter().any(|entry| entry.config.args.iter().any(|arg| arg.contains("serve"))) {
+        return Ok(left_out);
+    }
+    let own_exe = std::env::current_exe().map_err(|e| Failure::usage(format!("cannot find this executable: {e}")))?;
+    let base = current_dir()?;
+    entries.retain(|entry| {
+        if !super::nesting::runs_this_gateway(&entry.config, &own_exe, &base, env) {
+            return true;
+        }
+        left_out.push(LeftOut {
+            name: entry.config.name.clone(),
+            source: entry.defined_in.path().map(Path::to_path_buf).unwrap_or_default(),
+            reason: format!(
+                "it runs this gateway itself (`{} serve`), which would start itself again without end; \
+                 clients start `mcpvisor serve` on their own, so it needs no entry among its servers",
+                entry.config.command
+            ),
+        });
+        false
+    });
+    Ok(left_out)
 }
 
 fn built_in() -> Result<Entry, Failure> {
     let exe = std::env::current_exe()
         .map_err(|e| Failure::usage(format!("cannot find this executable to offer the built-in demo server: {e}")))?;
     let config = ServerConfig::stdio(BUILT_IN, exe.to_string_lossy(), ["demo-server"]);
-    Ok(Entry { config, defined_in: DefinedIn::BuiltIn })
+    Ok(Entry { config, defined_in: DefinedIn::BuiltIn, unmapped: Vec::new() })
 }

@@ -30,7 +30,10 @@ pub async fn status(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     if !out.json {
         warn_about(&statuses);
     }
-    out.json(&statuses.iter().map(|status| status_json(status, &servers)).collect::<Vec<_>>());
+    let left_out = servers.left_out.iter().map(|left| {
+        serde_json::json!({"name": left.name, "state": "left_out", "source": left.source.display().to_string(), "warning": left.reason})
+    });
+    out.json(&statuses.iter().map(|status| status_json(status, &servers)).chain(left_out).collect::<Vec<_>>());
     let mut rows =
         vec![["SERVER", "STATE", "PID", "TOOLS", "RESOURCES", "PROMPTS", "ERA", "RESTARTS", "UPTIME"].map(String::from).to_vec()];
     for s in &statuses {
@@ -43,6 +46,21 @@ pub async fn status(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     }
     for line in table(&rows) {
         out.line(line);
+    }
+    for entry in servers.entries.iter().filter(|entry| !entry.unmapped.is_empty()) {
+        let (origin, keys) = (entry.defined_in.origin_name(), entry.unmapped.join(", "));
+        out.line("");
+        out.pieces([
+            Piece(Paint::Bad, format!("{}:", entry.config.name)),
+            Piece::plain(format!(" {origin}'s settings {keys} have no counterpart in mcpvisor and are not applied")),
+        ]);
+    }
+    for left in &servers.left_out {
+        out.line("");
+        out.pieces([
+            Piece(Paint::Bad, format!("{}:", left.name)),
+            Piece::plain(format!(" left out ({}): {}", left.source.display(), left.reason)),
+        ]);
     }
     for s in statuses.iter().filter(|s| !matches!(s.state, ServerState::Connected | ServerState::Disabled)) {
         out.line("");
@@ -61,6 +79,9 @@ fn status_json(status: &ServerStatus, servers: &Servers) -> Value {
         object.insert("transport".into(), entry.config.transport.as_str().into());
         object.insert("origin".into(), entry.defined_in.origin_name().into());
         object.insert("source".into(), entry.defined_in.path().map(|p| p.display().to_string()).into());
+        if !entry.unmapped.is_empty() {
+            object.insert("unmapped".into(), entry.unmapped.clone().into());
+        }
     }
     value
 }

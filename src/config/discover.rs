@@ -6,9 +6,15 @@
 //! 1. the user file: `$MCPVISOR_CONFIG` if set, else
 //!    `$XDG_CONFIG_HOME/mcpvisor/servers.toml`, else
 //!    `$HOME/.config/mcpvisor/servers.toml`;
-//! 2. editors' files in the project directory, in the order of
-//!    [`FOREIGN_PROJECT_FILES`];
+//! 2. other tools' project files in the project directory, in the order of
+//!    [`FOREIGN_PROJECT_FILES`], with Claude Code's local scope of the
+//!    project (`projects["DIR"].mcpServers` of `~/.claude.json`, where a
+//!    plain `claude mcp add` writes) right after `.mcp.json`, as Claude
+//!    Code's own precedence has it (local over project);
 //! 3. the project file `.mcpvisor.toml`.
+//!
+//! Other tools' user-level files are never merged: `mcpvisor import`
+//! lists them ([`super::sources`]) and copies them when asked.
 //!
 //! mcpvisor's own files must be valid: an error in one fails the load.
 //! Editors' files are other programs' business: a file or a server that
@@ -18,15 +24,24 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::file::read_optional;
-use super::foreign::{self, Format};
+use super::foreign::{self, Format, Found, Section};
 use super::{native, AgentSettings, Scope, ServerConfig};
 use crate::error::ConfigError;
 
 /// The project's own mcpvisor file, in the project directory.
 pub const PROJECT_FILE: &str = ".mcpvisor.toml";
 
-/// Editors' files read in the project directory, lowest precedence first.
-pub const FOREIGN_PROJECT_FILES: [&str; 5] = [".mcp.json", ".cursor/mcp.json", ".vscode/mcp.json", "opencode.json", "opencode.jsonc"];
+/// Other tools' files read in the project directory, lowest precedence first.
+pub const FOREIGN_PROJECT_FILES: [&str; 8] = [
+    ".mcp.json",
+    ".cursor/mcp.json",
+    ".vscode/mcp.json",
+    ".gemini/settings.json",
+    ".zed/settings.json",
+    ".codex/config.toml",
+    "opencode.json",
+    "opencode.jsonc",
+];
 
 /// The user's file, from the environment; `None` when not even `HOME` is set.
 /// Empty variables count as unset; a relative `XDG_CONFIG_HOME` is ignored,
@@ -56,6 +71,8 @@ pub struct LoadedServer {
     pub origin: Origin,
     /// Files whose definition of the same name this one replaced, lowest precedence first.
     pub overrides: Vec<PathBuf>,
+    /// Keys of another tool's entry that mean nothing to mcpvisor ([`Found::unmapped`]).
+    pub unmapped: Vec<String>,
 }
 
 /// The servers of every file, combined.
@@ -95,9 +112,10 @@ struct Combining {
 }
 
 impl Combining {
-    fn add(&mut self, mut config: ServerConfig, scope: Scope, source: &Path, origin: Origin) {
+    fn add(&mut self, found: Found, scope: Scope, source: &Path, origin: Origin) {
+        let Found { mut config, unmapped } = found;
         config.scope = scope;
-        let loaded = LoadedServer { config, source: source.into(), origin, overrides: Vec::new() };
+        let loaded = LoadedServer { config, source: source.into(), origin, overrides: Vec::new(), unmapped };
         let servers = &mut self.loaded.servers;
         match self.positions.get(&loaded.config.name) {
             Some(&at) => {
@@ -118,7 +136,7 @@ impl Combining {
         self.loaded.files.push(path.into());
         let (servers, agent) = native::parse_with_agent(path, &text)?;
         for config in servers {
-            self.add(config, scope, path, Origin::Native);
+            self.add(Found { config, unmapped: Vec::new() }, scope, path, Origin::Native);
         }
         self.loaded.agent.merge(agent);
         if let Some(audit) = native::parse_audit(path, &text)? {
@@ -130,21 +148,39 @@ impl Combining {
         Ok(())
     }
 
-    fn load_foreign(&mut self, path: &Path) {
+    fn load_foreign(&mut self, path: &Path, section: Section) {
         let text = match read_optional(path) {
             Ok(Some(text)) => text,
             Ok(None) => return,
             Err(error) => return self.loaded.skipped.push(error),
         };
-        let read = foreign::for_each_server(path, &text, &BTreeMap::new(), |format, server| match server {
-            Ok(config) => self.add(config, Scope::Project, path, Origin::Foreign(format)),
+        let mut any = false;
+        let read = foreign::for_each_server_in(path, &text, &BTreeMap::new(), section, |format, server| match server {
+            Ok(found) => {
+                any = true;
+                self.add(found, Scope::Project, path, Origin::Foreign(format));
+            }
             Err(error) => self.loaded.skipped.push(error),
         });
         match read {
-            Ok(_) => self.loaded.files.push(path.into()),
+            // `~/.claude.json` counts as read only when it holds this project's servers.
+            Ok(_) if section == Section::Servers || any => self.loaded.files.push(path.into()),
+            Ok(_) => {}
             Err(error) => self.loaded.skipped.push(error),
         }
     }
+}
+
+/// What Claude Code itself sees in `project`: its user scope (`mcpServers`
+/// of `claude_json`) < the project's `.mcp.json` < its local scope of the
+/// project. Problems are in [`LoadedConfig::skipped`].
+pub fn claude_code_scopes(claude_json: &Path, project: &Path) -> LoadedConfig {
+    let mut loaded = Combining::default();
+    loaded.load_foreign(claude_json, Section::Servers);
+    loaded.load_foreign(&project.join(".mcp.json"), Section::Servers);
+    loaded.load_foreign(claude_json, Section::ClaudeLocal(project));
+    loaded.loaded.files.dedup();
+    loaded.loaded
 }
 
 /// The files to read: built from the environment, or set by hand.
@@ -153,12 +189,15 @@ pub struct Locations {
     pub user_file: Option<PathBuf>,
     /// Where the project files are looked for; `None` reads the user file only.
     pub project_dir: Option<PathBuf>,
+    /// Claude Code's `~/.claude.json`, whose local scope of the project is read.
+    pub claude_json: Option<PathBuf>,
 }
 
 impl Locations {
     /// `env` is usually `|name| std::env::var(name).ok()`.
     pub fn new(project_dir: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Self {
-        Locations { user_file: user_file(env), project_dir: project_dir.map(Path::to_path_buf) }
+        let claude_json = super::sources::claude_json(&env);
+        Locations { user_file: user_file(env), project_dir: project_dir.map(Path::to_path_buf), claude_json }
     }
 
     /// The mcpvisor file of a scope: where servers added with that scope are written.
@@ -177,7 +216,10 @@ impl Locations {
         }
         if let Some(dir) = &self.project_dir {
             for name in FOREIGN_PROJECT_FILES {
-                loaded.load_foreign(&dir.join(name));
+                loaded.load_foreign(&dir.join(name), Section::Servers);
+                if let (".mcp.json", Some(claude_json)) = (name, &self.claude_json) {
+                    loaded.load_foreign(claude_json, Section::ClaudeLocal(dir));
+                }
             }
             let project = dir.join(PROJECT_FILE);
             if !self.user_file.as_deref().is_some_and(|user| same_file(user, &project)) {

@@ -7,11 +7,23 @@
 //! | Cursor | `.cursor/mcp.json` | `mcpServers` |
 //! | VS Code | `.vscode/mcp.json` | `servers` (and `inputs`) |
 //! | OpenCode | `opencode.json`, `opencode.jsonc` | `mcp` or `mcp.servers` |
+//! | Claude Code (user, local) | `~/.claude.json` | `mcpServers`; `projects["DIR"].mcpServers` |
+//! | Gemini CLI | `.gemini/settings.json` | `mcpServers` (`httpUrl`; `url` is SSE) |
+//! | Windsurf | `mcp_config.json` | `mcpServers` (`serverUrl`) |
+//! | Zed | `.zed/settings.json`, `zed/settings.json` | `context_servers` |
+//! | Codex | `.codex/config.toml` (TOML) | `[mcp_servers.NAME]` ([`codex`]) |
 //!
-//! The format comes from the file name, else from the shape of the JSON
-//! (its top-level key). Comments and trailing commas are accepted in every
-//! format. Keys mcpvisor has no use for (other clients' settings) are
-//! ignored; fields of the other transport (a `url` on a stdio server) too.
+//! The format comes from the file name, else from the shape of the file
+//! (its top-level key; a TOML file with `mcp_servers` is Codex's).
+//! Comments and trailing commas are accepted in every JSON format.
+//! Fields of the other transport (a `url` on a stdio server) are ignored.
+//!
+//! Each tool's own settings map onto mcpvisor's where one exists: tool
+//! allow/deny lists (`includeTools`/`excludeTools`, `disabledTools`,
+//! `enabled_tools`/`disabled_tools`) become the tool filter, time-outs the
+//! start-up or call time-out, `enabled`/`disabled` the same. Keys of an
+//! entry that nothing reads are never dropped silently: they are returned
+//! with the server ([`Found::unmapped`]) for commands to report.
 //!
 //! Transport: `type` says it (`stdio`, `http`, `streamable-http`, `sse`;
 //! OpenCode: `local`, `remote`); without it a `command` means stdio and a
@@ -32,7 +44,8 @@
 //! become `auth = { type = "oauth", ... }`. VS Code and Claude files have
 //! no such shape: their remote servers log in with OAuth's defaults.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -52,6 +65,10 @@ pub enum Format {
     Cursor,
     VsCode,
     OpenCode,
+    Gemini,
+    Windsurf,
+    Zed,
+    Codex,
 }
 
 impl Format {
@@ -61,10 +78,15 @@ impl Format {
         let folder = path.parent().and_then(Path::file_name).and_then(|folder| folder.to_str());
         match (folder, name) {
             (_, "claude_desktop_config.json") => Some(Format::ClaudeDesktop),
-            (_, ".mcp.json") => Some(Format::ClaudeCode),
+            (_, ".mcp.json" | ".claude.json") => Some(Format::ClaudeCode),
             (Some(".cursor"), "mcp.json") => Some(Format::Cursor),
-            (Some(".vscode"), "mcp.json") => Some(Format::VsCode),
+            // VS Code's user file is `…/Code/User/mcp.json`.
+            (Some(".vscode" | "User"), "mcp.json") => Some(Format::VsCode),
             (_, "opencode.json" | "opencode.jsonc") => Some(Format::OpenCode),
+            (Some(".gemini"), "settings.json") => Some(Format::Gemini),
+            (_, "mcp_config.json") => Some(Format::Windsurf),
+            (Some(".zed" | "zed"), "settings.json") => Some(Format::Zed),
+            (Some(".codex"), "config.toml") => Some(Format::Codex),
             _ => None,
         }
     }
@@ -78,7 +100,7 @@ impl Format {
 
     /// [`Format::detect`] by the top-level keys a document has.
     fn from_keys(has: impl Fn(&str) -> bool) -> Option<Format> {
-        [("mcpServers", Format::ClaudeCode), ("servers", Format::VsCode), ("mcp", Format::OpenCode)]
+        [("mcpServers", Format::ClaudeCode), ("servers", Format::VsCode), ("mcp", Format::OpenCode), ("context_servers", Format::Zed)]
             .into_iter()
             .find(|(key, _)| has(key))
             .map(|(_, format)| format)
@@ -92,19 +114,42 @@ impl Format {
             Format::Cursor => "Cursor",
             Format::VsCode => "VS Code",
             Format::OpenCode => "OpenCode",
+            Format::Gemini => "Gemini CLI",
+            Format::Windsurf => "Windsurf",
+            Format::Zed => "Zed",
+            Format::Codex => "Codex",
         }
     }
 }
 
+/// One server read from another tool's file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub config: ServerConfig,
+    /// Keys of its entry that mean nothing to mcpvisor (the tool's own
+    /// settings), in order; reported, never dropped silently.
+    pub unmapped: Vec<String>,
+}
+
+/// Which servers of a file are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section<'p> {
+    /// The file's own list of servers (in `~/.claude.json`: the user scope).
+    Servers,
+    /// Claude Code's local scope of one project: `projects["DIR"].mcpServers`
+    /// of `~/.claude.json`, where a plain `claude mcp add` writes.
+    ClaudeLocal(&'p Path),
+}
+
 /// One server of a file, or why it cannot be used.
-pub type ServerResult = Result<ServerConfig, ConfigError>;
+pub type ServerResult = Result<Found, ConfigError>;
 
 /// The servers of a foreign file; `path` names it in errors and locates
 /// `${workspaceFolder}` and `envFile`. `inputs` are values for VS Code's
 /// `${input:ID}`. The first problem with any server fails the whole file.
 pub fn parse(path: &Path, text: &str, inputs: &BTreeMap<String, String>) -> Result<(Format, Vec<ServerConfig>), ConfigError> {
     let (format, servers) = parse_each(path, text, inputs)?;
-    Ok((format, servers.into_iter().collect::<Result<_, _>>()?))
+    Ok((format, servers.into_iter().map(|found| found.map(|found| found.config)).collect::<Result<_, _>>()?))
 }
 
 /// Like [`parse`], but a problem with one server is that server's own
@@ -127,17 +172,35 @@ pub fn for_each_server(
     path: &Path,
     text: &str,
     inputs: &BTreeMap<String, String>,
+    each: impl FnMut(Format, ServerResult),
+) -> Result<Format, ConfigError> {
+    for_each_server_in(path, text, inputs, Section::Servers, each)
+}
+
+/// [`for_each_server`] for one [`Section`] of the file.
+pub fn for_each_server_in(
+    path: &Path,
+    text: &str,
+    inputs: &BTreeMap<String, String>,
+    section: Section,
     mut each: impl FnMut(Format, ServerResult),
 ) -> Result<Format, ConfigError> {
+    if Format::from_path(path) == Some(Format::Codex) || codex::is_codex(path, text) {
+        return codex::for_each_server(path, text, each);
+    }
     let syntax_error = |message: String| ConfigError::Syntax { file: path.into(), syntax: "JSON", message };
     let text = jsonc::strip(text);
     serde_json::from_str::<&RawValue>(&text).map_err(|error| syntax_error(error.to_string()))?;
     let root = object(&text).ok_or_else(|| syntax_error("the top level must be an object".into()))?;
     let format = Format::from_path(path).or_else(|| Format::from_keys(|key| root.contains_key(key))).ok_or_else(|| {
-        ConfigError::UnknownFormat { file: path.into(), message: "it has none of the keys mcpServers, servers or mcp".into() }
+        let message = "it has none of the keys mcpServers, servers, mcp or context_servers".into();
+        ConfigError::UnknownFormat { file: path.into(), message }
     })?;
     let context = Context { file: path, format, workspace: workspace_of(path), inputs };
-    let (key, entries) = server_entries(format, &root);
+    let (key, entries) = match section {
+        Section::Servers => server_entries(format, &root),
+        Section::ClaudeLocal(project) => claude_local_entries(&root, project),
+    };
     let Some(entries) = entries else { return Ok(format) };
     let entries = object(entries.get()).ok_or_else(|| {
         let message = format!("`{key}` must be an object with one entry per server");
@@ -155,11 +218,24 @@ fn object(json: &str) -> Option<BTreeMap<String, &RawValue>> {
     serde_json::from_str(json).ok()
 }
 
+/// Claude Code's local scope of `project` in `~/.claude.json`.
+fn claude_local_entries<'t>(root: &BTreeMap<String, &'t RawValue>, project: &Path) -> (String, Option<&'t RawValue>) {
+    let dir = project.to_string_lossy();
+    let key = format!("projects[{dir:?}].mcpServers");
+    let projects = root.get("projects").and_then(|projects| object(projects.get()));
+    let servers = projects.and_then(|projects| projects.get(dir.as_ref()).and_then(|p| object(p.get()))?.get("mcpServers").copied());
+    (key, servers)
+}
+
 /// Where the servers are, as a key path for messages and the value there.
-fn server_entries<'t>(format: Format, root: &BTreeMap<String, &'t RawValue>) -> (&'static str, Option<&'t RawValue>) {
+fn server_entries<'t>(format: Format, root: &BTreeMap<String, &'t RawValue>) -> (String, Option<&'t RawValue>) {
     let member = |key: &str| root.get(key).copied();
-    match format {
-        Format::ClaudeDesktop | Format::ClaudeCode | Format::Cursor => ("mcpServers", member("mcpServers")),
+    let (key, value) = match format {
+        Format::ClaudeDesktop | Format::ClaudeCode | Format::Cursor | Format::Gemini | Format::Windsurf => {
+            ("mcpServers", member("mcpServers"))
+        }
+        Format::Zed => ("context_servers", member("context_servers")),
+        Format::Codex => ("mcp_servers", None),
         Format::VsCode => ("servers", member("servers")),
         Format::OpenCode => {
             let mcp = member("mcp");
@@ -172,7 +248,8 @@ fn server_entries<'t>(format: Format, root: &BTreeMap<String, &'t RawValue>) -> 
                 _ => ("mcp", mcp),
             }
         }
-    }
+    };
+    (key.into(), value)
 }
 
 /// The folder `${workspaceFolder}` names: the one holding `.vscode`/`.cursor`, else the file's.
@@ -196,13 +273,16 @@ impl Context<'_> {
         let Some(object) = entry.as_object() else {
             return Err(self.invalid(name, name, "must be an object with the server's settings"));
         };
-        let entry = Entry { context: self, server: name, object };
+        let entry = Entry::new(self, name, object);
         let config = match self.format {
             Format::OpenCode => entry.opencode()?,
+            Format::Zed => entry.zed()?,
+            Format::Codex => entry.codex()?,
             _ => entry.mcp_servers()?,
         };
         config.validate().map_err(|source| ConfigError::Invalid { file: self.file.into(), source })?;
-        Ok(config)
+        let used = entry.used.into_inner();
+        Ok(Found { config, unmapped: object.keys().filter(|key| !used.contains(*key)).cloned().collect() })
     }
 
     fn invalid(&self, server: &str, field: &str, message: impl Into<String>) -> ConfigError {
@@ -230,15 +310,27 @@ struct Entry<'a> {
     context: &'a Context<'a>,
     server: &'a str,
     object: &'a Map<String, Json>,
+    /// The keys read so far: the others are reported as unmapped.
+    used: RefCell<BTreeSet<String>>,
 }
 
-impl Entry<'_> {
+impl<'a> Entry<'a> {
+    fn new(context: &'a Context<'a>, server: &'a str, object: &'a Map<String, Json>) -> Entry<'a> {
+        Entry { context, server, object, used: RefCell::default() }
+    }
+
+    /// Keys that change nothing in mcpvisor and need no report (descriptions, markers).
+    fn meaningless(&self, keys: &[&str]) {
+        self.used.borrow_mut().extend(keys.iter().map(|key| key.to_string()));
+    }
+
     /// `field` empty: the server's entry as a whole.
     fn invalid(&self, field: &str, message: impl Into<String>) -> ConfigError {
         self.context.invalid(self.server, if field.is_empty() { self.server } else { field }, message)
     }
 
-    fn get(&self, key: &str) -> Option<&Json> {
+    fn get(&self, key: &str) -> Option<&'a Json> {
+        self.used.borrow_mut().insert(key.into());
         self.object.get(key).filter(|value| !value.is_null())
     }
 
@@ -283,15 +375,20 @@ impl Entry<'_> {
         self.get(key).map(|value| value.as_bool().ok_or_else(|| self.invalid(key, "must be true or false"))).transpose()
     }
 
-    /// Claude, Cursor and VS Code entries.
+    /// Claude, Cursor, VS Code, Gemini CLI and Windsurf entries. Gemini's
+    /// `httpUrl` is Streamable HTTP and its `url` SSE; Windsurf's `serverUrl`
+    /// is a `url`.
     fn mcp_servers(&self) -> Result<ServerConfig, ConfigError> {
         let command = self.text("command")?;
-        let url = self.text("url")?;
+        let http_url = self.text("httpUrl")?;
+        let url = http_url.clone().or(self.text("serverUrl")?).or(self.text("url")?);
         let transport = match self.raw_text("type")?.as_deref() {
             Some("stdio") => Transport::Stdio,
             Some("http" | "streamable-http" | "streamableHttp") => Transport::Http,
             Some("sse") => Transport::Sse,
             Some(other) => return Err(self.invalid("type", format!("is {other:?}; expected \"stdio\", \"http\" or \"sse\""))),
+            None if command.is_none() && http_url.is_some() => Transport::Http,
+            None if command.is_none() && url.is_some() && self.context.format == Format::Gemini => Transport::Sse,
             None => self.inferred_transport(command.is_some(), url.as_deref())?,
         };
         let mut config = match transport {
@@ -310,7 +407,31 @@ impl Entry<'_> {
             }
         };
         config.enabled = !self.bool("disabled")?.unwrap_or(false);
+        config.tools.allow = self.strings("includeTools")?.unwrap_or_default();
+        config.tools.deny = [self.strings("excludeTools")?, self.strings("disabledTools")?].into_iter().flatten().flatten().collect();
+        if let Some(timeout) = self.milliseconds("timeout")? {
+            config.timeouts.call = timeout;
+        }
+        self.meaningless(&["description"]);
         Ok(config)
+    }
+
+    /// A positive number of milliseconds.
+    fn milliseconds(&self, key: &str) -> Result<Option<Duration>, ConfigError> {
+        let Some(value) = self.get(key) else { return Ok(None) };
+        let millis =
+            value.as_u64().filter(|ms| *ms > 0).ok_or_else(|| self.invalid(key, "must be a number of milliseconds greater than zero"))?;
+        Ok(Some(Duration::from_millis(millis)))
+    }
+
+    /// A positive number of seconds, fractions allowed.
+    fn seconds(&self, key: &str) -> Result<Option<Duration>, ConfigError> {
+        let Some(value) = self.get(key) else { return Ok(None) };
+        let seconds = value
+            .as_f64()
+            .filter(|s| *s > 0.0 && *s < 1e9)
+            .ok_or_else(|| self.invalid(key, "must be a number of seconds greater than zero"))?;
+        Ok(Some(Duration::from_secs_f64(seconds)))
     }
 
     /// OpenCode entries: `command` is an array, `environment` the env, `timeout` in milliseconds.
@@ -340,12 +461,8 @@ impl Entry<'_> {
             }
         };
         config.enabled = self.bool("enabled")?.unwrap_or(true) && !self.bool("disabled")?.unwrap_or(false);
-        if let Some(value) = self.get("timeout") {
-            let millis = value
-                .as_u64()
-                .filter(|ms| *ms > 0)
-                .ok_or_else(|| self.invalid("timeout", "must be a number of milliseconds greater than zero"))?;
-            config.timeouts.startup = Duration::from_millis(millis);
+        if let Some(timeout) = self.milliseconds("timeout")? {
+            config.timeouts.startup = timeout;
         }
         Ok(config)
     }
@@ -358,7 +475,7 @@ impl Entry<'_> {
         let Some(object) = value.as_object() else {
             return if value.is_boolean() { Ok(None) } else { Err(self.invalid(key, "must be an object")) };
         };
-        let nested = Entry { context: self.context, server: self.server, object };
+        let nested = Entry::new(self.context, self.server, object);
         let under = |error: ConfigError| match error {
             ConfigError::InvalidField { file, server, field, message } => {
                 ConfigError::InvalidField { file, server, field: format!("{key}.{field}"), message }
@@ -405,79 +522,14 @@ impl Entry<'_> {
             .map_err(|line| self.invalid("envFile", format!("{} line {line} is not NAME=value; fix that line", path.display())))?;
         Ok(vars.into_iter().map(|(name, value)| (name, escape(&value, Syntax::Braced))).collect())
     }
-
-    /// `text` of `field` with the format's variables in mcpvisor's syntax.
-    fn translate(&self, field: &str, text: &str) -> Result<String, ConfigError> {
-        match self.context.format {
-            Format::ClaudeDesktop | Format::ClaudeCode => Ok(text.into()),
-            Format::Cursor | Format::VsCode => self.replace_references(text, "${", |inner| self.editor_variable(field, inner)),
-            Format::OpenCode => self.replace_references(text, "{", |inner| self.opencode_variable(field, inner)),
-        }
-    }
-
-    /// Replaces each `{open}inner}` for which `replace` gives a value; other text stays.
-    fn replace_references(
-        &self,
-        text: &str,
-        open: &str,
-        replace: impl Fn(&str) -> Result<Option<String>, ConfigError>,
-    ) -> Result<String, ConfigError> {
-        let mut out = String::with_capacity(text.len());
-        let mut rest = text;
-        while let Some(start) = rest.find(open) {
-            let inner_start = start + open.len();
-            let Some(length) = rest[inner_start..].find('}') else { break };
-            let inner = &rest[inner_start..inner_start + length];
-            out.push_str(&rest[..start]);
-            match replace(inner)? {
-                Some(value) => out.push_str(&value),
-                None => out.push_str(&rest[start..=inner_start + length]),
-            }
-            rest = &rest[inner_start + length + 1..];
-        }
-        out.push_str(rest);
-        Ok(out)
-    }
-
-    /// Cursor's and VS Code's `${...}` variables.
-    fn editor_variable(&self, field: &str, inner: &str) -> Result<Option<String>, ConfigError> {
-        let workspace = &self.context.workspace;
-        Ok(Some(match inner.split_once(':') {
-            Some(("env", name)) => format!("${{{name}}}"),
-            Some(("input", id)) => match self.context.inputs.get(id) {
-                Some(value) => escape(value, Syntax::Braced),
-                None => {
-                    let (file, server) = (self.context.file.into(), self.server.into());
-                    return Err(ConfigError::PromptedInput { file, server, field: field.into(), id: id.into() });
-                }
-            },
-            Some(_) => {
-                let message =
-                    format!("uses ${{{inner}}}, which only the editor can resolve; replace it with ${{ENV_VAR}} and set that variable");
-                return Err(self.invalid(field, message));
-            }
-            None => match inner {
-                "workspaceFolder" => escape(&workspace.to_string_lossy(), Syntax::Braced),
-                "workspaceFolderBasename" => escape(&workspace.file_name().unwrap_or_default().to_string_lossy(), Syntax::Braced),
-                "userHome" => "${HOME}".into(),
-                "pathSeparator" | "/" => "/".into(),
-                _ => return Ok(None),
-            },
-        }))
-    }
-
-    /// OpenCode's `{env:NAME}` and `{file:path}`.
-    fn opencode_variable(&self, field: &str, inner: &str) -> Result<Option<String>, ConfigError> {
-        match inner.split_once(':') {
-            Some(("env", name)) => Ok(Some(format!("${{{name}}}"))),
-            Some(("file", _)) => Err(self.invalid(
-                field,
-                format!("uses {{{inner}}}, which mcpvisor does not read; put the value in an environment variable and write {{env:NAME}}"),
-            )),
-            _ => Ok(None),
-        }
-    }
 }
+
+mod codex;
+mod variables;
+pub use codex::is_codex;
+mod zed;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tools_tests;

@@ -15,18 +15,18 @@
 //! - **mcpvisor's own TOML** ([`native`]): one `[servers.NAME]` table per
 //!   server. Read strictly (unknown keys are errors) and edited in place:
 //!   comments and the order of everything else are kept.
-//! - **Editors' JSON** ([`foreign`]), read as they are, never written:
-//!   Claude Desktop and Claude Code (`.mcp.json`), Cursor
-//!   (`.cursor/mcp.json`), VS Code (`.vscode/mcp.json`) and OpenCode
-//!   (`opencode.json`). Comments and trailing commas are accepted.
+//! - **Other tools' files** ([`foreign`]), read as they are, never written:
+//!   Claude Desktop, Claude Code (`.mcp.json`, `~/.claude.json`), Cursor,
+//!   VS Code, OpenCode, Gemini CLI, Windsurf, Zed and Codex's TOML. Where
+//!   each tool keeps them on this machine: [`sources`].
 //!
 //! # Precedence ([`discover`])
 //!
 //! The user file (`$MCPVISOR_CONFIG`, else
 //! `$XDG_CONFIG_HOME/mcpvisor/servers.toml`, else
-//! `~/.config/mcpvisor/servers.toml`) < editors' files in the project
-//! directory (`.mcp.json` < `.cursor/mcp.json` < `.vscode/mcp.json` <
-//! `opencode.json` < `opencode.jsonc`) < the project's `.mcpvisor.toml`.
+//! `~/.config/mcpvisor/servers.toml`) < other tools' files in the project
+//! directory ([`discover::FOREIGN_PROJECT_FILES`], with Claude Code's local
+//! scope after `.mcp.json`) < the project's `.mcpvisor.toml`.
 //! A server defined again under the same name is replaced whole. Errors in
 //! mcpvisor's files fail the load; editors' files or servers that cannot be
 //! read are skipped with a reason ([`LoadedConfig::skipped`]).
@@ -72,6 +72,7 @@ pub mod native;
 mod oauth;
 pub mod redact;
 mod serve;
+pub mod sources;
 
 pub use agent::{AgentSettings, ConfirmMode};
 pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};

@@ -189,7 +189,9 @@ fn detection_by_shape_and_file_level_errors() {
     assert_eq!(read("/p/opencode.json", r#"{"theme": "dark"}"#), (Format::OpenCode, vec![]), "a named file without servers");
     let message = error("/tmp/other.json", r#"{"theme": "dark"}"#);
     assert!(
-        message.starts_with("/tmp/other.json: not a known MCP configuration (it has none of the keys mcpServers, servers or mcp)"),
+        message.starts_with(
+            "/tmp/other.json: not a known MCP configuration (it has none of the keys mcpServers, servers, mcp or context_servers)"
+        ),
         "{message}"
     );
     assert!(error(".mcp.json", "{\"mcpServers\": ").starts_with(".mcp.json: not valid JSON: EOF while parsing"));
