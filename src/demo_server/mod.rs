@@ -113,6 +113,14 @@
 //! pirate) and the template's `id` (1 … 30, at most 10 values, with `total`
 //! and `hasMore`). Bad params anywhere: -32602 naming the method or tool and field.
 //!
+//! # Skills
+//!
+//! The skills extension (SEP-2640) is announced in both eras
+//! (`capabilities.extensions["io.modelcontextprotocol/skills"] = {}`):
+//! `skills/list` (paginated) and `skills/get` serve `release-notes` and
+//! `stale-notes`, whose entry is out of date on purpose; their files read
+//! through `resources/read` as `skill://...` (see `skills.rs`).
+//!
 //! Structure: one concept per file; `server` routes requests and owns the
 //! state; a request that takes time runs in its own task; all output goes
 //! through one writer task, so frames never interleave.
@@ -129,6 +137,7 @@ mod prompts;
 mod resources;
 mod rpc;
 mod server;
+mod skills;
 mod state;
 mod subscriptions;
 mod tools;

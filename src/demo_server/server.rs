@@ -18,7 +18,7 @@ use super::paging::page;
 use super::rpc::{classify, response_frame, text_result, Message, Out, RpcError, METHOD_NOT_FOUND};
 use super::state::{InFlight, State};
 use super::subscriptions::Subscriptions;
-use super::{completion, lifecycle, lock, log, prompts, resources, tools, DemoServerOptions};
+use super::{completion, lifecycle, lock, log, prompts, resources, skills, tools, DemoServerOptions};
 use crate::task_store::{self as tasks, requested_ttl, Outcome, TaskStore};
 
 /// What to do with one request.
@@ -135,6 +135,8 @@ impl Server {
             }
             "resources/subscribe" | "resources/unsubscribe" if legacy => Action::Reply(state.subscriptions.legacy(method, params)),
             "completion/complete" => Action::Reply(completion::complete(params)),
+            "skills/list" => list("skills", skills::entries()),
+            "skills/get" => Action::Reply(skills::get(params)),
             "subscriptions/listen" if !legacy => match state.subscriptions.listen(id, params) {
                 Ok(acknowledgement) => {
                     state.send(acknowledgement);
