@@ -19,7 +19,6 @@ pub fn capabilities(legacy: bool) -> Value {
         "prompts": {"listChanged": true},
         "logging": {},
         "completions": {},
-        "extensions": {"io.modelcontextprotocol/skills": {}},
     });
     if legacy {
         capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});

@@ -17,6 +17,7 @@
 //! | `--no-initialize` | never answers `initialize` nor `server/discover` (handshake time-outs) |
 //! | `--stop-reading-after N` | stops reading stdin after N lines, keeps running |
 //! | `--exit-immediately CODE` | exits with CODE before reading anything |
+//! | `--skills` | serves the skills extension (SEP-2640; see Skills below) |
 //! | `--request-log FILE` | appends `METHOD` (`tools/call TOOL` for calls) of every request received to FILE |
 //!
 //! # Eras
@@ -115,7 +116,7 @@
 //!
 //! # Skills
 //!
-//! The skills extension (SEP-2640) is announced in both eras
+//! With `--skills`, the skills extension (SEP-2640) is announced in both eras
 //! (`capabilities.extensions["io.modelcontextprotocol/skills"] = {}`):
 //! `skills/list` (paginated) and `skills/get` serve `release-notes` and
 //! `stale-notes`, whose entry is out of date on purpose; their files read
@@ -178,6 +179,9 @@ pub struct DemoServerOptions {
     /// Answer `resources/templates/list` with -32601 (method not found).
     #[arg(long)]
     pub no_templates: bool,
+    /// Serve the skills extension (SEP-2640): `release-notes` and `stale-notes`.
+    #[arg(long)]
+    pub skills: bool,
 }
 
 /// Three `tools/list` pages by default: `tests/memory_bound.rs` counts the lines the client sends
@@ -195,6 +199,7 @@ impl Default for DemoServerOptions {
             page_size: DEFAULT_PAGE_SIZE,
             era: Era::Dual,
             no_templates: false,
+            skills: false,
         }
     }
 }

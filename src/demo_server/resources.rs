@@ -50,7 +50,7 @@ pub fn contents(uri: &str, counter: u64, added: &[String]) -> Option<Value> {
         _ => match (uri.strip_prefix(ITEM_PREFIX), uri.strip_prefix(ADDED_PREFIX)) {
             (Some(id), _) if !id.is_empty() && !id.contains('/') => text(format!("item {id}")),
             (_, Some(name)) if added.iter().any(|a| a == name) => text(format!("added resource {name}")),
-            _ => super::skills::contents(uri),
+            _ => None,
         },
     }
 }

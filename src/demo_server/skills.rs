@@ -6,8 +6,9 @@
 //! | `release-notes` | `SKILL.md`, `references/TEMPLATE.md` | an ordinary skill |
 //! | `stale-notes` | `SKILL.md` | misbehaves on purpose: its entry lists the digest and size of an older `SKILL.md` than the one served (a skill changed after it was listed) |
 //!
-//! The files are not in `resources/list` (the listing of skills is
-//! `skills/list`); digests are computed here, from the served bytes.
+//! Served with `--skills` only. The files are not in `resources/list` (the
+//! listing of skills is `skills/list`); digests are computed here, from the
+//! served bytes.
 
 use serde_json::{json, Value};
 
@@ -58,8 +59,22 @@ pub fn get(params: &Value) -> Result<Value, RpcError> {
     Ok(json!({"skill": skill, "ttlMs": 0, "cacheScope": "private"}))
 }
 
+/// `result` of `initialize` or `server/discover`, announcing the extension when `skills`.
+pub fn announce(mut result: Value, skills: bool) -> Value {
+    if skills {
+        result["capabilities"]["extensions"] = json!({"io.modelcontextprotocol/skills": {}});
+    }
+    result
+}
+
+/// `resources/read` of a skill's file; `None` when `params.uri` is none.
+pub fn read(params: &Value) -> Option<Value> {
+    let contents = contents(params.get("uri")?.as_str()?)?;
+    Some(json!({ "contents": [contents] }))
+}
+
 /// The content of a skill's file, or `None` when `uri` is none.
-pub fn contents(uri: &str) -> Option<Value> {
+fn contents(uri: &str) -> Option<Value> {
     let text = match uri {
         RELEASE_NOTES => RELEASE_NOTES_MD,
         TEMPLATE => TEMPLATE_MD,
