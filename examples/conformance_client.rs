@@ -285,7 +285,10 @@ async fn skills(handle: &Handle, scenario: &str) -> Result<(), String> {
     let skills = match handle.list_skills(SERVER).await {
         Ok(skills) => skills,
         Err(CallError::Unsupported { .. }) => return Ok(()),
-        Err(error) if answered_by_server(&error) => return Ok(eprintln!("skills/list: the server answered: {error}")),
+        Err(error) if answered_by_server(&error) => {
+            eprintln!("skills/list: the server answered: {error}");
+            return Ok(());
+        }
         Err(error) => return Err(error.to_string()),
     };
     eprintln!("skills: {}", skills.iter().map(|skill| skill.uri.as_str()).collect::<Vec<_>>().join(", "));

@@ -12,8 +12,9 @@
 //! `allowed-tools`), and every tool call it leads to goes through the
 //! confirmation policy as any other.
 //!
-//! Bounds: at most [`MAX_OFFERED`] skills are named, each description cut
-//! to [`MAX_DESCRIPTION`] characters; at most [`MAX_HELD`] loaded entries
+//! Bounds: a server's listing is waited for [`LIST_WAIT`] at most; at most
+//! [`MAX_OFFERED`] skills are named, each description cut to
+//! [`MAX_DESCRIPTION`] characters; at most [`MAX_HELD`] loaded entries
 //! are held; a result is cut to the agent's `max_tool_output`.
 
 use std::collections::BTreeSet;
@@ -36,6 +37,8 @@ pub const MAX_OFFERED: usize = 100;
 pub const MAX_DESCRIPTION: usize = 300;
 /// Loaded skills whose entries are held for reading their files.
 pub const MAX_HELD: usize = 32;
+/// The longest a turn's start waits for a server's skills (one restarting, say).
+pub const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The skills listed for one turn, by server.
 #[derive(Default)]
@@ -49,8 +52,12 @@ impl Skills {
     pub async fn list(registry: &Addr<Registry>, catalog: &[ToolEntry]) -> Skills {
         let servers: BTreeSet<&str> = catalog.iter().map(|entry| entry.server.as_str()).collect();
         let asks = servers.into_iter().map(|server| async move {
-            let listed = registry.send(ToServer { server: server.to_string(), message: ListSkills }).await;
-            match listed.unwrap_or_else(|_| Err(CallError::RuntimeStopped { tool: String::new() })) {
+            let listed = registry.send(ToServer { server: server.to_string(), message: ListSkills });
+            let listed = match tokio::time::timeout(LIST_WAIT, listed).await {
+                Ok(listed) => listed.unwrap_or_else(|_| Err(CallError::RuntimeStopped { tool: String::new() })),
+                Err(_) => Err(CallError::Timeout { server: server.to_string(), tool: "skills/list".into(), after: LIST_WAIT }),
+            };
+            match listed {
                 Ok(skills) => skills.into_iter().map(|skill| (server.to_string(), skill)).collect(),
                 Err(CallError::Unsupported { .. }) => Vec::new(),
                 Err(error) => {
