@@ -24,7 +24,8 @@
 //! or a `tools/list_changed` is seen at the next one.
 //!
 //! The pieces: `turn` (the loop), `offer` (tools offered, schema
-//! adaptation, tool search), `confirm` (the confirmation policy),
+//! adaptation, tool search), `skills` (servers' skills the model loads),
+//! `confirm` (the confirmation policy),
 //! `compact` (summarising older turns near the context budget),
 //! `results` (what the model is told about a call), `events`.
 
@@ -33,6 +34,7 @@ mod confirm;
 mod events;
 mod offer;
 mod results;
+mod skills;
 mod turn;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -50,6 +52,7 @@ use crate::sessions::{apply_summary, Record, SessionWriter};
 pub use confirm::{is_destructive, is_read_only, ConfirmPolicy, ConfirmRequest, Decision, Verdict};
 pub use events::{AgentError, AgentEvent, AgentStop, TurnEnded};
 pub use offer::{adapt_schema, ToolBudget, SEARCH_TOOL};
+pub use skills::SKILL_TOOL;
 use turn::Turn;
 
 /// The agent's bounds.
@@ -188,6 +191,8 @@ pub(crate) struct Shared {
     journal: Mutex<Option<SessionWriter>>,
     events: Option<Outlet<AgentEvent>>,
     tools: Mutex<Option<ToolFilter>>,
+    /// The entries of the skills loaded so far (see `skills`).
+    skills: skills::Held,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -297,6 +302,7 @@ impl Agent {
             journal: Mutex::new(config.journal),
             events: config.events,
             tools: Mutex::new(config.tools),
+            skills: skills::Held::default(),
         };
         Agent { shared: Arc::new(shared), registry, asker: config.asker.map(Arc::new), limits: config.limits, running: None }.start()
     }

@@ -47,6 +47,7 @@ pub mod progress;
 pub mod registry;
 pub mod reply;
 mod rounds;
+pub mod skills;
 
 use std::time::Duration;
 

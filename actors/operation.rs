@@ -25,7 +25,7 @@ pub use super::rounds::Requester;
 use crate::error::CallError;
 use crate::protocol::{error_codes, methods};
 
-type Flow<T> = Pin<Box<dyn Future<Output = Result<T, CallError>>>>;
+pub(crate) type Flow<T> = Pin<Box<dyn Future<Output = Result<T, CallError>>>>;
 
 /// An operation on one server, run as requests to its connection.
 pub trait Operation: Message<Result = Result<Self::Output, CallError>> + Send + 'static {
@@ -33,6 +33,8 @@ pub trait Operation: Message<Result = Result<Self::Output, CallError>> + Send + 
     /// The server capability this operation needs (`"resources"`, ...);
     /// a connected server that did not announce it is not asked at all.
     const CAPABILITY: Option<&'static str> = None;
+    /// The extension (`capabilities.extensions` key) this operation needs.
+    const EXTENSION: Option<&'static str> = None;
     /// The method, for errors.
     const METHOD: &'static str;
     fn run(self, requester: Requester) -> Flow<Self::Output>;
@@ -42,7 +44,8 @@ impl<M: Operation> Handler<M> for Connection {
     type Result = Reply<Result<M::Output, CallError>>;
 
     fn handle(&mut self, operation: M, ctx: &mut Context<Self>) -> Self::Result {
-        if let Some(refusal) = M::CAPABILITY.and_then(|capability| self.unannounced(capability, M::METHOD)) {
+        let refusal = M::CAPABILITY.and_then(|capability| self.unannounced(capability, M::METHOD));
+        if let Some(refusal) = refusal.or_else(|| M::EXTENSION.and_then(|extension| self.unannounced_extension(extension, M::METHOD))) {
             return Reply::Ready(Err(refusal));
         }
         let requester = self.requester(ctx);

@@ -449,3 +449,24 @@ impl Handler<Subscribe> for Registry {
         self.subscribers.push(msg.0);
     }
 }
+
+/// Sends an operation ([`super::operation`], [`super::skills`]) to the
+/// connection of `server`: how an agent, which holds only the registry,
+/// reaches a server's resources and skills.
+impl<M, T> Handler<super::hub::ToServer<M>> for Registry
+where
+    M: Message<Result = Result<T, CallError>> + Send + 'static,
+    T: Send + 'static,
+    Connection: Handler<M>,
+{
+    type Result = ResponseFuture<Result<T, CallError>>;
+
+    fn handle(&mut self, msg: super::hub::ToServer<M>, _: &mut Context<Self>) -> Self::Result {
+        let server = msg.server;
+        let Some(connection) = self.servers.get(&server).and_then(|routes| routes.connection.upgrade()) else {
+            return Box::pin(async move { Err(CallError::UnknownServer { server }) });
+        };
+        let ask = connection.send(msg.message);
+        Box::pin(async move { ask.await.unwrap_or_else(|_| Err(CallError::Stopped { server, tool: String::new() })) })
+    }
+}

@@ -15,7 +15,8 @@
 //! handlers that answer sampling, elicitation and roots the way a user and
 //! a model would, OAuth whose logins follow the authorization redirect
 //! headlessly ([`FollowRedirects`]), then: wait until connected, list the tools, call every
-//! tool with arguments made from its `inputSchema`, shut down. Only the
+//! tool with arguments made from its `inputSchema`, list the skills and load
+//! those a scenario asks for ([`skills`]), shut down. Only the
 //! arguments of a scenario's call may come from [`arguments_for`], where a
 //! scenario asks for particular values (the echo of a schema, header values
 //! that need encoding); everything on the wire is the library's.
@@ -33,7 +34,7 @@ use mcpvisor::config::{Auth, AuthorizerHandle, Era, Grant, IdentityProvider, OAu
 use mcpvisor::oauth::FollowRedirects;
 use mcpvisor::{
     CallError, CallTool, ClientHandlers, ElicitResult, ElicitationAction, ElicitationRequest, Handle, JsonObject, Refusal, Root,
-    RootsRequest, Runtime, SamplingRequest, ServerState, ToolEntry,
+    RootsRequest, Runtime, SamplingRequest, ServerState, SkillError, ToolEntry,
 };
 use serde_json::{json, Value};
 
@@ -269,6 +270,47 @@ async fn exercise(handle: &Handle, scenario: &str) -> Result<(), String> {
             Ok(result) => eprintln!("{}: {}", entry.tool.name, serde_json::to_string(&result).unwrap_or_default()),
             Err(error) if answered_by_server(&error) => eprintln!("{}: the server answered: {error}", entry.tool.name),
             Err(error) => return Err(error.to_string()),
+        }
+    }
+    skills(handle, scenario).await
+}
+
+/// Lists the server's skills (SEP-2640; entries only, nothing is read) and
+/// loads those the user asks for: in the `sep-2640-client-verify-*`
+/// scenarios, every listed one, then each of its files, as a model
+/// following the skill's references would. Elsewhere no skill is asked
+/// for, so none is read. Content that fails verification is refused
+/// (printed, not failed: it is the server's doing).
+async fn skills(handle: &Handle, scenario: &str) -> Result<(), String> {
+    let skills = match handle.list_skills(SERVER).await {
+        Ok(skills) => skills,
+        Err(CallError::Unsupported { .. }) => return Ok(()),
+        Err(error) if answered_by_server(&error) => {
+            eprintln!("skills/list: the server answered: {error}");
+            return Ok(());
+        }
+        Err(error) => return Err(error.to_string()),
+    };
+    eprintln!("skills: {}", skills.iter().map(|skill| skill.uri.as_str()).collect::<Vec<_>>().join(", "));
+    if !scenario.starts_with("sep-2640-client-verify-") {
+        return Ok(());
+    }
+    for skill in &skills {
+        let loaded = match handle.load_skill(SERVER, skill).await {
+            Ok(loaded) => loaded,
+            Err(SkillError::Call(error)) if !answered_by_server(&error) => return Err(error.to_string()),
+            Err(refused) => {
+                eprintln!("{}: refused: {refused}", skill.uri);
+                continue;
+            }
+        };
+        eprintln!("{}: loaded, {} bytes", skill.uri, loaded.text.len());
+        for file in skill.files().into_iter().flatten().filter(|file| file.uri != skill.uri) {
+            match handle.read_skill_file(&loaded, &file.uri).await {
+                Ok(bytes) => eprintln!("{}: read, {} bytes", file.uri, bytes.len()),
+                Err(SkillError::Call(error)) if !answered_by_server(&error) => return Err(error.to_string()),
+                Err(refused) => eprintln!("{}: refused: {refused}", file.uri),
+            }
         }
     }
     Ok(())

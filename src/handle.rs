@@ -28,9 +28,11 @@ use crate::actors::operation::{
     Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, LogLevel, Ping, ReadResource, RootsChanged, SetLogLevel,
     SubscribeResource, UnsubscribeResource,
 };
+use crate::actors::skills::{GetSkill, ListSkills, LoadSkill, ReadSkillFile};
 use crate::actors::{CallTool, Event, IntoArguments, ListTools, Registry, ServerStatus, ToolEntry};
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::error::{CallError, ManageError};
+use crate::skills::{LoadedSkill, Skill, SkillError};
 use crate::telemetry::{MetricsSnapshot, ServerGauges, Telemetry};
 
 pub struct Runtime;
@@ -164,6 +166,30 @@ impl Handle {
     /// Tells `server` that the roots changed, so it asks for them again.
     pub async fn roots_changed(&self, server: &str) -> Result<(), CallError> {
         self.to_server(server, RootsChanged).await
+    }
+
+    /// The skills `server` lists (SEP-2640): their entries only, no file
+    /// is read. `CallError::Unsupported` when the server does not offer the
+    /// skills extension.
+    pub async fn list_skills(&self, server: &str) -> Result<Vec<Skill>, CallError> {
+        self.to_server(server, ListSkills).await
+    }
+
+    /// One skill's current entry, by the URI of its `SKILL.md`.
+    pub async fn get_skill(&self, server: &str, uri: &str) -> Result<Skill, CallError> {
+        self.to_server(server, GetSkill { uri: uri.to_string() }).await
+    }
+
+    /// Loads `skill` of `server`: reads its `SKILL.md` and uses it only when
+    /// its size, digest and frontmatter are the entry's.
+    pub async fn load_skill(&self, server: &str, skill: &Skill) -> Result<LoadedSkill, SkillError> {
+        self.to_server(server, LoadSkill { skill: skill.clone() }).await?
+    }
+
+    /// Reads a file of a loaded skill (`path` relative to its root, or a
+    /// URI), verified against the entry it was loaded with.
+    pub async fn read_skill_file(&self, loaded: &LoadedSkill, path: &str) -> Result<Vec<u8>, SkillError> {
+        self.to_server(&loaded.server, ReadSkillFile { skill: loaded.skill.clone(), uri: path.to_string() }).await?
     }
 
     /// Pings `server`; answers the round trip.

@@ -21,6 +21,7 @@
 //! | [`llm`] | model providers (OpenAI-compatible, Anthropic) behind one [`llm::ChatModel`] seam |
 //! | [`telemetry`] | call metrics (Prometheus text for `/metrics`) and the audit log, fed by every tool call |
 //! | [`sessions`] | the agent's saved conversations: one JSON-lines file each, secrets masked, resumable |
+//! | [`skills`] | servers' skills (SEP-2640): entries listed without reading files, files verified by size, digest and frontmatter |
 //! | [`task_store`] | the server side of 2025-11-25 tasks, for the demo server and the gateway |
 //! | [`tool_search`] | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
 //! | [`catalog_cache`] | each server's tool list kept on disk, so searches need not start every server |
@@ -69,6 +70,7 @@ pub mod protocol;
 pub mod rate_limit;
 pub mod restart;
 pub mod sessions;
+pub mod skills;
 mod sse;
 pub mod task_store;
 pub mod telemetry;
@@ -89,4 +91,5 @@ pub use rmcp::model::{
     JsonObject, Prompt, PromptReference, ReadResourceResult, Reference, Resource, ResourceTemplate, ResourceTemplateReference, Tool,
     ToolAnnotations,
 };
+pub use skills::{LoadedSkill, Skill, SkillError, SkillFile, SkillFiles};
 pub use transport::in_process::ToolHandler;

@@ -65,7 +65,7 @@ fn part_of(block: &ContentBlock) -> Part {
 }
 
 /// Cuts the text of `parts` to `max_chars` characters in all.
-fn cut(parts: Vec<Part>, max_chars: usize) -> Vec<Part> {
+pub fn cut(parts: Vec<Part>, max_chars: usize) -> Vec<Part> {
     let total: usize = parts.iter().filter_map(Part::text).map(|text| text.chars().count()).sum();
     if total <= max_chars {
         return parts;

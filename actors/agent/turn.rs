@@ -22,7 +22,8 @@ use super::compact::{estimate, near_budget, split_point, summarise};
 use super::confirm::{ConfirmRequest, Decision, Verdict};
 use super::events::{AgentError, AgentEvent, AgentStop, TurnEnded};
 use super::offer::{Offer, SEARCH_TOOL};
-use super::results::{error_parts, parts_of_result, plain_text};
+use super::results::{cut, error_parts, parts_of_result, plain_text};
+use super::skills::{Skills, SKILL_TOOL};
 use super::{AgentLimits, Shared};
 use crate::actors::client_requests::Answering;
 use crate::actors::{CallTool, ListTools, ProgressSink, Registry, ToolEntry};
@@ -65,9 +66,14 @@ impl Turn {
     /// Runs the turn that `prompt` starts.
     pub async fn run(&self, prompt: Vec<Part>) -> Result<TurnEnded, AgentError> {
         self.shared.push(ChatMessage::User { content: prompt });
+        let mut skills = Skills::default();
         for round in 1..=self.limits.max_turns {
             let catalog = self.shared.visible(self.registry.send(ListTools).await.map_err(|_| AgentError::RuntimeStopped)?);
-            let offer = Offer::build(catalog, self.limits.tool_budget, &self.shared.recent_tools());
+            if round == 1 {
+                skills = Skills::list(&self.registry, &catalog).await;
+            }
+            let mut offer = Offer::build(catalog, self.limits.tool_budget, &self.shared.recent_tools());
+            offer.specs.extend(skills.spec());
             let (system, messages) = self.shared.snapshot();
             if near_budget(estimate(system.as_deref(), &messages, &offer.specs), self.limits.context_tokens) {
                 self.compact().await?;
@@ -82,7 +88,7 @@ impl Turn {
             if calls.is_empty() {
                 return Ok(TurnEnded { stop_reason: stop_of(answer.stop), usage: self.usage() });
             }
-            let results: Vec<ChatMessage> = futures::stream::iter(calls.iter().map(|call| self.run_call(call, &offer)))
+            let results: Vec<ChatMessage> = futures::stream::iter(calls.iter().map(|call| self.run_call(call, &offer, &skills)))
                 .buffered(self.limits.max_parallel_tools)
                 .collect()
                 .await;
@@ -125,12 +131,15 @@ impl Turn {
     }
 
     /// One tool call, answered to the model whatever happens.
-    async fn run_call(&self, call: &ToolCall, offer: &Offer) -> ChatMessage {
+    async fn run_call(&self, call: &ToolCall, offer: &Offer, skills: &Skills) -> ChatMessage {
         let parsed = call.parsed_arguments();
         let shown = parsed.as_ref().map_or_else(|_| Value::String(call.arguments.clone()), |object| Value::Object(object.clone()));
         self.emit(AgentEvent::ToolCallRequested { call_id: call.id.clone(), tool: call.name.clone(), arguments: shown.clone() });
         let outcome = match (offer.entry(&call.name), parsed) {
             _ if call.name == SEARCH_TOOL && offer.searching => Ok(self.search(call, offer)),
+            _ if call.name == SKILL_TOOL && skills.offered() => {
+                skills.answer(&self.registry, &self.shared.skills, call).await.map(Called::Local)
+            }
             (None, _) => Err(unknown_tool(&call.name, offer)),
             (Some(_), Err(why)) => {
                 Err(format!("invalid arguments for `{}`: {why}. Call it again with a JSON object that matches its input schema", call.name))
@@ -143,7 +152,7 @@ impl Turn {
                 (parts, is_error, Some(Box::new(result)), None)
             }
             Ok(Called::Failed(error)) => (error_parts(format!("The call failed: {error}")), true, None, Some(Box::new(error))),
-            Ok(Called::Local(text)) => (vec![Part::Text { text }], false, None, None),
+            Ok(Called::Local(text)) => (cut(vec![Part::Text { text }], self.limits.max_tool_output), false, None, None),
             Err(message) => (error_parts(message), true, None, None),
         };
         let output = plain_text(&content);
@@ -265,7 +274,7 @@ impl Turn {
 enum Called {
     Answered(rmcp::model::CallToolResult),
     Failed(CallError),
-    /// Answered by the agent itself ([`SEARCH_TOOL`]).
+    /// Answered by the agent itself ([`SEARCH_TOOL`], [`SKILL_TOOL`]).
     Local(String),
 }
 

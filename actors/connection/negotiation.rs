@@ -329,6 +329,17 @@ impl Connection {
             capability: capability.into(),
         })
     }
+
+    /// As [`Connection::unannounced`], for an extension the server must
+    /// name in `capabilities.extensions` (SEP-2133), e.g. the skills one.
+    pub(crate) fn unannounced_extension(&self, extension: &str, method: &str) -> Option<CallError> {
+        let announced = self.peer.as_ref().is_none_or(|peer| peer.capabilities["extensions"].get(extension).is_some_and(|e| !e.is_null()));
+        (!announced).then(|| CallError::Unsupported {
+            server: self.config.name.clone(),
+            tool: method.into(),
+            capability: format!("the {extension} extension"),
+        })
+    }
 }
 
 impl Peer {

@@ -17,6 +17,7 @@
 //! | `--no-initialize` | never answers `initialize` nor `server/discover` (handshake time-outs) |
 //! | `--stop-reading-after N` | stops reading stdin after N lines, keeps running |
 //! | `--exit-immediately CODE` | exits with CODE before reading anything |
+//! | `--skills` | serves the skills extension (SEP-2640; see Skills below) |
 //! | `--request-log FILE` | appends `METHOD` (`tools/call TOOL` for calls) of every request received to FILE |
 //!
 //! # Eras
@@ -113,6 +114,14 @@
 //! pirate) and the template's `id` (1 … 30, at most 10 values, with `total`
 //! and `hasMore`). Bad params anywhere: -32602 naming the method or tool and field.
 //!
+//! # Skills
+//!
+//! With `--skills`, the skills extension (SEP-2640) is announced in both eras
+//! (`capabilities.extensions["io.modelcontextprotocol/skills"] = {}`):
+//! `skills/list` (paginated) and `skills/get` serve `release-notes` and
+//! `stale-notes`, whose entry is out of date on purpose; their files read
+//! through `resources/read` as `skill://...` (see `skills.rs`).
+//!
 //! Structure: one concept per file; `server` routes requests and owns the
 //! state; a request that takes time runs in its own task; all output goes
 //! through one writer task, so frames never interleave.
@@ -129,6 +138,7 @@ mod prompts;
 mod resources;
 mod rpc;
 mod server;
+mod skills;
 mod state;
 mod subscriptions;
 mod tools;
@@ -169,6 +179,9 @@ pub struct DemoServerOptions {
     /// Answer `resources/templates/list` with -32601 (method not found).
     #[arg(long)]
     pub no_templates: bool,
+    /// Serve the skills extension (SEP-2640): `release-notes` and `stale-notes`.
+    #[arg(long)]
+    pub skills: bool,
 }
 
 /// Three `tools/list` pages by default: `tests/memory_bound.rs` counts the lines the client sends
@@ -186,6 +199,7 @@ impl Default for DemoServerOptions {
             page_size: DEFAULT_PAGE_SIZE,
             era: Era::Dual,
             no_templates: false,
+            skills: false,
         }
     }
 }

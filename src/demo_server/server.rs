@@ -18,7 +18,7 @@ use super::paging::page;
 use super::rpc::{classify, response_frame, text_result, Message, Out, RpcError, METHOD_NOT_FOUND};
 use super::state::{InFlight, State};
 use super::subscriptions::Subscriptions;
-use super::{completion, lifecycle, lock, log, prompts, resources, tools, DemoServerOptions};
+use super::{completion, lifecycle, lock, log, prompts, resources, skills, tools, DemoServerOptions};
 use crate::task_store::{self as tasks, requested_ttl, Outcome, TaskStore};
 
 /// What to do with one request.
@@ -118,9 +118,11 @@ impl Server {
         match method {
             "initialize" => {
                 lock(&state.received).initialize_requests += 1;
-                Action::Reply(Ok(lifecycle::initialize(params)))
+                Action::Reply(Ok(skills::announce(lifecycle::initialize(params), options.skills)))
             }
-            "server/discover" if options.era != Era::Legacy => Action::Reply(Ok(lifecycle::discover(options.era))),
+            "server/discover" if options.era != Era::Legacy => {
+                Action::Reply(Ok(skills::announce(lifecycle::discover(options.era), options.skills)))
+            }
             "ping" => Action::Reply(Ok(json!({}))),
             "logging/setLevel" if legacy => Action::Reply(self.set_level(params)),
             "tools/list" => list("tools", state.tools(era)),
@@ -130,11 +132,16 @@ impl Server {
             "resources/list" => list("resources", resources::list(&lock(&state.added).resources)),
             "resources/templates/list" if !options.no_templates => list("resourceTemplates", resources::templates()),
             "resources/read" => {
+                if let Some(read) = skills::read(params).filter(|_| options.skills) {
+                    return Action::Reply(Ok(read));
+                }
                 let counter = state.counter.load(Ordering::Relaxed);
                 Action::Reply(resources::read(params, counter, &lock(&state.added).resources, era))
             }
             "resources/subscribe" | "resources/unsubscribe" if legacy => Action::Reply(state.subscriptions.legacy(method, params)),
             "completion/complete" => Action::Reply(completion::complete(params)),
+            "skills/list" if options.skills => list("skills", skills::entries()),
+            "skills/get" if options.skills => Action::Reply(skills::get(params)),
             "subscriptions/listen" if !legacy => match state.subscriptions.listen(id, params) {
                 Ok(acknowledgement) => {
                     state.send(acknowledgement);

@@ -17,6 +17,9 @@ pub const PROMPTS_GET: &str = "prompts/get";
 pub const COMPLETE: &str = "completion/complete";
 pub const SET_LOG_LEVEL: &str = "logging/setLevel";
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+/// The skills extension (SEP-2640, [`crate::skills`]).
+pub const SKILLS_LIST: &str = "skills/list";
+pub const SKILLS_GET: &str = "skills/get";
 
 pub const TASKS_GET: &str = "tasks/get";
 pub const TASKS_RESULT: &str = "tasks/result";
