@@ -49,7 +49,7 @@ pub(super) async fn open(State(front): State<Arc<Front>>) -> Response {
 }
 
 pub(super) async fn post(State(front): State<Arc<Front>>, RawQuery(query): RawQuery, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(refusal) = super::require_json(&headers) {
+    if let Some(refusal) = super::require_json(&headers) {
         return refusal;
     }
     let id = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())

@@ -235,20 +235,20 @@ fn header_text<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 }
 
 /// A POSTed message must say it is JSON (`application/json`, parameters
-/// allowed): 415 otherwise. A form or text POST is what a page can send
+/// allowed): the 415 answer otherwise. A form or text POST is what a page can send
 /// without a preflight, so this closes one path of cross-site requests
 /// beside the Origin rules.
-fn require_json(headers: &HeaderMap) -> Result<(), Response> {
+fn require_json(headers: &HeaderMap) -> Option<Response> {
     let content_type = header_text(headers, "content-type").unwrap_or_default();
     let essence = content_type.split(';').next().unwrap_or_default().trim();
     if essence.eq_ignore_ascii_case("application/json") {
-        return Ok(());
+        return None;
     }
     let message = format!(
         "Unsupported Media Type: a POST must have Content-Type: application/json (it had {})",
         if content_type.is_empty() { "none".to_string() } else { format!("{content_type:?}") }
     );
-    Err(rpc_refusal(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, error_codes::INVALID_REQUEST, message))
+    Some(rpc_refusal(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, error_codes::INVALID_REQUEST, message))
 }
 
 /// The error for a protocol version this gateway does not serve.

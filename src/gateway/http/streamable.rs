@@ -192,7 +192,7 @@ pub(super) async fn post(State(front): State<Arc<Front>>, headers: HeaderMap, bo
     if front.draining.is_cancelled() {
         return stopping();
     }
-    if let Err(refusal) = require_json(&headers) {
+    if let Some(refusal) = require_json(&headers) {
         return refusal;
     }
     let posted = match parse(&body) {
