@@ -161,3 +161,66 @@ fn status_reports_settings_that_have_no_counterpart() {
     let text = stdout(&sandbox.cmd(["status"]).output().unwrap());
     assert!(text.contains("Gemini CLI's settings trust have no counterpart"), "{text}");
 }
+
+/// A file of tests/fixtures/tool_configs (written by the tools themselves:
+/// .ci/tool-config-fixtures), with the sandbox's project for `@PROJECT@`.
+fn written_by_the_tool(sandbox: &Sandbox, name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tool_configs").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.replace("@PROJECT@", &sandbox.project.canonicalize().unwrap().display().to_string())
+}
+
+fn server<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list.as_array().unwrap().iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("no {name} in {list}"))
+}
+
+#[test]
+fn the_files_claude_code_codex_and_gemini_cli_write_are_read_as_they_mean() {
+    let sandbox = Sandbox::new();
+    cli_support::write(&sandbox.home.join(".claude.json"), &written_by_the_tool(&sandbox, "claude.json"));
+    cli_support::write(&sandbox.home.join(".codex/config.toml"), &written_by_the_tool(&sandbox, "codex.toml"));
+    cli_support::write(&sandbox.home.join(".gemini/settings.json"), &written_by_the_tool(&sandbox, "gemini-user.json"));
+    sandbox.write(".mcp.json", &written_by_the_tool(&sandbox, "mcp.json"));
+    sandbox.write(".gemini/settings.json", &written_by_the_tool(&sandbox, "gemini-project.json"));
+
+    // Project and local scopes are discovered; user files are not merged.
+    let (list, code) = sandbox.json(["list", "--json"]);
+    assert_eq!(code, 0, "{list}");
+    let mut found = names(&list);
+    found.sort();
+    assert_eq!(found, ["fs", "gfs", "time"], "{list}");
+    assert_eq!(server(&list, "fs")["origin"], "Claude Code", "`claude mcp add` (local scope) is discovered");
+    let gfs = server(&list, "gfs");
+    assert_eq!(gfs["tools"], json!({"allow": ["read_file", "list_directory"], "deny": ["write_file"]}), "{gfs}");
+    assert_eq!(gfs["timeout_secs"], 15.0, "{gfs}");
+
+    // `import` alone names every source, user ones included, and changes nothing.
+    let output = sandbox.cmd(["import", "--json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let mut listed: Vec<String> = report["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["servers"].as_array().unwrap().clone())
+        .map(|n| n.to_string())
+        .collect();
+    listed.sort();
+    assert_eq!(listed.len(), 9, "fs time web events docs remote ghttp gsse gfs: {report}");
+    assert!(!sandbox.user_file_text().contains("[servers"), "nothing was written");
+
+    // Each tool's servers, imported, mean what the tool meant.
+    for tool in ["claude-code", "codex", "gemini"] {
+        let output = sandbox.cmd(["import", tool]).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{tool}: {}", stderr(&output));
+    }
+    let (list, code) = sandbox.json(["list", "--json"]);
+    assert_eq!(code, 0, "{list}");
+    for (name, transport) in [("web", "http"), ("events", "sse"), ("remote", "http"), ("ghttp", "http"), ("gsse", "sse"), ("docs", "stdio")]
+    {
+        assert_eq!(server(&list, name)["transport"], transport, "{name}: {list}");
+    }
+    let written = sandbox.user_file_text();
+    assert!(written.contains("${REMOTE_TOKEN}"), "Codex's bearer_token_env_var becomes a reference: {written}");
+    assert!(written.contains("${WEB_TOKEN}") && written.contains("${GEMINI_KEY}"), "references stay references: {written}");
+}

@@ -407,8 +407,9 @@ impl<'a> Entry<'a> {
             }
         };
         config.enabled = !self.bool("disabled")?.unwrap_or(false);
-        config.tools.allow = self.strings("includeTools")?.unwrap_or_default();
-        config.tools.deny = [self.strings("excludeTools")?, self.strings("disabledTools")?].into_iter().flatten().flatten().collect();
+        config.tools.allow = split_commas(self.strings("includeTools")?.unwrap_or_default());
+        config.tools.deny =
+            split_commas([self.strings("excludeTools")?, self.strings("disabledTools")?].into_iter().flatten().flatten().collect());
         if let Some(timeout) = self.milliseconds("timeout")? {
             config.timeouts.call = timeout;
         }
@@ -533,3 +534,10 @@ mod zed;
 mod tests;
 #[cfg(test)]
 mod tools_tests;
+
+/// Tool names from a list whose entries may each hold several: `gemini mcp
+/// add --include-tools a,b` writes `["a,b"]` (Gemini CLI 0.61), and a tool
+/// name has no comma.
+fn split_commas(entries: Vec<String>) -> Vec<String> {
+    entries.iter().flat_map(|entry| entry.split(',')).map(str::trim).filter(|name| !name.is_empty()).map(str::to_owned).collect()
+}

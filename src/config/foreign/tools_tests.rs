@@ -81,7 +81,7 @@ const GEMINI: &str = r#"{
   "theme": "Dracula",
   "mcpServers": {
     "git": { "command": "uvx", "args": ["mcp-server-git"], "cwd": "./repo", "timeout": 30000, "trust": true,
-             "includeTools": ["git_status", "git_log"], "excludeTools": ["git_reset"], "description": "git" },
+             "includeTools": ["git_status", "git_log"], "excludeTools": ["git_reset,git_push"], "description": "git" },
     "github": { "httpUrl": "https://api.githubcopilot.com/mcp/", "headers": { "Authorization": "Bearer $GITHUB_PAT" } },
     "events": { "url": "https://events.example.com/stream" }
   }
@@ -94,7 +94,7 @@ fn gemini_settings() {
     let git = named(&found, "git");
     assert_eq!(git.config.timeouts.call, Duration::from_secs(30));
     assert_eq!(git.config.tools.allow, ["git_status", "git_log"]);
-    assert_eq!(git.config.tools.deny, ["git_reset"]);
+    assert_eq!(git.config.tools.deny, ["git_reset", "git_push"], "`gemini mcp add --exclude-tools a,b` writes one entry");
     assert_eq!(git.config.cwd.as_deref(), Some(Path::new("./repo")));
     assert_eq!(git.unmapped, ["trust"], "trust has no counterpart; description is harmless");
     let github = named(&found, "github");
