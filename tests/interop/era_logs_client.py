@@ -28,23 +28,12 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from client_checks import check, held, text
+
 # logging/setLevel is deprecated at 2026-07-28 (2.x warns): it is what is tested.
 warnings.filterwarnings("ignore", message=".*deprecated as of 2026-07-28")
 
 SERVERS = ("py1", "py2")
-CHECKS = 0
-
-
-def check(condition, what):
-    global CHECKS
-    if not condition:
-        raise AssertionError(what)
-    CHECKS += 1
-    print(f"ok: {what}", flush=True)
-
-
-def text(result):
-    return "".join(block.text for block in result.content if getattr(block, "type", "") == "text")
 
 
 class Heard:
@@ -151,4 +140,4 @@ async def modern(binary, config):
 if __name__ == "__main__":
     mode, binary, config = sys.argv[1:4]
     anyio.run(handshake if mode == "handshake" else modern, binary, config)
-    print(f"ok {CHECKS} checks", flush=True)
+    print(f"ok {held()} checks", flush=True)

@@ -16,19 +16,7 @@ import mcp_types as types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-CHECKS = 0
-
-
-def check(condition, what):
-    global CHECKS
-    if not condition:
-        raise AssertionError(what)
-    CHECKS += 1
-    print(f"ok: {what}", flush=True)
-
-
-def text(result):
-    return "".join(block.text for block in result.content if getattr(block, "type", "") == "text")
+from client_checks import check, held, text
 
 
 class Heard:
@@ -163,7 +151,7 @@ async def main(binary, config):
             with anyio.fail_after(30):
                 await heard.event("notifications/tools/list_changed").wait()
             check(text(await session.call_tool("other__echo", {"text": "back"})) == "back", "list_changed after a SIGKILL, then served again")
-    print(f"ok {CHECKS} checks", flush=True)
+    print(f"ok {held()} checks", flush=True)
 
 
 if __name__ == "__main__":
