@@ -79,3 +79,35 @@ async fn a_panic_in_a_registry_handler_fails_that_call_with_a_typed_error_and_th
     assert_eq!(text(&handle.call_tool("mcp__fs__echo", args(json!({"text": "next"}))).await.unwrap()), "next");
     assert!(handle.list_tools().await.iter().any(|entry| entry.name == "mcp__fs__echo"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_in_a_turn_fails_that_turn_with_a_typed_error_and_the_agent_keeps_its_history() {
+    use mcpvisor::actors::agent::{AgentConfig, AgentError, AgentEvent, History, Prompt};
+    use mcpvisor::actors::outlet::Outlet;
+
+    let handle = start(vec![demo("fs", &[])]).await;
+    let (events, mut heard) = Outlet::channel();
+    let config = AgentConfig { events: Some(events), ..AgentConfig::new(std::sync::Arc::new(mcpvisor::llm::scripted::Scripted)) };
+    let agent = handle.start_agent(config).await.unwrap();
+    let ask = |text: &str| agent.send(Prompt::text(text));
+    tokio::time::timeout(DEADLINE, ask("please echo first")).await.unwrap().unwrap().unwrap();
+    let before = agent.send(History).await.unwrap().messages;
+    assert!(!before.is_empty());
+
+    agent.send(PanicNext("turn".into())).await.unwrap();
+    let error = tokio::time::timeout(DEADLINE, ask("please echo second")).await.unwrap().unwrap().unwrap_err();
+    let AgentError::Internal(panic) = &error else { panic!("expected AgentError::Internal, got {error:?}") };
+    assert_eq!((panic.actor.as_str(), panic.during.as_str()), ("agent", "a turn"));
+    let failed = tokio::time::timeout(DEADLINE, async {
+        loop {
+            if let Some(AgentEvent::TurnFailed { error, .. }) = heard.recv().await {
+                return error;
+            }
+        }
+    });
+    assert!(failed.await.unwrap().contains("injected fault"));
+
+    // The conversation before the panic is kept, and the next turn runs.
+    assert_eq!(agent.send(History).await.unwrap().messages, before);
+    tokio::time::timeout(DEADLINE, ask("please echo third")).await.unwrap().unwrap().unwrap();
+}
