@@ -3,6 +3,7 @@
 //! one in a handler: the connection restarts and the runtime serves on.
 
 mod common;
+mod gateway_http_support;
 
 use common::*;
 use serde_json::json;
@@ -110,4 +111,74 @@ async fn a_panic_in_a_turn_fails_that_turn_with_a_typed_error_and_the_agent_keep
     // The conversation before the panic is kept, and the next turn runs.
     assert_eq!(agent.send(History).await.unwrap().messages, before);
     tokio::time::timeout(DEADLINE, ask("please echo third")).await.unwrap().unwrap().unwrap();
+}
+
+/// `POST /mcp` of the test hook `mcpvisor/test/panic` on a session; the answer.
+async fn inject(
+    http: &reqwest::Client,
+    gateway: &gateway_http_support::Gateway,
+    session: &str,
+    params: serde_json::Value,
+) -> serde_json::Value {
+    use gateway_http_support::{json_of, post, request, LEGACY};
+    let asked = post(http, &gateway.mcp(), &request(7, "mcpvisor/test/panic", params));
+    let response = asked.header("mcp-session-id", session).header("mcp-protocol-version", LEGACY).send();
+    json_of(tokio::time::timeout(DEADLINE, response).await.unwrap().unwrap()).await
+}
+
+async fn healthz(http: &reqwest::Client, gateway: &gateway_http_support::Gateway) -> (u16, serde_json::Value) {
+    let response = tokio::time::timeout(DEADLINE, http.get(format!("{}/healthz", gateway.base)).send()).await.unwrap().unwrap();
+    (response.status().as_u16(), gateway_http_support::json_of(response).await)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_in_a_gateway_session_answers_its_request_with_an_error_and_closes_only_that_session() {
+    use gateway_http_support::{client, json_of, open_session, post, request, Gateway, LEGACY};
+    let gateway = Gateway::loopback();
+    let http = client();
+    let (broken, other) = (open_session(&http, &gateway.mcp()).await, open_session(&http, &gateway.mcp()).await);
+
+    let answer = inject(&http, &gateway, &broken, json!({"actor": "session"})).await;
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("gateway session") && message.contains("this session was closed: start a new one"), "{message}");
+
+    let list = |session: &str| {
+        let asked = post(&http, &gateway.mcp(), &request(8, "tools/list", json!({})));
+        asked.header("mcp-session-id", session.to_string()).header("mcp-protocol-version", LEGACY).send()
+    };
+    let after = json_of(tokio::time::timeout(DEADLINE, list(&broken)).await.unwrap().unwrap()).await;
+    assert!(after.get("error").is_some(), "the closed session serves no more: {after}");
+    let untouched = json_of(tokio::time::timeout(DEADLINE, list(&other)).await.unwrap().unwrap()).await;
+    assert!(untouched["result"]["tools"].as_array().is_some_and(|tools| !tools.is_empty()), "{untouched}");
+    // The core was not hurt: still serving.
+    assert_eq!(healthz(&http, &gateway).await.0, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_answers_503_once_the_core_cannot_serve_and_200_after_a_caught_panic() {
+    use gateway_http_support::{client, open_session, Gateway};
+    let gateway = Gateway::loopback();
+    let http = client();
+    let session = open_session(&http, &gateway.mcp()).await;
+
+    // A panic caught in the Registry: the core serves on.
+    inject(&http, &gateway, &session, json!({"actor": "registry", "during": "ListTools"})).await;
+    let (status, body) = healthz(&http, &gateway).await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("serving")), "{body}");
+
+    // A panic that escapes the guard ends the Registry: /healthz says so.
+    inject(&http, &gateway, &session, json!({"actor": "registry", "during": "unguarded"})).await;
+    let down = async {
+        loop {
+            let (status, body) = healthz(&http, &gateway).await;
+            if status == 503 {
+                return body;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let body = tokio::time::timeout(DEADLINE, down).await.expect("503 within the deadline");
+    assert_eq!(body["status"], "core_down", "{body}");
+    assert!(body["error"].as_str().unwrap().contains("the registry stopped"), "{body}");
 }
