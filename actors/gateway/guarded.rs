@@ -1,7 +1,6 @@
 //! A gateway session's guard: a panic in its handlers closes it cleanly.
 
 use actix::prelude::*;
-use serde_json::Value;
 
 use super::GatewaySession;
 use crate::actors::guard::{catch, Panicked};
@@ -51,10 +50,10 @@ impl GatewaySession {
     /// `{"actor": "session"}` panics here; `"hub"` and `"registry"` arm
     /// theirs for the message named by `"during"`.
     #[cfg(feature = "fault-injection")]
-    pub(super) fn inject_panic(&mut self, params: &Value) {
-        let during = params.get("during").and_then(Value::as_str).unwrap_or("*").to_string();
+    pub(super) fn inject_panic(&mut self, params: &serde_json::Value) {
+        let during = params.get("during").and_then(serde_json::Value::as_str).unwrap_or("*").to_string();
         let hub = self.pool.handle.hub().clone();
-        match params.get("actor").and_then(Value::as_str) {
+        match params.get("actor").and_then(serde_json::Value::as_str) {
             Some("hub") => hub.do_send(crate::actors::guard::PanicNext(during)),
             Some("registry") => {
                 actix::spawn(async move {
