@@ -43,6 +43,7 @@ use actix::prelude::*;
 use tokio_util::sync::CancellationToken;
 
 use crate::actors::client_requests::Answering;
+use crate::actors::guard::{catch, catch_future, PanicSwitch};
 use crate::actors::outlet::Outlet;
 use crate::actors::{Registry, ToolEntry};
 use crate::config::ConfirmMode;
@@ -289,6 +290,8 @@ pub struct Agent {
     limits: AgentLimits,
     /// Set while a turn runs.
     running: Option<CancellationToken>,
+    /// Arms a handler or the turn to panic (tests; see [`crate::actors::guard`]).
+    panic_next: PanicSwitch,
 }
 
 impl Agent {
@@ -304,7 +307,15 @@ impl Agent {
             tools: Mutex::new(config.tools),
             skills: skills::Held::default(),
         };
-        Agent { shared: Arc::new(shared), registry, asker: config.asker.map(Arc::new), limits: config.limits, running: None }.start()
+        Agent {
+            shared: Arc::new(shared),
+            registry,
+            asker: config.asker.map(Arc::new),
+            limits: config.limits,
+            running: None,
+            panic_next: PanicSwitch::default(),
+        }
+        .start()
     }
 }
 
@@ -315,7 +326,24 @@ impl Actor for Agent {
 impl Handler<Prompt> for Agent {
     type Result = ResponseActFuture<Self, Result<TurnEnded, AgentError>>;
 
-    fn handle(&mut self, prompt: Prompt, _: &mut Context<Self>) -> Self::Result {
+    /// Guarded: a panic in the handler or in the turn fails the turn with
+    /// [`AgentError::Internal`] (and `TurnFailed`); the conversation so far
+    /// is kept and the next prompt runs.
+    fn handle(&mut self, prompt: Prompt, ctx: &mut Context<Self>) -> Self::Result {
+        let body = self.panic_next.tripping("Prompt", |agent: &mut Self, _: &mut Context<Self>| agent.prompt(prompt));
+        match catch("agent", "Prompt", || body(self, ctx)) {
+            Ok(turn) => turn,
+            Err(panic) => {
+                self.running = None;
+                self.shared.emit(AgentEvent::TurnFailed { error: panic.to_string(), usage: Default::default() });
+                Box::pin(fut::ready(Err(AgentError::Internal(panic))))
+            }
+        }
+    }
+}
+
+impl Agent {
+    fn prompt(&mut self, prompt: Prompt) -> ResponseActFuture<Self, Result<TurnEnded, AgentError>> {
         if self.running.is_some() {
             return Box::pin(fut::ready(Err(AgentError::Busy)));
         }
@@ -328,9 +356,22 @@ impl Handler<Prompt> for Agent {
             limits: self.limits,
             usage: Mutex::new(Default::default()),
         });
+        let trip = self.panic_next.tripping("turn", |_: &mut (), _: &mut ()| ());
+        let (running, after_panic) = (turn.clone(), turn.clone());
+        let guarded = catch_future("agent".into(), "a turn".into(), async move {
+            trip(&mut (), &mut ());
+            running.run(prompt.content).await
+        });
+        let running = async move {
+            guarded.await.unwrap_or_else(|panic| {
+                // The history keeps what the turn did; its open calls get an answer.
+                after_panic.close_open_calls();
+                Err(AgentError::Internal(panic))
+            })
+        };
         let run = async move {
             let ended = tokio::select! {
-                ended = turn.run(prompt.content) => ended,
+                ended = running => ended,
                 () = token.cancelled() => {
                     turn.close_open_calls();
                     Ok(TurnEnded { stop_reason: AgentStop::Cancelled, usage: turn.usage() })
@@ -383,6 +424,15 @@ impl Handler<SetConfirm> for Agent {
 
     fn handle(&mut self, SetConfirm(mode): SetConfirm, _: &mut Context<Self>) {
         self.shared.policy(|policy| policy.mode = mode);
+    }
+}
+
+#[cfg(feature = "fault-injection")]
+impl Handler<crate::actors::guard::PanicNext> for Agent {
+    type Result = ();
+
+    fn handle(&mut self, msg: crate::actors::guard::PanicNext, _: &mut Context<Self>) {
+        self.panic_next.arm(msg.0);
     }
 }
 

@@ -31,6 +31,7 @@
 //! not grow with a slow client.
 
 mod events;
+mod guarded;
 mod logs;
 mod work;
 
@@ -286,6 +287,10 @@ impl GatewaySession {
         permit: OwnedSemaphorePermit,
         ctx: &mut Context<Self>,
     ) {
+        #[cfg(feature = "fault-injection")]
+        if method == super::guard::PANIC_METHOD {
+            self.inject_panic(&params);
+        }
         let served = Served::of(&method, &params);
         if served.as_ref().is_ok_and(Served::is_modern) {
             // That era has no 2025-11-25 tasks: the call is answered when done.
@@ -495,7 +500,13 @@ impl Handler<Inbound> for GatewaySession {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, inbound: Inbound, ctx: &mut Context<Self>) -> Self::Result {
-        let (id, method, params, stream) = match self.took(inbound.frame, inbound.stream, ctx) {
+        let answer_to = match &inbound.frame {
+            Ok(RpcMessage::Request { id, .. }) => Some((id.clone(), inbound.stream.clone())),
+            _ => None,
+        };
+        let took = self.guarded("a client message", answer_to, ctx, |session, ctx| session.took(inbound.frame, inbound.stream, ctx));
+        let Ok(took) = took else { return Box::pin(fut::ready(())) };
+        let (id, method, params, stream) = match took {
             Took::Done => return Box::pin(fut::ready(())),
             // An error response, like any, waits for room.
             Took::Refused(frame, stream) => {
@@ -512,7 +523,9 @@ impl Handler<Inbound> for GatewaySession {
         Box::pin(async move { permits.acquire_owned().await }.into_actor(self).map(move |permit, session, ctx| {
             // The semaphore is never closed, so a permit always comes.
             if let Ok(permit) = permit {
-                session.serve(id, method, params, stream, permit, ctx);
+                let answer_to = Some((id.clone(), stream.clone()));
+                let during = format!("a `{method}` request");
+                let _ = session.guarded(&during, answer_to, ctx, |session, ctx| session.serve(id, method, params, stream, permit, ctx));
             }
         }))
     }
@@ -535,12 +548,7 @@ impl Handler<Closed> for GatewaySession {
     type Result = ();
 
     fn handle(&mut self, _: Closed, ctx: &mut Context<Self>) {
-        for (_, open) in self.open.drain() {
-            ctx.cancel_future(open.work);
-        }
-        self.listens.clear();
-        self.asked.clear();
-        ctx.stop();
+        self.close(ctx);
     }
 }
 

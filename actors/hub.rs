@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 
 use super::client_requests::ClientHandlers;
 use super::connection::{self, Connection, GetStatus, StateChanged};
+use super::guard::{catch, PanicSwitch, Panicked};
 use super::registry::{NamingWarnings, RegisterServer, Registry, ServerStateChanged, StopWaiting, UnregisterServer};
 use super::reply::Reply;
 use super::{Event, ServerState, ServerStatus, Subscribe};
@@ -40,6 +41,8 @@ pub struct Hub {
     /// End the processes reparented to us once every server is stopped
     /// (`RuntimeConfig::end_orphans`, and we are a subreaper).
     end_orphans: bool,
+    /// Arms a handler to panic (tests; see [`super::guard`]).
+    panic_next: PanicSwitch,
 }
 
 /// Starts a server (or reports why it cannot be added).
@@ -134,6 +137,7 @@ impl Hub {
             telemetry: config.telemetry,
             shut_down: false,
             end_orphans: config.end_orphans && subreaper,
+            panic_next: PanicSwitch::default(),
         }
         .start()
     }
@@ -173,8 +177,40 @@ impl Hub {
         Some(slot)
     }
 
+    fn remove(&mut self, name: String) -> Reply<Result<(), ManageError>> {
+        let Some(slot) = self.take_out(&name) else { return Reply::Ready(Err(ManageError::UnknownServer(name))) };
+        self.wake_ready_waiters();
+        // Dropping `slot` after the shutdown drops the last strong address:
+        // the supervisor then lets the actor end instead of restarting it.
+        Reply::later(async move {
+            let _ = slot.connection.send(connection::Shutdown).await;
+            Ok(())
+        })
+    }
+
     fn slot(&mut self, name: &str) -> Result<&mut Slot, ManageError> {
         self.servers.get_mut(name).ok_or_else(|| ManageError::UnknownServer(name.to_string()))
+    }
+
+    /// Runs the handler of `during` through the guard. A panic answers
+    /// with `failed(panic)` and is published as [`Event::ActorPanicked`];
+    /// the Hub keeps its state: each handler changes its table in one
+    /// step, and the connections (the real state) live in their own actors.
+    fn guarded<R>(
+        &mut self,
+        during: &str,
+        ctx: &mut Context<Self>,
+        body: impl FnOnce(&mut Self, &mut Context<Self>) -> R,
+        failed: impl FnOnce(Panicked) -> R,
+    ) -> R {
+        let body = self.panic_next.tripping(during, body);
+        match catch("hub", during, || body(self, ctx)) {
+            Ok(answer) => answer,
+            Err(panic) => {
+                self.publish(Event::panicked(&panic));
+                failed(panic)
+            }
+        }
     }
 
     fn publish(&mut self, event: Event) {
@@ -214,42 +250,41 @@ impl Handler<AddServer> for Hub {
     type Result = Result<(), ManageError>;
 
     fn handle(&mut self, msg: AddServer, ctx: &mut Context<Self>) -> Self::Result {
-        self.add(msg.0, ctx)
+        self.guarded("AddServer", ctx, |hub, ctx| hub.add(msg.0, ctx), |panic| Err(panic.into()))
     }
 }
 
 impl Handler<RemoveServer> for Hub {
     type Result = Reply<Result<(), ManageError>>;
 
-    fn handle(&mut self, msg: RemoveServer, _: &mut Context<Self>) -> Self::Result {
-        let Some(slot) = self.take_out(&msg.0) else { return Reply::Ready(Err(ManageError::UnknownServer(msg.0))) };
-        self.wake_ready_waiters();
-        // Dropping `slot` after the shutdown drops the last strong address:
-        // the supervisor then lets the actor end instead of restarting it.
-        Reply::later(async move {
-            let _ = slot.connection.send(connection::Shutdown).await;
-            Ok(())
-        })
+    fn handle(&mut self, msg: RemoveServer, ctx: &mut Context<Self>) -> Self::Result {
+        self.guarded("RemoveServer", ctx, |hub, _| hub.remove(msg.0), |panic| Reply::Ready(Err(panic.into())))
     }
 }
 
 impl Handler<Toggle> for Hub {
     type Result = Result<(), ManageError>;
 
-    fn handle(&mut self, msg: Toggle, _: &mut Context<Self>) -> Self::Result {
-        let slot = self.slot(&msg.server)?;
-        slot.config.enabled = msg.enabled;
-        slot.connection.do_send(connection::SetEnabled(msg.enabled));
-        Ok(())
+    fn handle(&mut self, msg: Toggle, ctx: &mut Context<Self>) -> Self::Result {
+        let toggle = |hub: &mut Self, _: &mut Context<Self>| {
+            let slot = hub.slot(&msg.server)?;
+            slot.config.enabled = msg.enabled;
+            slot.connection.do_send(connection::SetEnabled(msg.enabled));
+            Ok(())
+        };
+        self.guarded("Toggle", ctx, toggle, |panic| Err(panic.into()))
     }
 }
 
 impl Handler<Reconnect> for Hub {
     type Result = Result<(), ManageError>;
 
-    fn handle(&mut self, msg: Reconnect, _: &mut Context<Self>) -> Self::Result {
-        self.slot(&msg.0)?.connection.do_send(connection::Reconnect);
-        Ok(())
+    fn handle(&mut self, msg: Reconnect, ctx: &mut Context<Self>) -> Self::Result {
+        let reconnect = |hub: &mut Self, _: &mut Context<Self>| {
+            hub.slot(&msg.0)?.connection.do_send(connection::Reconnect);
+            Ok(())
+        };
+        self.guarded("Reconnect", ctx, reconnect, |panic| Err(panic.into()))
     }
 }
 
@@ -257,8 +292,19 @@ impl Handler<SetServers> for Hub {
     type Result = Reply<SetServersResult>;
 
     fn handle(&mut self, msg: SetServers, ctx: &mut Context<Self>) -> Self::Result {
+        let names: Vec<String> = msg.0.iter().map(|config| config.name.clone()).collect();
+        let failed = |panic: Panicked| {
+            let errors = names.into_iter().map(|name| (name, panic.to_string())).collect();
+            Reply::Ready(SetServersResult { errors, ..SetServersResult::default() })
+        };
+        self.guarded("SetServers", ctx, |hub, ctx| hub.set_servers(msg.0, ctx), failed)
+    }
+}
+
+impl Hub {
+    fn set_servers(&mut self, servers: Vec<ServerConfig>, ctx: &mut Context<Self>) -> Reply<SetServersResult> {
         let mut result = SetServersResult::default();
-        let wanted: BTreeMap<String, ServerConfig> = msg.0.into_iter().map(|c| (c.name.clone(), c)).collect();
+        let wanted: BTreeMap<String, ServerConfig> = servers.into_iter().map(|c| (c.name.clone(), c)).collect();
         let gone: Vec<String> = self.servers.keys().filter(|name| !wanted.contains_key(*name)).cloned().collect();
         let mut stopping: Vec<Slot> = gone.iter().filter_map(|name| self.take_out(name)).collect();
         result.removed = gone;
@@ -292,19 +338,29 @@ impl Handler<SetServers> for Hub {
 impl Handler<StateChanged> for Hub {
     type Result = ();
 
-    fn handle(&mut self, msg: StateChanged, _: &mut Context<Self>) {
-        let Some(slot) = self.servers.get_mut(&msg.server) else { return };
-        slot.state = msg.state.clone();
-        self.registry.do_send(ServerStateChanged { server: msg.server.clone(), state: msg.state.clone() });
-        self.publish(Event::ServerState { server: msg.server, state: msg.state });
-        self.wake_ready_waiters();
+    fn handle(&mut self, msg: StateChanged, ctx: &mut Context<Self>) {
+        let changed = |hub: &mut Self, _: &mut Context<Self>| {
+            let Some(slot) = hub.servers.get_mut(&msg.server) else { return };
+            slot.state = msg.state.clone();
+            hub.registry.do_send(ServerStateChanged { server: msg.server.clone(), state: msg.state.clone() });
+            hub.publish(Event::ServerState { server: msg.server, state: msg.state });
+            hub.wake_ready_waiters();
+        };
+        self.guarded("StateChanged", ctx, changed, drop)
     }
 }
 
 impl Handler<Status> for Hub {
     type Result = Reply<Vec<ServerStatus>>;
 
-    fn handle(&mut self, _: Status, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: Status, ctx: &mut Context<Self>) -> Self::Result {
+        // A panic answers an empty table; its event says why.
+        self.guarded("Status", ctx, |hub, _| hub.status(), |_| Reply::Ready(Vec::new()))
+    }
+}
+
+impl Hub {
+    fn status(&mut self) -> Reply<Vec<ServerStatus>> {
         let asks: Vec<_> = self.servers.values().map(|slot| slot.connection.send(GetStatus)).collect();
         let warnings = self.registry.send(NamingWarnings);
         Reply::later(async move {
@@ -318,14 +374,17 @@ impl Handler<Status> for Hub {
 impl Handler<ServerStatusOf> for Hub {
     type Result = Reply<Option<ServerStatus>>;
 
-    fn handle(&mut self, msg: ServerStatusOf, _: &mut Context<Self>) -> Self::Result {
-        let Some(slot) = self.servers.get(&msg.0) else { return Reply::Ready(None) };
-        let ask = slot.connection.send(GetStatus);
-        let warnings = self.registry.send(NamingWarnings);
-        Reply::later(async move {
-            let mut warnings = warnings.await.unwrap_or_default();
-            ask.await.ok().map(|status| with_naming_warnings(status, &mut warnings))
-        })
+    fn handle(&mut self, msg: ServerStatusOf, ctx: &mut Context<Self>) -> Self::Result {
+        let status_of = |hub: &mut Self, _: &mut Context<Self>| {
+            let Some(slot) = hub.servers.get(&msg.0) else { return Reply::Ready(None) };
+            let ask = slot.connection.send(GetStatus);
+            let warnings = hub.registry.send(NamingWarnings);
+            Reply::later(async move {
+                let mut warnings = warnings.await.unwrap_or_default();
+                ask.await.ok().map(|status| with_naming_warnings(status, &mut warnings))
+            })
+        };
+        self.guarded("ServerStatusOf", ctx, status_of, |_| Reply::Ready(None))
     }
 }
 
@@ -338,15 +397,18 @@ fn with_naming_warnings(mut status: ServerStatus, warnings: &mut BTreeMap<String
 impl Handler<WaitReady> for Hub {
     type Result = Reply<()>;
 
-    fn handle(&mut self, _: WaitReady, _: &mut Context<Self>) -> Self::Result {
-        if self.settled() {
-            return Reply::Ready(());
-        }
-        let (tx, rx) = oneshot::channel();
-        self.ready_waiters.push(tx);
-        Reply::later(async move {
-            let _ = rx.await;
-        })
+    fn handle(&mut self, _: WaitReady, ctx: &mut Context<Self>) -> Self::Result {
+        let wait = |hub: &mut Self, _: &mut Context<Self>| {
+            if hub.settled() {
+                return Reply::Ready(());
+            }
+            let (tx, rx) = oneshot::channel();
+            hub.ready_waiters.push(tx);
+            Reply::later(async move {
+                let _ = rx.await;
+            })
+        };
+        self.guarded("WaitReady", ctx, wait, |_| Reply::Ready(()))
     }
 }
 
@@ -362,25 +424,35 @@ impl Handler<GetRegistry> for Hub {
 impl Handler<Event> for Hub {
     type Result = ();
 
-    fn handle(&mut self, event: Event, _: &mut Context<Self>) {
-        self.publish(event);
+    fn handle(&mut self, event: Event, ctx: &mut Context<Self>) {
+        self.guarded("Event", ctx, |hub, _| hub.publish(event), drop);
     }
 }
 
 impl Handler<Subscribe> for Hub {
     type Result = ();
 
-    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
-        // Subscribers that went away leave here too, not only at the next event.
-        self.subscribers.retain(|s| s.connected());
-        self.subscribers.push(msg.0);
+    fn handle(&mut self, msg: Subscribe, ctx: &mut Context<Self>) {
+        let subscribe = |hub: &mut Self, _: &mut Context<Self>| {
+            // Subscribers that went away leave here too, not only at the next event.
+            hub.subscribers.retain(|s| s.connected());
+            hub.subscribers.push(msg.0);
+        };
+        self.guarded("Subscribe", ctx, subscribe, drop);
     }
 }
 
 impl Handler<Shutdown> for Hub {
     type Result = Reply<()>;
 
-    fn handle(&mut self, _: Shutdown, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) -> Self::Result {
+        // A panic part-way still leaves the Hub refusing new servers.
+        self.guarded("Shutdown", ctx, |hub, _| hub.shutdown(), |_| Reply::Ready(()))
+    }
+}
+
+impl Hub {
+    fn shutdown(&mut self) -> Reply<()> {
         self.shut_down = true;
         self.registry.do_send(StopWaiting);
         let slots: Vec<Slot> = std::mem::take(&mut self.servers).into_values().collect();
@@ -403,6 +475,38 @@ impl Handler<InjectPanic> for Hub {
 
     fn handle(&mut self, msg: InjectPanic, _: &mut Context<Self>) -> bool {
         self.servers.get(&msg.0).map(|slot| slot.connection.do_send(connection::InjectPanic)).is_some()
+    }
+}
+
+#[cfg(feature = "fault-injection")]
+impl Handler<super::guard::PanicNext> for Hub {
+    type Result = ();
+
+    fn handle(&mut self, msg: super::guard::PanicNext, _: &mut Context<Self>) {
+        self.panic_next.arm(msg.0);
+    }
+}
+
+/// Whether the core can serve: the Hub answers, and so does its Registry
+/// (`Err` says which cannot). `/healthz` asks it with a deadline.
+#[derive(Message)]
+#[rtype(result = "Result<(), String>")]
+pub struct CoreHealth;
+
+impl Handler<CoreHealth> for Hub {
+    type Result = Reply<Result<(), String>>;
+
+    fn handle(&mut self, _: CoreHealth, ctx: &mut Context<Self>) -> Self::Result {
+        let ask = |hub: &mut Self, _: &mut Context<Self>| {
+            if hub.shut_down {
+                return Reply::Ready(Err("the runtime is shutting down".to_string()));
+            }
+            let probe = hub.registry.send(NamingWarnings);
+            Reply::later(async move {
+                probe.await.map(drop).map_err(|_| "the registry stopped (a panic escaped its guard); restart mcpvisor".to_string())
+            })
+        };
+        self.guarded("CoreHealth", ctx, ask, |panic| Reply::Ready(Err(panic.to_string())))
     }
 }
 
@@ -430,12 +534,15 @@ where
 {
     type Result = Reply<Result<T, CallError>>;
 
-    fn handle(&mut self, msg: ToServer<M>, _: &mut Context<Self>) -> Self::Result {
-        let Some(slot) = self.servers.get(&msg.server) else {
-            return Reply::Ready(Err(CallError::UnknownServer { server: msg.server }));
+    fn handle(&mut self, msg: ToServer<M>, ctx: &mut Context<Self>) -> Self::Result {
+        let to_server = |hub: &mut Self, _: &mut Context<Self>| {
+            let Some(slot) = hub.servers.get(&msg.server) else {
+                return Reply::Ready(Err(CallError::UnknownServer { server: msg.server }));
+            };
+            let (ask, server) = (slot.connection.send(msg.message), msg.server);
+            Reply::later(async move { ask.await.unwrap_or_else(|_| Err(CallError::Stopped { server, tool: String::new() })) })
         };
-        let (ask, server) = (slot.connection.send(msg.message), msg.server);
-        Reply::later(async move { ask.await.unwrap_or_else(|_| Err(CallError::Stopped { server, tool: String::new() })) })
+        self.guarded("ToServer", ctx, to_server, |panic| Reply::Ready(Err(CallError::Internal { tool: String::new(), panic })))
     }
 }
 
@@ -447,7 +554,7 @@ pub struct Spawn(pub Box<dyn FnOnce() + Send>);
 impl Handler<Spawn> for Hub {
     type Result = ();
 
-    fn handle(&mut self, msg: Spawn, _: &mut Context<Self>) {
-        (msg.0)();
+    fn handle(&mut self, msg: Spawn, ctx: &mut Context<Self>) {
+        self.guarded("Spawn", ctx, |_, _| (msg.0)(), drop);
     }
 }

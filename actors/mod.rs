@@ -39,6 +39,7 @@ pub mod agent;
 pub mod client_requests;
 pub mod connection;
 pub mod gateway;
+pub mod guard;
 pub mod hub;
 pub mod messages;
 pub mod operation;
@@ -232,6 +233,20 @@ pub enum Event {
         server: String,
         list: String,
     },
+    /// A handler of `actor` panicked; the panic was caught (see [`guard`]):
+    /// that message was answered with an error and the actor serves on.
+    ActorPanicked {
+        actor: String,
+        during: String,
+        message: String,
+    },
+}
+
+impl Event {
+    /// The event telling of a caught panic.
+    pub fn panicked(panic: &guard::Panicked) -> Event {
+        Event::ActorPanicked { actor: panic.actor.clone(), during: panic.during.clone(), message: panic.message.clone() }
+    }
 }
 
 /// A server's state, as in DESIGN.md.

@@ -26,6 +26,7 @@ use rmcp::model::CallToolResult;
 use tokio::sync::oneshot;
 
 use super::connection::{Connection, Routed};
+use super::guard::{catch, PanicSwitch, Panicked};
 use super::{CallTool, Event, ListTools, ServerDown, ServerState, Subscribe, ToolEntry, ToolsChanged, ToolsStale};
 use crate::error::CallError;
 use catalog::{Catalog, Change};
@@ -69,6 +70,8 @@ pub struct Registry {
     stale: HashSet<String>,
     /// Listings waiting for them.
     listings: Vec<oneshot::Sender<Vec<ToolEntry>>>,
+    /// Arms a handler to panic (tests; see [`super::guard`]).
+    panic_next: PanicSwitch,
 }
 
 /// Makes a server's calls routable (sent by the Hub when it starts one).
@@ -115,6 +118,26 @@ impl Actor for Registry {
 }
 
 impl Registry {
+    /// Runs the handler of `during` through the guard. A panic answers
+    /// with `failed(panic)` and is published as [`Event::ActorPanicked`];
+    /// the Registry keeps its state (see docs/decisions.md, "Panics").
+    fn guarded<R>(
+        &mut self,
+        during: &str,
+        ctx: &mut Context<Self>,
+        body: impl FnOnce(&mut Self, &mut Context<Self>) -> R,
+        failed: impl FnOnce(Panicked) -> R,
+    ) -> R {
+        let body = self.panic_next.tripping(during, body);
+        match catch("registry", during, || body(self, ctx)) {
+            Ok(answer) => answer,
+            Err(panic) => {
+                self.publish(Event::panicked(&panic));
+                failed(panic)
+            }
+        }
+    }
+
     fn publish(&mut self, event: Event) {
         self.subscribers.retain(|s| s.connected());
         for subscriber in &self.subscribers {
@@ -276,7 +299,13 @@ fn deliver(answer: Result<(Addr<Connection>, CallTool), CallError>, reply: Optio
 impl Handler<RegisterServer> for Registry {
     type Result = ();
 
-    fn handle(&mut self, msg: RegisterServer, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: RegisterServer, ctx: &mut Context<Self>) {
+        self.guarded("RegisterServer", ctx, |registry, _| registry.register(msg), drop);
+    }
+}
+
+impl Registry {
+    fn register(&mut self, msg: RegisterServer) {
         let routes = ServerRoutes {
             connection: msg.connection,
             up: false,
@@ -294,12 +323,15 @@ impl Handler<RegisterServer> for Registry {
 impl Handler<UnregisterServer> for Registry {
     type Result = ();
 
-    fn handle(&mut self, msg: UnregisterServer, _: &mut Context<Self>) {
-        self.servers.remove(&msg.server);
-        let changes = self.catalog.unregister(&msg.server);
-        self.publish_changes(changes);
-        self.recheck_waiting();
-        self.fresh(&msg.server);
+    fn handle(&mut self, msg: UnregisterServer, ctx: &mut Context<Self>) {
+        let unregister = |registry: &mut Self, _: &mut Context<Self>| {
+            registry.servers.remove(&msg.server);
+            let changes = registry.catalog.unregister(&msg.server);
+            registry.publish_changes(changes);
+            registry.recheck_waiting();
+            registry.fresh(&msg.server);
+        };
+        self.guarded("UnregisterServer", ctx, unregister, drop);
     }
 }
 
@@ -307,80 +339,102 @@ impl Handler<ToolsStale> for Registry {
     type Result = ();
 
     fn handle(&mut self, msg: ToolsStale, ctx: &mut Context<Self>) {
-        if self.servers.contains_key(&msg.server) && self.stale.insert(msg.server.clone()) {
-            // A listing that never comes (a server that hangs) does not hold listings for longer.
-            ctx.run_later(STALE_WAIT, move |act, _| act.fresh(&msg.server));
-        }
+        let stale = |registry: &mut Self, ctx: &mut Context<Self>| {
+            if registry.servers.contains_key(&msg.server) && registry.stale.insert(msg.server.clone()) {
+                // A listing that never comes (a server that hangs) does not hold listings for longer.
+                ctx.run_later(STALE_WAIT, move |act, ctx| act.guarded("ToolsStale timer", ctx, |act, _| act.fresh(&msg.server), drop));
+            }
+        };
+        self.guarded("ToolsStale", ctx, stale, drop);
     }
 }
 
 impl Handler<ToolsChanged> for Registry {
     type Result = ();
 
-    fn handle(&mut self, msg: ToolsChanged, _: &mut Context<Self>) {
-        let Some(entry) = self.servers.get_mut(&msg.server) else { return };
-        entry.up = true;
-        entry.listed = true;
-        let changes = self.catalog.install(&msg.server, msg.tools);
-        self.publish_changes(changes);
-        self.recheck_waiting();
-        self.fresh(&msg.server);
+    fn handle(&mut self, msg: ToolsChanged, ctx: &mut Context<Self>) {
+        let changed = |registry: &mut Self, _: &mut Context<Self>| {
+            let Some(entry) = registry.servers.get_mut(&msg.server) else { return };
+            entry.up = true;
+            entry.listed = true;
+            let changes = registry.catalog.install(&msg.server, msg.tools);
+            registry.publish_changes(changes);
+            registry.recheck_waiting();
+            registry.fresh(&msg.server);
+        };
+        self.guarded("ToolsChanged", ctx, changed, drop);
     }
 }
 
 impl Handler<ServerDown> for Registry {
     type Result = ();
 
-    fn handle(&mut self, msg: ServerDown, _: &mut Context<Self>) {
-        if let Some(entry) = self.servers.get_mut(&msg.server) {
-            entry.up = false;
-            let removed = self.catalog.names(&msg.server).to_vec();
-            self.publish(Event::Catalog { server: msg.server.clone(), added: Vec::new(), removed });
-        }
-        self.fresh(&msg.server);
+    fn handle(&mut self, msg: ServerDown, ctx: &mut Context<Self>) {
+        let down = |registry: &mut Self, _: &mut Context<Self>| {
+            if let Some(entry) = registry.servers.get_mut(&msg.server) {
+                entry.up = false;
+                let removed = registry.catalog.names(&msg.server).to_vec();
+                registry.publish(Event::Catalog { server: msg.server.clone(), added: Vec::new(), removed });
+            }
+            registry.fresh(&msg.server);
+        };
+        self.guarded("ServerDown", ctx, down, drop);
     }
 }
 
 impl Handler<ServerStateChanged> for Registry {
     type Result = ();
 
-    fn handle(&mut self, msg: ServerStateChanged, _: &mut Context<Self>) {
-        if let Some(entry) = self.servers.get_mut(&msg.server) {
-            entry.state = msg.state;
-            self.recheck_waiting();
-        }
+    fn handle(&mut self, msg: ServerStateChanged, ctx: &mut Context<Self>) {
+        let changed = |registry: &mut Self, _: &mut Context<Self>| {
+            if let Some(entry) = registry.servers.get_mut(&msg.server) {
+                entry.state = msg.state;
+                registry.recheck_waiting();
+            }
+        };
+        self.guarded("ServerStateChanged", ctx, changed, drop);
     }
 }
 
 impl Handler<StopWaiting> for Registry {
     type Result = ();
 
-    fn handle(&mut self, _: StopWaiting, _: &mut Context<Self>) {
-        for (_, waiting) in std::mem::take(&mut self.waiting) {
-            deliver(Err(CallError::RuntimeStopped { tool: waiting.call.name }), waiting.reply);
-        }
+    fn handle(&mut self, _: StopWaiting, ctx: &mut Context<Self>) {
+        let stop = |registry: &mut Self, _: &mut Context<Self>| {
+            for (_, waiting) in std::mem::take(&mut registry.waiting) {
+                deliver(Err(CallError::RuntimeStopped { tool: waiting.call.name }), waiting.reply);
+            }
+        };
+        self.guarded("StopWaiting", ctx, stop, drop);
     }
 }
 
 impl Handler<NamingWarnings> for Registry {
     type Result = MessageResult<NamingWarnings>;
 
-    fn handle(&mut self, _: NamingWarnings, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.servers.keys().map(|server| (server.clone(), self.catalog.warnings(server))).collect())
+    fn handle(&mut self, _: NamingWarnings, ctx: &mut Context<Self>) -> Self::Result {
+        let warnings = |registry: &mut Self, _: &mut Context<Self>| {
+            registry.servers.keys().map(|server| (server.clone(), registry.catalog.warnings(server))).collect()
+        };
+        MessageResult(self.guarded("NamingWarnings", ctx, warnings, |_| BTreeMap::new()))
     }
 }
 
 impl Handler<ListTools> for Registry {
     type Result = ResponseFuture<Vec<ToolEntry>>;
 
-    fn handle(&mut self, _: ListTools, _: &mut Context<Self>) -> Self::Result {
-        if self.stale.is_empty() {
-            let listing = self.listing();
-            return Box::pin(async move { listing });
-        }
-        let (reply, answer) = oneshot::channel();
-        self.listings.push(reply);
-        Box::pin(async move { answer.await.unwrap_or_default() })
+    fn handle(&mut self, _: ListTools, ctx: &mut Context<Self>) -> Self::Result {
+        let list = |registry: &mut Self, _: &mut Context<Self>| -> Self::Result {
+            if registry.stale.is_empty() {
+                let listing = registry.listing();
+                return Box::pin(async move { listing });
+            }
+            let (reply, answer) = oneshot::channel();
+            registry.listings.push(reply);
+            Box::pin(async move { answer.await.unwrap_or_default() })
+        };
+        // A panic answers an empty listing; its event says why.
+        self.guarded("ListTools", ctx, list, |_| Box::pin(async { Vec::new() }))
     }
 }
 
@@ -418,6 +472,14 @@ impl Handler<CallTool> for Registry {
     type Result = Routing;
 
     fn handle(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Self::Result {
+        let tool = call.name.clone();
+        let failed = |panic| Routing::Now(Err(CallError::Internal { tool, panic }));
+        self.guarded("CallTool", ctx, |registry, ctx| registry.call(call, ctx), failed)
+    }
+}
+
+impl Registry {
+    fn call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Routing {
         if self.catalog.route(&call.name).is_some() {
             return Routing::Now(self.route(call));
         }
@@ -435,7 +497,7 @@ impl Handler<CallTool> for Registry {
         let id = self.next_waiting;
         self.next_waiting += 1;
         self.waiting.insert(id, Waiting { call, reply: Some(reply), candidates, started: Instant::now(), timeout });
-        ctx.run_later(timeout, move |act, _| act.expire(id));
+        ctx.run_later(timeout, move |act, ctx| act.guarded("CallTool timer", ctx, |act, _| act.expire(id), drop));
         Routing::Later(answer)
     }
 }
@@ -443,10 +505,22 @@ impl Handler<CallTool> for Registry {
 impl Handler<Subscribe> for Registry {
     type Result = ();
 
-    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
-        // Subscribers that went away leave here too, not only at the next event.
-        self.subscribers.retain(|s| s.connected());
-        self.subscribers.push(msg.0);
+    fn handle(&mut self, msg: Subscribe, ctx: &mut Context<Self>) {
+        let subscribe = |registry: &mut Self, _: &mut Context<Self>| {
+            // Subscribers that went away leave here too, not only at the next event.
+            registry.subscribers.retain(|s| s.connected());
+            registry.subscribers.push(msg.0);
+        };
+        self.guarded("Subscribe", ctx, subscribe, drop);
+    }
+}
+
+#[cfg(feature = "fault-injection")]
+impl Handler<super::guard::PanicNext> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, msg: super::guard::PanicNext, _: &mut Context<Self>) {
+        self.panic_next.arm(msg.0);
     }
 }
 
@@ -461,12 +535,16 @@ where
 {
     type Result = ResponseFuture<Result<T, CallError>>;
 
-    fn handle(&mut self, msg: super::hub::ToServer<M>, _: &mut Context<Self>) -> Self::Result {
-        let server = msg.server;
-        let Some(connection) = self.servers.get(&server).and_then(|routes| routes.connection.upgrade()) else {
-            return Box::pin(async move { Err(CallError::UnknownServer { server }) });
+    fn handle(&mut self, msg: super::hub::ToServer<M>, ctx: &mut Context<Self>) -> Self::Result {
+        let to_server = |registry: &mut Self, _: &mut Context<Self>| -> Self::Result {
+            let server = msg.server;
+            let Some(connection) = registry.servers.get(&server).and_then(|routes| routes.connection.upgrade()) else {
+                return Box::pin(async move { Err(CallError::UnknownServer { server }) });
+            };
+            let ask = connection.send(msg.message);
+            Box::pin(async move { ask.await.unwrap_or_else(|_| Err(CallError::Stopped { server, tool: String::new() })) })
         };
-        let ask = connection.send(msg.message);
-        Box::pin(async move { ask.await.unwrap_or_else(|_| Err(CallError::Stopped { server, tool: String::new() })) })
+        let failed = |panic| -> Self::Result { Box::pin(async move { Err(CallError::Internal { tool: String::new(), panic }) }) };
+        self.guarded("ToServer", ctx, to_server, failed)
     }
 }

@@ -71,6 +71,9 @@ pub enum CallError {
     #[error("the runtime was shut down before {} finished", what(.tool))]
     RuntimeStopped { tool: String },
 
+    #[error("`{tool}` failed: {panic}")]
+    Internal { tool: String, panic: Panicked },
+
     #[error("server `{server}` had not listed its tools yet when the call to `{tool}` gave up after {after:?}; wait until the server is connected or give the call a longer timeout")]
     NotListed { server: String, tool: String, after: Duration },
 }
@@ -104,6 +107,7 @@ impl CallError {
             CallError::Stopped { .. } => "stopped",
             CallError::RuntimeStopped { .. } => "runtime_stopped",
             CallError::NotListed { .. } => "not_listed",
+            CallError::Internal { .. } => "internal",
         }
     }
 }
@@ -194,6 +198,20 @@ pub enum ManageError {
     InvalidConfig { server: String, message: String },
     #[error("the runtime has shut down")]
     RuntimeStopped,
+    #[error(transparent)]
+    Internal(#[from] Panicked),
+}
+
+/// A panic caught at an actor's boundary (see `actors::guard`): the
+/// message that panicked is answered with it; the actor serves on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("internal error in mcpvisor's {actor} while handling {during} (panic: {message}); this is a bug in mcpvisor: please report it, then retry")]
+pub struct Panicked {
+    /// `hub`, `registry`, `server "fs"`'s connection, `agent`, `gateway session`, `ACP connection`.
+    pub actor: String,
+    /// The message or step that panicked.
+    pub during: String,
+    pub message: String,
 }
 
 /// Why configuration could not be read, understood, expanded or written.

@@ -137,6 +137,9 @@ pub enum AgentError {
     Busy,
     #[error("the runtime was shut down during the turn")]
     RuntimeStopped,
+    /// A panic in the agent; the conversation so far is kept.
+    #[error("the turn failed: {0}")]
+    Internal(crate::error::Panicked),
 }
 
 fn display<S: Serializer, T: std::fmt::Display>(value: &Option<T>, s: S) -> Result<S::Ok, S::Error> {

@@ -1,16 +1,17 @@
-//! Panic isolation: the one guarded entry point.
-//!
-//! Every actor runs on the runtime's one thread, so a panic that escaped a
-//! handler would stop every connection. Invariant: every handler body, every
+//! Panic isolation of a connection, on the shared guard
+//! ([`crate::actors::guard`]): a panic that escaped would end the actor and
+//! leave its address dead. Invariant: every handler body, every
 //! timer and every continuation of an awaited answer or write enters the
 //! connection's code through [`Connection::guarded`] (directly, or through
 //! [`Connection::later`] and [`Connection::after`]). A caught panic fails the
-//! calls in flight with an error naming it, kills the process group and lets
-//! the restart policy run.
+//! calls in flight with an error naming it, publishes
+//! [`Event::ActorPanicked`], kills the process group and lets the restart
+//! policy run.
 
 use std::future::Future;
 
 use super::*;
+use crate::actors::guard::{catch, Panicked};
 
 /// With the `fault-injection` feature, a stderr line containing this makes
 /// the connection panic while handling it (proving the guard on a path
@@ -19,38 +20,28 @@ use super::*;
 pub const PANIC_ON_STDERR_LINE: &str = "mcpvisor-inject-panic";
 
 impl Connection {
-    /// Turns a caught panic into error replies and a restart; returns the
-    /// explanation given to the callers.
-    fn on_panic(&mut self, during: &str, payload: Box<dyn Any + Send>) -> String {
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        let text = format!("internal error in mcpvisor while handling {during} (panic: {message}); the connection is being restarted");
-        tracing::error!(server = %self.config.name, "{text}");
+    /// Turns a caught panic into error replies, an event and a restart;
+    /// returns the explanation given to the callers.
+    fn on_panic(&mut self, panic: Panicked) -> String {
+        let text = format!("{panic}; the connection is being restarted");
+        self.events.do_send(Event::panicked(&panic));
         self.calls.fail_all(|| Failure::Internal(text.clone()));
-        let error = ConnectError::Protocol { server: self.config.name.clone(), method: during.into(), message: text.clone() };
+        let error = ConnectError::Protocol { server: self.config.name.clone(), method: panic.during, message: text.clone() };
         self.abort_run(error, Ending::Failure);
         text
     }
 
-    /// Runs a handler body, catching a panic (see [`Connection::on_panic`]).
+    /// Runs a handler body through the one guard ([`crate::actors::guard`]),
+    /// turning a panic into a restart (see [`Connection::on_panic`]).
     pub(super) fn guarded<R>(
         &mut self,
         during: &str,
         ctx: &mut Context<Self>,
         body: impl FnOnce(&mut Self, &mut Context<Self>) -> R,
     ) -> Result<R, String> {
-        #[cfg(feature = "fault-injection")]
-        let body = {
-            let panic_now = std::mem::take(&mut self.panic_next);
-            move |act: &mut Self, ctx: &mut Context<Self>| {
-                assert!(!panic_now, "injected fault");
-                body(act, ctx)
-            }
-        };
-        std::panic::catch_unwind(AssertUnwindSafe(|| body(self, ctx))).map_err(|payload| self.on_panic(during, payload))
+        let body = self.panic_next.tripping(during, body);
+        let actor = format!("connection to server `{}`", self.config.name);
+        catch(&actor, during, || body(self, ctx)).map_err(|panic| self.on_panic(panic))
     }
 
     /// A handler body answering a caller, guarded: a panic answers

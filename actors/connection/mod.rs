@@ -25,9 +25,7 @@
 //! `unmatched` (answers that cannot be used), `calls` (callers' requests and
 //! tool calls), `book` (call bookkeeping) and `guard` (panic isolation).
 
-use std::any::Any;
 use std::collections::{HashMap, VecDeque};
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -242,8 +240,8 @@ pub struct Connection {
     /// Enabled servers list their tools and take calls; a disabled one keeps
     /// its process (if it has one) but its tools leave the catalog.
     enabled: bool,
-    #[cfg(feature = "fault-injection")]
-    panic_next: bool,
+    /// Arms the next guarded entry to panic (tests; see `guard`).
+    panic_next: crate::actors::guard::PanicSwitch,
 }
 
 /// Where a connection is in its life. Whether it is enabled is kept apart
@@ -320,8 +318,7 @@ impl Connection {
             retry_at: None,
             phase: Phase::Serving,
             enabled: config_enabled,
-            #[cfg(feature = "fault-injection")]
-            panic_next: false,
+            panic_next: Default::default(),
         }
     }
 
@@ -533,6 +530,6 @@ impl Handler<InjectPanic> for Connection {
     type Result = ();
 
     fn handle(&mut self, _: InjectPanic, _: &mut Context<Self>) {
-        self.panic_next = true;
+        self.panic_next.arm("*");
     }
 }

@@ -40,7 +40,7 @@ impl StreamHandler<Event> for GatewaySession {
             | Event::Log { server, .. }
             | Event::ResourceUpdated { server, .. }
             | Event::ListChanged { server, .. } => Some(server.as_str()),
-            Event::NameCollision { .. } => None,
+            Event::NameCollision { .. } | Event::ActorPanicked { .. } => None,
         };
         if server.is_some_and(|server| !serves(&self.pool.options, server)) {
             return;
@@ -80,7 +80,8 @@ impl StreamHandler<Event> for GatewaySession {
             }
             Event::ResourceUpdated { uri, .. } => self.announce(Change::Updated(uri)),
             // The gateway's own names are checked when its tables are built.
-            Event::NameCollision { .. } => {}
+            // A caught panic is the operator's news (logs, /healthz), not the client's.
+            Event::NameCollision { .. } | Event::ActorPanicked { .. } => {}
         }
     }
 

@@ -4,7 +4,7 @@
 //! | --- | --- |
 //! | `/mcp` | Streamable HTTP, both eras ([`streamable`]) |
 //! | `/sse`, `/message` | the legacy HTTP+SSE transport of 2024-11-05 ([`legacy_sse`]) |
-//! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining |
+//! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining or while the core (Hub, Registry) cannot serve (`"status": "core_down"`, `"error"`) |
 //! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states), when given a renderer |
 //!
 //! The front knows HTTP only: each downstream session is a [`Port`] made
@@ -81,7 +81,15 @@ pub trait Gateway: Send + Sync + 'static {
     /// A session for one request of the stateless 2026-07-28 era (closed
     /// once it is answered, or when its client goes).
     fn stateless(&self) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
+    /// Whether the core behind the sessions can serve (`Err` says why not);
+    /// `/healthz` answers 503 while it cannot. Resolves within [`CORE_PROBE`].
+    fn core(&self) -> BoxFuture<'static, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
 }
+
+/// How long `/healthz` waits for the core to answer before it reports it down.
+pub const CORE_PROBE: Duration = Duration::from_secs(2);
 
 /// Renders `/metrics` (Prometheus text format).
 pub type MetricsRenderer = Arc<dyn Fn() -> BoxFuture<'static, String> + Send + Sync>;
@@ -213,12 +221,19 @@ impl Server {
 
 async fn health(State(front): State<Arc<Front>>) -> Response {
     let draining = front.draining.is_cancelled();
-    let body = json!({
-        "status": if draining { "draining" } else { "serving" },
+    let core = match tokio::time::timeout(CORE_PROBE, front.gateway.core()).await {
+        Ok(core) => core,
+        Err(_) => Err(format!("the core did not answer within {CORE_PROBE:?}")),
+    };
+    let mut body = json!({
+        "status": if draining { "draining" } else if core.is_err() { "core_down" } else { "serving" },
         "sessions": front.sessions.len(),
         "in_flight": *front.in_flight.borrow(),
     });
-    let status = if draining { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
+    if let Err(why) = &core {
+        body["error"] = json!(why);
+    }
+    let status = if draining || core.is_err() { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
     (status, axum::Json(body)).into_response()
 }
 

@@ -65,4 +65,9 @@ impl Gateway for PoolGateway {
         drop(frames);
         self.start(GatewaySession::stateless(self.handle.clone(), self.options.clone(), outbox, crate::gateway::STATELESS_CALLER))
     }
+
+    fn core(&self) -> BoxFuture<'static, Result<(), String>> {
+        let probe = self.handle.hub().send(hub::CoreHealth);
+        Box::pin(async move { probe.await.unwrap_or_else(|_| Err("the hub stopped (a panic escaped its guard); restart mcpvisor".into())) })
+    }
 }
