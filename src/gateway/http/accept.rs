@@ -5,13 +5,11 @@
 //! - at most `max_connections` connections are served at once, and at
 //!   most `max_per_client` from one peer address (IPv4-mapped IPv6
 //!   addresses count as their IPv4 one); past either, a plain-text
-//!   connection gets a fixed `503` with `Retry-After` written without
-//!   waiting (one non-blocking write) and is closed, a TLS one is closed
-//!   at once (answering would cost a handshake);
-//! - a refused connection is read and discarded for at most
-//!   [`LINGER`] before it is closed, so the client sees the 503 rather
-//!   than a reset; at most [`MAX_LINGERING`] linger at once, the others
-//!   are closed at once;
+//!   connection's request head is read, answered with a fixed `503` with
+//!   `Retry-After`, and the connection closed, all within [`LINGER`]; a
+//!   TLS one is closed at once (answering would cost a handshake);
+//! - at most [`MAX_LINGERING`] refused connections are answered at once,
+//!   the others are closed at once;
 //! - a connection waiting for a request head (a new one, or one that has
 //!   sent part of its next head) is closed `header_timeout` after it
 //!   began waiting (new) or after the head's first byte (kept alive);
@@ -38,15 +36,15 @@ use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, Notify, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::tls::Certificates;
 
-/// How long a refused connection is read (and discarded) before it is closed.
+/// How long a refused connection may take to send its head, be answered and closed.
 pub const LINGER: Duration = Duration::from_secs(1);
 /// Most refused connections lingering at once.
 pub const MAX_LINGERING: usize = 64;
@@ -199,17 +197,27 @@ impl Connections {
              Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
-        let _ = stream.try_write(answer.as_bytes());
         let Ok(permit) = self.lingering.clone().try_acquire_owned() else { return };
         tokio::spawn(async move {
             let _permit = permit;
-            let mut sink = [0u8; 4096];
             let deadline = Instant::now() + LINGER;
-            let mut read = 0usize;
-            while read < 64 * 1024 {
-                match tokio::time::timeout_at(deadline, stream.read(&mut sink)).await {
-                    Ok(Ok(n)) if n > 0 => read += n,
-                    _ => break,
+            // An HTTP client takes an answer sent before its request for a broken connection: read the head first.
+            let mut head = Vec::with_capacity(1024);
+            let mut chunk = [0u8; 2048];
+            while head.len() < 16 * 1024 && memchr::memmem::find(&head, b"\r\n\r\n").is_none() {
+                match tokio::time::timeout_at(deadline, stream.read(&mut chunk)).await {
+                    Ok(Ok(n)) if n > 0 => head.extend_from_slice(&chunk[..n]),
+                    _ => return,
+                }
+            }
+            if tokio::time::timeout_at(deadline, stream.write_all(answer.as_bytes())).await.is_err() {
+                return;
+            }
+            let _ = stream.shutdown().await;
+            // Read what is left of the request, so that closing does not reset the answer away.
+            while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, stream.read(&mut chunk)).await {
+                if n == 0 {
+                    break;
                 }
             }
         });
@@ -219,6 +227,8 @@ impl Connections {
 /// What one connection is doing, for its time-outs.
 struct Activity {
     state: Mutex<Phase>,
+    /// Told when the deadline may have come nearer.
+    changed: Notify,
 }
 
 struct Phase {
@@ -240,7 +250,8 @@ enum Expiry {
 
 impl Activity {
     fn new() -> Arc<Activity> {
-        Arc::new(Activity { state: Mutex::new(Phase { serving: 0, waiting_since: Instant::now(), head_started: None, fresh: true }) })
+        let phase = Phase { serving: 0, waiting_since: Instant::now(), head_started: None, fresh: true };
+        Arc::new(Activity { state: Mutex::new(phase), changed: Notify::new() })
     }
 
     fn phase(&self) -> std::sync::MutexGuard<'_, Phase> {
@@ -251,6 +262,7 @@ impl Activity {
         let mut phase = self.phase();
         if phase.serving == 0 && phase.head_started.is_none() {
             phase.head_started = Some(Instant::now());
+            self.changed.notify_one();
         }
     }
 
@@ -288,6 +300,7 @@ impl Drop for Serving {
         if phase.serving == 0 {
             phase.waiting_since = Instant::now();
             phase.head_started = None;
+            self.0.changed.notify_one();
         }
     }
 }
@@ -449,6 +462,7 @@ where
                 connection.as_mut().graceful_shutdown();
                 shutting_down = true;
             }
+            () = activity.changed.notified() => {}
             () = tokio::time::sleep_until(wake_at) => {
                 let Some((at, expiry)) = activity.deadline(&limits) else { continue };
                 if at > Instant::now() {

@@ -46,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use accept::{
     ConnectionLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+    MAX_LINGERING,
 };
 pub use guard::Guard;
 pub use tls::{warn_if_key_exposed, Certificates};
