@@ -11,7 +11,13 @@
 //! client's machine) unless `--client-roots` or the table's `client_roots`
 //! pass one local client's through. Once
 //! listening, one line on stderr says where (`serving MCP at
-//! http://ADDR/mcp`), with the port chosen when ADDR asked for port 0.
+//! http://ADDR/mcp`, `https://` with TLS), with the port chosen when ADDR
+//! asked for port 0.
+//!
+//! TLS: `--tls-cert`/`--tls-key` (both or neither; they win over the
+//! table's `tls_cert`/`tls_key`), reloaded on SIGHUP. A non-loopback bind
+//! without TLS is served, with a warning on stderr that points at the
+//! TLS-terminating proxy setup in docs/gateway.md.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,7 +32,10 @@ use crate::codec::DEFAULT_MAX_FRAME;
 use crate::config::ServeSettings;
 use crate::gateway::bridge::ClientBridge;
 use crate::gateway::http::pool::PoolGateway;
-use crate::gateway::http::{Guard, HttpOptions, MetricsRenderer, Server, DEFAULT_DRAIN, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE};
+use crate::gateway::http::{
+    warn_if_key_exposed, Certificates, ConnectionLimits, Guard, HttpOptions, MetricsRenderer, Server, DEFAULT_DRAIN, DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_IDLE,
+};
 use crate::gateway::ServeOptions;
 use crate::Handle;
 
@@ -57,6 +66,24 @@ pub struct HttpArgs {
     /// own (one user on this machine; by default they get none over HTTP).
     #[arg(long, requires = "http")]
     pub client_roots: bool,
+    /// Serve HTTPS with this PEM certificate chain (with --tls-key; reloaded on SIGHUP).
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The PEM private key of --tls-cert (keep it mode 600).
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Close a connection whose request head is not complete this many seconds after it began (default 10).
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds, requires = "http")]
+    pub header_timeout: Option<Duration>,
+    /// Close a kept-alive connection that sends no request for this many seconds (default 60).
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds, requires = "http")]
+    pub idle_timeout: Option<Duration>,
+    /// Most connections served at once; past it, 503 with Retry-After (default 1024).
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_connections: Option<usize>,
+    /// Most connections from one address; behind a proxy, raise it to --max-connections (default 256).
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_connections_per_client: Option<usize>,
 }
 
 /// Whether the client's roots reach the servers over HTTP: `--client-roots`
@@ -88,6 +115,21 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
              to a secret token clients send as `Authorization: Bearer TOKEN` (or listen on 127.0.0.1)"
         )));
     }
+    let tls = certificates(args, settings)?;
+    if !loopback && tls.is_none() {
+        eprintln!(
+            "mcpvisor: warning: --http {addr} serves plain HTTP beyond this machine: the token and every message cross the \
+             network readable; set tls_cert and tls_key in the [serve] table (or --tls-cert/--tls-key), or listen on 127.0.0.1 \
+             behind a proxy that terminates TLS (nginx or Caddy: see docs/gateway.md, \"TLS\")"
+        );
+    }
+    let defaults = ConnectionLimits::default();
+    let connections = ConnectionLimits {
+        header_timeout: args.header_timeout.unwrap_or(defaults.header_timeout),
+        idle_timeout: args.idle_timeout.unwrap_or(defaults.idle_timeout),
+        max_connections: args.max_connections.unwrap_or(defaults.max_connections),
+        max_per_client: args.max_connections_per_client.unwrap_or(defaults.max_per_client),
+    };
     let mut allowed_origins = args.allow_origin.clone();
     allowed_origins.extend(settings.into_iter().flat_map(|settings| settings.allowed_origins.iter().cloned()));
     Ok(HttpOptions {
@@ -97,7 +139,22 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
         session_idle: args.session_idle.unwrap_or(DEFAULT_SESSION_IDLE),
         drain: args.drain.unwrap_or(DEFAULT_DRAIN),
         metrics: None,
+        connections,
+        tls,
     })
+}
+
+/// The TLS pair from the flags, else from the `[serve]` table; loaded now,
+/// so a bad pair stops `serve` before it listens.
+fn certificates(args: &HttpArgs, settings: Option<&ServeSettings>) -> Result<Option<Certificates>, Failure> {
+    let pair = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
+        _ => settings.and_then(|settings| settings.tls_cert.clone().zip(settings.tls_key.clone())),
+    };
+    let Some((cert, key)) = pair else { return Ok(None) };
+    let certificates = Certificates::load(&cert, &key).map_err(|why| Failure::usage(format!("cannot serve TLS: {why}")))?;
+    warn_if_key_exposed(&key);
+    Ok(Some(certificates))
 }
 
 /// Serves `handle`'s pool over HTTP until `stop` resolves, then drains.
@@ -114,6 +171,7 @@ pub async fn serve(
         let handle = metrics_handle.clone();
         Box::pin(async move { handle.metrics().await.to_prometheus() })
     });
+    let tls = options.tls.clone();
     let options = HttpOptions { metrics: Some(render), ..options };
     let gateway = Arc::new(PoolGateway { handle: handle.clone(), options: serve, bridge });
     // The front runs on the pool's own thread, beside the sessions and the
@@ -127,9 +185,16 @@ pub async fn serve(
     })));
     let outcome = async { finished.await.unwrap_or_else(|_| Err(Failure::connection("the runtime stopped before the HTTP front"))) };
     tokio::pin!(outcome);
+    let reload = async {
+        match &tls {
+            Some(tls) => tls.reload_on_hangup().await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         result = &mut outcome => return result,
         () = stop => {}
+        () = reload => {}
     }
     let _ = stop_front.send(());
     outcome.await
@@ -142,9 +207,11 @@ async fn bind_and_run(
     options: HttpOptions,
     stopped: tokio::sync::oneshot::Receiver<()>,
 ) -> Result<u8, Failure> {
+    let options_tls = options.tls.is_some();
     let server = Server::bind(addr, gateway, options).await.map_err(|e| Failure::connection(format!("cannot listen on {addr}: {e}")))?;
     let bound = server.local_addr().unwrap_or(addr);
-    eprintln!("mcpvisor: serving MCP at http://{bound}/mcp");
+    let scheme = if options_tls { "https" } else { "http" };
+    eprintln!("mcpvisor: serving MCP at {scheme}://{bound}/mcp");
     let stop = async {
         let _ = stopped.await;
     };

@@ -6,6 +6,8 @@
 //! token = "${MCPVISOR_TOKEN}"                    # names the variable holding the bearer token
 //! allowed_origins = ["https://app.example.com"]  # Origins allowed besides the loopback ones
 //! client_roots = true                            # servers without `roots` get the client's (one local user)
+//! tls_cert = "/etc/mcpvisor/tls/fullchain.pem"   # serve HTTPS: PEM chain and key, both or neither,
+//! tls_key = "/etc/mcpvisor/tls/key.pem"          #   relative to this file's folder; reloaded on SIGHUP
 //! ```
 //!
 //! `token` must be one `${VAR}` reference, expanded when `serve` starts: it
@@ -24,7 +26,7 @@ use toml_edit::Item;
 use super::expand::{expand, is_only_reference, Problem, Syntax};
 use crate::error::ConfigError;
 
-const KEYS: [&str; 3] = ["token", "allowed_origins", "client_roots"];
+const KEYS: [&str; 5] = ["token", "allowed_origins", "client_roots", "tls_cert", "tls_key"];
 
 /// The `[serve]` table, its references not yet expanded.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -38,6 +40,10 @@ pub struct ServeSettings {
     /// the gateway's client (meant for one user on this machine: the
     /// servers are shared by every client); else an empty list.
     pub client_roots: bool,
+    /// The PEM certificate chain and private key to serve HTTPS with
+    /// (both or neither; relative paths resolved against `file`'s folder).
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for ServeSettings {
@@ -47,6 +53,8 @@ impl std::fmt::Debug for ServeSettings {
             .field("token", &self.token.as_ref().map(|_| super::MASK))
             .field("allowed_origins", &self.allowed_origins)
             .field("client_roots", &self.client_roots)
+            .field("tls_cert", &self.tls_cert)
+            .field("tls_key", &self.tls_key)
             .finish()
     }
 }
@@ -102,10 +110,24 @@ pub(crate) fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigErro
             "client_roots" => {
                 settings.client_roots = value.as_bool().ok_or_else(|| invalid(key, "must be true or false"))?;
             }
+            "tls_cert" | "tls_key" => {
+                let text =
+                    value.as_str().filter(|text| !text.trim().is_empty()).ok_or_else(|| invalid(key, "must be the path of a PEM file"))?;
+                let resolved = path.parent().unwrap_or(Path::new("")).join(text);
+                if key == "tls_cert" {
+                    settings.tls_cert = Some(resolved);
+                } else {
+                    settings.tls_key = Some(resolved);
+                }
+            }
             _ => {
                 return Err(ConfigError::UnknownKey { file: path.into(), server: None, key: format!("serve.{key}"), known: KEYS.to_vec() })
             }
         }
+    }
+    if settings.tls_cert.is_some() != settings.tls_key.is_some() {
+        let missing = if settings.tls_cert.is_none() { "tls_cert" } else { "tls_key" };
+        return Err(invalid(missing, "is missing: TLS needs both tls_cert (the PEM chain) and tls_key (its private key)"));
     }
     Ok(settings)
 }
@@ -138,6 +160,17 @@ mod tests {
         assert!(serve("[serve]\nclient_roots = true\n").unwrap().client_roots);
         let refused = serve("[serve]\nclient_roots = \"yes\"\n").unwrap_err();
         assert!(refused.contains("`serve.client_roots` must be true or false"), "{refused}");
+    }
+
+    #[test]
+    fn tls_files_come_in_pairs_relative_to_the_file() {
+        let settings = serve("[serve]\ntls_cert = \"tls/cert.pem\"\ntls_key = \"/secret/key.pem\"\n").unwrap();
+        assert_eq!(settings.tls_cert.as_deref(), Some(Path::new("/etc/mcpvisor/tls/cert.pem")));
+        assert_eq!(settings.tls_key.as_deref(), Some(Path::new("/secret/key.pem")));
+        let alone = serve("[serve]\ntls_cert = \"cert.pem\"\n").unwrap_err();
+        assert!(alone.contains("`serve.tls_key` is missing"), "{alone}");
+        let blank = serve("[serve]\ntls_cert = \"\"\ntls_key = \"k\"\n").unwrap_err();
+        assert!(blank.contains("`serve.tls_cert` must be the path of a PEM file"), "{blank}");
     }
 
     #[test]

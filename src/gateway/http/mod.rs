@@ -5,19 +5,22 @@
 //! | `/mcp` | Streamable HTTP, both eras ([`streamable`]) |
 //! | `/sse`, `/message` | the legacy HTTP+SSE transport of 2024-11-05 ([`legacy_sse`]) |
 //! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining or while the core (Hub, Registry) cannot serve (`"status": "core_down"`, `"error"`) |
-//! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states), when given a renderer |
+//! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states, connections), when given a renderer |
 //!
 //! The front knows HTTP only: each downstream session is a [`Port`] made
 //! by a [`Gateway`], which takes JSON-RPC messages each with the
 //! [`Outbox`] its answers and related messages go to.
 //!
 //! Invariants:
+//! - connections are let in, timed out and (with TLS) decrypted by
+//!   [`accept`] before any request is read: HTTP/1.1 only, as before;
 //! - every request passes the [`guard`] first (Origin, Host, token);
 //! - bodies over the codec's `max_frame` are refused with 413 before they are read whole;
 //! - shutdown ([`Server::run`]'s signal) stops accepting, ends the GET
 //!   and legacy streams, waits for the requests in flight (at most
 //!   `drain`), then ends every session.
 
+mod accept;
 mod event_log;
 mod guard;
 mod legacy_sse;
@@ -25,6 +28,7 @@ mod modern;
 pub mod pool;
 mod sessions;
 mod streamable;
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -40,7 +44,12 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+pub use accept::{
+    ConnectionLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+    MAX_LINGERING,
+};
 pub use guard::Guard;
+pub use tls::{warn_if_key_exposed, Certificates};
 
 use crate::gateway::outbox::Outbox;
 use crate::protocol::{error_codes, ErrorObject, MODERN_VERSIONS, SUPPORTED_LEGACY_VERSIONS};
@@ -107,6 +116,10 @@ pub struct HttpOptions {
     /// How long shutdown waits for requests in flight.
     pub drain: Duration,
     pub metrics: Option<MetricsRenderer>,
+    /// Time-outs and caps on connections.
+    pub connections: ConnectionLimits,
+    /// Serve HTTPS with these, else plain HTTP.
+    pub tls: Option<Certificates>,
 }
 
 /// Defaults: 1024 sessions, 30 minutes idle, 20 s of draining (inside
@@ -124,6 +137,7 @@ struct Front {
     /// Requests whose answer is still awaited.
     in_flight: watch::Sender<usize>,
     metrics: Option<MetricsRenderer>,
+    connections: Arc<accept::Connections>,
 }
 
 /// Counts one request in flight while it lives.
@@ -148,6 +162,7 @@ pub struct Server {
     front: Arc<Front>,
     router: Router,
     drain: Duration,
+    tls: Option<Certificates>,
 }
 
 impl Server {
@@ -161,6 +176,7 @@ impl Server {
             draining: CancellationToken::new(),
             in_flight: watch::channel(0).0,
             metrics: options.metrics.clone(),
+            connections: accept::Connections::new(options.connections),
         });
         let guard = Arc::new(options.guard.clone());
         let router = Router::new()
@@ -172,7 +188,7 @@ impl Server {
             .layer(DefaultBodyLimit::max(options.max_body))
             .layer(axum::middleware::from_fn_with_state(guard, guard::check))
             .with_state(front.clone());
-        Ok(Server { listener, front, router, drain: options.drain })
+        Ok(Server { listener, front, router, drain: options.drain, tls: options.tls })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -181,7 +197,7 @@ impl Server {
 
     /// Serves until `stop` resolves, then drains (see the module docs).
     pub async fn run(self, stop: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-        let Server { listener, front, router, drain } = self;
+        let Server { listener, front, router, drain, tls } = self;
         let sweeper = tokio::spawn({
             let front = front.clone();
             async move {
@@ -201,9 +217,10 @@ impl Server {
                 draining.cancel();
             }
         };
-        let serving = axum::serve(listener, router).with_graceful_shutdown(stopped);
-        let serving = tokio::spawn(async move { serving.await });
+        let stopping = tokio::spawn(stopped);
+        accept::accept_loop(listener, router, front.connections.clone(), tls, draining.clone()).await;
         draining.cancelled().await;
+        stopping.abort();
         let mut in_flight = front.in_flight.subscribe();
         let drained = tokio::time::timeout(drain, in_flight.wait_for(|n| *n == 0)).await.is_ok();
         if !drained {
@@ -212,10 +229,8 @@ impl Server {
         sweeper.abort();
         front.sessions.end_all();
         // The connections left are streams that just ended; give them a moment to flush, no more.
-        match tokio::time::timeout(Duration::from_secs(2), serving).await {
-            Ok(Ok(result)) => result,
-            _ => Ok(()),
-        }
+        front.connections.closed(Duration::from_secs(2)).await;
+        Ok(())
     }
 }
 
@@ -239,7 +254,10 @@ async fn health(State(front): State<Arc<Front>>) -> Response {
 
 async fn metrics(State(front): State<Arc<Front>>) -> Response {
     match &front.metrics {
-        Some(render) => ([(header::CONTENT_TYPE, crate::telemetry::prometheus::CONTENT_TYPE)], render().await).into_response(),
+        Some(render) => {
+            let text = render().await + &front.connections.to_prometheus();
+            ([(header::CONTENT_TYPE, crate::telemetry::prometheus::CONTENT_TYPE)], text).into_response()
+        }
         None => (StatusCode::NOT_FOUND, "Not Found: this gateway has no metrics").into_response(),
     }
 }
