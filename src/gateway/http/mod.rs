@@ -5,7 +5,7 @@
 //! | `/mcp` | Streamable HTTP, both eras ([`streamable`]) |
 //! | `/sse`, `/message` | the legacy HTTP+SSE transport of 2024-11-05 ([`legacy_sse`]) |
 //! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining |
-//! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states), when given a renderer |
+//! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states; the front's sessions, open requests, buffered bytes and refusals by bound), when given a renderer |
 //!
 //! The front knows HTTP only: each downstream session is a [`Port`] made
 //! by a [`Gateway`], which takes JSON-RPC messages each with the
@@ -14,6 +14,8 @@
 //! Invariants:
 //! - every request passes the [`guard`] first (Origin, Host, token);
 //! - bodies over the codec's `max_frame` are refused with 413 before they are read whole;
+//! - sessions, open requests and resumption buffers are bounded per client
+//!   and in total ([`limits`]): past a bound, 503 with `Retry-After`;
 //! - shutdown ([`Server::run`]'s signal) stops accepting, ends the GET
 //!   and legacy streams, waits for the requests in flight (at most
 //!   `drain`), then ends every session.
@@ -21,6 +23,7 @@
 mod event_log;
 mod guard;
 mod legacy_sse;
+pub mod limits;
 mod modern;
 pub mod pool;
 mod sessions;
@@ -44,6 +47,8 @@ pub use guard::Guard;
 
 use crate::gateway::outbox::Outbox;
 use crate::protocol::{error_codes, ErrorObject, MODERN_VERSIONS, SUPPORTED_LEGACY_VERSIONS};
+use crate::telemetry::metrics::FrontGauges;
+use limits::{Limits, Refusals, Requests};
 use sessions::Sessions;
 
 /// The path of Streamable HTTP.
@@ -96,6 +101,8 @@ pub struct HttpOptions {
     pub max_sessions: usize,
     /// A session unused this long is ended (its id then answers 404).
     pub session_idle: Duration,
+    /// The per-client bounds, the bound on open requests and on bytes kept for resumption.
+    pub limits: Limits,
     /// How long shutdown waits for requests in flight.
     pub drain: Duration,
     pub metrics: Option<MetricsRenderer>,
@@ -116,6 +123,9 @@ struct Front {
     /// Requests whose answer is still awaited.
     in_flight: watch::Sender<usize>,
     metrics: Option<MetricsRenderer>,
+    /// Requests open, in all and by client.
+    requests: Arc<Requests>,
+    refusals: Refusals,
 }
 
 /// Counts one request in flight while it lives.
@@ -149,10 +159,12 @@ impl Server {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let front = Arc::new(Front {
             gateway,
-            sessions: Sessions::new(options.max_sessions.max(1), options.session_idle),
+            sessions: Sessions::new(options.max_sessions.max(1), options.session_idle, options.limits),
             draining: CancellationToken::new(),
             in_flight: watch::channel(0).0,
             metrics: options.metrics.clone(),
+            requests: Requests::new(&options.limits),
+            refusals: Refusals::default(),
         });
         let guard = Arc::new(options.guard.clone());
         let router = Router::new()
@@ -193,7 +205,7 @@ impl Server {
                 draining.cancel();
             }
         };
-        let serving = axum::serve(listener, router).with_graceful_shutdown(stopped);
+        let serving = axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>()).with_graceful_shutdown(stopped);
         let serving = tokio::spawn(async move { serving.await });
         draining.cancelled().await;
         let mut in_flight = front.in_flight.subscribe();
@@ -224,7 +236,18 @@ async fn health(State(front): State<Arc<Front>>) -> Response {
 
 async fn metrics(State(front): State<Arc<Front>>) -> Response {
     match &front.metrics {
-        Some(render) => ([(header::CONTENT_TYPE, crate::telemetry::prometheus::CONTENT_TYPE)], render().await).into_response(),
+        Some(render) => {
+            let (requests, listen_streams) = front.requests.counts();
+            let gauges = FrontGauges {
+                sessions: front.sessions.len(),
+                requests,
+                listen_streams,
+                buffered_bytes: front.sessions.buffered(),
+                refusals: front.refusals.snapshot(),
+            };
+            let text = render().await + &gauges.to_prometheus();
+            ([(header::CONTENT_TYPE, crate::telemetry::prometheus::CONTENT_TYPE)], text).into_response()
+        }
         None => (StatusCode::NOT_FOUND, "Not Found: this gateway has no metrics").into_response(),
     }
 }
