@@ -31,6 +31,7 @@ use super::servers::env;
 use crate::codec::DEFAULT_MAX_FRAME;
 use crate::config::ServeSettings;
 use crate::gateway::bridge::ClientBridge;
+use crate::gateway::http::limits::Limits;
 use crate::gateway::http::pool::PoolGateway;
 use crate::gateway::http::{
     warn_if_key_exposed, Certificates, ConnectionLimits, Guard, HttpOptions, MetricsRenderer, Server, DEFAULT_DRAIN, DEFAULT_MAX_SESSIONS,
@@ -56,6 +57,23 @@ pub struct HttpArgs {
     /// Most initialize-era sessions at once (default 1024).
     #[arg(long, value_name = "N", requires = "http")]
     pub max_sessions: Option<usize>,
+    /// Most initialize-era sessions of one client (its address) at once;
+    /// at the bound its oldest idle session ends to make room (default 64).
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_sessions_per_client: Option<usize>,
+    /// Most requests open at once, all clients together: answers awaited
+    /// or streaming, listen and GET streams (default 1024).
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_requests: Option<usize>,
+    /// Most requests one client (its address) has open at once (default 128).
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_requests_per_client: Option<usize>,
+    /// MiB of events one session keeps for resumption (default 16).
+    #[arg(long, value_name = "MIB", requires = "http")]
+    pub buffer_per_session: Option<usize>,
+    /// MiB of events all sessions keep for resumption together (default 256).
+    #[arg(long, value_name = "MIB", requires = "http")]
+    pub buffer_total: Option<usize>,
     /// End a session unused for this many seconds (default 1800).
     #[arg(long, value_name = "SECS", value_parser = parse_seconds, requires = "http")]
     pub session_idle: Option<Duration>,
@@ -137,6 +155,7 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
         max_body: DEFAULT_MAX_FRAME,
         max_sessions: args.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS),
         session_idle: args.session_idle.unwrap_or(DEFAULT_SESSION_IDLE),
+        limits: limits(args),
         drain: args.drain.unwrap_or(DEFAULT_DRAIN),
         metrics: None,
         connections,
@@ -155,6 +174,19 @@ fn certificates(args: &HttpArgs, settings: Option<&ServeSettings>) -> Result<Opt
     let certificates = Certificates::load(&cert, &key).map_err(|why| Failure::usage(format!("cannot serve TLS: {why}")))?;
     warn_if_key_exposed(&key);
     Ok(Some(certificates))
+}
+
+/// The bounds of the flags, the defaults for the others.
+fn limits(args: &HttpArgs) -> Limits {
+    let defaults = Limits::default();
+    let mib = |value: Option<usize>, default: usize| value.map_or(default, |mib| mib.saturating_mul(1024 * 1024));
+    Limits {
+        sessions_per_client: args.max_sessions_per_client.unwrap_or(defaults.sessions_per_client),
+        requests: args.max_requests.unwrap_or(defaults.requests),
+        requests_per_client: args.max_requests_per_client.unwrap_or(defaults.requests_per_client),
+        buffer_per_session: mib(args.buffer_per_session, defaults.buffer_per_session),
+        buffer_total: mib(args.buffer_total, defaults.buffer_total),
+    }
 }
 
 /// Serves `handle`'s pool over HTTP until `stop` resolves, then drains.

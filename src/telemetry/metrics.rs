@@ -178,3 +178,17 @@ impl MetricsSnapshot {
         self.servers.iter().find(|s| s.server == server)
     }
 }
+
+/// What the gateway's HTTP front holds now and what it refused, by bound
+/// (`/metrics` of `serve --http`; [`FrontGauges::to_prometheus`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FrontGauges {
+    pub sessions: usize,
+    /// Requests open (stateless ones, listen streams and GET streams included).
+    pub requests: usize,
+    pub listen_streams: usize,
+    /// Bytes of events the sessions keep for resumption.
+    pub buffered_bytes: usize,
+    /// `(bound, refusals so far)` for every bound.
+    pub refusals: Vec<(&'static str, u64)>,
+}

@@ -9,7 +9,7 @@
 
 use std::fmt::Write;
 
-use super::metrics::{MetricsSnapshot, Outcome, ServerGauges};
+use super::metrics::{FrontGauges, MetricsSnapshot, Outcome, ServerGauges};
 
 /// Every state a server can report, so that `mcpvisor_server_state` has a
 /// series per state (1 for the current one, 0 for the others).
@@ -60,6 +60,28 @@ impl MetricsSnapshot {
         }
         family(&mut out, "mcpvisor_audit_dropped_total", "counter", "Audit lines dropped because the writer could not keep up.");
         sample(&mut out, "mcpvisor_audit_dropped_total", "", self.audit_dropped as f64);
+        out
+    }
+}
+
+impl FrontGauges {
+    pub fn to_prometheus(&self) -> String {
+        let mut out = String::new();
+        let gauges = [
+            ("mcpvisor_gateway_sessions", "Initialize-era sessions of the HTTP front now.", self.sessions),
+            ("mcpvisor_gateway_requests_open", "Requests open at the HTTP front now (listen and GET streams included).", self.requests),
+            ("mcpvisor_gateway_listen_streams", "subscriptions/listen streams open now.", self.listen_streams),
+            ("mcpvisor_gateway_buffered_bytes", "Bytes of events the sessions keep for resumption.", self.buffered_bytes),
+        ];
+        for (name, help, value) in gauges {
+            family(&mut out, name, "gauge", help);
+            sample(&mut out, name, "", value as f64);
+        }
+        let name = "mcpvisor_gateway_refusals_total";
+        family(&mut out, name, "counter", "Requests the HTTP front refused with 503, by the bound they met.");
+        for (bound, count) in &self.refusals {
+            sample(&mut out, name, &labels(&[("bound", bound)]), *count as f64);
+        }
         out
     }
 }

@@ -116,6 +116,14 @@ pub fn client() -> reqwest::Client {
     reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("an HTTP client")
 }
 
+/// An HTTP client whose connections come from `127.0.0.N` (the gateway's
+/// per-client bounds tell clients apart by address).
+pub fn client_from(n: u8) -> reqwest::Client {
+    let _ = client();
+    let address = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, n));
+    reqwest::Client::builder().pool_max_idle_per_host(0).local_address(address).build().expect("an HTTP client")
+}
+
 pub fn request(id: u64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }

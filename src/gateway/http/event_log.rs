@@ -11,9 +11,20 @@
 //!   makes memory grow; a reader that fell behind the oldest kept event
 //!   skips to it (it misses the oldest notifications, never the answer,
 //!   which is a request stream's last event);
-//! - appending never waits for a reader.
+//! - appending never waits for a reader;
+//! - what a client confirmed it read is dropped by a releasing reader:
+//!   the events before where it starts (a `Last-Event-ID` names the last
+//!   one the client has), and the whole log once the reader reached its
+//!   end (the stream ended normally, its answer last, handed whole to the
+//!   HTTP layer); a reader that is dropped before the end releases nothing
+//!   more, so a broken or stalled stream stays resumable;
+//! - a log of a session counts its bytes in the session's [`Budget`];
+//!   the session drops its oldest events ([`EventLog::evict_oldest`]) to
+//!   stay within it, and a resumption that asks for an event dropped so is
+//!   told ([`EventLog::lost`]), never served a stream with a hole.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
@@ -30,15 +41,50 @@ pub struct LoggedEvent {
     pub data: Arc<str>,
 }
 
+/// Orders events across every log: the oldest has the smallest stamp.
+static STAMPS: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes of events kept: one session's, and every session's together.
+#[derive(Debug, Default)]
+pub struct Budget {
+    session: AtomicUsize,
+    total: Arc<AtomicUsize>,
+}
+
+impl Budget {
+    /// A session's budget, counting also in `total`.
+    pub fn new(total: Arc<AtomicUsize>) -> Arc<Budget> {
+        Arc::new(Budget { session: AtomicUsize::new(0), total })
+    }
+
+    /// Bytes the session keeps now.
+    pub fn session(&self) -> usize {
+        self.session.load(Ordering::Acquire)
+    }
+
+    fn add(&self, bytes: usize) {
+        self.session.fetch_add(bytes, Ordering::AcqRel);
+        self.total.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    fn remove(&self, bytes: usize) {
+        self.session.fetch_sub(bytes, Ordering::AcqRel);
+        self.total.fetch_sub(bytes, Ordering::AcqRel);
+    }
+}
+
 #[derive(Debug, Default)]
 struct Inner {
     /// The sequence number of `events[0]`.
     first_seq: u64,
-    events: VecDeque<Arc<str>>,
+    /// Each event with its stamp.
+    events: VecDeque<(u64, Arc<str>)>,
     bytes: usize,
     closed: bool,
     /// How far a reader of the GET stream got: where the next one starts.
     delivered: u64,
+    /// Events before this one were dropped to keep within the session's budget.
+    lost_before: u64,
 }
 
 /// A bounded, replayable stream of JSON-RPC messages (see the module docs).
@@ -47,11 +93,37 @@ pub struct EventLog {
     stream: u64,
     inner: Mutex<Inner>,
     changed: watch::Sender<()>,
+    budget: Option<Arc<Budget>>,
+}
+
+impl Drop for EventLog {
+    fn drop(&mut self) {
+        if let Some(budget) = &self.budget {
+            budget.remove(self.lock().bytes);
+        }
+    }
 }
 
 impl EventLog {
+    /// A log of no session (a stateless request's): nothing counts it.
     pub fn new(stream: u64) -> Arc<EventLog> {
-        Arc::new(EventLog { stream, inner: Mutex::default(), changed: watch::channel(()).0 })
+        EventLog::counted(stream, None)
+    }
+
+    /// A log whose bytes count in `budget`.
+    pub fn counted(stream: u64, budget: Option<Arc<Budget>>) -> Arc<EventLog> {
+        Arc::new(EventLog { stream, inner: Mutex::default(), changed: watch::channel(()).0, budget })
+    }
+
+    /// Drops the oldest event; its bytes leave the budget.
+    fn drop_front(&self, inner: &mut Inner) {
+        if let Some((_, dropped)) = inner.events.pop_front() {
+            inner.bytes -= dropped.len();
+            inner.first_seq += 1;
+            if let Some(budget) = &self.budget {
+                budget.remove(dropped.len());
+            }
+        }
     }
 
     /// The stream's number, the first part of its event ids.
@@ -71,15 +143,54 @@ impl EventLog {
                 return;
             }
             inner.bytes += data.len();
-            inner.events.push_back(data);
+            if let Some(budget) = &self.budget {
+                budget.add(data.len());
+            }
+            inner.events.push_back((STAMPS.fetch_add(1, Ordering::Relaxed), data));
             while inner.events.len() > MAX_EVENTS || (inner.bytes > MAX_BYTES && inner.events.len() > 1) {
-                if let Some(dropped) = inner.events.pop_front() {
-                    inner.bytes -= dropped.len();
-                    inner.first_seq += 1;
-                }
+                self.drop_front(&mut inner);
             }
         }
         self.changed.send_replace(());
+    }
+
+    /// The stamp of the oldest event kept, `None` when there is none
+    /// (or only the newest, when `keep_newest`).
+    pub fn oldest_stamp(&self, keep_newest: bool) -> Option<u64> {
+        let inner = self.lock();
+        let spare = if keep_newest { 1 } else { 0 };
+        (inner.events.len() > spare).then(|| inner.events.front().map(|(stamp, _)| *stamp)).flatten()
+    }
+
+    /// Drops the oldest event to make room in the budget (see
+    /// [`EventLog::oldest_stamp`]); `false` when there was none to drop.
+    pub fn evict_oldest(&self, keep_newest: bool) -> bool {
+        let mut inner = self.lock();
+        if inner.events.len() <= usize::from(keep_newest) {
+            return false;
+        }
+        self.drop_front(&mut inner);
+        inner.lost_before = inner.first_seq;
+        true
+    }
+
+    /// Drops the events before `seq`: a reader took them on a stream that was not broken.
+    pub fn release_before(&self, seq: u64) {
+        let mut inner = self.lock();
+        while inner.first_seq < seq && !inner.events.is_empty() {
+            self.drop_front(&mut inner);
+        }
+    }
+
+    /// Whether a reader starting at `seq` would miss events dropped to keep within the budget.
+    pub fn lost(&self, seq: u64) -> bool {
+        seq < self.lock().lost_before
+    }
+
+    /// Closed, and every event read or dropped: nothing left to resume.
+    pub fn is_spent(&self) -> bool {
+        let inner = self.lock();
+        inner.closed && inner.events.is_empty() && inner.lost_before < inner.first_seq
     }
 
     /// Ends the stream: readers finish once they have read every event.
@@ -94,22 +205,32 @@ impl EventLog {
         let inner = self.lock();
         let seq = seq.max(inner.first_seq);
         match inner.events.get((seq - inner.first_seq) as usize) {
-            Some(data) => Ok(Some((seq, LoggedEvent { id: format!("{}:{seq}", self.stream), data: data.clone() }))),
+            Some((_, data)) => Ok(Some((seq, LoggedEvent { id: format!("{}:{seq}", self.stream), data: data.clone() }))),
             None if inner.closed => Err(()),
             None => Ok(None),
         }
     }
 
     /// Every event from `seq` on, then the live ones until the log closes.
-    pub fn read_from(self: &Arc<Self>, seq: u64) -> impl futures::Stream<Item = LoggedEvent> + Send + 'static {
+    /// A `releasing` reader drops the events before `seq` at once, and
+    /// every event once it reaches the end (see the module docs).
+    pub fn read_from(self: &Arc<Self>, seq: u64, releasing: bool) -> impl futures::Stream<Item = LoggedEvent> + Send + 'static {
+        if releasing {
+            self.release_before(seq);
+        }
         let log = self.clone();
         let changed = self.changed.subscribe();
-        futures::stream::unfold((log, changed, seq), |(log, mut changed, seq)| async move {
+        futures::stream::unfold((log, changed, seq), move |(log, mut changed, seq)| async move {
             loop {
                 changed.borrow_and_update();
                 match log.at(seq) {
                     Ok(Some((at, event))) => return Some((event, (log, changed, at + 1))),
-                    Err(()) => return None,
+                    Err(()) => {
+                        if releasing {
+                            log.release_before(u64::MAX);
+                        }
+                        return None;
+                    }
                     Ok(None) => changed.changed().await.ok()?,
                 }
             }
@@ -152,7 +273,7 @@ mod tests {
             log.push(text.into());
         }
         log.close();
-        let read: Vec<LoggedEvent> = log.read_from(1).collect().await;
+        let read: Vec<LoggedEvent> = log.read_from(1, false).collect().await;
         assert_eq!(read.iter().map(|e| (e.id.as_str(), &*e.data)).collect::<Vec<_>>(), [("3:1", "b"), ("3:2", "c")]);
         assert_eq!(parse_event_id(" 3:2 "), Some((3, 2)));
         assert_eq!(parse_event_id("x"), None);
@@ -165,7 +286,7 @@ mod tests {
             log.push(n.to_string().into());
         }
         log.close();
-        let read: Vec<LoggedEvent> = log.read_from(0).collect().await;
+        let read: Vec<LoggedEvent> = log.read_from(0, false).collect().await;
         assert_eq!(read.len(), MAX_EVENTS);
         assert_eq!(&*read.last().unwrap().data, (MAX_EVENTS + 9).to_string());
         let big: Arc<str> = "x".repeat(MAX_BYTES).into();
@@ -173,14 +294,14 @@ mod tests {
         log.push("small".into());
         log.push(big.clone());
         log.close();
-        let read: Vec<LoggedEvent> = log.read_from(0).collect().await;
+        let read: Vec<LoggedEvent> = log.read_from(0, false).collect().await;
         assert_eq!(read.len(), 1, "the oldest event went to make room");
     }
 
     #[tokio::test]
     async fn a_live_reader_sees_later_events() {
         let log = EventLog::new(0);
-        let mut reader = Box::pin(log.read_from(0));
+        let mut reader = Box::pin(log.read_from(0, false));
         let writer = log.clone();
         tokio::spawn(async move {
             writer.push("late".into());

@@ -4,7 +4,8 @@
 //! `endpoint`, whose data is the URL to POST messages to
 //! (`/message?sessionId=ID`). Every answer and every other message of the
 //! session goes down that one stream as `message` events; a POST gets 202
-//! at once. Closing the stream ends the session.
+//! at once. Closing the stream ends the session. The stream counts as an
+//! open request of its client while it lasts.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
+use super::limits::Client;
 use super::streamable::{open_session, stopping};
 use super::{rpc_refusal, Front, MESSAGE_PATH};
 use crate::protocol::{error_codes, Message};
@@ -29,19 +31,23 @@ impl Drop for EndOnDrop {
     }
 }
 
-pub(super) async fn open(State(front): State<Arc<Front>>) -> Response {
+pub(super) async fn open(State(front): State<Arc<Front>>, Client(client): Client) -> Response {
     if front.draining.is_cancelled() {
         return stopping();
     }
-    let session = match open_session(&front, Some(())).await {
+    let permit = match front.requests.admit(&client, false) {
+        Ok(permit) => permit,
+        Err(refused) => return front.refusals.count(refused).response(None),
+    };
+    let session = match open_session(&front, &client, Some(())).await {
         Ok(session) => session,
         Err(refusal) => return *refusal,
     };
     let endpoint = Event::default().event("endpoint").data(format!("{MESSAGE_PATH}?sessionId={}", session.id));
     let ending = EndOnDrop(front.clone(), session.id.clone());
     let busy = session.hold();
-    let messages = session.standalone.read_from(0).take_until(front.draining.clone().cancelled_owned()).map(move |event| {
-        let _ = (&ending, &busy);
+    let messages = session.standalone.read_from(0, true).take_until(front.draining.clone().cancelled_owned()).map(move |event| {
+        let _ = (&ending, &busy, &permit);
         Ok::<_, Infallible>(Event::default().event("message").data(&*event.data))
     });
     let stream = futures::stream::iter([Ok(endpoint)]).chain(messages);

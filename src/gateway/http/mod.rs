@@ -5,7 +5,7 @@
 //! | `/mcp` | Streamable HTTP, both eras ([`streamable`]) |
 //! | `/sse`, `/message` | the legacy HTTP+SSE transport of 2024-11-05 ([`legacy_sse`]) |
 //! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining or while the core (Hub, Registry) cannot serve (`"status": "core_down"`, `"error"`) |
-//! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states, connections), when given a renderer |
+//! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states; the front's connections, sessions, open requests, buffered bytes and refusals by bound), when given a renderer |
 //!
 //! The front knows HTTP only: each downstream session is a [`Port`] made
 //! by a [`Gateway`], which takes JSON-RPC messages each with the
@@ -16,6 +16,8 @@
 //!   [`accept`] before any request is read: HTTP/1.1 only, as before;
 //! - every request passes the [`guard`] first (Origin, Host, token);
 //! - bodies over the codec's `max_frame` are refused with 413 before they are read whole;
+//! - sessions, open requests and resumption buffers are bounded per client
+//!   and in total ([`limits`]): past a bound, 503 with `Retry-After`;
 //! - shutdown ([`Server::run`]'s signal) stops accepting, ends the GET
 //!   and legacy streams, waits for the requests in flight (at most
 //!   `drain`), then ends every session.
@@ -24,6 +26,7 @@ mod accept;
 mod event_log;
 mod guard;
 mod legacy_sse;
+pub mod limits;
 mod modern;
 pub mod pool;
 mod sessions;
@@ -53,6 +56,8 @@ pub use tls::{warn_if_key_exposed, Certificates};
 
 use crate::gateway::outbox::Outbox;
 use crate::protocol::{error_codes, ErrorObject, MODERN_VERSIONS, SUPPORTED_LEGACY_VERSIONS};
+use crate::telemetry::metrics::FrontGauges;
+use limits::{Limits, Refusals, Requests};
 use sessions::Sessions;
 
 /// The path of Streamable HTTP.
@@ -113,6 +118,8 @@ pub struct HttpOptions {
     pub max_sessions: usize,
     /// A session unused this long is ended (its id then answers 404).
     pub session_idle: Duration,
+    /// The per-client bounds, the bound on open requests and on bytes kept for resumption.
+    pub limits: Limits,
     /// How long shutdown waits for requests in flight.
     pub drain: Duration,
     pub metrics: Option<MetricsRenderer>,
@@ -138,6 +145,9 @@ struct Front {
     in_flight: watch::Sender<usize>,
     metrics: Option<MetricsRenderer>,
     connections: Arc<accept::Connections>,
+    /// Requests open, in all and by client.
+    requests: Arc<Requests>,
+    refusals: Refusals,
 }
 
 /// Counts one request in flight while it lives.
@@ -172,11 +182,13 @@ impl Server {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let front = Arc::new(Front {
             gateway,
-            sessions: Sessions::new(options.max_sessions.max(1), options.session_idle),
+            sessions: Sessions::new(options.max_sessions.max(1), options.session_idle, options.limits),
             draining: CancellationToken::new(),
             in_flight: watch::channel(0).0,
             metrics: options.metrics.clone(),
             connections: accept::Connections::new(options.connections),
+            requests: Requests::new(&options.limits),
+            refusals: Refusals::default(),
         });
         let guard = Arc::new(options.guard.clone());
         let router = Router::new()
@@ -255,7 +267,15 @@ async fn health(State(front): State<Arc<Front>>) -> Response {
 async fn metrics(State(front): State<Arc<Front>>) -> Response {
     match &front.metrics {
         Some(render) => {
-            let text = render().await + &front.connections.to_prometheus();
+            let (requests, listen_streams) = front.requests.counts();
+            let gauges = FrontGauges {
+                sessions: front.sessions.len(),
+                requests,
+                listen_streams,
+                buffered_bytes: front.sessions.buffered(),
+                refusals: front.refusals.snapshot(),
+            };
+            let text = render().await + &gauges.to_prometheus() + &front.connections.to_prometheus();
             ([(header::CONTENT_TYPE, crate::telemetry::prometheus::CONTENT_TYPE)], text).into_response()
         }
         None => (StatusCode::NOT_FOUND, "Not Found: this gateway has no metrics").into_response(),

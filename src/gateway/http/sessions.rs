@@ -1,13 +1,23 @@
 //! The `initialize`-era sessions of the HTTP front, by `Mcp-Session-Id`.
 //!
 //! Invariants:
-//! - at most `max` sessions at once: one more is refused, never queued;
+//! - at most `max` sessions at once, and `limits.sessions_per_client` of
+//!   one client: one more is refused, never queued. A client at its own
+//!   bound (while the table has room) gets room by ending its own oldest
+//!   idle session, never another client's;
 //! - a session unused for `idle` (no request in flight, no stream open) is
 //!   ended and forgotten: its id then answers 404 and the client
 //!   initializes again, as the specification says;
 //! - each session keeps its GET stream (stream 0) and at most
 //!   [`MAX_STREAMS`] request streams for resumption, each bounded by
-//!   [`EventLog`]; the oldest is forgotten first;
+//!   [`EventLog`]; the oldest is forgotten first, and streams read to
+//!   their end are forgotten at once;
+//! - the bytes a session's streams keep stay within
+//!   `limits.buffer_per_session`, and all sessions' within
+//!   `limits.buffer_total` ([`Sessions::trim`]): the session's oldest
+//!   events go first, and past the total those of the session keeping the
+//!   most; the newest event of the stream being written is never dropped
+//!   (its reader may still be reading it);
 //! - ending a session (DELETE, expiry, shutdown) closes its port once:
 //!   the gateway session stops and its calls are cancelled.
 
@@ -18,7 +28,8 @@ use std::time::{Duration, Instant};
 
 use ring::rand::{SecureRandom, SystemRandom};
 
-use super::event_log::EventLog;
+use super::event_log::{Budget, EventLog};
+use super::limits::{Bound, ClientKey, Limits, Refused};
 use super::Port;
 use crate::gateway::outbox::Outbox;
 
@@ -29,6 +40,10 @@ pub const MAX_STREAMS: usize = 32;
 pub struct Session {
     pub id: String,
     pub port: Arc<dyn Port>,
+    /// Whose session it is (the per-client bound counts it).
+    client: ClientKey,
+    /// The bytes its streams keep.
+    budget: Arc<Budget>,
     /// Messages that belong to no request (the GET stream, or the whole
     /// stream of a legacy HTTP+SSE client).
     pub standalone: Arc<EventLog>,
@@ -54,11 +69,13 @@ impl Drop for Busy {
 }
 
 impl Session {
-    fn new(id: String, port: Arc<dyn Port>) -> Arc<Session> {
+    fn new(id: String, port: Arc<dyn Port>, client: ClientKey, budget: Arc<Budget>) -> Arc<Session> {
         Arc::new(Session {
             id,
             port,
-            standalone: EventLog::new(0),
+            client,
+            standalone: EventLog::counted(0, Some(budget.clone())),
+            budget,
             streams: Mutex::default(),
             next_stream: AtomicU64::new(1),
             last_seen: Mutex::new(Instant::now()),
@@ -80,10 +97,15 @@ impl Session {
         Busy(self.clone())
     }
 
+    fn streams(&self) -> std::sync::MutexGuard<'_, VecDeque<Arc<EventLog>>> {
+        self.streams.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// A new request stream, kept for resumption.
     pub fn open_stream(&self) -> Arc<EventLog> {
-        let log = EventLog::new(self.next_stream.fetch_add(1, Ordering::Relaxed));
-        let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let log = EventLog::counted(self.next_stream.fetch_add(1, Ordering::Relaxed), Some(self.budget.clone()));
+        let mut streams = self.streams();
+        streams.retain(|stream| !stream.is_spent());
         if streams.len() >= MAX_STREAMS {
             streams.pop_front();
         }
@@ -96,7 +118,26 @@ impl Session {
         if stream == 0 {
             return Some(self.standalone.clone());
         }
-        self.streams.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|log| log.stream() == stream).cloned()
+        self.streams().iter().find(|log| log.stream() == stream).cloned()
+    }
+
+    /// Whether `stream` was opened here (it may be forgotten since).
+    pub fn opened(&self, stream: u64) -> bool {
+        stream < self.next_stream.load(Ordering::Relaxed)
+    }
+
+    /// Drops the oldest event of the session's streams, but not the newest
+    /// of `writing`; `false` when nothing could be dropped.
+    fn evict_oldest(&self, writing: Option<&Arc<EventLog>>) -> bool {
+        let streams = self.streams();
+        let oldest = std::iter::once(&self.standalone)
+            .chain(streams.iter())
+            .filter_map(|log| {
+                let keep_newest = writing.is_some_and(|writing| Arc::ptr_eq(writing, log));
+                log.oldest_stamp(keep_newest).map(|stamp| (stamp, log, keep_newest))
+            })
+            .min_by_key(|(stamp, _, _)| *stamp);
+        oldest.is_some_and(|(_, log, keep_newest)| log.evict_oldest(keep_newest))
     }
 
     /// Ends the session: its streams close and its gateway session stops. Idempotent.
@@ -114,12 +155,6 @@ impl Session {
     }
 }
 
-/// Why a session could not be opened.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Full {
-    pub max: usize,
-}
-
 /// The system's random generator failed: no session id can be made.
 #[derive(Debug)]
 pub struct NoRandom;
@@ -128,6 +163,9 @@ pub struct NoRandom;
 pub struct Sessions {
     map: Mutex<HashMap<String, Arc<Session>>>,
     max: usize,
+    limits: Limits,
+    /// Bytes every session's streams keep.
+    buffered: Arc<AtomicUsize>,
     idle: Duration,
     random: SystemRandom,
     /// Sessions opened so far: the number in each one's caller label.
@@ -144,8 +182,17 @@ fn fill_random(random: &SystemRandom, bytes: &mut [u8]) -> Result<(), NoRandom> 
 }
 
 impl Sessions {
-    pub fn new(max: usize, idle: Duration) -> Sessions {
-        Sessions { map: Mutex::default(), max, idle, random: SystemRandom::new(), opened: Default::default() }
+    pub fn new(max: usize, idle: Duration, limits: Limits) -> Sessions {
+        let limits = Limits { sessions_per_client: limits.sessions_per_client.clamp(1, max), ..limits };
+        Sessions {
+            map: Mutex::default(),
+            max,
+            limits,
+            buffered: Arc::default(),
+            idle,
+            random: SystemRandom::new(),
+            opened: Default::default(),
+        }
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
@@ -169,28 +216,93 @@ impl Sessions {
         format!("http:session-{number}")
     }
 
-    /// Whether one more session may open (idle ones are ended to make room).
-    pub fn has_room(&self) -> Result<(), Full> {
+    /// Whether `client` may open one more session: expired ones are
+    /// ended to make room, and, when the client is at its own bound, its
+    /// oldest idle session.
+    pub fn has_room(&self, client: &ClientKey) -> Result<(), Refused> {
         if self.map().len() >= self.max {
             self.expire();
         }
-        match self.map().len() < self.max {
-            true => Ok(()),
-            false => Err(Full { max: self.max }),
+        let ended = {
+            let mut map = self.map();
+            if map.len() >= self.max {
+                return Err(Refused { bound: Bound::Sessions, limit: self.max });
+            }
+            let now = Instant::now();
+            let mine = map.values().filter(|session| session.client == *client);
+            match mine.clone().count() >= self.limits.sessions_per_client {
+                false => None,
+                true => {
+                    let idle = mine.filter_map(|session| Some((session.idle_for(now)?, session.id.clone()))).max();
+                    let Some((_, id)) = idle else {
+                        return Err(Refused { bound: Bound::SessionsPerClient, limit: self.limits.sessions_per_client });
+                    };
+                    map.remove(&id)
+                }
+            }
+        };
+        if let Some(session) = ended {
+            tracing::info!(
+                "a client at its bound of {} sessions opened another: its oldest idle session ended",
+                self.limits.sessions_per_client
+            );
+            session.end();
+        }
+        Ok(())
+    }
+
+    /// The bound one more session of `client` would pass, if any.
+    fn refusal(&self, map: &HashMap<String, Arc<Session>>, client: &ClientKey) -> Result<(), Refused> {
+        if map.len() >= self.max {
+            return Err(Refused { bound: Bound::Sessions, limit: self.max });
+        }
+        let mine = map.values().filter(|session| session.client == *client).count();
+        match mine >= self.limits.sessions_per_client {
+            true => Err(Refused { bound: Bound::SessionsPerClient, limit: self.limits.sessions_per_client }),
+            false => Ok(()),
         }
     }
 
-    /// Keeps a session `id` (from [`Sessions::new_id`]) around `port`,
-    /// unless there are `max` already (then the port is closed).
-    pub fn insert(&self, id: String, port: Arc<dyn Port>) -> Result<Arc<Session>, Full> {
+    /// Keeps a session `id` (from [`Sessions::new_id`]) of `client` around
+    /// `port`, unless a bound is reached meanwhile (then the port is closed).
+    pub fn insert(&self, id: String, port: Arc<dyn Port>, client: ClientKey) -> Result<Arc<Session>, Refused> {
         let mut map = self.map();
-        if map.len() >= self.max {
+        if let Err(refused) = self.refusal(&map, &client) {
             port.close();
-            return Err(Full { max: self.max });
+            return Err(refused);
         }
-        let session = Session::new(id, port);
+        let session = Session::new(id, port, client, Budget::new(self.buffered.clone()));
         map.insert(session.id.clone(), session.clone());
         Ok(session)
+    }
+
+    /// Drops the oldest kept events until `session` is within its bound
+    /// and every session within the total; `writing` (the stream just
+    /// written) keeps its newest event.
+    pub fn trim(&self, session: &Session, writing: &Arc<EventLog>) {
+        while session.budget.session() > self.limits.buffer_per_session {
+            if !session.evict_oldest(Some(writing)) {
+                break;
+            }
+        }
+        while self.buffered() > self.limits.buffer_total {
+            let mut all: Vec<Arc<Session>> = self.map().values().cloned().collect();
+            all.sort_by_key(|other| std::cmp::Reverse(other.budget.session()));
+            let evicted = all.iter().any(|other| other.evict_oldest(std::ptr::eq(Arc::as_ptr(other), session).then_some(writing)));
+            if !evicted {
+                break;
+            }
+        }
+    }
+
+    /// The bounds sessions are kept within.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Bytes every session's streams keep now.
+    pub fn buffered(&self) -> usize {
+        self.buffered.load(Ordering::Acquire)
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<Session>> {

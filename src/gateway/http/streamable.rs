@@ -10,7 +10,13 @@
 //! responses get 202. GET opens the session's stream of messages that
 //! belong to no request (one at a time: a second gets 409); DELETE ends
 //! the session. SSE events carry ids, and a GET with `Last-Event-ID`
-//! resumes the stream that id belongs to, from the bounded buffer.
+//! resumes the stream that id belongs to, from the bounded buffer; what
+//! a client read is not kept (a JSON answer at once, SSE events once the
+//! stream asks for the next), and a resumption of events dropped to keep
+//! within the session's buffer bound gets 404 saying so.
+//!
+//! Every request (POST awaiting or streaming its answer, GET stream)
+//! holds a [`Permit`] of the per-client and total bounds while it lasts.
 //!
 //! 2026-07-28 era: a POST without a session whose version (header or
 //! `_meta`) is modern is served alone, after the checks of [`super::modern`],
@@ -35,6 +41,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::event_log::{parse_event_id, seq_of, EventLog, LoggedEvent};
+use super::limits::{Client, ClientKey, Permit};
 use super::sessions::{Busy, Session};
 use super::{
     header_text, modern, require_json, rpc_error, rpc_refusal, unsupported_version, Front, InFlight, Port, LAST_EVENT_ID, PROTOCOL_VERSION,
@@ -79,10 +86,19 @@ fn parse(body: &Bytes) -> Result<Posted, Box<Response>> {
     Ok(Posted { value, bytes: body.to_vec() })
 }
 
+/// The session a log belongs to, whose buffer bounds each push is trimmed to.
+pub(super) type Keeper = Option<(Arc<Front>, Arc<Session>)>;
+
 /// Copies an outbox into a log until the request's answer (then the log
 /// closes) or the end of the session. A request left unanswered gets an
 /// error answer, so no stream waits forever.
-pub(super) fn pump(mut frames: mpsc::Receiver<Frame>, log: Arc<EventLog>, request: Option<Value>, hold: Vec<Box<dyn Send>>) {
+pub(super) fn pump(
+    mut frames: mpsc::Receiver<Frame>,
+    log: Arc<EventLog>,
+    request: Option<Value>,
+    hold: Vec<Box<dyn Send>>,
+    keeper: Keeper,
+) {
     tokio::spawn(async move {
         let _hold = hold;
         while let Some(frame) = frames.recv().await {
@@ -91,6 +107,9 @@ pub(super) fn pump(mut frames: mpsc::Receiver<Frame>, log: Arc<EventLog>, reques
                 frame.is_response() && serde_json::from_str::<Value>(&text).ok().and_then(|v| v.get("id").cloned()).as_ref() == Some(id)
             });
             log.push(text);
+            if let Some((front, session)) = &keeper {
+                front.sessions.trim(session, &log);
+            }
             if answers {
                 log.close();
                 return;
@@ -129,11 +148,13 @@ impl Drop for ClosePort {
 }
 
 /// Answers a request from its stream: JSON when the first message is the
-/// answer, SSE otherwise. `stateless` is the 2026-07-28 request's own
-/// session, ended if the response is dropped before its end.
-async fn answer(log: Arc<EventLog>, stateless: Option<ClosePort>) -> Response {
+/// answer (then nothing of it is kept: a JSON answer has no event id to
+/// resume from), SSE otherwise. `stateless` is the 2026-07-28 request's own
+/// session, ended if the response is dropped before its end; `permit`
+/// lasts as long as the response.
+async fn answer(log: Arc<EventLog>, stateless: Option<ClosePort>, permit: Arc<Permit>) -> Response {
     let modern = stateless.is_some();
-    let mut events = Box::pin(log.read_from(0));
+    let mut events = Box::pin(log.read_from(0, true));
     let Some(first) = events.next().await else {
         return rpc_refusal(StatusCode::INTERNAL_SERVER_ERROR, None, error_codes::INTERNAL_ERROR, "The request's stream ended empty");
     };
@@ -144,17 +165,26 @@ async fn answer(log: Arc<EventLog>, stateless: Option<ClosePort>) -> Response {
             (true, Some(code)) => modern::status_of_error(code),
             _ => StatusCode::OK,
         };
+        log.release_before(u64::MAX);
         return (status, [(header::CONTENT_TYPE, "application/json")], first.data.to_string()).into_response();
     }
     let stream = futures::stream::iter([first]).chain(events).map(move |event| {
-        let _ = &stateless;
+        let _ = (&stateless, &permit);
         sse_event(&event)
     });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response()
 }
 
-/// Delivers one message and answers it: a stream for a request, 202 otherwise.
-async fn serve_message(front: &Arc<Front>, posted: Posted, session: Option<Arc<Session>>) -> Response {
+/// Delivers one message and answers it: a stream for a request (counted
+/// against `client`'s bounds), 202 otherwise.
+async fn serve_message(front: &Arc<Front>, posted: Posted, session: Option<Arc<Session>>, client: &ClientKey) -> Response {
+    let permit = match posted.is_request() {
+        true => match front.requests.admit(client, posted.method() == Some(methods::SUBSCRIPTIONS_LISTEN)) {
+            Ok(permit) => Some(Arc::new(permit)),
+            Err(refused) => return with_session_header(front.refusals.count(refused).response(posted.id()), session.as_deref()),
+        },
+        false => None,
+    };
     let (outbox, frames) = Outbox::new();
     let busy: Option<Busy> = session.as_ref().map(|session| session.hold());
     let port = match &session {
@@ -165,30 +195,31 @@ async fn serve_message(front: &Arc<Front>, posted: Posted, session: Option<Arc<S
         },
     };
     let own = session.is_none().then(|| ClosePort(port.clone()));
-    if !posted.is_request() {
+    let Some(permit) = permit else {
         // Answers to the server's requests and notifications: nothing comes back on this stream.
         port.deliver(posted.bytes, outbox).await;
         drop((frames, busy, own));
         return with_session_header(StatusCode::ACCEPTED.into_response(), session.as_deref());
-    }
+    };
     let log = match &session {
         Some(session) => session.open_stream(),
         None => EventLog::new(1),
     };
-    let mut hold: Vec<Box<dyn Send>> = vec![Box::new(InFlight::new(front))];
+    let mut hold: Vec<Box<dyn Send>> = vec![Box::new(InFlight::new(front)), Box::new(permit.clone())];
     if let Some(busy) = busy {
         hold.push(Box::new(busy));
     }
     if session.is_none() {
         hold.push(Box::new(ClosePort(port.clone())));
     }
-    pump(frames, log.clone(), posted.id().cloned(), hold);
+    let keeper = session.clone().map(|session| (front.clone(), session));
+    pump(frames, log.clone(), posted.id().cloned(), hold, keeper);
     // A session that is gone drops the outbox unread: the pump then answers with an error.
     port.deliver(posted.bytes, outbox).await;
-    with_session_header(answer(log, own).await, session.as_deref())
+    with_session_header(answer(log, own, permit).await, session.as_deref())
 }
 
-pub(super) async fn post(State(front): State<Arc<Front>>, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn post(State(front): State<Arc<Front>>, Client(client): Client, headers: HeaderMap, body: Bytes) -> Response {
     if front.draining.is_cancelled() {
         return stopping();
     }
@@ -206,12 +237,12 @@ pub(super) async fn post(State(front): State<Arc<Front>>, headers: HeaderMap, bo
                 return rpc_error(StatusCode::BAD_REQUEST, posted.id(), unsupported_version(version));
             }
         }
-        return serve_message(&front, posted, Some(session)).await;
+        return serve_message(&front, posted, Some(session), &client).await;
     }
     let modern_header = header_text(&headers, PROTOCOL_VERSION).is_some_and(|version| is_modern_version(version.trim()));
     if posted.method() == Some(methods::INITIALIZE) && !modern_header {
-        return match open_session(&front, None).await {
-            Ok(session) => serve_message(&front, posted, Some(session)).await,
+        return match open_session(&front, &client, None).await {
+            Ok(session) => serve_message(&front, posted, Some(session), &client).await,
             Err(refusal) => *refusal,
         };
     }
@@ -220,28 +251,25 @@ pub(super) async fn post(State(front): State<Arc<Front>>, headers: HeaderMap, bo
             let status = modern::status_of_error(error.code);
             return rpc_error(status, posted.id(), error);
         }
-        return serve_message(&front, posted, None).await;
+        return serve_message(&front, posted, None, &client).await;
     }
     let message = "Bad request: no Mcp-Session-Id; send `initialize` first (or a 2026-07-28 request with its MCP-Protocol-Version)";
     rpc_refusal(StatusCode::BAD_REQUEST, posted.id(), error_codes::INVALID_REQUEST, message)
 }
 
-/// Opens a session, its standalone messages pumped into its GET stream
+/// Opens a session of `client`, its standalone messages pumped into its GET stream
 /// (or, for a legacy HTTP+SSE session, its outbox kept for every message).
-pub(super) async fn open_session(front: &Arc<Front>, legacy: Option<()>) -> Result<Arc<Session>, Box<Response>> {
-    let full = |max: usize| {
-        let message = format!("The gateway serves {max} sessions already; retry later, or end unused sessions with DELETE");
-        Box::new(rpc_refusal(StatusCode::SERVICE_UNAVAILABLE, None, error_codes::INTERNAL_ERROR, message))
-    };
-    front.sessions.has_room().map_err(|f| full(f.max))?;
+pub(super) async fn open_session(front: &Arc<Front>, client: &ClientKey, legacy: Option<()>) -> Result<Arc<Session>, Box<Response>> {
+    let full = |refused| Box::new(front.refusals.count(refused).response(None));
+    front.sessions.has_room(client).map_err(full)?;
     let id = front.sessions.new_id().map_err(|_| {
         let message = "The gateway cannot make a session id: the system's random generator failed; retry later";
         Box::new(rpc_refusal(StatusCode::SERVICE_UNAVAILABLE, None, error_codes::INTERNAL_ERROR, message))
     })?;
     let (standalone, frames) = Outbox::new();
     let Some(port) = front.gateway.open(&front.sessions.next_caller(), standalone.clone()).await else { return Err(Box::new(stopping())) };
-    let session = front.sessions.insert(id, port).map_err(|f| full(f.max))?;
-    pump(frames, session.standalone.clone(), None, Vec::new());
+    let session = front.sessions.insert(id, port, client.clone()).map_err(full)?;
+    pump(frames, session.standalone.clone(), None, Vec::new(), Some((front.clone(), session.clone())));
     if legacy.is_some() {
         let _ = session.legacy_outbox.set(standalone);
     }
@@ -258,13 +286,19 @@ fn unknown_session(id: Option<&Value>) -> Response {
 }
 
 /// The events of a GET stream: `log` from `seq`, ending at shutdown.
-fn get_stream(front: &Arc<Front>, session: Arc<Session>, log: Arc<EventLog>, seq: u64) -> impl Stream<Item = Result<Event, Infallible>> {
+fn get_stream(
+    front: &Arc<Front>,
+    session: Arc<Session>,
+    log: Arc<EventLog>,
+    seq: u64,
+    permit: Permit,
+) -> impl Stream<Item = Result<Event, Infallible>> {
     let standalone = log.stream() == 0;
     let busy = session.hold();
     let opened = OpenGet(session, standalone);
     let draining = front.draining.clone().cancelled_owned();
-    log.read_from(seq).take_until(draining).map(move |event| {
-        let _ = (&busy, &opened);
+    log.read_from(seq, true).take_until(draining).map(move |event| {
+        let _ = (&busy, &opened, &permit);
         if standalone {
             log.mark_delivered(seq_of(&event));
         }
@@ -283,7 +317,7 @@ impl Drop for OpenGet {
     }
 }
 
-pub(super) async fn get(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
+pub(super) async fn get(State(front): State<Arc<Front>>, Client(client): Client, headers: HeaderMap) -> Response {
     let Some(id) = header_text(&headers, SESSION_ID) else {
         let message = "Method not allowed: GET needs an Mcp-Session-Id (the 2026-07-28 era has no GET stream)";
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")], message).into_response();
@@ -297,16 +331,45 @@ pub(super) async fn get(State(front): State<Arc<Front>>, headers: HeaderMap) -> 
     let resume = header_text(&headers, LAST_EVENT_ID).and_then(parse_event_id);
     let (log, seq) = match resume {
         Some((stream, seq)) => match session.stream(stream) {
-            Some(log) => (log, seq + 1),
-            None => return (StatusCode::NOT_FOUND, "Not found: that stream is no longer kept; send the request again").into_response(),
+            Some(log) if log.lost(seq + 1) => return dropped_events(&front, stream, seq),
+            Some(log) if !log.is_spent() => (log, seq + 1),
+            _ if session.opened(stream) => {
+                let message = format!(
+                    "Not found: stream {stream} is no longer kept (read to its end, or one of the session's oldest {} streams); \
+                     send the request again",
+                    super::sessions::MAX_STREAMS
+                );
+                return (StatusCode::NOT_FOUND, message).into_response();
+            }
+            _ => return (StatusCode::NOT_FOUND, "Not found: this session has no such stream").into_response(),
         },
         None => (session.standalone.clone(), session.standalone.undelivered()),
     };
     if log.stream() == 0 && session.get_open.swap(true, std::sync::atomic::Ordering::AcqRel) {
         return (StatusCode::CONFLICT, "Conflict: this session's GET stream is open already (one per session)").into_response();
     }
-    let stream = get_stream(&front, session.clone(), log, seq);
+    let permit = match front.requests.admit(&client, false) {
+        Ok(permit) => permit,
+        Err(refused) => {
+            if log.stream() == 0 {
+                session.get_open.store(false, std::sync::atomic::Ordering::Release);
+            }
+            return front.refusals.count(refused).response(None);
+        }
+    };
+    let stream = get_stream(&front, session.clone(), log, seq, permit);
     with_session_header(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response(), Some(&session))
+}
+
+/// The answer to a resumption of events dropped to keep within the session's buffer bound.
+fn dropped_events(front: &Front, stream: u64, seq: u64) -> Response {
+    let limits = front.sessions.limits();
+    let message = format!(
+        "Not found: the events of stream {stream} after {stream}:{seq} were dropped to keep the resumption buffers within their \
+         bounds ({} bytes per session, {} in all; the oldest go first); send the request again",
+        limits.buffer_per_session, limits.buffer_total
+    );
+    (StatusCode::NOT_FOUND, message).into_response()
 }
 
 pub(super) async fn delete(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
