@@ -1,0 +1,83 @@
+//! Issue 19, hostile peers: what a client, an editor or a model can send
+//! to make mcpvisor spend time or memory, each against the real binary.
+
+mod acp_support;
+mod cli_support;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use acp_support::{initialize, no_requests, Client};
+use cli_support::{demo_table, Sandbox};
+use serde_json::{json, Value};
+
+/// A notification line of about `size` bytes.
+fn huge_line(size: usize) -> String {
+    format!("{{\"jsonrpc\":\"2.0\",\"method\":\"flood\",\"params\":{{\"p\":\"{}\"}}}}\n", "a".repeat(size))
+}
+
+/// `serve` with a file as stdin (read through blocking stdio): a 100 MB line
+/// is refused with -32600 and a null id, and the ping after it is answered.
+/// Before the fix a 24 MB line took 12 s here and 100 MB did not end in 180 s.
+#[test]
+fn serve_skips_a_100_mb_line_on_stdin_and_answers_the_next_request() {
+    let sandbox = Sandbox::new();
+    sandbox.write(".mcpvisor.toml", &demo_table("demo", &[]));
+    let input = sandbox.project.join("input.jsonl");
+    let mut file = std::fs::File::create(&input).unwrap();
+    file.write_all(huge_line(100_000_000).as_bytes()).unwrap();
+    file.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n").unwrap();
+    drop(file);
+    let started = Instant::now();
+    let mut child = sandbox
+        .std_cmd(["serve", "--no-audit", "-q"])
+        .stdin(std::fs::File::open(&input).unwrap())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, read) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let deadline = started + Duration::from_secs(60);
+    let mut seen: Vec<Value> = Vec::new();
+    while !seen.iter().any(|m| m["id"] == 7) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match read.recv_timeout(left) {
+            Ok(line) => seen.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("no answer to the ping within 60 s after a 100 MB line; seen: {seen:?}");
+            }
+        }
+    }
+    eprintln!("serve: ping answered {:?} after a 100 MB line on stdin", started.elapsed());
+    let refusal = &seen[0];
+    assert_eq!(refusal["id"], Value::Null, "{refusal}");
+    assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
+    assert!(refusal["error"]["message"].as_str().unwrap().starts_with("message too large: 100000"), "{refusal}");
+    assert_eq!(seen.last().unwrap()["result"], json!({}));
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `acp` on a pipe: a 100 MB line, then `initialize`, which is answered.
+#[tokio::test]
+async fn acp_skips_a_100_mb_line_on_stdin_and_answers_the_next_request() {
+    let sandbox = Sandbox::new();
+    let mut client = Client::start(sandbox.std_cmd(["acp", "--provider", "scripted", "-q"]));
+    let started = Instant::now();
+    client.send_raw(&huge_line(100_000_000)).await;
+    let id = client.request("initialize", initialize(false, false)).await;
+    let refusal = client.next().await;
+    assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
+    assert_eq!(refusal["id"], Value::Null, "{refusal}");
+    let answer = client.response(id, &mut no_requests).await;
+    eprintln!("acp: initialize answered {:?} after a 100 MB line on stdin", started.elapsed());
+    assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+    assert!(client.close().await.success());
+}
