@@ -3,12 +3,15 @@
 
 mod acp_support;
 mod cli_support;
+mod http_fixture;
+mod model_server;
 
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use acp_support::{initialize, no_requests, Client};
+use acp_support::{initialize, no_requests, selected, Client};
 use cli_support::{demo_table, Sandbox};
+use model_server::{openai_stream, ModelServer, Reply};
 use serde_json::{json, Value};
 
 /// A notification line of about `size` bytes.
@@ -79,5 +82,65 @@ async fn acp_skips_a_100_mb_line_on_stdin_and_answers_the_next_request() {
     let answer = client.response(id, &mut no_requests).await;
     eprintln!("acp: initialize answered {:?} after a 100 MB line on stdin", started.elapsed());
     assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+    assert!(client.close().await.success());
+}
+
+fn acp_with(sandbox: &Sandbox, model: &ModelServer) -> Client {
+    let base = format!("{}/v1", model.url);
+    let mut command = sandbox.std_cmd(["acp", "--model", "m", "--base-url", &base]);
+    for var in ["MCPVISOR_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"] {
+        command.env_remove(var);
+    }
+    Client::start(command)
+}
+
+fn tool_calls(calls: &[(&str, &str, Value)]) -> Reply {
+    let calls: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(index, (id, name, arguments))| {
+            json!({"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}})
+        })
+        .collect();
+    openai_stream(vec![json!({ "tool_calls": calls })], "tool_calls")
+}
+
+fn says(text: &str) -> Reply {
+    openai_stream(vec![json!({ "content": text })], "stop")
+}
+
+/// Initializes (files through the editor) and opens a session with `servers`.
+async fn open_session(client: &mut Client, sandbox: &Sandbox, servers: Value) -> Value {
+    let id = client.request("initialize", initialize(true, false)).await;
+    client.response(id, &mut no_requests).await;
+    let id = client.request("session/new", json!({"cwd": sandbox.project, "mcpServers": servers})).await;
+    client.response(id, &mut no_requests).await
+}
+
+/// The editor answers `fs/read_text_file` with 17 MB (over max_frame): the
+/// read fails at once with "too large", naming the path and the limit, and
+/// the turn goes on. Before the fix the answer was dropped and the turn hung.
+#[tokio::test]
+async fn an_editor_answer_over_max_frame_fails_the_read_and_the_turn_goes_on() {
+    let sandbox = Sandbox::new();
+    let model =
+        ModelServer::start([tool_calls(&[("r1", "mcp__builtin_s1__read_file", json!({"path": "big.txt"}))]), says("Too big.")]).await;
+    let mut client = acp_with(&sandbox, &model);
+    let opened = open_session(&mut client, &sandbox, json!([])).await;
+    let session = opened["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{opened}")).to_string();
+    let huge = "x".repeat(17_000_000);
+    let mut editor = |method: &str, _: &Value| match method {
+        "fs/read_text_file" => json!({ "content": huge }),
+        "session/request_permission" => selected("allow_once"),
+        other => panic!("unexpected {other}"),
+    };
+    let id = client.request("session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "read big.txt"}]})).await;
+    let answer = client.response(id, &mut editor).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let second = &model.requests()[1].body;
+    let result = second["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
+    let text = result["content"].as_str().unwrap();
+    let path = sandbox.project.join("big.txt").display().to_string();
+    assert!(text.contains("too large") && text.contains(&path) && text.contains("16777216"), "{text}");
     assert!(client.close().await.success());
 }
