@@ -144,3 +144,33 @@ async fn an_editor_answer_over_max_frame_fails_the_read_and_the_turn_goes_on() {
     assert!(text.contains("too large") && text.contains(&path) && text.contains("16777216"), "{text}");
     assert!(client.close().await.success());
 }
+
+/// A session's MCP server that fails to start (exits at once, or does not
+/// exist) does not hold `session/new` for the 30 s a slow server may take:
+/// the session opens once its servers are up or failed, and says which failed.
+#[tokio::test]
+async fn session_new_answers_soon_when_a_sessions_server_fails_to_start() {
+    let sandbox = Sandbox::new();
+    let model = ModelServer::start([says("Hi.")]).await;
+    let mut client = acp_with(&sandbox, &model);
+    let servers = json!([
+        {"name": "gone", "command": "/nonexistent/mcp-server", "args": [], "env": []},
+        {"name": "quits", "command": "sh", "args": ["-c", "echo 'cannot start: no token' >&2; exit 3"], "env": []},
+        {"name": "demo", "command": cli_support::BIN, "args": ["demo-server"], "env": []},
+        {"name": "mute", "command": "sleep", "args": ["1000"], "env": []},
+    ]);
+    let started = Instant::now();
+    let opened = open_session(&mut client, &sandbox, servers).await;
+    let took = started.elapsed();
+    eprintln!("session/new answered after {took:?}");
+    assert!(opened["result"]["sessionId"].is_string(), "{opened}");
+    assert!(took < Duration::from_secs(15), "session/new took {took:?}");
+    // The notes follow the answer, the servers in the order given.
+    let mute_noted = |m: &Value| m["params"]["update"]["content"]["text"].as_str().is_some_and(|t| t.contains("`mute`"));
+    client.until(&mute_noted, &mut no_requests).await;
+    let said: String = client.updates_of("agent_message_chunk").iter().filter_map(|u| u["content"]["text"].as_str()).collect();
+    assert!(said.contains("`gone`") && said.contains("`quits`") && !said.contains("`demo`"), "{said}");
+    assert!(said.contains("no token"), "the failure names the server's last error: {said}");
+    assert!(said.contains("`mute` is still starting"), "{said}");
+    assert!(client.close().await.success());
+}
