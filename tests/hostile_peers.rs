@@ -174,3 +174,25 @@ async fn session_new_answers_soon_when_a_sessions_server_fails_to_start() {
     assert!(said.contains("`mute` is still starting"), "{said}");
     assert!(client.close().await.success());
 }
+
+/// Issue 19: `down__echo` when server `down` failed said "not served"; it
+/// says the server failed, and why (its last error and stderr line).
+#[test]
+fn a_tool_of_a_failed_server_is_refused_naming_the_server_and_its_error() {
+    let sandbox = Sandbox::new();
+    let down = "[servers.down]\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'missing API token' >&2; exit 4\"]\nrestart = \"never\"\n";
+    sandbox.write(".mcpvisor.toml", &format!("{}{down}", demo_table("demo", &[])));
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "down__echo", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "nobody__echo", "arguments": {}}}),
+    ];
+    let input: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    let output = sandbox.cmd(["serve", "--no-audit", "-q"]).write_stdin(input).timeout(Duration::from_secs(60)).output().unwrap();
+    let answers: Vec<Value> = cli_support::stdout(&output).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let error = |id: i64| answers.iter().find(|a| a["id"] == id).map(|a| a["error"]["message"].as_str().unwrap_or_default().to_string());
+    let down = error(2).unwrap_or_else(|| panic!("{answers:?}"));
+    assert!(down.contains("server `down`") && down.contains("missing API token") && !down.contains("not served"), "{down}");
+    assert!(error(3).unwrap().contains("not served"), "{answers:?}");
+}
