@@ -196,3 +196,20 @@ fn a_tool_of_a_failed_server_is_refused_naming_the_server_and_its_error() {
     assert!(down.contains("server `down`") && down.contains("missing API token") && !down.contains("not served"), "{down}");
     assert!(error(3).unwrap().contains("not served"), "{answers:?}");
 }
+
+/// Issue 19: a one-character serve token was accepted. It is refused before
+/// anything listens, with how to make a good one, and never shown.
+#[test]
+fn serve_refuses_a_short_token_and_says_how_to_make_one() {
+    let sandbox = Sandbox::new();
+    sandbox.write(".mcpvisor.toml", &demo_table("demo", &[]));
+    let output = sandbox
+        .cmd(["serve", "--http", "127.0.0.1:0", "--no-audit"])
+        .env("MCPVISOR_SERVE_TOKEN", "Q")
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = cli_support::stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("MCPVISOR_SERVE_TOKEN is 1 characters long") && stderr.contains("openssl rand -hex 32"), "{stderr}");
+}
