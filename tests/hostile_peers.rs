@@ -213,3 +213,35 @@ fn serve_refuses_a_short_token_and_says_how_to_make_one() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("MCPVISOR_SERVE_TOKEN is 1 characters long") && stderr.contains("openssl rand -hex 32"), "{stderr}");
 }
+
+/// Issue 19: one model answer asked for 20,000 tool calls and all ran; and
+/// megabytes of arguments were echoed whole to stderr. At most 64 calls of
+/// an answer run (the rest get an error result asking for fewer at once),
+/// and the terminal sees a few hundred bytes of each call's arguments.
+#[tokio::test]
+async fn one_answer_runs_at_most_64_calls_and_long_arguments_are_cut_on_stderr() {
+    let sandbox = Sandbox::new();
+    sandbox.write_user_file(&demo_table("demo", &[]));
+    let mut calls = vec![("c0".to_string(), "mcp__demo__echo", json!({"text": "a".repeat(1_000_000)}))];
+    calls.extend((1..100).map(|i| (format!("c{i}"), "mcp__demo__echo", json!({"text": format!("call {i}")}))));
+    let calls: Vec<(&str, &str, Value)> = calls.iter().map(|(id, name, args)| (id.as_str(), *name, args.clone())).collect();
+    let model = ModelServer::start([tool_calls(&calls), says("Done.")]).await;
+    let base = format!("{}/v1", model.url);
+    let mut command = sandbox.std_cmd(["agent", "-p", "echo a lot", "--model", "m", "--base-url", &base, "--confirm", "never"]);
+    for var in ["MCPVISOR_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"] {
+        command.env_remove(var);
+    }
+    command.stdin(std::process::Stdio::null());
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap()).await.unwrap();
+    let stderr = cli_support::stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", &stderr[..stderr.len().min(2000)]);
+    let results: Vec<Value> =
+        model.requests()[1].body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").cloned().collect();
+    assert_eq!(results.len(), 100, "one result per call");
+    let refused: Vec<&Value> = results.iter().filter(|m| m["content"].as_str().unwrap_or_default().contains("at most 64")).collect();
+    assert_eq!(refused.len(), 36, "{:?}", results.last());
+    assert_eq!(refused[0]["tool_call_id"], "c64");
+    assert!(results[63]["content"].as_str().unwrap().contains("call 63"), "{}", results[63]);
+    assert!(stderr.len() < 64 * 1024, "stderr holds {} bytes", stderr.len());
+    assert!(stderr.contains("more bytes]"), "{}", &stderr[..stderr.len().min(2000)]);
+}
