@@ -485,3 +485,56 @@ async fn an_enterprise_users_id_token_is_exchanged_for_an_id_jag_which_is_presen
     assert!(error.contains("refused the token exchange for an ID-JAG: invalid_grant"), "{error}");
     assert!(!error.contains("stale-id-token-value"), "the identity provider's echo is masked: {error}");
 }
+
+/// A browser that a local process races: on `open`, something connects to
+/// the login's loopback listener and sends nothing (kept open), then a
+/// browser follows the URL in a task of its own and reports the page it got.
+struct StalledThenBrowsed {
+    pages: tokio::sync::mpsc::UnboundedSender<String>,
+    stallers: std::sync::Mutex<Vec<std::net::TcpStream>>,
+}
+
+impl Authorizer for StalledThenBrowsed {
+    fn open<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<(), mcpvisor::oauth::OAuthError>> {
+        Box::pin(async move {
+            let parsed = url::Url::parse(url).unwrap();
+            let redirect = parsed.query_pairs().find(|(key, _)| key == "redirect_uri").unwrap().1.into_owned();
+            let port = url::Url::parse(&redirect).unwrap().port().unwrap();
+            let staller = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            self.stallers.lock().unwrap().push(staller);
+            let (url, pages) = (url.to_owned(), self.pages.clone());
+            tokio::spawn(async move {
+                let page = match reqwest::Client::new().get(url).send().await {
+                    Ok(response) => response.text().await.unwrap_or_default(),
+                    Err(error) => format!("no page: {error}"),
+                };
+                let _ = pages.send(page);
+            });
+            Ok(())
+        })
+    }
+}
+
+/// Issue 19: a local process that connected to the loopback listener and
+/// sent nothing blocked the real redirect; and the page said "Logged in"
+/// before `iss` was checked and the code exchanged.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stalled_local_connection_does_not_block_the_login_and_the_page_tells_the_outcome() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    for (iss, logs_in) in [(Iss::Correct, true), (Iss::Wrong, false)] {
+        let server = AuthServer::start(Options { iss, advertise_iss: true, ..Options::default() }).await;
+        let dir = tempfile::tempdir().unwrap();
+        let (pages, mut seen) = tokio::sync::mpsc::unbounded_channel();
+        let authorizer = Arc::new(StalledThenBrowsed { pages, stallers: Default::default() });
+        let credentials =
+            OAuthCredentials::new(&server_config(&server, OAuthConfig::default()), Some(TokenStore::new(dir.path())), Some(authorizer))
+                .unwrap();
+        let outcome = tokio::time::timeout(std::time::Duration::from_secs(30), call(&credentials, &server.mcp()))
+            .await
+            .expect("the login ends although a local connection stalls");
+        assert_eq!(outcome.is_ok(), logs_in, "{iss:?}: {outcome:?}");
+        let page = tokio::time::timeout(std::time::Duration::from_secs(10), seen.recv()).await.unwrap().unwrap();
+        assert_eq!(page.contains("Logged in"), logs_in, "{iss:?}: {page}");
+        assert_eq!(page.contains("The login failed"), !logs_in, "{iss:?}: {page}");
+    }
+}
