@@ -538,3 +538,36 @@ async fn a_stalled_local_connection_does_not_block_the_login_and_the_page_tells_
         assert_eq!(page.contains("The login failed"), !logs_in, "{iss:?}: {page}");
     }
 }
+
+/// Issue 19: a `resource_metadata` URL (named by the server's challenge)
+/// that answers with an error page had that page printed; the error shows
+/// the status and content type only.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_resource_metadata_url_is_reported_by_status_not_by_its_page() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bad = format!("http://{}/.well-known/oauth-protected-resource", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut head = [0u8; 4096];
+            let _ = stream.read(&mut head).await;
+            let body = "<html><pre>internal-trace at db.internal:5432 user=admin</pre></html>";
+            let answer = format!(
+                "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+        }
+    });
+    let server = AuthServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let credentials = credentials(&server, OAuthConfig::default(), dir.path(), true);
+    let challenge =
+        Challenge { status: 401, www_authenticate: Some(format!("Bearer resource_metadata=\"{bad}\"")), resource: server.mcp() };
+    let error = match credentials.refused(challenge).await {
+        Err(error) => error.message,
+        Ok(_) => panic!("a 502 for the resource metadata is an error"),
+    };
+    assert!(error.contains("502") && error.contains("text/html"), "{error}");
+    assert!(!error.contains("internal-trace") && !error.contains("admin"), "{error}");
+}
