@@ -47,7 +47,12 @@ impl FrameError {
         use crate::protocol::error_codes;
         let (code, id) = match self {
             FrameError::Blank => return None,
-            FrameError::TooLarge { head, .. } => (error_codes::INVALID_REQUEST, peek_id(head)),
+            FrameError::TooLarge { size, max, head, .. } => {
+                let message = format!(
+                    "message too large: {size} bytes or more, over max_frame ({max} bytes); it was skipped, send it in smaller parts"
+                );
+                return Some((peek_id(head), crate::protocol::ErrorObject { code: error_codes::INVALID_REQUEST, message, data: None }));
+            }
             FrameError::InvalidUtf8 { salvage, .. } | FrameError::NotJsonRpc { salvage, .. } => {
                 if salvage.is_answer {
                     return None;
@@ -122,11 +127,19 @@ impl Skipping {
 /// Read buffers larger than this are reallocated to their content after a frame.
 const KEEP_CAPACITY: usize = 1024 * 1024;
 
+/// The room a released buffer keeps for the next read (a pipe's whole
+/// buffer). Never less: `FramedRead` reads into spare capacity, and a
+/// buffer given back empty would grow by 8 bytes, so skipping an oversized
+/// frame would take one read (one thread hop on blocking stdin) per 8 bytes.
+pub const READ_CAPACITY: usize = 64 * 1024;
+
 /// Gives the memory of a large frame back, keeping the unread bytes: after
 /// a split the rest of the buffer still shares the frame's allocation.
 fn release_if_large(buf: &mut BytesMut, frame_len: usize) {
     if frame_len > KEEP_CAPACITY || buf.capacity() > KEEP_CAPACITY {
-        *buf = BytesMut::from(&buf[..]);
+        let mut fresh = BytesMut::with_capacity(buf.len().max(READ_CAPACITY));
+        fresh.extend_from_slice(buf);
+        *buf = fresh;
     }
 }
 
@@ -445,6 +458,44 @@ mod tests {
         let whole = head(&[big.as_bytes()]);
         assert_eq!(whole, [big.as_bytes()[..HEAD_LEN.min(big.len() - 1)].to_vec()]);
         assert_eq!(head(&big.as_bytes().chunks(7).collect::<Vec<_>>()), whole);
+    }
+
+    /// A reader that hands out as many bytes as each read has room for, and counts the reads.
+    struct CountingReader {
+        data: Vec<u8>,
+        at: usize,
+        reads: usize,
+    }
+
+    impl tokio::io::AsyncRead for CountingReader {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            let n = buf.remaining().min(self.data.len() - self.at);
+            let at = self.at;
+            buf.put_slice(&self.data[at..at + n]);
+            self.at += n;
+            self.reads += 1;
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Issue 19: after giving back an oversized frame's buffer the reader
+    /// read 8 bytes at a time (a 100 MB line on blocking stdin did not end in
+    /// 180 s). Skipping must read in chunks of at least READ_CAPACITY.
+    #[tokio::test]
+    async fn skipping_an_oversized_frame_reads_in_large_chunks() {
+        use futures::StreamExt;
+        let size = 8 * 1024 * 1024;
+        let mut data = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":\"{}\"}}\n", "a".repeat(size)).into_bytes();
+        data.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
+        let mut frames = tokio_util::codec::FramedRead::new(CountingReader { data, at: 0, reads: 0 }, JsonRpcCodec::new(2 * 1024 * 1024));
+        assert!(matches!(frames.next().await, Some(Ok(Err(FrameError::TooLarge { .. })))));
+        assert!(matches!(frames.next().await, Some(Ok(Ok(Message::Request { .. })))));
+        let reads = frames.get_ref().reads;
+        assert!(reads <= size / READ_CAPACITY + 64, "{reads} reads for an {size} byte line");
     }
 
     fn message_line() -> impl Strategy<Value = String> {

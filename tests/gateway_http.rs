@@ -205,7 +205,7 @@ async fn a_non_loopback_bind_needs_a_token_and_checks_it() {
     let refused = Gateway::start("0.0.0.0:0", &[], &[]).err().expect("no token, no start");
     assert!(refused.contains("MCPVISOR_SERVE_TOKEN"), "{refused}");
 
-    let gateway = Gateway::start("0.0.0.0:0", &[], &[("MCPVISOR_SERVE_TOKEN", "s3cret-token")]).expect("starts with a token");
+    let gateway = Gateway::start("0.0.0.0:0", &[], &[("MCPVISOR_SERVE_TOKEN", "s3cret-token-0123")]).expect("starts with a token");
     let port = gateway.base.rsplit(':').next().unwrap();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let http = client();
@@ -215,7 +215,7 @@ async fn a_non_loopback_bind_needs_a_token_and_checks_it() {
     assert_eq!(response.headers()["www-authenticate"], "Bearer");
     let response = post(&http, &url, &body).bearer_auth("wrong-token!").send().await.unwrap();
     assert_eq!(response.status(), 401);
-    let response = post(&http, &url, &body).bearer_auth("s3cret-token").send().await.unwrap();
+    let response = post(&http, &url, &body).bearer_auth("s3cret-token-0123").send().await.unwrap();
     assert_eq!(response.status(), 200);
     let health = http.get(format!("http://127.0.0.1:{port}/healthz")).send().await.unwrap();
     assert_eq!(health.status(), 200, "probes need no token");

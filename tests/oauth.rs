@@ -485,3 +485,89 @@ async fn an_enterprise_users_id_token_is_exchanged_for_an_id_jag_which_is_presen
     assert!(error.contains("refused the token exchange for an ID-JAG: invalid_grant"), "{error}");
     assert!(!error.contains("stale-id-token-value"), "the identity provider's echo is masked: {error}");
 }
+
+/// A browser that a local process races: on `open`, something connects to
+/// the login's loopback listener and sends nothing (kept open), then a
+/// browser follows the URL in a task of its own and reports the page it got.
+struct StalledThenBrowsed {
+    pages: tokio::sync::mpsc::UnboundedSender<String>,
+    stallers: std::sync::Mutex<Vec<std::net::TcpStream>>,
+}
+
+impl Authorizer for StalledThenBrowsed {
+    fn open<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<(), mcpvisor::oauth::OAuthError>> {
+        Box::pin(async move {
+            let parsed = url::Url::parse(url).unwrap();
+            let redirect = parsed.query_pairs().find(|(key, _)| key == "redirect_uri").unwrap().1.into_owned();
+            let port = url::Url::parse(&redirect).unwrap().port().unwrap();
+            let staller = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            self.stallers.lock().unwrap().push(staller);
+            let (url, pages) = (url.to_owned(), self.pages.clone());
+            tokio::spawn(async move {
+                let page = match reqwest::Client::new().get(url).send().await {
+                    Ok(response) => response.text().await.unwrap_or_default(),
+                    Err(error) => format!("no page: {error}"),
+                };
+                let _ = pages.send(page);
+            });
+            Ok(())
+        })
+    }
+}
+
+/// Issue 19: a local process that connected to the loopback listener and
+/// sent nothing blocked the real redirect; and the page said "Logged in"
+/// before `iss` was checked and the code exchanged.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stalled_local_connection_does_not_block_the_login_and_the_page_tells_the_outcome() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    for (iss, logs_in) in [(Iss::Correct, true), (Iss::Wrong, false)] {
+        let server = AuthServer::start(Options { iss, advertise_iss: true, ..Options::default() }).await;
+        let dir = tempfile::tempdir().unwrap();
+        let (pages, mut seen) = tokio::sync::mpsc::unbounded_channel();
+        let authorizer = Arc::new(StalledThenBrowsed { pages, stallers: Default::default() });
+        let credentials =
+            OAuthCredentials::new(&server_config(&server, OAuthConfig::default()), Some(TokenStore::new(dir.path())), Some(authorizer))
+                .unwrap();
+        let outcome = tokio::time::timeout(std::time::Duration::from_secs(30), call(&credentials, &server.mcp()))
+            .await
+            .expect("the login ends although a local connection stalls");
+        assert_eq!(outcome.is_ok(), logs_in, "{iss:?}: {outcome:?}");
+        let page = tokio::time::timeout(std::time::Duration::from_secs(10), seen.recv()).await.unwrap().unwrap();
+        assert_eq!(page.contains("Logged in"), logs_in, "{iss:?}: {page}");
+        assert_eq!(page.contains("The login failed"), !logs_in, "{iss:?}: {page}");
+    }
+}
+
+/// Issue 19: a `resource_metadata` URL (named by the server's challenge)
+/// that answers with an error page had that page printed; the error shows
+/// the status and content type only.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_resource_metadata_url_is_reported_by_status_not_by_its_page() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bad = format!("http://{}/.well-known/oauth-protected-resource", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut head = [0u8; 4096];
+            let _ = stream.read(&mut head).await;
+            let body = "<html><pre>internal-trace at db.internal:5432 user=admin</pre></html>";
+            let answer = format!(
+                "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+        }
+    });
+    let server = AuthServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let credentials = credentials(&server, OAuthConfig::default(), dir.path(), true);
+    let challenge =
+        Challenge { status: 401, www_authenticate: Some(format!("Bearer resource_metadata=\"{bad}\"")), resource: server.mcp() };
+    let error = match credentials.refused(challenge).await {
+        Err(error) => error.message,
+        Ok(_) => panic!("a 502 for the resource metadata is an error"),
+    };
+    assert!(error.contains("502") && error.contains("text/html"), "{error}");
+    assert!(!error.contains("internal-trace") && !error.contains("admin"), "{error}");
+}

@@ -40,6 +40,11 @@ pub(super) struct Turn {
     pub usage: Mutex<Usage>,
 }
 
+/// The most tool calls of one model answer that are run; the rest get an
+/// error result asking for fewer calls at once (a model may ask for
+/// thousands, each a confirmation, an event and a request to a server).
+pub const MAX_CALLS_PER_ANSWER: usize = 64;
+
 /// A model answer, assembled.
 #[derive(Default)]
 struct Answer {
@@ -88,12 +93,26 @@ impl Turn {
             if calls.is_empty() {
                 return Ok(TurnEnded { stop_reason: stop_of(answer.stop), usage: self.usage() });
             }
-            let results: Vec<ChatMessage> = futures::stream::iter(calls.iter().map(|call| self.run_call(call, &offer, &skills)))
+            let (run, refused) = calls.split_at(calls.len().min(MAX_CALLS_PER_ANSWER));
+            let results: Vec<ChatMessage> = futures::stream::iter(run.iter().map(|call| self.run_call(call, &offer, &skills)))
                 .buffered(self.limits.max_parallel_tools)
                 .collect()
                 .await;
             for result in results {
                 self.shared.push(result);
+            }
+            for call in refused {
+                let text = format!(
+                    "Not run: this answer asked for {} tool calls and one answer may ask for at most {MAX_CALLS_PER_ANSWER}; \
+                     the first {MAX_CALLS_PER_ANSWER} ran. Ask for this call again, and for fewer calls at once.",
+                    calls.len()
+                );
+                self.shared.push(ChatMessage::Tool {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: error_parts(text),
+                    is_error: true,
+                });
             }
         }
         Ok(TurnEnded { stop_reason: AgentStop::MaxTurnRequests, usage: self.usage() })

@@ -16,7 +16,7 @@ use crate::actors::hub::ToServer;
 use crate::actors::operation::{Complete, LogLevel};
 use crate::actors::{CallTool, ProgressSink};
 use crate::gateway::errors::{invalid_params, rpc_error, tool_failure};
-use crate::gateway::names::{serves, Routes, RoutesCache};
+use crate::gateway::names::{serves, unknown_tool, Routes, RoutesCache};
 use crate::gateway::outbox::{Frame, Outbox};
 use crate::gateway::{tasks, ServeOptions, SERVER_NAME, STATUS_URI};
 use crate::protocol::{error_codes, methods, ErrorObject};
@@ -121,7 +121,7 @@ impl Pool {
             routes = self.routes().await;
         }
         let Some(owner) = routes.tools.get(&name).map(|(owner, _)| owner.clone()).or_else(|| self.routes.known_tool(&name)) else {
-            return Err(invalid_params(format!("Unknown tool: `{name}` is not served here; list the tools for the names served")));
+            return Err(invalid_params(unknown_tool(&name, &self.handle.status().await, &self.options)));
         };
         // Before the call: the server's requests during it go to this request's stream.
         let _ = server.set(owner.server.clone());

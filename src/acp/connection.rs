@@ -152,6 +152,11 @@ impl AcpConnection {
                 None => connection.peer.respond(&id, Ok(NewSessionResponse::new(session_id.clone()).modes(modes))),
             }
             session.room.update(SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands())));
+            for note in &session.notes {
+                session
+                    .room
+                    .update(SessionUpdate::AgentMessageChunk(agent_client_protocol_schema::ContentChunk::new(format!("{note}\n").into())));
+            }
             connection.sessions.insert(session_id.to_string(), session);
         }));
         serde_json::Value::Null

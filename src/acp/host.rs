@@ -84,7 +84,13 @@ impl Host for EditorHost {
 impl EditorHost {
     async fn read_text(&self, path: &Path) -> Result<String, HostError> {
         let request = ReadTextFileRequest::new(self.room.session_id.clone(), path);
-        let response: ReadTextFileResponse = self.room.peer.request("fs/read_text_file", &request).await.map_err(io_error)?;
+        let response: ReadTextFileResponse = self.room.peer.request("fs/read_text_file", &request).await.map_err(|error| {
+            if error.code != super::peer::ANSWER_TOO_LARGE {
+                return io_error(error);
+            }
+            let advice = "read a part of it with run_command (head, sed -n) instead";
+            HostError::Io(io::Error::other(format!("{} (reading {} through fs/read_text_file); {advice}", error.message, path.display())))
+        })?;
         Ok(response.content)
     }
 

@@ -42,7 +42,7 @@ use tokio_util::codec::FramedRead;
 
 use crate::actors::agent::{AgentLimits, ConfirmPolicy};
 use crate::actors::hub;
-use crate::codec::{FrameError, JsonRpcCodec, DEFAULT_MAX_FRAME};
+use crate::codec::{names_a_method, peek_id, peek_tail_id, FrameError, JsonRpcCodec, DEFAULT_MAX_FRAME};
 use crate::config::Redactor;
 use crate::llm::ChatModel;
 use crate::protocol::Message;
@@ -141,8 +141,14 @@ where
 /// How long the answers already sent may take to be written once the editor closed stdin.
 const FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Answers a line that is no usable message, with its id when it can be read.
+/// Answers a line that is no usable message, with its id when it can be
+/// read; an oversized answer fails the request it answers.
 fn refuse(peer: &peer::Peer, error: FrameError) {
+    if let FrameError::TooLarge { size, max, head, tail } = &error {
+        if !names_a_method(head, tail) {
+            return peer.fail_too_large(peek_id(head).or_else(|| peek_tail_id(tail)), *size, *max);
+        }
+    }
     match error.refusal() {
         None => {}
         Some((Some(id), error)) => peer.respond::<()>(&id, Err(error)),

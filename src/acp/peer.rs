@@ -18,6 +18,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::protocol::{error_codes, notification_frame, request_frame, response_frame, ErrorObject, RequestId};
 
+/// The code of the error a request fails with when the editor's answer
+/// was over `max_frame` (mcpvisor's own; never sent on the wire).
+pub const ANSWER_TOO_LARGE: i64 = -32099;
+
 type Waiter = oneshot::Sender<Result<Box<RawValue>, ErrorObject>>;
 
 /// A cheap handle on the connection's output; clones share it.
@@ -87,6 +91,26 @@ impl Peer {
         if let Some(waiter) = waiter {
             let _ = waiter.send(outcome);
         }
+    }
+
+    /// An answer of the editor over `max_frame` was skipped: the request it
+    /// answers (by `id`, else the only one waiting) fails with
+    /// [`ANSWER_TOO_LARGE`] instead of waiting for an answer that will not come.
+    pub fn fail_too_large(&self, id: Option<RequestId>, size: usize, max: usize) {
+        let waiter = self.lock().as_mut().and_then(|waiting| match id {
+            Some(RequestId::Number(id)) => waiting.remove(&id),
+            Some(RequestId::String(_)) => None,
+            None if waiting.len() == 1 => waiting.drain().next().map(|(_, waiter)| waiter),
+            None => None,
+        });
+        let Some(waiter) = waiter else {
+            return tracing::warn!(
+                "skipped an answer of the editor of {size} bytes or more (over max_frame, {max} bytes) that no request awaits"
+            );
+        };
+        let message =
+            format!("the editor's answer was too large ({size} bytes or more, over the {max} byte limit, max_frame) and was dropped");
+        let _ = waiter.send(Err(ErrorObject { code: ANSWER_TOO_LARGE, message, data: None }));
     }
 
     /// The editor is gone: every waiting request fails, and new ones fail at once.

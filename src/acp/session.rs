@@ -34,8 +34,11 @@ use crate::protocol::{error_codes, ErrorObject};
 use crate::sessions::{NewSession, SessionId as SavedId, SessionWriter};
 use crate::Handle;
 
-/// How long a session's own servers may take to start before the session answers anyway.
-const SERVERS_SETTLE: Duration = Duration::from_secs(30);
+/// How long a session's own servers may take to start before the session
+/// answers anyway (a server still starting then comes up in the background,
+/// and the editor is told). Shorter than a server's start-up time-out (30 s):
+/// an editor waits for `session/new` with nothing on screen.
+pub const SERVERS_SETTLE: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(20);
 
 pub struct Session {
@@ -46,6 +49,9 @@ pub struct Session {
     pub scope: Scope,
     /// A prompt is running.
     pub prompting: bool,
+    /// What to tell the user once the session is open: its servers that
+    /// failed to start (and why) or are still starting.
+    pub notes: Vec<String>,
 }
 
 /// Which servers' tools a session's agent sees.
@@ -113,7 +119,7 @@ impl Session {
             remove_servers(&cx.handle, &scope.own).await;
             return Err(error);
         }
-        settle(&cx.handle, &scope.own).await;
+        let notes = settle(&cx.handle, &scope.own, &suffix).await;
         let mode = Mode::Ask;
         let (outlet, events) = Outlet::channel();
         let mut config = AgentConfig::new(options.model.clone());
@@ -131,7 +137,7 @@ impl Session {
             remove_servers(&cx.handle, &scope.own).await;
             return Err(internal("the runtime stopped before the session's agent started".into()));
         };
-        Ok(Session { agent, room, relay, mode, scope, prompting: false })
+        Ok(Session { agent, room, relay, mode, scope, prompting: false, notes })
     }
 
     pub fn set_mode(&mut self, mode: Mode, configured: crate::config::ConfirmMode) {
@@ -220,17 +226,38 @@ fn server_config(server: &McpServer, suffix: &str, cwd: &std::path::Path) -> Res
     Ok(config)
 }
 
-/// Waits until the session's servers are out of `pending`, at most [`SERVERS_SETTLE`].
-async fn settle(handle: &Handle, names: &[String]) {
+/// Waits until the session's servers are out of `pending`, at most
+/// [`SERVERS_SETTLE`]; returns a note for each that is not connected then,
+/// under the editor's name for it (without `suffix`).
+async fn settle(handle: &Handle, names: &[String], suffix: &str) -> Vec<String> {
     let deadline = Instant::now() + SERVERS_SETTLE;
+    let mut notes = Vec::new();
     for name in names {
-        while Instant::now() < deadline {
-            match handle.server_status(name).await {
-                Some(status) if status.state == ServerState::Pending => tokio::time::sleep(POLL).await,
-                _ => break,
-            }
+        let mut status = handle.server_status(name).await;
+        while Instant::now() < deadline && status.as_ref().is_some_and(|status| status.state == ServerState::Pending) {
+            tokio::time::sleep(POLL).await;
+            status = handle.server_status(name).await;
         }
+        let shown = name.strip_suffix(suffix).unwrap_or(name);
+        notes.extend(status.and_then(|status| startup_note(shown, &status)));
     }
+    notes
+}
+
+/// What the user is told about a session's server that is not up.
+fn startup_note(shown: &str, status: &crate::actors::ServerStatus) -> Option<String> {
+    let why = match &status.state {
+        ServerState::Connected | ServerState::Disabled => return None,
+        ServerState::Pending => {
+            let wait = SERVERS_SETTLE.as_secs();
+            return Some(format!("MCP server `{shown}` is still starting after {wait} s; its tools appear once it is up"));
+        }
+        ServerState::NeedsAuth => "it needs authorization (run `mcpvisor login` for it)".to_string(),
+        ServerState::Failed { error, .. } => error.clone(),
+        ServerState::Restarting { .. } => status.last_error.clone().unwrap_or_else(|| "it exited".into()),
+    };
+    let stderr = status.stderr_tail.last().map(|line| format!(" (its last stderr line: {line})")).unwrap_or_default();
+    Some(format!("MCP server `{shown}` failed to start: {why}{stderr}; its tools are missing from this session"))
 }
 
 pub async fn remove_servers(handle: &Handle, names: &[String]) {

@@ -29,7 +29,7 @@ use super::output::Failure;
 use super::parse_seconds;
 use super::servers::env;
 use crate::codec::DEFAULT_MAX_FRAME;
-use crate::config::ServeSettings;
+use crate::config::{check_token, ServeSettings};
 use crate::gateway::bridge::ClientBridge;
 use crate::gateway::http::limits::Limits;
 use crate::gateway::http::pool::PoolGateway;
@@ -123,9 +123,16 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr, Failure> {
 /// table); refuses a non-loopback bind without a token.
 pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAddr) -> Result<HttpOptions, Failure> {
     let token = match std::env::var(TOKEN_VAR).ok().map(|token| token.trim().to_string()).filter(|token| !token.is_empty()) {
-        Some(token) => Some(token),
-        None => settings.map(|settings| settings.token(env)).transpose()?.flatten(),
+        Some(token) => Some((token, TOKEN_VAR.to_string())),
+        None => match settings {
+            Some(settings) => settings.token(env)?.map(|token| (token, format!("`token` of [serve] in {}", settings.file.display()))),
+            None => None,
+        },
     };
+    if let Some((token, source)) = &token {
+        check_token(token, source).map_err(Failure::usage)?;
+    }
+    let token = token.map(|(token, _)| token);
     let loopback = addr.ip().is_loopback();
     if !loopback && token.is_none() {
         return Err(Failure::usage(format!(

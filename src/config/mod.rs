@@ -79,7 +79,7 @@ pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
 pub use filter::ToolFilter;
 pub use oauth::{AuthorizerHandle, Grant, IdentityProvider, OAuthConfig};
 pub use redact::{Redactor, MASK};
-pub use serve::ServeSettings;
+pub use serve::{check_token, ServeSettings};
 
 /// Back-pressure bounds of one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -76,6 +76,27 @@ impl ServeSettings {
     }
 }
 
+/// The shortest serve token accepted, in characters.
+pub const MIN_TOKEN_LEN: usize = 16;
+/// The fewest different characters a serve token may have (`aaaa…` is no secret).
+const MIN_DISTINCT: usize = 8;
+
+/// Refuses a serve token too short or too plain to be a secret; the
+/// message names where it came from (`source`) and its length, never the
+/// token, and says how to make a good one.
+pub fn check_token(token: &str, source: &str) -> Result<(), String> {
+    let length = token.chars().count();
+    let distinct = token.chars().collect::<std::collections::BTreeSet<char>>().len();
+    if length >= MIN_TOKEN_LEN && distinct >= MIN_DISTINCT {
+        return Ok(());
+    }
+    let why = match length < MIN_TOKEN_LEN {
+        true => format!("is {length} characters long; it must have at least {MIN_TOKEN_LEN}"),
+        false => format!("repeats {distinct} different characters; it must have at least {MIN_DISTINCT}"),
+    };
+    Err(format!("the serve token from {source} {why}, as anyone who can reach the port may guess it: make one with `openssl rand -hex 32`"))
+}
+
 /// Reads `[serve]` of the file at `path`.
 pub(crate) fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigError> {
     let invalid = |field: &str, message: &str| ConfigError::InvalidSetting {
@@ -139,6 +160,17 @@ mod tests {
     fn serve(text: &str) -> Result<ServeSettings, String> {
         let document: toml_edit::DocumentMut = text.parse().unwrap();
         read(Path::new("/etc/mcpvisor/servers.toml"), &document["serve"]).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn short_or_plain_tokens_are_refused_without_showing_them() {
+        for (token, says) in
+            [("Q", "is 1 characters long"), ("hunter2hunter2!", "is 15 characters"), ("abababababababababab", "repeats 2 different")]
+        {
+            let refused = check_token(token, "MCPVISOR_SERVE_TOKEN").unwrap_err();
+            assert!(refused.contains(says) && refused.contains("openssl rand -hex 32") && !refused.contains(token), "{refused}");
+        }
+        assert!(check_token("0f3a9c2e7b1d4a6f8e0c2b4d6f8a0c1e", "MCPVISOR_SERVE_TOKEN").is_ok());
     }
 
     #[test]

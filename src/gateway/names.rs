@@ -280,6 +280,37 @@ fn invalidate(cached: &Mutex<Cached>) {
     cached.generation += 1;
 }
 
+/// What a client is told when it names a tool that is not served: when
+/// the name is one of a served server's that is not up (its prefix, or
+/// any name under `serve --server`), that the server is down and why.
+pub fn unknown_tool(name: &str, statuses: &[ServerStatus], options: &ServeOptions) -> String {
+    let owner = statuses
+        .iter()
+        .filter(|status| serves(options, &status.name) && status.state != ServerState::Connected)
+        .filter(|status| {
+            options.passthrough.is_some()
+                || name.starts_with(&NameRule::GATEWAY.server_prefix(&naming::server_segment(&status.name, false)))
+        })
+        .max_by_key(|status| status.name.len());
+    let Some(status) = owner else {
+        return format!("Unknown tool: `{name}` is not served here; list the tools for the names served");
+    };
+    let server = &status.name;
+    let last = status.last_error.as_deref().map(|error| format!(": {error}")).unwrap_or_default();
+    let why = match &status.state {
+        ServerState::Failed { error, .. } => {
+            format!("failed: {error}; `mcpvisor test {server}` explains, and restarting the gateway starts it again")
+        }
+        ServerState::Restarting { attempt, .. } => format!("is restarting (attempt {attempt}) after it failed{last}; try again shortly"),
+        ServerState::Pending => "is still starting; try again shortly".into(),
+        ServerState::NeedsAuth => format!("needs authorization; run `mcpvisor auth {server}`"),
+        ServerState::Disabled => format!("is disabled; `mcpvisor enable {server}` turns it on"),
+        ServerState::Connected => "does not list it; list the tools for the names served".into(),
+    };
+    let stderr = status.stderr_tail.last().map(|line| format!(" (its last stderr line: {line})")).unwrap_or_default();
+    format!("`{name}` is not available: server `{server}` {why}{stderr}")
+}
+
 /// Whether `server` is served under these options.
 pub fn serves(options: &ServeOptions, server: &str) -> bool {
     options.passthrough.as_deref().is_none_or(|only| only == server)

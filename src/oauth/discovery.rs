@@ -143,8 +143,12 @@ async fn resource_metadata(http: &Http, endpoint: &Url, from_header: Option<&str
         match http.get_json::<ResourceMetadata>(&url).await? {
             Answer::Ok(metadata) => return Ok(Some(metadata)),
             Answer::Failed { status, .. } if (400..500).contains(&status) => continue,
-            Answer::Failed { status, body } => {
-                return Err(OAuthError::new(format!("{url} answered {status} for the protected-resource metadata: {body}")))
+            // The URL may come from the server's challenge: its page is not shown, only what kind it was.
+            Answer::Failed { status, content_type, .. } => {
+                let kind = if content_type.is_empty() { "no content type".to_owned() } else { content_type };
+                return Err(OAuthError::new(format!(
+                    "{url} answered {status} ({kind}) for the protected-resource metadata; try again later, or ask the server's operator"
+                )));
             }
         }
     }

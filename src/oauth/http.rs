@@ -76,7 +76,13 @@ fn origin_of(url: &str) -> String {
 /// A JSON answer, or the status and start of the body of a failed one.
 pub enum Answer<T> {
     Ok(T),
-    Failed { status: u16, body: String },
+    /// `body`: its first characters, redacted; `content_type`: as the
+    /// answer's header says (empty without one).
+    Failed {
+        status: u16,
+        content_type: String,
+        body: String,
+    },
 }
 
 /// The client of OAuth requests, one per process. Cheap to clone.
@@ -214,9 +220,10 @@ impl<'c> oauth2::AsyncHttpClient<'c> for Http {
 /// The JSON document of `response`, or its status and the start of its body.
 async fn read_json<T: DeserializeOwned>(url: &str, response: reqwest::Response) -> Result<Answer<T>, OAuthError> {
     let status = response.status().as_u16();
+    let content_type = response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     let body = read_limited(response).await.map_err(|e| OAuthError::new(format!("{url}: {e}")))?;
     if status >= 400 {
-        return Ok(Answer::Failed { status, body: shown_body(&body) });
+        return Ok(Answer::Failed { status, content_type: shown_body(content_type.as_bytes()), body: shown_body(&body) });
     }
     serde_json::from_slice(&body)
         .map(Answer::Ok)

@@ -1,6 +1,9 @@
 //! A user's login (authorization code with PKCE): a loopback listener on
 //! 127.0.0.1 with a random port receives the redirect, the `state` and the
-//! issuer (`iss`, RFC 9207) are checked, and the code is exchanged.
+//! issuer (`iss`, RFC 9207) are checked, and the code is exchanged. The
+//! listener serves connections side by side, each with a time-out, so a
+//! local process that connects and stalls cannot hold the browser's
+//! redirect; the browser's page says "Logged in" only after the exchange.
 //!
 //! Who takes the user to the authorization URL is an [`Authorizer`]:
 //! [`SystemBrowser`] opens it (`xdg-open`, `open`), [`FollowRedirects`]
@@ -10,9 +13,10 @@
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
 use oauth2::CsrfToken;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 use super::discovery::Discovery;
 use super::flow::Target;
@@ -26,6 +30,12 @@ use crate::config::OAuthConfig;
 pub const CALLBACK_PATH: &str = "/callback";
 /// The largest request head the loopback listener reads.
 const MAX_REQUEST_HEAD: usize = 16 * 1024;
+/// How long one connection to the loopback listener may take to send its
+/// request, and to take the page back.
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections the loopback listener serves at once; more are closed at
+/// once. Any local process may connect: none may stall the browser's redirect.
+const MAX_CONNECTIONS: usize = 32;
 
 /// Takes the user (or a program acting for one) to the authorization URL.
 /// The login goes on when the authorization server redirects to the
@@ -124,40 +134,70 @@ impl Loopback {
         Ok(Loopback { listener, redirect_uri: format!("http://127.0.0.1:{port}{CALLBACK_PATH}") })
     }
 
-    /// Answers requests until the redirect of this login arrives; other
-    /// paths (a browser's favicon) get a 404.
-    async fn wait(&self, state: &CsrfToken) -> Result<Callback, OAuthError> {
+    /// Serves connections, at most [`MAX_CONNECTIONS`] at once and each for
+    /// at most [`CONNECTION_TIMEOUT`], until the redirect of this login
+    /// arrives; other paths (a browser's favicon) get a 404. The redirect's
+    /// connection is returned unanswered when it carries a code: the page
+    /// says "Logged in" only once the login did ([`Loopback::tell`]).
+    async fn wait(&self, state: &CsrfToken) -> Result<(Callback, TcpStream), OAuthError> {
+        let mut connections = FuturesUnordered::new();
         loop {
-            let (mut stream, _) = self.listener.accept().await.map_err(|e| OAuthError::new(format!("the login's listener failed: {e}")))?;
-            let Some(target) = read_request_target(&mut stream).await else { continue };
-            let Ok(url) = url::Url::parse(&format!("http://127.0.0.1{target}")) else { continue };
-            if url.path() != CALLBACK_PATH {
-                let _ = respond(&mut stream, "404 Not Found", "Not the login's redirect.").await;
-                continue;
+            tokio::select! {
+                accepted = self.listener.accept() => {
+                    let (stream, _) = accepted.map_err(|e| OAuthError::new(format!("the login's listener failed: {e}")))?;
+                    if connections.len() < MAX_CONNECTIONS {
+                        connections.push(tokio::time::timeout(CONNECTION_TIMEOUT, read_redirect(stream, state)));
+                    }
+                }
+                Some(served) = connections.next(), if !connections.is_empty() => match served {
+                    // Stalled, or not the login's redirect: the wait goes on.
+                    Err(_) | Ok(None) => {}
+                    Ok(Some((Ok(callback), stream))) => return Ok((callback, stream)),
+                    Ok(Some((Err(error), mut stream))) => {
+                        Loopback::tell(&mut stream, false).await;
+                        return Err(error);
+                    }
+                },
             }
-            let param = |name: &str| url.query_pairs().find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
-            let result = if let Some(error) = param("error") {
-                let description = param("error_description").map(|d| format!(" ({d})")).unwrap_or_default();
-                Err(OAuthError::new(format!("the authorization server refused the login: {error}{description}")))
-            } else if param("state").as_deref() != Some(state.secret().as_str()) {
-                Err(OAuthError::new("the login's redirect carries a state that is not this login's; refusing it (a forged redirect?)"))
-            } else if let Some(code) = param("code") {
-                Ok(Callback { code, iss: param("iss") })
-            } else {
-                Err(OAuthError::new("the login's redirect carries no code"))
-            };
-            let page = match &result {
-                Ok(_) => "Logged in: you can close this page and go back to mcpvisor.",
-                Err(_) => "The login failed: mcpvisor says why.",
-            };
-            let _ = respond(&mut stream, if result.is_ok() { "200 OK" } else { "400 Bad Request" }, page).await;
-            return result;
         }
+    }
+
+    /// The page the browser gets once the login ended.
+    async fn tell(stream: &mut TcpStream, logged_in: bool) {
+        let (status, page) = match logged_in {
+            true => ("200 OK", "Logged in: you can close this page and go back to mcpvisor."),
+            false => ("400 Bad Request", "The login failed: mcpvisor says why."),
+        };
+        let _ = tokio::time::timeout(CONNECTION_TIMEOUT, respond(stream, status, page)).await;
     }
 }
 
+/// Reads one connection's request: `None` when it is not the login's
+/// redirect (answered 404, or unreadable); else what the redirect says and
+/// the connection, to answer once the login ended.
+async fn read_redirect(mut stream: TcpStream, state: &CsrfToken) -> Option<(Result<Callback, OAuthError>, TcpStream)> {
+    let target = read_request_target(&mut stream).await?;
+    let url = url::Url::parse(&format!("http://127.0.0.1{target}")).ok()?;
+    if url.path() != CALLBACK_PATH {
+        let _ = respond(&mut stream, "404 Not Found", "Not the login's redirect.").await;
+        return None;
+    }
+    let param = |name: &str| url.query_pairs().find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
+    let result = if let Some(error) = param("error") {
+        let description = param("error_description").map(|d| format!(" ({d})")).unwrap_or_default();
+        Err(OAuthError::new(format!("the authorization server refused the login: {error}{description}")))
+    } else if param("state").as_deref() != Some(state.secret().as_str()) {
+        Err(OAuthError::new("the login's redirect carries a state that is not this login's; refusing it (a forged redirect?)"))
+    } else if let Some(code) = param("code") {
+        Ok(Callback { code, iss: param("iss") })
+    } else {
+        Err(OAuthError::new("the login's redirect carries no code"))
+    };
+    Some((result, stream))
+}
+
 /// The target of a `GET` request line; `None` for anything else.
-async fn read_request_target(stream: &mut tokio::net::TcpStream) -> Option<String> {
+async fn read_request_target(stream: &mut TcpStream) -> Option<String> {
     let mut head = Vec::new();
     let mut buffer = [0u8; 2048];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -175,7 +215,7 @@ async fn read_request_target(stream: &mut tokio::net::TcpStream) -> Option<Strin
     }
 }
 
-async fn respond(stream: &mut tokio::net::TcpStream, status: &str, text: &str) -> std::io::Result<()> {
+async fn respond(stream: &mut TcpStream, status: &str, text: &str) -> std::io::Result<()> {
     let body = format!("<!doctype html><title>mcpvisor</title><p>{text}</p>");
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -218,9 +258,13 @@ pub async fn login(
     })
     .await
     .map_err(|_| OAuthError::new(format!("no login came back within {} s", timeout.as_secs())))??;
-    check_issuer(server, callback.iss.as_deref())?;
-    let tokens = target.exchange_code(http, pending, callback.code).await?;
-    Ok((client, tokens))
+    let (callback, mut browser) = callback;
+    let exchanged = match check_issuer(server, callback.iss.as_deref()) {
+        Ok(()) => target.exchange_code(http, pending, callback.code).await,
+        Err(error) => Err(error),
+    };
+    Loopback::tell(&mut browser, exchanged.is_ok()).await;
+    Ok((client, exchanged?))
 }
 
 /// RFC 9207: an `iss` in the redirect must be the issuer; a server that

@@ -137,7 +137,7 @@ async fn register(
     }
     let registered: Registered = match http.post_json(endpoint, &request).await? {
         Answer::Ok(registered) => registered,
-        Answer::Failed { status, body } => {
+        Answer::Failed { status, body, .. } => {
             return Err(OAuthError::new(format!(
                 "the authorization server {} refused to register mcpvisor ({status}): {body}",
                 server.issuer

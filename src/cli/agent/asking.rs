@@ -80,10 +80,7 @@ pub fn question(request: &ConfirmRequest) -> String {
         (false, true) => "may change or delete things",
         (false, false) => "may change things",
     };
-    let mut arguments = serde_json::to_string(&request.arguments).unwrap_or_default();
-    if arguments.chars().count() > 400 {
-        arguments = arguments.chars().take(400).collect::<String>() + "…";
-    }
+    let arguments = super::shown_arguments(&request.arguments);
     let text = format!("Allow `{}` ({nature}) with {arguments}?", request.tool);
     terminal_safe(&text, Layout::OneLine).into_owned()
 }

@@ -35,9 +35,6 @@ pub const HELP: &str = "\
 /help              this list
 Ctrl-C cancels the running answer; Ctrl-C twice or Ctrl-D ends the chat.";
 
-/// Arguments longer than this are shortened when a tool call is shown.
-const SHOWN_ARGUMENTS: usize = 300;
-
 struct Chat<'a> {
     session: &'a Session,
     setup: Setup,
@@ -167,12 +164,7 @@ impl Chat<'_> {
             }
             AgentEvent::ToolCallRequested { tool, arguments, .. } => {
                 self.end_line();
-                let mut shown = arguments.to_string();
-                if let Some((cut, _)) = shown.char_indices().nth(SHOWN_ARGUMENTS) {
-                    shown.truncate(cut);
-                    shown.push('…');
-                }
-                println!("→ {}", terminal_safe(&format!("{tool} {shown}"), Layout::OneLine));
+                println!("→ {}", terminal_safe(&format!("{tool} {}", super::shown_arguments(&arguments)), Layout::OneLine));
             }
             AgentEvent::ToolCallDenied { why, .. } => println!("  denied: {}", terminal_safe(&why, Layout::OneLine)),
             AgentEvent::ToolCallProgress { progress, total, message, .. } => {

@@ -281,6 +281,23 @@ fn model(args: &ModelArgs, settings: &AgentSettings) -> Result<Chosen, Failure> 
     Ok((model, settings.api_key.clone(), settings.missing_key()))
 }
 
+/// The most characters of a tool call's arguments shown on a terminal.
+const SHOWN_ARGUMENTS: usize = 300;
+
+/// A tool call's arguments as shown on a terminal (chat, `-p` on stderr, a
+/// confirmation question): compact JSON cut to [`SHOWN_ARGUMENTS`]
+/// characters, with a marker saying how much was left out. A model may
+/// write megabytes of arguments; the terminal gets a few hundred bytes.
+pub fn shown_arguments(arguments: &serde_json::Value) -> String {
+    let mut shown = arguments.to_string();
+    if let Some((cut, _)) = shown.char_indices().nth(SHOWN_ARGUMENTS) {
+        let left_out = shown.len() - cut;
+        shown.truncate(cut);
+        shown.push_str(&format!("… [{left_out} more bytes]"));
+    }
+    shown
+}
+
 fn default_system_prompt() -> String {
     crate::actors::agent::default_system_prompt(&std::env::current_dir().unwrap_or_default())
 }

@@ -186,7 +186,7 @@ fn show(event: &AgentEvent, answer: &str, asked: bool) {
             if !answer.trim().is_empty() {
                 eprintln!("{}", terminal_safe(answer.trim(), Layout::Block));
             }
-            eprintln!("→ {}", terminal_safe(&format!("{tool} {arguments}"), Layout::OneLine));
+            eprintln!("→ {}", terminal_safe(&format!("{tool} {}", super::shown_arguments(arguments)), Layout::OneLine));
         }
         AgentEvent::ToolCallDenied { why, .. } => {
             eprintln!("  denied: {}", terminal_safe(why, Layout::OneLine));

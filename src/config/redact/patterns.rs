@@ -251,8 +251,24 @@ fn assignment(text: &str, at: usize, found: &mut Vec<Range<usize>>) {
     if bytes[at] == b':' && bytes.get(at + 1) == Some(&b'/') {
         return; // a URL's scheme
     }
-    let span = value_at(bytes, skip_blanks(bytes, at + 1));
-    push_if_secret(text, span, found);
+    let name = &text[name_start..name_end];
+    // `${NAME:-default}`: the value is the default after `:-`.
+    let reference_default = name_start >= 2 && &bytes[name_start - 2..name_start] == b"${" && bytes.get(at + 1) == Some(&b'-');
+    let span = value_at(bytes, skip_blanks(bytes, at + 1 + usize::from(reference_default)));
+    let value = &text[span.clone()];
+    // The shell's working directory, not a password abbreviation.
+    if name == "PWD" && value.starts_with(['/', '~']) {
+        return;
+    }
+    // Prose such as "needs_auth: server `remote`": a lowercase word followed by a quoted name.
+    let prose = bytes[at] == b':'
+        && !value.is_empty()
+        && value.bytes().all(|b| b.is_ascii_lowercase())
+        && bytes.get(span.end) == Some(&b' ')
+        && bytes.get(span.end + 1).is_some_and(|b| is_quote(*b));
+    if !prose {
+        push_if_secret(text, span, found);
+    }
 }
 
 /// `--secret-flag VALUE`, the flag starting at `at`.

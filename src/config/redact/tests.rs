@@ -251,3 +251,31 @@ fn oauth_secrets_are_masked_and_client_ids_shown() {
     assert_eq!(redactor.text("secret: client-secret-value"), "secret: ***");
     assert_eq!(redactor.text("key line MIGHAgEAMBMG"), "key line ***");
 }
+
+/// Issue 19: three of mcpvisor's own messages were garbled by the
+/// redactor; each is shown as it is, while the secrets beside them stay masked.
+#[test]
+fn mcpvisors_own_messages_are_not_taken_for_secrets() {
+    let redactor = Redactor::default();
+    let unchanged = [
+        // was "... or write ${API_KEY:***}"
+        "server \"s\": env.X uses ${API_KEY}, which is not set; set it or write ${API_KEY:-default}",
+        // was "needs_auth: *** `remote` needs a login"
+        "needs_auth: server `remote` needs a login; log in with `mcpvisor auth remote`",
+        "auth: server `remote` is not logged in",
+        // was "PWD=***"
+        "env: PWD=/home/me/project, HOME=/home/me",
+    ];
+    for text in unchanged {
+        assert_eq!(redactor.text(text), text);
+    }
+    for (text, shown) in [
+        ("DB_PASSWORD=${PW:-hunter22}", "DB_PASSWORD=***"),
+        ("write ${API_KEY:-hunter22}", "write ${API_KEY:-***}"),
+        ("auth: hunter22", "auth: ***"),
+        ("auth: \"hunter22\"", "auth: \"***\""),
+        ("pwd=hunter22 PWD=hunter22", "pwd=*** PWD=***"),
+    ] {
+        assert_eq!(redactor.text(text), shown, "{text}");
+    }
+}
