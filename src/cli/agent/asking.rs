@@ -84,7 +84,7 @@ pub fn question(request: &ConfirmRequest) -> String {
     if arguments.chars().count() > 400 {
         arguments = arguments.chars().take(400).collect::<String>() + "…";
     }
-    let text = format!("Allow `{}` ({nature}) with {arguments}?", request.tool);
+    let text = format!("Allow `{}` ({nature}) with {arguments}? (\"always\" allows {})", request.tool, request.always_allows);
     terminal_safe(&text, Layout::OneLine).into_owned()
 }
 
