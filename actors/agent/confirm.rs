@@ -296,9 +296,12 @@ mod tests {
 
     #[test]
     fn deny_rules_win_and_allow_rules_come_before_the_mode() {
-        let mut settings = AgentSettings::default();
-        settings.allow = vec![ToolRule::parse("run_command(git diff:*)").unwrap(), ToolRule::parse("mcp__time__*").unwrap()];
-        settings.deny = vec![ToolRule::parse("run_command(rm:*)").unwrap(), ToolRule::parse("mcp__time__*").unwrap()];
+        let rules = |texts: &[&str]| texts.iter().map(|text| ToolRule::parse(text).unwrap()).collect();
+        let mut settings = AgentSettings {
+            allow: rules(&["run_command(git diff:*)", "mcp__time__*"]),
+            deny: rules(&["run_command(rm:*)", "mcp__time__*"]),
+            ..AgentSettings::default()
+        };
         settings.servers.insert("time".into(), ServerConfirm { trust: true, ..Default::default() });
         let policy = ConfirmPolicy::new(ConfirmMode::Never, settings.clone());
         let run = entry("builtin", "run_command", None, Some(true));
