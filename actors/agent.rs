@@ -25,7 +25,7 @@
 //!
 //! The pieces: `turn` (the loop), `offer` (tools offered, schema
 //! adaptation, tool search), `skills` (servers' skills the model loads),
-//! `confirm` (the confirmation policy),
+//! `confirm` (the confirmation policy), `rules` (its `allow`/`deny` rules),
 //! `compact` (summarising older turns near the context budget),
 //! `results` (what the model is told about a call), `events`.
 
@@ -34,6 +34,7 @@ mod confirm;
 mod events;
 mod offer;
 mod results;
+mod rules;
 mod skills;
 mod turn;
 

@@ -13,6 +13,7 @@ use mcpvisor::actors::agent::{
 };
 use mcpvisor::actors::client_requests::Answering;
 use mcpvisor::actors::outlet::Outlet;
+use mcpvisor::config::agent::ServerConfirm;
 use mcpvisor::config::{AgentSettings, ConfirmMode};
 use mcpvisor::llm::{self, ChatMessage, Provider};
 use mcpvisor::Handle;
@@ -211,7 +212,10 @@ async fn confirmation_asks_for_tools_that_are_not_read_only_and_a_denial_reaches
     let asked: Arc<Mutex<Vec<ConfirmRequest>>> = Arc::default();
     let seen = asked.clone();
     let run = run(&handle, model(Provider::OpenAi, &server, true), "go", |c| {
-        c.policy = ConfirmPolicy::new(ConfirmMode::Ask, AgentSettings::default());
+        // Annotations count only for a trusted server (confirm = ask keeps it asking for the rest).
+        let mut settings = AgentSettings::default();
+        settings.servers.insert("demo".into(), ServerConfirm { trust: true, confirm: Some(ConfirmMode::Ask), ..Default::default() });
+        c.policy = ConfirmPolicy::new(ConfirmMode::Ask, settings);
         c.asker = Some(Answering::function(move |request: ConfirmRequest| {
             seen.lock().unwrap().push(request);
             async { Decision::RejectOnce }
@@ -220,7 +224,7 @@ async fn confirmation_asks_for_tools_that_are_not_read_only_and_a_denial_reaches
     .await;
     assert_eq!(run.ended.unwrap().stop_reason, AgentStop::EndTurn);
     let asked = asked.lock().unwrap().clone();
-    assert_eq!(asked.len(), 1, "echo is read-only: only sleep is asked about");
+    assert_eq!(asked.len(), 1, "echo is read-only on a trusted server: only sleep is asked about");
     assert_eq!(
         (asked[0].tool.as_str(), asked[0].server_tool.as_str(), asked[0].arguments.clone()),
         ("mcp__demo__sleep", "sleep", json!({"ms": 1}))

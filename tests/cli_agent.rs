@@ -27,11 +27,16 @@ async fn output(mut command: std::process::Command) -> std::process::Output {
     tokio::task::spawn_blocking(move || command.output().expect("mcpvisor runs")).await.unwrap()
 }
 
+/// The demo server, its read-only tools (`echo`, `add`) allowed by the
+/// configuration (an untrusted server's annotations never skip a
+/// question); its other tools follow the session's mode.
 fn sandbox_with_demo() -> Sandbox {
     let sandbox = Sandbox::new();
-    sandbox.write_user_file(&demo_table("demo", &[]));
+    sandbox.write_user_file(&format!("{TRUST_DEMO}{}", demo_table("demo", &[])));
     sandbox
 }
+
+const TRUST_DEMO: &str = "[agent.servers.demo]\ntools = { echo = \"never\", add = \"never\" }\n\n";
 
 fn tool_call(id: &str, name: &str, arguments: Value) -> Reply {
     openai_stream(
@@ -191,7 +196,7 @@ async fn the_built_in_tools_read_files_freely_and_writes_need_confirmation() {
     let out = output(agent(&sandbox, &["-p", "write_file out.txt"])).await;
     assert!(stderr(&out).contains("denied: it needs the user's confirmation"), "{}", stderr(&out));
     assert!(!sandbox.project.join("out.txt").exists(), "a denied write writes nothing");
-    sandbox.write_user_file(&format!("[agent]\nbuiltin_tools = false\n\n{}", demo_table("demo", &[])));
+    sandbox.write_user_file(&format!("[agent]\nbuiltin_tools = false\n\n{TRUST_DEMO}{}", demo_table("demo", &[])));
     let out = output(agent(&sandbox, &["-p", "read_file notes.txt"])).await;
     assert!(!stdout(&out).contains("first line"), "no built-in tools when switched off: {}", stdout(&out));
 }

@@ -93,7 +93,9 @@ impl Terminal {
 fn the_chat_lists_tools_and_servers_asks_before_calls_cancels_on_ctrl_c_and_ends_on_a_second() {
     let sandbox = Sandbox::new();
     let requests = sandbox.home.join("requests.log");
-    sandbox.write_user_file(&demo_table("demo", &["--request-log", requests.to_str().unwrap()]));
+    // `echo` is allowed by a rule: an untrusted server's readOnlyHint no longer skips the question.
+    let table = demo_table("demo", &["--request-log", requests.to_str().unwrap()]);
+    sandbox.write_user_file(&format!("[agent]\nallow = [\"mcp__demo__echo\"]\n\n{table}"));
     let mut command = sandbox.std_cmd(["agent"]);
     command.env_remove("MCPVISOR_MODEL").env_remove("OPENAI_API_KEY").env_remove("ANTHROPIC_API_KEY");
     let mut chat = Terminal::start(command);
@@ -112,7 +114,9 @@ fn the_chat_lists_tools_and_servers_asks_before_calls_cancels_on_ctrl_c_and_ends
     chat.expect("`mcp__demo__sleep` failed: The call to `mcp__demo__sleep` was not made");
 
     chat.send("sleep 50\n");
-    chat.expect("Allow `mcp__demo__sleep` (may change or delete things) with {\"ms\":50}? [y]es / [n]o / [a]lways allow / [d]eny always: ");
+    chat.expect(
+        "Allow `mcp__demo__sleep` (may change or delete things) with {\"ms\":50}? (\"always\" allows this tool) [y]es / [n]o / [a]lways allow / [d]eny always: ",
+    );
     chat.send("y\n");
     chat.expect("✓ mcp__demo__sleep");
     chat.expect("`mcp__demo__sleep` answered: slept 50 ms");
@@ -121,7 +125,7 @@ fn the_chat_lists_tools_and_servers_asks_before_calls_cancels_on_ctrl_c_and_ends
     chat.expect("`mcp__demo__echo` answered: hi");
 
     chat.send("sleep 60000\n");
-    chat.expect("? [y]es");
+    chat.expect("allows this tool) [y]es");
     chat.send("a\n");
     // Once the call is at the server, Ctrl-C through the terminal cancels the turn; the chat goes on.
     let deadline = Instant::now() + Duration::from_secs(30);

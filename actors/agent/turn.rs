@@ -187,11 +187,12 @@ impl Turn {
         arguments: rmcp::model::JsonObject,
         shown: Value,
     ) -> Result<Called, String> {
-        let verdict = self.shared.policy(|policy| policy.judge(entry));
+        let (verdict, always_allows) =
+            self.shared.policy(|policy| (policy.judge(entry, &arguments), policy.always_allows(entry, &arguments)));
         let id = call.id.clone();
         match verdict {
-            Verdict::Allow(why) => self.emit(AgentEvent::ToolCallApproved { call_id: id.clone(), why: why.into() }),
-            Verdict::Deny(why) => return Err(self.denied(&id, &call.name, why)),
+            Verdict::Allow(why) => self.emit(AgentEvent::ToolCallApproved { call_id: id.clone(), why }),
+            Verdict::Deny(why) => return Err(self.denied(&id, &call.name, &why)),
             Verdict::Ask => {
                 let Some(asker) = &self.asker else {
                     return Err(self.denied(&id, &call.name, "it needs the user's confirmation and nobody can give it in this session"));
@@ -205,9 +206,10 @@ impl Turn {
                     arguments: shown,
                     read_only: super::confirm::is_read_only(entry),
                     destructive: super::confirm::is_destructive(entry),
+                    always_allows,
                 };
                 let decision = asker.ask(request).await.unwrap_or(Decision::Cancelled);
-                self.shared.policy(|policy| policy.remember(&entry.name, decision));
+                self.shared.policy(|policy| policy.remember(entry, &arguments, decision));
                 match decision {
                     Decision::AllowOnce => {
                         self.emit(AgentEvent::ToolCallApproved { call_id: id.clone(), why: "allowed by the user".into() })

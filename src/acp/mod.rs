@@ -67,6 +67,8 @@ pub struct AcpOptions {
     pub system_prompt: Option<String>,
     /// Each session gets the built-in tools working in its cwd.
     pub builtin_tools: bool,
+    /// The variables their `run_command` inherits beyond the safe set (`[agent] command_env`).
+    pub command_env: Vec<String>,
     /// Where sessions are saved (`None`: unsaved, and `loadSession` is off).
     pub store: Option<SessionStore>,
     /// Masks secrets in saved sessions.

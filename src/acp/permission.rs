@@ -1,6 +1,7 @@
 //! The confirmation policy's questions as `session/request_permission`:
 //! the four answers map one to one onto [`Decision`]s, so "always" is
-//! remembered per session and tool by the agent's policy; a question the
+//! remembered per session by the agent's policy (for the tool, or for a
+//! command's prefix, which the option's name says); a question the
 //! editor cancels, fails or leaves when the turn is cancelled is
 //! [`Decision::Cancelled`] (the call is not run). Questions go through the
 //! session's [`Relay`], so each follows the updates queued before it.
@@ -27,7 +28,11 @@ pub fn asker(relay: Relay) -> Answering<ConfirmRequest> {
 }
 
 async fn ask(relay: &Relay, request: ConfirmRequest) -> Decision {
-    let options = CHOICES.iter().map(|(id, name, kind, _)| PermissionOption::new(id.to_string(), name.to_string(), *kind)).collect();
+    let name = |id: &str, name: &str| match id {
+        "allow_always" => format!("{name} {}", request.always_allows),
+        _ => name.to_string(),
+    };
+    let options = CHOICES.iter().map(|(id, label, kind, _)| PermissionOption::new(id.to_string(), name(id, label), *kind)).collect();
     match relay.ask_permission(request, options).await.map(|response| response.outcome) {
         Ok(RequestPermissionOutcome::Selected(selected)) => {
             CHOICES.iter().find(|(id, ..)| *id == &*selected.option_id.0).map_or(Decision::Cancelled, |choice| choice.3)

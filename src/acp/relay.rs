@@ -22,9 +22,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::peer::Pending;
 use super::room::Room;
-use super::tool_view::{resolve, ToolView};
+use super::tool_view::ToolView;
 use crate::actors::agent::{AgentEvent, ConfirmRequest};
 use crate::actors::ToolEntry;
+use crate::builtin_tools::paths::expand as resolve;
 use crate::builtin_tools::{RUN_COMMAND, WRITE_FILE};
 use crate::protocol::{error_codes, ErrorObject, RequestId};
 use crate::Handle;

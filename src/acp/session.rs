@@ -123,7 +123,7 @@ impl Session {
         let mode = Mode::Ask;
         let (outlet, events) = Outlet::channel();
         let mut config = AgentConfig::new(options.model.clone());
-        config.policy = options.policy.clone();
+        config.policy = options.policy.clone().with_workspace(&scope.builtin, cwd.clone());
         config.policy.mode = mode.confirm(options.policy.mode);
         config.limits = options.limits;
         config.conversation.system = Some(system);
@@ -182,7 +182,8 @@ async fn add_servers(
     let mut configs = Vec::new();
     if cx.options.builtin_tools {
         let host = EditorHost { room: room.clone(), offers: cx.offers };
-        let mut builtin = builtin_tools::server_on(BuiltinSettings::new(cwd), host);
+        let command_env = builtin_tools::command_env(&cx.options.command_env);
+        let mut builtin = builtin_tools::server_on(BuiltinSettings { command_env, ..BuiltinSettings::new(cwd) }, host);
         builtin.name = scope.builtin.clone();
         configs.push(builtin);
     }

@@ -2,13 +2,14 @@
 //! from the tool's nature (the built-in tools), its annotations, then
 //! words of its name.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use agent_client_protocol_schema::{ToolCallLocation, ToolKind};
 use serde_json::Value;
 
 use crate::actors::agent::{is_read_only, SEARCH_TOOL};
 use crate::actors::ToolEntry;
+use crate::builtin_tools::paths::expand as resolve;
 use crate::builtin_tools::{LIST_DIRECTORY, READ_FILE, RUN_COMMAND, WRITE_FILE};
 
 /// One tool as the session's calls show it.
@@ -91,15 +92,6 @@ impl ToolView<'_> {
             }
             _ => Vec::new(),
         }
-    }
-}
-
-/// `path` as the built-in tools resolve it (see [`crate::builtin_tools`]).
-pub fn resolve(cwd: &Path, path: &str) -> PathBuf {
-    let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
-    match (path.strip_prefix("~/"), home) {
-        (Some(rest), Some(home)) => home.join(rest),
-        _ => cwd.join(path),
     }
 }
 

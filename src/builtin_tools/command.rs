@@ -48,6 +48,8 @@ pub(super) async fn run(request: &CommandRequest) -> Result<CommandOutcome, Host
         .arg("-c")
         .arg(&request.command)
         .current_dir(&request.cwd)
+        .env_clear()
+        .envs(request.env.iter().map(|(name, value)| (name, value)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -6,6 +6,7 @@
 //! `terminal/create`) can put its own in its place with
 //! [`super::server_on`].
 
+use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -76,6 +77,8 @@ pub struct CommandRequest {
     pub timeout: Duration,
     /// Output bytes kept at most (its head and its tail).
     pub output_limit: usize,
+    /// The command's whole environment: nothing else is inherited.
+    pub env: Vec<(OsString, OsString)>,
 }
 
 /// How a command ended.

@@ -10,12 +10,17 @@
 //! | `mcp__builtin__run_command` | `{command, cwd?, timeout_secs?}`: `sh -c`, output and exit code | `destructiveHint`, `openWorldHint` |
 //!
 //! Decisions:
-//! - **Paths**: relative paths (and a leading `~/`, the home directory)
-//!   resolve against [`BuiltinSettings::cwd`]; absolute paths and `..` that
-//!   leave it are allowed, as in Claude Code and goose. The working
-//!   directory is a convenience, not a sandbox: what guards the machine is
-//!   the confirmation policy, which asks before `write_file` and
-//!   `run_command` (not read-only) unless the user trusts them.
+//! - **Paths** ([`paths`]): relative paths (and a leading `~/`, the home
+//!   directory) resolve against [`BuiltinSettings::cwd`]; absolute paths
+//!   and `..` are taken, and the confirmation policy judges where they
+//!   really lead: inside the [`Workspace`] `read_file` and
+//!   `list_directory` run without asking, outside it they ask. mcpvisor's
+//!   own stores (OAuth tokens, saved conversations, the audit log) are
+//!   refused here, whatever the policy said.
+//! - **Commands get a scrubbed environment** ([`BuiltinSettings::command_env`]):
+//!   the safe inherited set of the servers' children and the variables
+//!   `[agent] command_env` names, nothing else: no model key, no serve
+//!   token, no configured secret.
 //! - **Failures are tool results** with `isError` and a sentence naming
 //!   the path and what to do, so the model can correct itself; never
 //!   JSON-RPC errors, never panics. A command that exits non-zero is an
@@ -37,7 +42,9 @@ mod catalog;
 pub mod command;
 mod host;
 mod local;
+pub mod paths;
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -49,6 +56,7 @@ use serde::Deserialize;
 pub use catalog::{LIST_DIRECTORY, READ_FILE, RUN_COMMAND, WRITE_FILE};
 pub use host::{CommandOutcome, CommandRequest, Entry, Host, HostError, Line, Lines, Written};
 pub use local::Local;
+pub use paths::Workspace;
 
 use crate::config::ServerConfig;
 use crate::protocol::ErrorObject;
@@ -76,13 +84,20 @@ pub struct BuiltinSettings {
     pub command_timeout: Duration,
     /// The longest time-out a call may set.
     pub max_command_timeout: Duration,
+    /// Where the file tools work; its protected stores are refused.
+    pub workspace: Workspace,
+    /// The whole environment of a command (nothing else is inherited).
+    pub command_env: Vec<(OsString, OsString)>,
 }
 
 impl BuiltinSettings {
     /// The defaults, working in `cwd`.
     pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        let cwd = cwd.into();
         BuiltinSettings {
-            cwd: cwd.into(),
+            workspace: Workspace::new([cwd.clone()]),
+            command_env: command_env(&[]),
+            cwd,
             read_lines: 2000,
             max_line_bytes: 2000,
             max_read_bytes: 100_000,
@@ -92,6 +107,18 @@ impl BuiltinSettings {
             max_command_timeout: Duration::from_secs(600),
         }
     }
+}
+
+/// The environment of `run_command`: this process's variables of the safe
+/// inherited set ([`crate::transport::stdio::SAFE_ENV`]) and of `names`.
+/// A model key, the serve token or a configured secret passes only when
+/// the user names its variable.
+pub fn command_env(names: &[String]) -> Vec<(OsString, OsString)> {
+    let safe = crate::transport::stdio::SAFE_ENV.iter().map(|name| name.to_string());
+    let mut names: Vec<String> = safe.chain(names.iter().cloned()).collect();
+    names.sort();
+    names.dedup();
+    names.into_iter().filter_map(|name| std::env::var_os(&name).map(|value| (OsString::from(name), value))).collect()
 }
 
 /// The `builtin` server on this machine.
@@ -173,20 +200,24 @@ fn arguments<T: DeserializeOwned>(tool: &str, arguments: JsonObject) -> Result<T
 }
 
 impl<H: Host> Builtin<H> {
-    /// `path` as the host takes it: `~/` is the home directory, a relative
-    /// path starts at the working directory.
-    fn resolve(&self, path: &str) -> PathBuf {
-        let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
-        let path = match (path.strip_prefix("~/").or(if path == "~" { Some("") } else { None }), home) {
-            (Some(rest), Some(home)) => home.join(rest),
-            _ => PathBuf::from(path),
-        };
-        self.settings.cwd.join(path)
+    /// `path` as the host takes it ([`paths::expand`]); refused inside
+    /// mcpvisor's own stores, wherever a symlink or `..` leads.
+    fn resolve(&self, path: &str) -> Result<PathBuf, String> {
+        let path = paths::expand(&self.settings.cwd, path);
+        match self.settings.workspace.protected(&paths::real(&path)) {
+            Some(store) => Err(format!(
+                "{} is in {}, mcpvisor's own store of credentials, conversations or audit records: the built-in tools never touch it; \
+                 work on other files",
+                path.display(),
+                store.display()
+            )),
+            None => Ok(path),
+        }
     }
 
     async fn read_file(&self, args: JsonObject) -> Answer {
         let ReadFile { path, offset, limit } = arguments(READ_FILE, args)?;
-        let path = self.resolve(&path);
+        let path = self.resolve(&path)?;
         let first = offset.unwrap_or(1).max(1);
         let count = limit.unwrap_or(self.settings.read_lines).clamp(1, self.settings.read_lines);
         let read = self.host.read_lines(&path, first, count, self.settings.max_line_bytes).await;
@@ -222,7 +253,7 @@ impl<H: Host> Builtin<H> {
 
     async fn write_file(&self, args: JsonObject) -> Answer {
         let WriteFile { path, content } = arguments(WRITE_FILE, args)?;
-        let path = self.resolve(&path);
+        let path = self.resolve(&path)?;
         let written = self.host.write(&path, &content).await.map_err(|e| self.explain("write", &path, e))?;
         let size = format!("{} bytes, {} lines", content.len(), content.lines().count());
         Ok(match written.replaced {
@@ -233,7 +264,7 @@ impl<H: Host> Builtin<H> {
 
     async fn list_directory(&self, args: JsonObject) -> Answer {
         let ListDirectory { path } = arguments(LIST_DIRECTORY, args)?;
-        let path = self.resolve(&path);
+        let path = self.resolve(&path)?;
         let mut entries = self.host.list(&path).await.map_err(|e| self.explain("list", &path, e))?;
         if entries.is_empty() {
             return Ok(format!("{} is empty.", path.display()));
@@ -256,11 +287,12 @@ impl<H: Host> Builtin<H> {
 
     async fn run_command(&self, args: JsonObject) -> Answer {
         let RunCommand { command, cwd, timeout_secs } = arguments(RUN_COMMAND, args)?;
-        let cwd = cwd.map_or_else(|| self.settings.cwd.clone(), |cwd| self.resolve(&cwd));
+        let cwd = cwd.map_or_else(|| self.settings.cwd.clone(), |cwd| paths::expand(&self.settings.cwd, &cwd));
         let timeout = timeout_secs
             .map_or(self.settings.command_timeout, Duration::from_secs)
             .clamp(Duration::from_secs(1), self.settings.max_command_timeout);
-        let request = CommandRequest { command, cwd, timeout, output_limit: self.settings.max_output_bytes };
+        let env = self.settings.command_env.clone();
+        let request = CommandRequest { command, cwd, timeout, output_limit: self.settings.max_output_bytes, env };
         let outcome = self.host.run(&request).await.map_err(|e| {
             format!(
                 "could not start the command in {}: {e}; check that this directory exists and that `sh` can be run",

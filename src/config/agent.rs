@@ -12,6 +12,10 @@
 //! stream = true
 //! system_prompt = "You are a careful assistant."
 //! builtin_tools = true           # read/write/list files and run commands (server `builtin`)
+//! directories = ["~/notes"]      # the workspace beyond the working directory
+//! allow = ["run_command(git diff:*)", "mcp__time__*"]
+//! deny = ["run_command(rm:*)", "mcp__github__delete_*"]
+//! command_env = ["GOPATH"]       # variables run_command inherits beyond the safe set
 //!
 //! [agent.servers.time]
 //! trust = true                   # never ask before this server's tools
@@ -21,6 +25,16 @@
 //! tools = { "get_*" = "never", delete_repo = "always" }
 //! ```
 //!
+//! Rules ([`ToolRule`]) are `NAME` or `NAME(ARGUMENTS)`: `NAME` a glob on
+//! the exposed name (`mcp__time__*`), or a built-in tool's own name
+//! (`run_command`, `read_file`, `write_file`, `list_directory`), the only
+//! tools whose arguments a rule may name: `run_command(git diff:*)` (the
+//! command starts with these words), `run_command(make)` (exactly this
+//! command), `read_file(~/notes/*)` (a glob on the real path). A `deny`
+//! rule wins over everything; an `allow` rule over the rest.
+//! `directories`, `allow`, `deny` and `command_env` of the user and
+//! project files add up.
+//!
 //! Which rule decides a tool's confirmation, first match wins: the
 //! server's `tools` (glob patterns on the server's own tool names, in file
 //! order), the server's `confirm`, its `trust`, then the agent's `confirm`.
@@ -28,7 +42,7 @@
 //! server's override table is replaced whole.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use toml_edit::{Item, TableLike};
 
@@ -92,13 +106,76 @@ pub struct AgentSettings {
     /// Offer the built-in tools (files, commands); on unless false.
     pub builtin_tools: Option<bool>,
     pub servers: BTreeMap<String, ServerConfirm>,
+    /// The workspace beyond the working directory (absolute; `~/` expanded,
+    /// relative ones against the file's directory).
+    pub directories: Vec<PathBuf>,
+    pub allow: Vec<ToolRule>,
+    pub deny: Vec<ToolRule>,
+    /// Variables `run_command` inherits beyond the safe set.
+    pub command_env: Vec<String>,
+}
+
+/// The built-in tools whose arguments a [`ToolRule`] may name (the names
+/// of `crate::builtin_tools`'s catalog; a test there keeps them equal).
+pub const ARGUMENT_TOOLS: [&str; 4] = ["run_command", "read_file", "write_file", "list_directory"];
+
+/// One entry of `[agent] allow` or `deny`: `NAME` or `NAME(ARGUMENTS)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolRule {
+    /// As written, to name it in events.
+    pub text: String,
+    /// A glob on the exposed name, or one of [`ARGUMENT_TOOLS`] (the built-in tool).
+    pub tool: String,
+    pub arguments: Option<String>,
+}
+
+impl ToolRule {
+    /// Reads a rule; `Err` says what is wrong with it.
+    pub fn parse(text: &str) -> Result<ToolRule, String> {
+        let text = text.trim();
+        let (tool, arguments) = match text.split_once('(') {
+            None => (text, None),
+            Some((tool, rest)) => {
+                let arguments = rest.strip_suffix(')').ok_or("has an opening `(` without a closing `)` at its end")?;
+                if arguments.trim().is_empty() {
+                    return Err("has empty `()`; leave them out to match every call".into());
+                }
+                if !ARGUMENT_TOOLS.contains(&tool) {
+                    return Err(format!("names arguments of `{tool}`; only {} take them", ARGUMENT_TOOLS.join(", ")));
+                }
+                (tool, Some(arguments.trim().to_string()))
+            }
+        };
+        if tool.is_empty() || tool.contains(char::is_whitespace) {
+            return Err("needs a tool name (a glob such as `mcp__time__*`, or `run_command`) with no spaces".into());
+        }
+        Ok(ToolRule { text: text.to_string(), tool: tool.to_string(), arguments })
+    }
 }
 
 impl AgentSettings {
     /// Takes every value `over` sets.
     pub fn merge(&mut self, over: AgentSettings) {
-        let AgentSettings { provider, model, base_url, confirm, max_turns, context_tokens, stream, system_prompt, builtin_tools, servers } =
-            over;
+        let AgentSettings {
+            provider,
+            model,
+            base_url,
+            confirm,
+            max_turns,
+            context_tokens,
+            stream,
+            system_prompt,
+            builtin_tools,
+            servers,
+            directories,
+            allow,
+            deny,
+            command_env,
+        } = over;
+        self.directories.extend(directories);
+        self.allow.extend(allow);
+        self.deny.extend(deny);
+        self.command_env.extend(command_env);
         self.provider = provider.or(self.provider.take());
         self.model = model.or(self.model.take());
         self.base_url = base_url.or(self.base_url.take());
@@ -117,8 +194,22 @@ impl AgentSettings {
     }
 }
 
-const AGENT_KEYS: [&str; 9] =
-    ["provider", "model", "base_url", "confirm", "max_turns", "context_tokens", "stream", "system_prompt", "servers"];
+const AGENT_KEYS: [&str; 14] = [
+    "provider",
+    "model",
+    "base_url",
+    "confirm",
+    "max_turns",
+    "context_tokens",
+    "stream",
+    "system_prompt",
+    "builtin_tools",
+    "directories",
+    "allow",
+    "deny",
+    "command_env",
+    "servers",
+];
 const SERVER_KEYS: [&str; 3] = ["trust", "confirm", "tools"];
 
 /// Reads the `[agent]` table of `file`.
@@ -154,6 +245,20 @@ pub(crate) fn read(file: &Path, item: &Item) -> Result<AgentSettings, ConfigErro
                     .ok_or_else(|| read.invalid(&field, "must be a whole number of at least 1000"))?;
                 settings.context_tokens = Some(tokens as u64);
             }
+            "directories" => {
+                let base = file.parent().unwrap_or(Path::new("/"));
+                for directory in read.strings(&field, value)? {
+                    settings.directories.push(directory_path(base, &directory));
+                }
+            }
+            "allow" | "deny" => {
+                let mut rules = Vec::new();
+                for rule in read.strings(&field, value)? {
+                    rules.push(ToolRule::parse(&rule).map_err(|why| read.invalid(&field, format!("rule {rule:?} {why}")))?);
+                }
+                *if key == "allow" { &mut settings.allow } else { &mut settings.deny } = rules;
+            }
+            "command_env" => settings.command_env = read.strings(&field, value)?,
             "servers" => {
                 for (server, overrides) in read.table(&field, value)?.iter() {
                     settings.servers.insert(server.to_string(), read.server(&format!("{field}.{server}"), overrides)?);
@@ -163,6 +268,16 @@ pub(crate) fn read(file: &Path, item: &Item) -> Result<AgentSettings, ConfigErro
         }
     }
     Ok(settings)
+}
+
+/// A workspace directory as written: `~/` is the home directory, a
+/// relative one starts at `base` (the configuration file's directory).
+fn directory_path(base: &Path, written: &str) -> PathBuf {
+    let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
+    match (written.strip_prefix("~/").or((written == "~").then_some("")), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => base.join(written),
+    }
 }
 
 /// Reads values of the `[agent]` table, naming the file and the key in every error.
@@ -185,6 +300,12 @@ impl Reading<'_> {
 
     fn string(&self, field: &str, item: &Item) -> Result<String, ConfigError> {
         item.as_str().map(str::to_owned).ok_or_else(|| self.invalid(field, format!("must be a string, not {}", item.type_name())))
+    }
+
+    fn strings(&self, field: &str, item: &Item) -> Result<Vec<String>, ConfigError> {
+        let array = item.as_array().ok_or_else(|| self.invalid(field, format!("must be a list of strings, not {}", item.type_name())))?;
+        let strings: Option<Vec<String>> = array.iter().map(|value| value.as_str().map(str::to_owned)).collect();
+        strings.ok_or_else(|| self.invalid(field, "must hold strings only"))
     }
 
     fn keyword<K: Keyword>(&self, field: &str, item: &Item) -> Result<K, ConfigError> {
@@ -245,6 +366,26 @@ mod tests {
         assert!(parse("[agent]\nmax_turns = 0\n").unwrap_err().contains("at least 1"));
         assert!(parse("[agent]\nmodle = \"x\"\n").unwrap_err().contains("`agent.modle` is not a known key"));
         assert!(parse("[agent.servers.gh]\ntrusted = true\n").unwrap_err().contains("`agent.servers.gh.trusted` is not a known key"));
+    }
+
+    #[test]
+    fn rules_directories_and_command_env_are_read_and_checked() {
+        let settings = parse(
+            "[agent]\nallow = [\"run_command(git diff:*)\", \"mcp__time__*\"]\ndeny = [\"run_command(rm:*)\"]\n\
+             directories = [\"/abs\", \"rel\"]\ncommand_env = [\"GOPATH\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            settings.allow[0],
+            ToolRule { text: "run_command(git diff:*)".into(), tool: "run_command".into(), arguments: Some("git diff:*".into()) }
+        );
+        assert_eq!((settings.allow[1].tool.as_str(), settings.allow[1].arguments.as_deref()), ("mcp__time__*", None));
+        assert_eq!(settings.deny.len(), 1);
+        assert_eq!(settings.directories, vec![PathBuf::from("/abs"), PathBuf::from("rel")], "relative to the file's directory");
+        assert_eq!(settings.command_env, vec!["GOPATH".to_string()]);
+        assert!(parse("[agent]\nallow = [\"mcp__gh__x(a)\"]\n").unwrap_err().contains("only run_command, read_file"));
+        assert!(parse("[agent]\ndeny = [\"run_command(rm:*\"]\n").unwrap_err().contains("without a closing"));
+        assert!(parse("[agent]\ndeny = \"rm\"\n").unwrap_err().contains("must be a list of strings"));
     }
 
     #[test]

@@ -66,6 +66,7 @@ pub mod duration;
 mod expand;
 pub(crate) mod file;
 mod filter;
+pub(crate) use filter::glob_match;
 pub mod foreign;
 mod jsonc;
 pub mod native;
@@ -74,7 +75,7 @@ pub mod redact;
 mod serve;
 pub mod sources;
 
-pub use agent::{AgentSettings, ConfirmMode};
+pub use agent::{AgentSettings, ConfirmMode, ToolRule};
 pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
 pub use filter::ToolFilter;
 pub use oauth::{AuthorizerHandle, Grant, IdentityProvider, OAuthConfig};

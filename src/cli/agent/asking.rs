@@ -81,7 +81,7 @@ pub fn question(request: &ConfirmRequest) -> String {
         (false, false) => "may change things",
     };
     let arguments = super::shown_arguments(&request.arguments);
-    let text = format!("Allow `{}` ({nature}) with {arguments}?", request.tool);
+    let text = format!("Allow `{}` ({nature}) with {arguments}? (\"always\" allows {})", request.tool, request.always_allows);
     terminal_safe(&text, Layout::OneLine).into_owned()
 }
 

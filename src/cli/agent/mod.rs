@@ -11,7 +11,7 @@
 //! works on a fresh machine with no key.
 //!
 //! Tools: every configured server's, and the built-in ones (read, write
-//! and list files, run a command, under the working directory) as the
+//! and list files, run a command, in the working directory) as the
 //! server `builtin`, unless `[agent] builtin_tools = false`.
 //!
 //! Roots: the agent offers its workspace (the working directory, where the
@@ -129,7 +129,8 @@ impl Setup {
     /// A new agent's configuration for the `opened` conversation (no events, no asker yet).
     pub fn config(&self, opened: history::Opened) -> AgentConfig {
         let mut config = AgentConfig::new(self.model.clone());
-        config.policy = ConfirmPolicy::new(self.mode, self.settings.clone());
+        let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+        config.policy = ConfirmPolicy::new(self.mode, self.settings.clone()).with_workspace(builtin_tools::SERVER_NAME, cwd);
         config.limits = self.limits;
         config.conversation.system = Some(opened.system.unwrap_or_else(|| self.system.clone()));
         config.conversation.messages = opened.messages;
@@ -150,6 +151,7 @@ impl Setup {
             limits: self.limits,
             system_prompt: self.settings.system_prompt.clone(),
             builtin_tools: self.settings.builtin_tools != Some(false),
+            command_env: self.settings.command_env.clone(),
             store,
             redactor: history::redactor(self),
             missing_key: self.missing_key,
@@ -242,7 +244,9 @@ async fn add_builtin(session: &Session, servers: &Servers, workspace: std::path:
         ));
         return;
     }
-    if let Err(error) = session.handle.add_server(builtin_tools::server(BuiltinSettings::new(workspace))).await {
+    let settings =
+        BuiltinSettings { command_env: builtin_tools::command_env(&servers.agent.command_env), ..BuiltinSettings::new(workspace) };
+    if let Err(error) = session.handle.add_server(builtin_tools::server(settings)).await {
         warn(format_args!("the built-in tools are not available: {error}"));
     }
     session.settle().await;

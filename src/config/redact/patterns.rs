@@ -13,7 +13,13 @@
 //!   `shpat_`, and JSON Web Tokens (`eyJ….….…`);
 //! - the value of a secret-looking name assigned with `=` or `:`
 //!   (`--token=X`, `?sig=X`, `API_KEY=X`, `"password": "X"`);
-//! - the value after a secret-looking flag (`--api-key X`, `--password X`).
+//! - the value after a secret-looking flag (`--api-key X`, `--password X`);
+//! - private keys: a PEM block whose label ends in `PRIVATE KEY` (RSA, EC,
+//!   PKCS#8, OpenSSH `-----BEGIN OPENSSH PRIVATE KEY-----`, encrypted ones)
+//!   or `PRIVATE KEY BLOCK` (PGP), from its BEGIN line through its END
+//!   line, or to the end of the text when the END line is missing (a read
+//!   cut short); whatever stands between the lines (a viewer's line
+//!   numbers) is masked with it.
 //!
 //! Values that cannot be secrets ([`could_be_secret`]) and values that are
 //! only a `${VAR}` reference are left alone. Every range starts and ends at
@@ -59,6 +65,7 @@ pub(crate) fn spans(text: &str) -> Vec<Range<usize>> {
     let mut found = Vec::new();
     url_userinfo(text, &mut found);
     authorization(text, &mut found);
+    private_keys(text, &mut found);
     for at in 0..bytes.len() {
         if at > 0 && is_word(bytes[at - 1]) {
             continue;
@@ -169,6 +176,25 @@ fn url_userinfo(text: &str, found: &mut Vec<Range<usize>>) {
             None if at_sign - start >= MIN_SECRET_CHARS => push_if_secret(text, start..at_sign, found),
             None => {}
         }
+    }
+}
+
+/// PEM private key blocks (see the module docs).
+fn private_keys(text: &str, found: &mut Vec<Range<usize>>) {
+    const BEGIN: &str = "-----BEGIN ";
+    let mut from = 0;
+    while let Some(at) = text[from..].find(BEGIN).map(|at| from + at) {
+        let label_start = at + BEGIN.len();
+        let Some(label_end) = text[label_start..].find("-----").map(|end| label_start + end) else { return };
+        let label = &text[label_start..label_end];
+        from = label_end;
+        if label.contains('\n') || !(label.ends_with("PRIVATE KEY") || label.ends_with("PRIVATE KEY BLOCK")) {
+            continue;
+        }
+        let end_line = format!("-----END {label}-----");
+        let end = text[label_end..].find(&end_line).map_or(text.len(), |end| label_end + end + end_line.len());
+        found.push(at..end);
+        from = end;
     }
 }
 
@@ -339,6 +365,19 @@ mod tests {
         assert_eq!(masked("--token --verbose"), "--token --verbose");
         assert_eq!(masked("write --arg KEY=VALUE or --token TOKEN"), "write --arg KEY=VALUE or --token TOKEN");
         assert_eq!(masked("https://host/mcp?api_key=abc&x=1#frag"), "https://host/mcp?api_key=***&x=1#frag");
+    }
+
+    #[test]
+    fn private_keys_are_masked_whole_even_numbered_or_cut() {
+        let key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\nAAAA\n-----END OPENSSH PRIVATE KEY-----";
+        assert_eq!(masked(&format!("read:\n{key}\ndone")), "read:\n***\ndone");
+        let numbered = "     1\t-----BEGIN RSA PRIVATE KEY-----\n     2\tMIIEpAIBAAKCAQEA\n     3\t-----END RSA PRIVATE KEY-----\n";
+        assert_eq!(masked(numbered), "     1\t***\n");
+        assert_eq!(masked("x -----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI"), "x ***", "no END line: to the end");
+        assert_eq!(masked("-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQ\n-----END PGP PRIVATE KEY BLOCK-----"), "***");
+        let public = "-----BEGIN PUBLIC KEY-----\nMFkwEwYH\n-----END PUBLIC KEY-----";
+        assert_eq!(masked(public), public, "a public key or certificate is no secret");
+        assert_eq!(masked("-----BEGIN "), "-----BEGIN ");
     }
 
     #[test]
