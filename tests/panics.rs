@@ -147,8 +147,19 @@ async fn a_panic_in_a_gateway_session_answers_its_request_with_an_error_and_clos
         let asked = post(&http, &gateway.mcp(), &request(8, "tools/list", json!({})));
         asked.header("mcp-session-id", session.to_string()).header("mcp-protocol-version", LEGACY).send()
     };
-    let after = json_of(tokio::time::timeout(DEADLINE, list(&broken)).await.unwrap().unwrap()).await;
-    assert!(after.get("error").is_some(), "the closed session serves no more: {after}");
+    // The closed session's id is forgotten: 404, so its client initializes again
+    // (polled: the session's actor stops just after its answer).
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let after = tokio::time::timeout(DEADLINE, list(&broken)).await.unwrap().unwrap();
+        if after.status() == 404 {
+            break;
+        }
+        let after = json_of(after).await;
+        assert!(after.get("error").is_some(), "the closed session serves no more: {after}");
+        assert!(tokio::time::Instant::now() < deadline, "the closed session's id still answers something other than 404: {after}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let untouched = json_of(tokio::time::timeout(DEADLINE, list(&other)).await.unwrap().unwrap()).await;
     assert!(untouched["result"]["tools"].as_array().is_some_and(|tools| !tools.is_empty()), "{untouched}");
     // The core was not hurt: still serving.
@@ -181,4 +192,71 @@ async fn healthz_answers_503_once_the_core_cannot_serve_and_200_after_a_caught_p
     let body = tokio::time::timeout(DEADLINE, down).await.expect("503 within the deadline");
     assert_eq!(body["status"], "core_down", "{body}");
     assert!(body["error"].as_str().unwrap().contains("the registry stopped"), "{body}");
+}
+
+/// The `mcpvisor acp` binary (built with `fault-injection` for tests).
+fn acp_process() -> (tokio::process::Child, tokio::process::ChildStdin, tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>)
+{
+    use tokio::io::AsyncBufReadExt;
+    let home = tempfile::tempdir().unwrap().keep();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
+        .arg("acp")
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("MCPVISOR_MODEL")
+        .current_dir(&home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("mcpvisor acp starts");
+    let stdin = child.stdin.take().unwrap();
+    let lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, stdin, lines)
+}
+
+/// Sends request `id` and returns its response (other messages skipped), within 10 s.
+async fn acp_request(
+    stdin: &mut tokio::process::ChildStdin,
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    id: u64,
+    method: &str,
+    params: serde_json::Value,
+) -> serde_json::Value {
+    use tokio::io::AsyncWriteExt;
+    let line = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string() + "\n";
+    stdin.write_all(line.as_bytes()).await.unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let next = tokio::time::timeout_at(deadline, lines.next_line()).await;
+        let line = next.unwrap_or_else(|_| panic!("no answer to {method} within 10 s")).unwrap().expect("acp's stdout stays open");
+        let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == id && message.get("method").is_none() {
+            return message;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_panic_in_the_acp_connection_answers_that_request_and_the_connection_serves_on() {
+    let (mut child, mut stdin, mut lines) = acp_process();
+    let initialize = serde_json::json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false}});
+    let answer = acp_request(&mut stdin, &mut lines, 1, "initialize", initialize).await;
+    assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+    let panicked = acp_request(&mut stdin, &mut lines, 2, "mcpvisor/test/panic", serde_json::json!({})).await;
+    assert_eq!(panicked["error"]["code"], -32603, "{panicked}");
+    let message = panicked["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("ACP connection") && message.contains("injected fault") && message.contains("connection goes on"),
+        "{message}"
+    );
+    let cwd = std::env::temp_dir();
+    let session = acp_request(&mut stdin, &mut lines, 3, "session/new", serde_json::json!({"cwd": cwd, "mcpServers": []})).await;
+    assert!(session["result"]["sessionId"].is_string(), "the connection serves on, its state kept (initialize still holds): {session}");
+    drop(stdin);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait()).await;
 }

@@ -30,6 +30,7 @@ use super::peer::Peer;
 use super::session::{invalid, Context as SessionContext, Opening, Session};
 use super::{command, prompt, replay, AcpOptions, REMOTE_SERVERS};
 use crate::actors::agent::{AgentError, AgentStop, Prompt};
+use crate::actors::guard::catch;
 use crate::llm::LlmError;
 use crate::protocol::{error_codes, ErrorObject, RequestId};
 use crate::sessions::SessionId as SavedId;
@@ -77,6 +78,10 @@ impl AcpConnection {
     }
 
     fn dispatch(&mut self, id: RequestId, method: &str, params: Option<Box<RawValue>>, ctx: &mut Context<Self>) {
+        #[cfg(feature = "fault-injection")]
+        if method == crate::actors::guard::PANIC_METHOD {
+            panic!("injected fault");
+        }
         if method == "initialize" {
             let answer = parse::<InitializeRequest>(method, params).map(|request| self.initialize(request));
             return self.peer.respond(&id, answer);
@@ -251,10 +256,22 @@ impl Actor for AcpConnection {
 impl Handler<Incoming> for AcpConnection {
     type Result = ();
 
+    /// Every message goes through the actors' one guard: a panic answers
+    /// that request with an internal error naming it, an event says so, and
+    /// the connection keeps its sessions and serves on (their agents are
+    /// actors of their own, guarded themselves).
     fn handle(&mut self, incoming: Incoming, ctx: &mut Context<Self>) {
-        match incoming.id {
-            Some(id) => self.dispatch(id, &incoming.method, incoming.params, ctx),
-            None => self.notified(&incoming.method, incoming.params),
+        let Incoming { id, method, params } = incoming;
+        let answer_to = id.clone();
+        let caught = catch("ACP connection", &method, || match id {
+            Some(id) => self.dispatch(id, &method, params, ctx),
+            None => self.notified(&method, params),
+        });
+        let Err(panic) = caught else { return };
+        self.handle.hub().do_send(crate::actors::Event::panicked(&panic));
+        if let Some(id) = answer_to {
+            let message = format!("{panic}; the connection goes on: send the request again, or open a new session");
+            self.peer.respond::<()>(&id, Err(ErrorObject { code: error_codes::INTERNAL_ERROR, message, data: None }));
         }
     }
 }

@@ -83,6 +83,9 @@ pub trait Port: Send + Sync + 'static {
     fn deliver(&self, message: Vec<u8>, outbox: Outbox) -> BoxFuture<'static, bool>;
     /// Ends the session: its calls are cancelled.
     fn close(&self);
+    /// Whether the session still serves (false once it stopped, e.g.
+    /// closed by its guard after a panic).
+    fn is_open(&self) -> bool;
 }
 
 /// Makes the sessions the HTTP front serves.

@@ -38,6 +38,10 @@ impl Port for SessionPort {
     fn close(&self) {
         self.0.do_send(Closed);
     }
+
+    fn is_open(&self) -> bool {
+        self.0.connected()
+    }
 }
 
 impl PoolGateway {

@@ -305,8 +305,16 @@ impl Sessions {
         self.buffered.load(Ordering::Acquire)
     }
 
+    /// The live session `id`. A session whose actor is gone (closed
+    /// after a panic) is forgotten here, so its client gets 404 and starts
+    /// a new one instead of errors until it idles out.
     pub fn get(&self, id: &str) -> Option<Arc<Session>> {
-        self.map().get(id.trim()).cloned()
+        let session = self.map().get(id.trim()).cloned()?;
+        if session.port.is_open() {
+            return Some(session);
+        }
+        self.end(id);
+        None
     }
 
     /// Forgets and ends the session `id`; `false` when there is none.
