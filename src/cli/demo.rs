@@ -15,7 +15,8 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::{print_line, EXIT_CONNECTION};
-use crate::actors::agent::{AgentConfig, AgentEvent, AgentStop, Prompt};
+use crate::actors::agent::{AgentConfig, AgentEvent, AgentStop, ConfirmPolicy, Prompt};
+use crate::config::{AgentSettings, ConfirmMode, ServerConfirm};
 use crate::actors::outlet::Outlet;
 use crate::actors::{Event, ServerState, ServerStatus};
 use crate::config::{RuntimeConfig, ServerConfig};
@@ -251,6 +252,14 @@ async fn agent_step(handle: &Handle, out: &Out, failures: &mut Vec<String>) -> s
     let (outlet, mut events) = Outlet::channel();
     let mut config = AgentConfig::new(Arc::new(Scripted));
     config.events = Some(outlet);
+    // The bundled demo servers are mcpvisor's own: trusted by name, as a
+    // user trusts a server in `[agent.servers.NAME]`. Any other server's
+    // read-only claim would still ask (docs/agent.md, "Confirmation").
+    let mut settings = AgentSettings::default();
+    for server in ["alpha", "beta", "gamma"] {
+        settings.servers.insert(server.into(), ServerConfirm { trust: true, ..ServerConfirm::default() });
+    }
+    config.policy = ConfirmPolicy::new(ConfirmMode::Ask, settings);
     let Some(agent) = handle.start_agent(config).await else {
         failures.push("the agent could not be started".into());
         return serde_json::Value::Null;

@@ -75,7 +75,7 @@ pub mod redact;
 mod serve;
 pub mod sources;
 
-pub use agent::{AgentSettings, ConfirmMode, ToolRule};
+pub use agent::{AgentSettings, ConfirmMode, ServerConfirm, ToolRule};
 pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
 pub use filter::ToolFilter;
 pub use oauth::{AuthorizerHandle, Grant, IdentityProvider, OAuthConfig};
