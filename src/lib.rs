@@ -68,6 +68,7 @@ pub mod naming;
 pub mod oauth;
 pub mod protocol;
 pub mod rate_limit;
+pub mod sandbox;
 pub mod restart;
 pub mod sessions;
 pub mod skills;

@@ -72,7 +72,12 @@ pub fn parse_with_agent(path: &Path, text: &str) -> Result<(Vec<ServerConfig>, A
     let Some(servers) = document.get("servers") else {
         return Ok((Vec::new(), agent));
     };
-    let servers = servers_table(path, servers)?.iter().map(|(name, item)| read::read_server(path, name, item)).collect::<Result<_, _>>()?;
+    let default = document.get("sandbox").map(|item| super::sandbox::read_default(path, item)).transpose()?.flatten();
+    let mut servers: Vec<ServerConfig> =
+        servers_table(path, servers)?.iter().map(|(name, item)| read::read_server(path, name, item)).collect::<Result<_, _>>()?;
+    for server in servers.iter_mut().filter(|s| s.sandbox.is_none() && s.transport == super::Transport::Stdio) {
+        server.sandbox = default.clone();
+    }
     Ok((servers, agent))
 }
 
