@@ -67,13 +67,11 @@ pub fn read(file: &Path, owner: &str, field: &str, item: &Item) -> Result<Sandbo
         field: format!("{field}.{key}"),
         message,
     };
-    let table = item.as_table_like().ok_or_else(|| {
-        ConfigError::InvalidField {
-            file: file.into(),
-            server: owner.into(),
-            field: field.into(),
-            message: format!("must be a table, like {{ network = \"none\", memory = \"512MiB\" }}, not {}", item.type_name()),
-        }
+    let table = item.as_table_like().ok_or_else(|| ConfigError::InvalidField {
+        file: file.into(),
+        server: owner.into(),
+        field: field.into(),
+        message: format!("must be a table, like {{ network = \"none\", memory = \"512MiB\" }}, not {}", item.type_name()),
     })?;
     let mut spec = SandboxSpec::default();
     for (key, value) in table.iter() {
@@ -84,10 +82,17 @@ pub fn read(file: &Path, owner: &str, field: &str, item: &Item) -> Result<Sandbo
             "read" | "write" => {
                 let paths = strings(value).ok_or_else(|| invalid(key, "must be an array of paths, like [\"~/.config/gh\"]".into()))?;
                 let paths = paths.into_iter().map(PathBuf::from);
-                if key == "read" { spec.read.extend(paths) } else { spec.write.extend(paths) }
+                if key == "read" {
+                    spec.read.extend(paths)
+                } else {
+                    spec.write.extend(paths)
+                }
             }
             "network" => spec.network = network(value).map_err(|message| invalid(key, message))?,
-            "memory" => spec.memory = Some(size(value).ok_or_else(|| invalid(key, "must be a size, like \"512MiB\", \"2GiB\" or a number of bytes".into()))?),
+            "memory" => {
+                spec.memory =
+                    Some(size(value).ok_or_else(|| invalid(key, "must be a size, like \"512MiB\", \"2GiB\" or a number of bytes".into()))?)
+            }
             "processes" => spec.processes = Some(count(value)?),
             "cpu_seconds" => spec.cpu_seconds = Some(count(value)?),
             "open_files" => spec.open_files = Some(count(value)?),
@@ -141,7 +146,8 @@ pub fn to_value(spec: &SandboxSpec) -> toml_edit::Value {
         Network::Loopback => _ = table.insert("network", "loopback".into()),
         Network::Allow(targets) => _ = table.insert("network", targets.iter().collect::<toml_edit::Array>().into()),
     }
-    let counts = [("memory", spec.memory), ("processes", spec.processes), ("cpu_seconds", spec.cpu_seconds), ("open_files", spec.open_files)];
+    let counts =
+        [("memory", spec.memory), ("processes", spec.processes), ("cpu_seconds", spec.cpu_seconds), ("open_files", spec.open_files)];
     for (key, value) in counts {
         if let Some(n) = value.and_then(|n| i64::try_from(n).ok()) {
             table.insert(key, n.into());

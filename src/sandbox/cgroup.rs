@@ -109,9 +109,10 @@ impl Cgroup {
     /// Which limit the tree hit, as a sentence; `None` if none did.
     pub fn violation(&self) -> Option<String> {
         let counter = |file: &str, key: &str| {
-            self.dirs.iter().filter_map(|d| fs::read_to_string(d.join(file)).ok()).find_map(|text| {
-                text.lines().find_map(|line| line.strip_prefix(key)?.trim().parse::<u64>().ok()).filter(|n| *n > 0)
-            })
+            self.dirs
+                .iter()
+                .filter_map(|d| fs::read_to_string(d.join(file)).ok())
+                .find_map(|text| text.lines().find_map(|line| line.strip_prefix(key)?.trim().parse::<u64>().ok()).filter(|n| *n > 0))
         };
         let memory_file = if self.version == 2 { "memory.events" } else { "memory.oom_control" };
         let mut found = Vec::new();
@@ -153,7 +154,10 @@ impl Cgroup {
 }
 
 fn open_procs(dir: &Path) -> Result<OwnedFd, String> {
-    let file = OpenOptions::new().write(true).open(dir.join("cgroup.procs")).map_err(|e| format!("cannot open {}/cgroup.procs ({e})", dir.display()))?;
+    let file = OpenOptions::new()
+        .write(true)
+        .open(dir.join("cgroup.procs"))
+        .map_err(|e| format!("cannot open {}/cgroup.procs ({e})", dir.display()))?;
     Ok(file.into())
 }
 

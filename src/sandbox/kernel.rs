@@ -6,9 +6,7 @@ use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
-use landlock::{
-    path_beneath_rules, Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, ABI,
-};
+use landlock::{path_beneath_rules, Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, ABI};
 use seccompiler::{SeccompAction, SeccompFilter};
 
 /// The Landlock ABI this kernel offers (0: none), from

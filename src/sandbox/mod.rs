@@ -66,7 +66,14 @@ pub struct Sandbox {
 /// Prepares the sandbox of `owner` (a server's name, or `run_command`),
 /// running `program` with `args` in `cwd`. `Err` says why it cannot start:
 /// a `required` sandbox the kernel cannot enforce, or a setup failure.
-pub fn prepare(spec: &SandboxSpec, owner: &str, program: &str, args: &[String], cwd: &Path, path_env: Option<&OsStr>) -> Result<Sandbox, String> {
+pub fn prepare(
+    spec: &SandboxSpec,
+    owner: &str,
+    program: &str,
+    args: &[String],
+    cwd: &Path,
+    path_env: Option<&OsStr>,
+) -> Result<Sandbox, String> {
     let abi = landlock_abi();
     let admin = has_sys_admin();
     let mut gaps = Vec::new();
@@ -106,7 +113,8 @@ pub fn prepare(spec: &SandboxSpec, owner: &str, program: &str, args: &[String], 
     achieved.push("no_new_privs".into());
     let seccomp = kernel::seccomp_program().map_err(|e| format!("cannot build its seccomp filter ({e})"))?;
 
-    let mut rlimits = Rlimits { cpu_seconds: spec.cpu_seconds, open_files: spec.open_files, processes: spec.processes, address_space: None };
+    let mut rlimits =
+        Rlimits { cpu_seconds: spec.cpu_seconds, open_files: spec.open_files, processes: spec.processes, address_space: None };
     let cgroup = match (spec.memory, spec.processes) {
         (None, None) => None,
         (memory, processes) => match Cgroup::create(owner, memory, processes) {
@@ -235,6 +243,18 @@ impl Running {
         }
         let _ = std::fs::remove_dir_all(&self.tmp);
     }
+}
+
+/// What a running process's sandbox achieved, and the limit it hit once
+/// it has ended; shared between the reaper and the status.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct SandboxStatus {
+    /// What the kernel enforces, e.g. `landlock v7: filesystem + network; ...`.
+    pub achieved: String,
+    /// What was asked for and is not enforced.
+    pub gaps: Vec<String>,
+    /// The last limit a run of the process hit (`sandbox: ...`).
+    pub violation: Option<String>,
 }
 
 fn check(result: libc::c_int) -> std::io::Result<()> {

@@ -8,8 +8,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::config::SandboxSpec;
 
 /// System directories, readable (and executable): not `/tmp`, not `/home`.
-const SYSTEM: &[&str] =
-    &["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/nix/store", "/snap", "/proc", "/sys", "/dev", "/run/systemd/resolve"];
+const SYSTEM: &[&str] = &[
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/bin",
+    "/sbin",
+    "/etc",
+    "/opt",
+    "/nix/store",
+    "/snap",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/run/systemd/resolve",
+];
 /// Devices a process writes to as a matter of course.
 const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm", "/dev/ptmx"];
 /// Under the home directory: installs of node and python tools, readable.
@@ -30,7 +44,14 @@ pub fn private_tmp(owner: &str) -> std::io::Result<PathBuf> {
 }
 
 /// The readable and the writable paths: the preset's, then the spec's.
-pub fn allowed(spec: &SandboxSpec, program: &str, args: &[String], cwd: &Path, tmp: &Path, path_env: Option<&OsStr>) -> (Vec<PathBuf>, Vec<PathBuf>) {
+pub fn allowed(
+    spec: &SandboxSpec,
+    program: &str,
+    args: &[String],
+    cwd: &Path,
+    tmp: &Path,
+    path_env: Option<&OsStr>,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute() && h != Path::new("/"));
     let mut read: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
     read.extend(install_dir(program, path_env, home.as_deref()));
