@@ -133,3 +133,37 @@ async fn seccomp_refuses_ptrace() {
     still_healthy(&handle, "tracer").await;
     handle.shutdown().await;
 }
+
+/// `run_command` under `[agent.sandbox]`: the shell's output for `command`.
+async fn run(handle: &Handle, command: &str) -> String {
+    attempt(handle, "builtin", "run_command", json!({ "command": command })).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_command_is_held_by_the_agent_sandbox() {
+    use mcpvisor::builtin_tools::{self, BuiltinSettings};
+    let (work, elsewhere) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let secret = elsewhere.path().join("secret.txt");
+    std::fs::write(&secret, "s3cret").unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let spec = SandboxSpec { network: Network::None, processes: Some(64), memory: Some(512 << 20), ..SandboxSpec::default() };
+    let settings = BuiltinSettings { command_sandbox: Some(spec), ..BuiltinSettings::new(work.path()) };
+    let handle = start(vec![builtin_tools::server(settings)]).await;
+
+    let read = run(&handle, &format!("cat {}", secret.display())).await;
+    assert!(read.contains("Permission denied") && !read.contains("s3cret"), "{read}");
+    let write = run(&handle, &format!("echo x > {}/dropped", elsewhere.path().display())).await;
+    assert!(write.contains("Permission denied") && !elsewhere.path().join("dropped").exists(), "{write}");
+    assert!(run(&handle, "echo mine > mine.txt && cat mine.txt").await.contains("mine"));
+    let connect = format!("python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), timeout=2)'");
+    assert!(run(&handle, &connect).await.contains("Error"), "a connection to a loopback port must fail");
+    let forks = "python3 -c '\nimport os, time\nn = 0\ntry:\n    for _ in range(1000):\n        if os.fork() == 0:\n            time.sleep(30); os._exit(0)\n        n += 1\nexcept OSError as e:\n    print(\"forked\", n, \"refused:\", e)\n'";
+    let forked = run(&handle, forks).await;
+    assert!(forked.contains("refused: [Errno 11]"), "{forked}");
+    let hog = run(&handle, "python3 -c 'b = b\"x\" * (4 << 30)'").await;
+    assert!(hog.contains("[sandbox: its memory limit (512MiB) was reached"), "{hog}");
+    // The agent's tools carry on.
+    assert!(run(&handle, "echo still here").await.contains("still here"));
+    handle.shutdown().await;
+}

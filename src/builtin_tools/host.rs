@@ -76,6 +76,8 @@ pub struct CommandRequest {
     pub timeout: Duration,
     /// Output bytes kept at most (its head and its tail).
     pub output_limit: usize,
+    /// The sandbox the command runs in (`[agent.sandbox]`); `None`: none.
+    pub sandbox: Option<crate::config::SandboxSpec>,
 }
 
 /// How a command ended.

@@ -76,6 +76,8 @@ pub struct BuiltinSettings {
     pub command_timeout: Duration,
     /// The longest time-out a call may set.
     pub max_command_timeout: Duration,
+    /// The sandbox of `run_command` (`[agent.sandbox]`); `None`: none.
+    pub command_sandbox: Option<crate::config::SandboxSpec>,
 }
 
 impl BuiltinSettings {
@@ -90,6 +92,7 @@ impl BuiltinSettings {
             max_output_bytes: 30_000,
             command_timeout: Duration::from_secs(120),
             max_command_timeout: Duration::from_secs(600),
+            command_sandbox: None,
         }
     }
 }
@@ -260,7 +263,13 @@ impl<H: Host> Builtin<H> {
         let timeout = timeout_secs
             .map_or(self.settings.command_timeout, Duration::from_secs)
             .clamp(Duration::from_secs(1), self.settings.max_command_timeout);
-        let request = CommandRequest { command, cwd, timeout, output_limit: self.settings.max_output_bytes };
+        let request = CommandRequest {
+            command,
+            cwd,
+            timeout,
+            output_limit: self.settings.max_output_bytes,
+            sandbox: self.settings.command_sandbox.clone(),
+        };
         let outcome = self.host.run(&request).await.map_err(|e| {
             format!(
                 "could not start the command in {}: {e}; check that this directory exists and that `sh` can be run",

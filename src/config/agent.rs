@@ -92,13 +92,27 @@ pub struct AgentSettings {
     /// Offer the built-in tools (files, commands); on unless false.
     pub builtin_tools: Option<bool>,
     pub servers: BTreeMap<String, ServerConfirm>,
+    /// The sandbox of `run_command` (`[agent.sandbox]`).
+    pub sandbox: Option<super::SandboxSpec>,
 }
 
 impl AgentSettings {
     /// Takes every value `over` sets.
     pub fn merge(&mut self, over: AgentSettings) {
-        let AgentSettings { provider, model, base_url, confirm, max_turns, context_tokens, stream, system_prompt, builtin_tools, servers } =
-            over;
+        let AgentSettings {
+            provider,
+            model,
+            base_url,
+            confirm,
+            max_turns,
+            context_tokens,
+            stream,
+            system_prompt,
+            builtin_tools,
+            servers,
+            sandbox,
+        } = over;
+        self.sandbox = sandbox.or(self.sandbox.take());
         self.provider = provider.or(self.provider.take());
         self.model = model.or(self.model.take());
         self.base_url = base_url.or(self.base_url.take());
@@ -117,8 +131,8 @@ impl AgentSettings {
     }
 }
 
-const AGENT_KEYS: [&str; 9] =
-    ["provider", "model", "base_url", "confirm", "max_turns", "context_tokens", "stream", "system_prompt", "servers"];
+const AGENT_KEYS: [&str; 10] =
+    ["provider", "model", "base_url", "confirm", "max_turns", "context_tokens", "stream", "system_prompt", "servers", "sandbox"];
 const SERVER_KEYS: [&str; 3] = ["trust", "confirm", "tools"];
 
 /// Reads the `[agent]` table of `file`.
@@ -159,6 +173,7 @@ pub(crate) fn read(file: &Path, item: &Item) -> Result<AgentSettings, ConfigErro
                     settings.servers.insert(server.to_string(), read.server(&format!("{field}.{server}"), overrides)?);
                 }
             }
+            "sandbox" => settings.sandbox = Some(super::sandbox::read(file, "agent", &field, value)?),
             _ => return Err(read.unknown(&field, &AGENT_KEYS)),
         }
     }

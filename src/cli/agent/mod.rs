@@ -219,7 +219,7 @@ async fn start(servers: &Servers) -> Result<Session, Failure> {
     let session = Session::launch_configs(prepare(entries.iter().copied(), |_| {})?, handlers, Default::default())?;
     session.settle().await;
     if servers.agent.builtin_tools != Some(false) {
-        add_builtin(&session, servers, workspace).await;
+        add_builtin(&session, servers, workspace, servers.agent.sandbox.clone()).await;
     }
     let statuses = session.handle.status().await;
     for status in &statuses {
@@ -234,7 +234,7 @@ async fn start(servers: &Servers) -> Result<Session, Failure> {
 }
 
 /// The built-in tools (files and commands under the working directory) as the server `builtin`.
-async fn add_builtin(session: &Session, servers: &Servers, workspace: std::path::PathBuf) {
+async fn add_builtin(session: &Session, servers: &Servers, workspace: std::path::PathBuf, sandbox: Option<crate::config::SandboxSpec>) {
     if servers.get(builtin_tools::SERVER_NAME).is_ok() {
         warn(format_args!(
             "a configured server is named `{}`: the built-in tools are left out (rename it to have both)",
@@ -242,7 +242,8 @@ async fn add_builtin(session: &Session, servers: &Servers, workspace: std::path:
         ));
         return;
     }
-    if let Err(error) = session.handle.add_server(builtin_tools::server(BuiltinSettings::new(workspace))).await {
+    let settings = BuiltinSettings { command_sandbox: sandbox, ..BuiltinSettings::new(workspace) };
+    if let Err(error) = session.handle.add_server(builtin_tools::server(settings)).await {
         warn(format_args!("the built-in tools are not available: {error}"));
     }
     session.settle().await;
