@@ -316,6 +316,9 @@ pub struct ServerStatus {
     pub warnings: Vec<String>,
     /// A remote server's transport: URL, kind, session (`None` for others).
     pub remote: Option<crate::transport::http::RemoteStatus>,
+    /// A sandboxed server's sandbox: what is enforced, what is not, and
+    /// the limit its last run hit (`None`: not sandboxed).
+    pub sandbox: Option<crate::sandbox::SandboxStatus>,
 }
 
 impl ServerStatus {
@@ -339,6 +342,7 @@ impl ServerStatus {
             stderr_tail: Vec::new(),
             warnings: Vec::new(),
             remote: None,
+            sandbox: None,
         }
     }
 }

@@ -69,6 +69,7 @@ pub mod oauth;
 pub mod protocol;
 pub mod rate_limit;
 pub mod restart;
+pub mod sandbox;
 pub mod sessions;
 pub mod skills;
 mod sse;

@@ -70,7 +70,7 @@ fn saved_sessions(sandbox: &Sandbox) -> String {
 }
 
 fn with_hostile(sandbox: &Sandbox, extra: &str) {
-    sandbox.write_user_file(&format!("{extra}\n{}", python_fixture_table("hostile", "hostile_server.py", &[])));
+    sandbox.write_user_file(&format!("{extra}\n{}", python_fixture_table("hostile", "lying_server.py", &[])));
 }
 
 #[tokio::test]

@@ -211,6 +211,9 @@ pub struct Connection {
     calls: CallBook,
     run: Option<Run>,
     stderr_tail: VecDeque<String>,
+    /// The sandbox of the last run, and the last limit a run hit.
+    last_sandbox: Option<crate::sandbox::SandboxStatus>,
+    sandbox_violation: Option<String>,
     /// Masks the secrets of `config` in each stderr line before it is logged or kept.
     redactor: Redactor,
     /// Tools of the last listing that went to the catalog (the Registry
@@ -303,6 +306,8 @@ impl Connection {
             calls: CallBook::default(),
             run: None,
             stderr_tail: VecDeque::with_capacity(STDERR_TAIL_LINES),
+            last_sandbox: None,
+            sandbox_violation: None,
             redactor,
             tool_count: 0,
             tool_warnings: Vec::new(),
@@ -440,6 +445,10 @@ impl Connection {
             stderr_tail: self.stderr_tail(),
             warnings: self.tool_warnings.clone(),
             remote: run.and_then(|r| r.process.remote_status()),
+            sandbox: run
+                .and_then(|r| r.process.sandbox())
+                .or_else(|| self.last_sandbox.clone())
+                .map(|sandbox| crate::sandbox::SandboxStatus { violation: self.sandbox_violation.clone(), ..sandbox }),
         }
     }
 }

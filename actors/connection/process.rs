@@ -8,11 +8,13 @@
 //! may not get is a pid.
 
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 
 use futures::future::Either;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::*;
+use crate::sandbox::SandboxStatus;
 use crate::transport::{http, in_process};
 
 /// Where the connection writes frames to the server.
@@ -21,7 +23,7 @@ type Output = Box<dyn AsyncRead + Unpin>;
 
 /// What the server is, as far as stopping it goes.
 enum Kind {
-    Child { pid: u32, group: ProcessGroup },
+    Child { pid: u32, group: ProcessGroup, sandbox: Option<SandboxStatus>, violation: Arc<Mutex<Option<String>>> },
     InProcess(in_process::ServerTask),
     Remote(http::RemoteTask),
 }
@@ -52,7 +54,7 @@ impl Process {
             }
             None => {
                 let child = stdio::spawn(config)?;
-                let kind = Kind::Child { pid: child.pid, group: child.group };
+                let kind = Kind::Child { pid: child.pid, group: child.group, sandbox: child.sandbox, violation: child.violation };
                 (kind, child.exit, Box::new(child.stdin), Box::new(child.stdout), Box::new(child.stderr))
             }
         };
@@ -76,6 +78,22 @@ impl Process {
         match self.kind {
             Kind::Child { pid, .. } => Some(pid),
             Kind::InProcess(_) | Kind::Remote(_) => None,
+        }
+    }
+
+    /// What the server's sandbox enforces (`None`: not sandboxed).
+    pub(super) fn sandbox(&self) -> Option<SandboxStatus> {
+        match &self.kind {
+            Kind::Child { sandbox, .. } => sandbox.clone(),
+            _ => None,
+        }
+    }
+
+    /// Once the server has exited: the sandbox limit it hit, as a sentence.
+    pub(super) fn sandbox_violation(&self) -> Option<String> {
+        match &self.kind {
+            Kind::Child { violation, .. } => violation.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            _ => None,
         }
     }
 

@@ -157,6 +157,14 @@ impl Connection {
             return;
         }
         let Some(run) = self.run.take() else { return };
+        self.last_sandbox = run.process.sandbox().or(self.last_sandbox.take());
+        if let Some(violation) = run.process.sandbox_violation() {
+            if self.stderr_tail.len() == STDERR_TAIL_LINES {
+                self.stderr_tail.pop_front();
+            }
+            self.stderr_tail.push_back(violation.clone());
+            self.sandbox_violation = Some(violation);
+        }
         let exit = run.exit.unwrap_or(ExitInfo { code: None, signal: None });
         let stderr_tail = self.stderr_tail();
         let stopped = self.phase != Phase::Serving;

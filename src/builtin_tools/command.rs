@@ -64,7 +64,19 @@ pub(super) async fn run(request: &CommandRequest) -> Result<CommandOutcome, Host
             _ => Ok(()),
         });
     }
-    let mut child = command.spawn()?;
+    let sandbox = match &request.sandbox {
+        Some(spec) => {
+            let path = std::env::var_os("PATH");
+            let sandbox = crate::sandbox::prepare(spec, "run_command", "sh", &[], &request.cwd, path.as_deref())
+                .map_err(|why| std::io::Error::other(format!("sandbox: {why}")))?;
+            sandbox.install(&mut command);
+            Some(sandbox)
+        }
+        None => None,
+    };
+    let spawned = command.spawn();
+    let sandbox = SandboxGuard(sandbox.map(crate::sandbox::Sandbox::spawned));
+    let mut child = spawned?;
     let (Some(pid), Some(mut stdout)) = (child.id(), child.stdout.take()) else {
         return Err(std::io::Error::other("the shell ended before it could be watched").into());
     };
@@ -100,9 +112,35 @@ pub(super) async fn run(request: &CommandRequest) -> Result<CommandOutcome, Host
     })
     .await;
     let status = status?;
-    let (text, cut) = output.finish();
+    let (mut text, cut) = output.finish();
+    reap_group(group).await;
+    if let Some(violation) = sandbox.finish().await {
+        text = format!("{text}\n[{violation}]");
+    }
     let exit = crate::transport::ExitInfo::from_status(status);
     Ok(CommandOutcome { output: text, cut, code: exit.code, signal: exit.signal, timed_out })
+}
+
+/// Removes the command's sandbox (cgroup, temporary directory) when the
+/// call ends, or in the background when it is cancelled.
+struct SandboxGuard(Option<crate::sandbox::Running>);
+
+impl SandboxGuard {
+    /// The limit the command hit, once it has ended; removes the sandbox.
+    async fn finish(mut self) -> Option<String> {
+        let running = self.0.take()?;
+        let violation = running.violation();
+        running.remove().await;
+        violation
+    }
+}
+
+impl Drop for SandboxGuard {
+    fn drop(&mut self) {
+        if let (Some(running), Ok(runtime)) = (self.0.take(), tokio::runtime::Handle::try_current()) {
+            runtime.spawn(running.remove());
+        }
+    }
 }
 
 /// The head and the tail of an output, the middle counted.

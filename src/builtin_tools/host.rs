@@ -79,6 +79,8 @@ pub struct CommandRequest {
     pub output_limit: usize,
     /// The command's whole environment: nothing else is inherited.
     pub env: Vec<(OsString, OsString)>,
+    /// The sandbox the command runs in (`[agent.sandbox]`); `None`: none.
+    pub sandbox: Option<crate::config::SandboxSpec>,
 }
 
 /// How a command ended.

@@ -88,6 +88,8 @@ pub struct BuiltinSettings {
     pub workspace: Workspace,
     /// The whole environment of a command (nothing else is inherited).
     pub command_env: Vec<(OsString, OsString)>,
+    /// The sandbox of `run_command` (`[agent.sandbox]`); `None`: none.
+    pub command_sandbox: Option<crate::config::SandboxSpec>,
 }
 
 impl BuiltinSettings {
@@ -105,6 +107,7 @@ impl BuiltinSettings {
             max_output_bytes: 30_000,
             command_timeout: Duration::from_secs(120),
             max_command_timeout: Duration::from_secs(600),
+            command_sandbox: None,
         }
     }
 }
@@ -291,8 +294,14 @@ impl<H: Host> Builtin<H> {
         let timeout = timeout_secs
             .map_or(self.settings.command_timeout, Duration::from_secs)
             .clamp(Duration::from_secs(1), self.settings.max_command_timeout);
-        let env = self.settings.command_env.clone();
-        let request = CommandRequest { command, cwd, timeout, output_limit: self.settings.max_output_bytes, env };
+        let request = CommandRequest {
+            command,
+            cwd,
+            timeout,
+            output_limit: self.settings.max_output_bytes,
+            env: self.settings.command_env.clone(),
+            sandbox: self.settings.command_sandbox.clone(),
+        };
         let outcome = self.host.run(&request).await.map_err(|e| {
             format!(
                 "could not start the command in {}: {e}; check that this directory exists and that `sh` can be run",

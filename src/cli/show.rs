@@ -171,6 +171,10 @@ fn fields(config: &ServerConfig) -> Vec<(&'static str, String)> {
     fields.push(("startup_timeout", format!("{} s", t.startup.as_secs_f64())));
     fields.push(("restart", restart(config.restart)));
     fields.push(("supervision", supervision(&config.restart_limits)));
+    if let Some(sandbox) = &config.sandbox {
+        let asked = crate::config::sandbox::to_value(sandbox).to_string();
+        fields.push(("sandbox", format!("{} (what the kernel enforces: `mcpvisor status`)", asked.trim())));
+    }
     if !config.rate_limits.server.is_empty() {
         fields.push(("limits", rate_limit(&config.rate_limits.server)));
     }
@@ -250,6 +254,7 @@ fn entry_json(entry: &Entry) -> Value {
         "restart": restart,
         "max_restarts": max_restarts,
         "supervision": supervision_json(&c.restart_limits),
+        "sandbox": c.sandbox.as_ref().map(|s| crate::config::sandbox::to_value(s).to_string().trim().to_string()),
         "limits": {
             "server": rate_limit_json(&c.rate_limits.server),
             "tools": c.rate_limits.tools.iter().map(|(tool, limit)| (tool.clone(), rate_limit_json(limit))).collect::<serde_json::Map<_, _>>(),

@@ -47,6 +47,12 @@ pub async fn status(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     for line in table(&rows) {
         out.line(line);
     }
+    for (name, sandbox) in statuses.iter().filter_map(|s| Some((&s.name, s.sandbox.as_ref()?))) {
+        out.line("");
+        let warning = sandbox_warning(sandbox);
+        let paint = if warning.is_empty() { Paint::Dim } else { Paint::Bad };
+        out.pieces([Piece(paint, format!("{name}:")), Piece::plain(format!(" sandbox: {}{warning}", sandbox.achieved))]);
+    }
     for entry in servers.entries.iter().filter(|entry| !entry.unmapped.is_empty()) {
         let (origin, keys) = (entry.defined_in.origin_name(), entry.unmapped.join(", "));
         out.line("");
@@ -171,6 +177,18 @@ fn summary(entry: &Entry) -> String {
     }
 }
 
+/// The `sandbox` warning: what is not enforced, and the last limit hit.
+fn sandbox_warning(sandbox: &crate::sandbox::SandboxStatus) -> String {
+    let mut warning = String::new();
+    if !sandbox.gaps.is_empty() {
+        warning.push_str(&format!(" (warning: not enforced: {})", sandbox.gaps.join("; ")));
+    }
+    if let Some(violation) = &sandbox.violation {
+        warning.push_str(&format!(" (warning: {violation})"));
+    }
+    warning
+}
+
 /// Times the phases of the start-up; true when the server connected.
 async fn start_up(session: &Session, name: &str, first_step: &'static str, steps: &mut Steps<'_>) -> bool {
     const POLL: Duration = Duration::from_millis(2);
@@ -185,7 +203,10 @@ async fn start_up(session: &Session, name: &str, first_step: &'static str, steps
         if !spawned && (status.pid.is_some() || reached.is_some()) {
             let detail = match reached {
                 Some(remote) => remote.url.clone(),
-                None => format!("pid {}", status.pid.unwrap_or(0)),
+                None => match &status.sandbox {
+                    Some(sandbox) => format!("pid {}, sandbox: {}{}", status.pid.unwrap_or(0), sandbox.achieved, sandbox_warning(sandbox)),
+                    None => format!("pid {}", status.pid.unwrap_or(0)),
+                },
             };
             spawned = steps.record(first_step, now - phase_start, Ok(detail));
             phase_start = now;

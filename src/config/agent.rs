@@ -113,6 +113,8 @@ pub struct AgentSettings {
     pub deny: Vec<ToolRule>,
     /// Variables `run_command` inherits beyond the safe set.
     pub command_env: Vec<String>,
+    /// The sandbox of `run_command` (`[agent.sandbox]`).
+    pub sandbox: Option<super::SandboxSpec>,
 }
 
 /// The built-in tools whose arguments a [`ToolRule`] may name (the names
@@ -171,11 +173,13 @@ impl AgentSettings {
             allow,
             deny,
             command_env,
+            sandbox,
         } = over;
         self.directories.extend(directories);
         self.allow.extend(allow);
         self.deny.extend(deny);
         self.command_env.extend(command_env);
+        self.sandbox = sandbox.or(self.sandbox.take());
         self.provider = provider.or(self.provider.take());
         self.model = model.or(self.model.take());
         self.base_url = base_url.or(self.base_url.take());
@@ -194,7 +198,7 @@ impl AgentSettings {
     }
 }
 
-const AGENT_KEYS: [&str; 14] = [
+const AGENT_KEYS: [&str; 15] = [
     "provider",
     "model",
     "base_url",
@@ -209,6 +213,7 @@ const AGENT_KEYS: [&str; 14] = [
     "deny",
     "command_env",
     "servers",
+    "sandbox",
 ];
 const SERVER_KEYS: [&str; 3] = ["trust", "confirm", "tools"];
 
@@ -264,6 +269,7 @@ pub(crate) fn read(file: &Path, item: &Item) -> Result<AgentSettings, ConfigErro
                     settings.servers.insert(server.to_string(), read.server(&format!("{field}.{server}"), overrides)?);
                 }
             }
+            "sandbox" => settings.sandbox = Some(super::sandbox::read(file, "agent", &field, value)?),
             _ => return Err(read.unknown(&field, &AGENT_KEYS)),
         }
     }

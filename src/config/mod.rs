@@ -72,6 +72,7 @@ mod jsonc;
 pub mod native;
 mod oauth;
 pub mod redact;
+pub mod sandbox;
 mod serve;
 pub mod sources;
 
@@ -80,6 +81,7 @@ pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
 pub use filter::ToolFilter;
 pub use oauth::{AuthorizerHandle, Grant, IdentityProvider, OAuthConfig};
 pub use redact::{Redactor, MASK};
+pub use sandbox::{Network, SandboxSpec};
 pub use serve::{check_token, ServeSettings};
 
 /// Back-pressure bounds of one connection.
@@ -265,6 +267,9 @@ pub struct ServerConfig {
     /// The tools of an in-process server; set exactly when `transport` is
     /// [`Transport::InProcess`].
     pub in_process: Option<InProcessHandler>,
+    /// The sandbox of a stdio server (`[servers.X.sandbox]`, or the file's
+    /// `[sandbox] default`); `None`: none.
+    pub sandbox: Option<SandboxSpec>,
 }
 
 impl ServerConfig {
@@ -296,6 +301,7 @@ impl ServerConfig {
             limits: Limits::default(),
             rate_limits: RateLimits::default(),
             in_process: None,
+            sandbox: None,
         }
     }
 

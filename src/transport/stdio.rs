@@ -27,9 +27,12 @@ use std::time::Duration;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
+use std::sync::{Arc, Mutex};
+
 use super::ExitInfo;
 use crate::config::ServerConfig;
 use crate::error::ConnectError;
+use crate::sandbox::SandboxStatus;
 
 /// Variables passed to a server unless `inherit_env` is set.
 pub const SAFE_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ"];
@@ -42,6 +45,10 @@ pub struct StdioProcess {
     pub stderr: ChildStderr,
     pub group: ProcessGroup,
     pub exit: ExitWatch,
+    /// What the sandbox enforces, for a sandboxed server.
+    pub sandbox: Option<SandboxStatus>,
+    /// Set before the exit is published: the sandbox limit the server hit.
+    pub violation: Arc<Mutex<Option<String>>>,
 }
 
 /// Resolves once the process has exited and been reaped.
@@ -251,21 +258,48 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
         command.current_dir(cwd);
     }
     die_with_this_thread(&mut command);
-    let mut child = command.spawn().map_err(|e| ConnectError::Spawn {
+    let path = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
+    let spawn_error = |reason: String| ConnectError::Spawn {
         server: config.name.clone(),
         command: config.command.clone(),
-        reason: match e.kind() {
-            std::io::ErrorKind::NotFound => "command not found".to_string(),
-            _ => e.to_string(),
-        },
-        path: env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.to_string_lossy().into_owned()).unwrap_or_default(),
-    })?;
+        reason,
+        path: path.as_ref().map(|v| v.to_string_lossy().into_owned()).unwrap_or_default(),
+    };
+    let sandbox = match &config.sandbox {
+        Some(spec) => {
+            let cwd = config.cwd.clone().or_else(|| std::env::current_dir().ok()).unwrap_or_else(|| "/".into());
+            let sandbox = crate::sandbox::prepare(spec, &config.name, &config.command, &config.args, &cwd, path.as_deref())
+                .map_err(|why| spawn_error(format!("sandbox: {why}")))?;
+            sandbox.install(&mut command);
+            Some(sandbox)
+        }
+        None => None,
+    };
+    let spawned = command.spawn();
+    let sandbox = sandbox.map(crate::sandbox::Sandbox::spawned);
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            let reason = match (e.kind(), &sandbox) {
+                (std::io::ErrorKind::NotFound, _) => "command not found".to_string(),
+                (_, Some(_)) => format!("{e} (while applying its sandbox, or starting it)"),
+                _ => e.to_string(),
+            };
+            if let Some(sandbox) = sandbox {
+                tokio::spawn(sandbox.remove());
+            }
+            return Err(spawn_error(reason));
+        }
+    };
     let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) = (child.id(), child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         unreachable!("a just-spawned child with piped stdio has a pid and all three pipes")
     };
     let group = ProcessGroup(pid as i32);
     let (tx, rx) = watch::channel(None);
+    let status = sandbox.as_ref().map(|s| SandboxStatus { achieved: s.achieved.clone(), gaps: s.gaps.clone(), violation: None });
+    let violation = Arc::new(Mutex::new(None));
+    let violation_of_run = violation.clone();
     tokio::spawn(async move {
         let mut guard = KillOnDrop(Some(group));
         let exit = match child.wait().await {
@@ -276,9 +310,13 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
         guard.0 = None;
         group.signal(libc::SIGKILL);
         reap_group(group).await;
+        if let Some(sandbox) = sandbox {
+            *violation_of_run.lock().unwrap_or_else(|e| e.into_inner()) = sandbox.violation();
+            sandbox.remove().await;
+        }
         let _ = tx.send(Some(exit));
     });
-    Ok(StdioProcess { pid, stdin, stdout, stderr, group, exit: ExitWatch::new(rx) })
+    Ok(StdioProcess { pid, stdin, stdout, stderr, group, exit: ExitWatch::new(rx), sandbox: status, violation })
 }
 
 /// Makes the child get SIGKILL when the thread that spawns it ends

@@ -221,7 +221,7 @@ async fn start(servers: &Servers) -> Result<Session, Failure> {
     let session = Session::launch_configs(prepare(entries.iter().copied(), |_| {})?, handlers, Default::default())?;
     session.settle().await;
     if servers.agent.builtin_tools != Some(false) {
-        add_builtin(&session, servers, workspace).await;
+        add_builtin(&session, servers, workspace, servers.agent.sandbox.clone()).await;
     }
     let statuses = session.handle.status().await;
     for status in &statuses {
@@ -236,7 +236,7 @@ async fn start(servers: &Servers) -> Result<Session, Failure> {
 }
 
 /// The built-in tools (files and commands under the working directory) as the server `builtin`.
-async fn add_builtin(session: &Session, servers: &Servers, workspace: std::path::PathBuf) {
+async fn add_builtin(session: &Session, servers: &Servers, workspace: std::path::PathBuf, sandbox: Option<crate::config::SandboxSpec>) {
     if servers.get(builtin_tools::SERVER_NAME).is_ok() {
         warn(format_args!(
             "a configured server is named `{}`: the built-in tools are left out (rename it to have both)",
@@ -244,8 +244,11 @@ async fn add_builtin(session: &Session, servers: &Servers, workspace: std::path:
         ));
         return;
     }
-    let settings =
-        BuiltinSettings { command_env: builtin_tools::command_env(&servers.agent.command_env), ..BuiltinSettings::new(workspace) };
+    let settings = BuiltinSettings {
+        command_env: builtin_tools::command_env(&servers.agent.command_env),
+        command_sandbox: sandbox,
+        ..BuiltinSettings::new(workspace)
+    };
     if let Err(error) = session.handle.add_server(builtin_tools::server(settings)).await {
         warn(format_args!("the built-in tools are not available: {error}"));
     }

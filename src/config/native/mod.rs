@@ -72,7 +72,12 @@ pub fn parse_with_agent(path: &Path, text: &str) -> Result<(Vec<ServerConfig>, A
     let Some(servers) = document.get("servers") else {
         return Ok((Vec::new(), agent));
     };
-    let servers = servers_table(path, servers)?.iter().map(|(name, item)| read::read_server(path, name, item)).collect::<Result<_, _>>()?;
+    let default = document.get("sandbox").map(|item| super::sandbox::read_default(path, item)).transpose()?.flatten();
+    let mut servers: Vec<ServerConfig> =
+        servers_table(path, servers)?.iter().map(|(name, item)| read::read_server(path, name, item)).collect::<Result<_, _>>()?;
+    for server in servers.iter_mut().filter(|s| s.sandbox.is_none() && s.transport == super::Transport::Stdio) {
+        server.sandbox = default.clone();
+    }
     Ok((servers, agent))
 }
 
@@ -251,7 +256,7 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
             "{message}"
         );
         let message = parse_error("[server.fs]\ncommand = \"x\"\n");
-        assert_eq!(message, "servers.toml: top level: unknown key `server`; the known keys are servers, agent, audit, serve");
+        assert_eq!(message, "servers.toml: top level: unknown key `server`; the known keys are servers, agent, audit, serve, sandbox");
         let message = parse_error("[servers.fs]\ncommand = \"x\"\ntools = { allow = [], block = [] }\n");
         assert_eq!(message, "servers.toml: server \"fs\": unknown key `tools.block`; the known keys are allow, deny");
         let message = parse_error("[servers.r]\nurl = \"https://x\"\nauth = { type = \"bearer\", token = \"t\", user = \"u\" }\n");

@@ -333,6 +333,7 @@ pub(super) fn read_server(path: &Path, name: &str, item: &Item) -> Result<Server
             "max_frame" => config.limits.max_frame = r.count(key, item, 1024)?,
             "max_list_pages" => config.limits.max_list_pages = r.count(key, item, 1)?,
             "max_list_items" => config.limits.max_list_items = r.count(key, item, 1)?,
+            "sandbox" => config.sandbox = Some(crate::config::sandbox::read(path, name, key, item)?),
             _ => return Err(r.unknown_key(key.into(), &KEYS)),
         }
     }

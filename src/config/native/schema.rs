@@ -13,7 +13,7 @@ use crate::error::ConfigError;
 pub const DEFAULT_MAX_RESTARTS: u32 = 5;
 
 /// The keys of a server table, in the order new keys are written.
-pub const KEYS: [&str; 30] = [
+pub const KEYS: [&str; 31] = [
     "transport",
     "command",
     "args",
@@ -44,9 +44,10 @@ pub const KEYS: [&str; 30] = [
     "max_list_pages",
     "max_list_items",
     "limits",
+    "sandbox",
 ];
 
-pub(super) const TOP_LEVEL_KEYS: [&str; 4] = ["servers", "agent", "audit", "serve"];
+pub(super) const TOP_LEVEL_KEYS: [&str; 5] = ["servers", "agent", "audit", "serve", "sandbox"];
 pub(super) const TOOLS_KEYS: [&str; 2] = ["allow", "deny"];
 /// The keys of `limits` (a tool's own limits take the first three).
 pub(super) const LIMITS_KEYS: [&str; 4] = ["rate", "burst", "concurrent", "tools"];

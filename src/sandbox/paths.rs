@@ -1,0 +1,91 @@
+//! The paths of the standard preset: what a sandboxed process may read and
+//! write (docs/security.md, "Sandboxes").
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::config::SandboxSpec;
+
+/// System directories, readable (and executable): not `/tmp`, not `/home`.
+const SYSTEM: &[&str] = &[
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/bin",
+    "/sbin",
+    "/etc",
+    "/opt",
+    "/nix/store",
+    "/snap",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/run/systemd/resolve",
+];
+/// Devices a process writes to as a matter of course.
+const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm", "/dev/ptmx"];
+/// Under the home directory: installs of node and python tools, readable.
+const HOME_READ: &[&str] = &[".nvm", ".volta", ".bun", ".local/bin", ".local/lib", ".npmrc", ".cargo/bin", ".deno"];
+/// Under the home directory: the package caches of `npx` and `uvx`, writable.
+const HOME_WRITE: &[&str] = &[".npm", ".cache", ".local/share/uv", ".local/share/pnpm"];
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh directory only this process tree may use (mode 0700).
+pub fn private_tmp(owner: &str) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let safe: String = owner.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).take(64).collect();
+    let base = std::env::var_os("TMPDIR").map(PathBuf::from).unwrap_or_else(|| "/tmp".into());
+    let dir = base.join(format!("mcpvisor-sandbox-{safe}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir)
+}
+
+/// The readable and the writable paths: the preset's, then the spec's.
+pub fn allowed(
+    spec: &SandboxSpec,
+    program: &str,
+    args: &[String],
+    cwd: &Path,
+    tmp: &Path,
+    path_env: Option<&OsStr>,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute() && h != Path::new("/"));
+    let mut read: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
+    read.extend(install_dir(program, path_env, home.as_deref()));
+    // A script or directory named by absolute path in the arguments (`python3 /srv/server.py`).
+    read.extend(args.iter().map(PathBuf::from).filter(|p| p.is_absolute() && p.exists()));
+    let mut write: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
+    write.push(cwd.to_path_buf());
+    write.push(tmp.to_path_buf());
+    if let Some(home) = &home {
+        read.extend(HOME_READ.iter().map(|p| home.join(p)));
+        write.extend(HOME_WRITE.iter().map(|p| home.join(p)));
+    }
+    let expand = |p: &PathBuf| match (p.strip_prefix("~"), &home) {
+        (Ok(rest), Some(home)) => home.join(rest),
+        _ => p.clone(),
+    };
+    read.extend(spec.read.iter().map(expand));
+    write.extend(spec.write.iter().map(expand));
+    (read, write)
+}
+
+/// The prefix the program is installed under (`/usr/local` for
+/// `/usr/local/bin/node`), or its own directory when that prefix would
+/// be `/` or the home directory.
+fn install_dir(program: &str, path_env: Option<&OsStr>, home: Option<&Path>) -> Option<PathBuf> {
+    let found = if program.contains('/') {
+        Some(PathBuf::from(program))
+    } else {
+        std::env::split_paths(path_env?).map(|dir| dir.join(program)).find(|candidate| candidate.is_file())
+    }?;
+    let real = found.canonicalize().ok()?;
+    let bin = real.parent()?;
+    match bin.parent() {
+        Some(prefix) if prefix != Path::new("/") && Some(prefix) != home => Some(prefix.to_path_buf()),
+        _ => Some(bin.to_path_buf()),
+    }
+}
