@@ -16,9 +16,9 @@ use serde_json::json;
 
 use super::{print_line, EXIT_CONNECTION};
 use crate::actors::agent::{AgentConfig, AgentEvent, AgentStop, ConfirmPolicy, Prompt};
-use crate::config::{AgentSettings, ConfirmMode, ServerConfirm};
 use crate::actors::outlet::Outlet;
 use crate::actors::{Event, ServerState, ServerStatus};
+use crate::config::{AgentSettings, ConfirmMode, ServerConfirm};
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::error::CallError;
 use crate::llm::scripted::Scripted;
