@@ -185,6 +185,36 @@ async fn the_permission_question_follows_the_text_and_the_tool_call_it_is_about_
 }
 
 #[tokio::test]
+async fn a_read_outside_the_sessions_cwd_asks_the_editor_and_one_inside_does_not() {
+    let sandbox = Sandbox::new();
+    let key = sandbox.home.join(".ssh/id_ed25519");
+    cli_support::write(&key, "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n");
+    sandbox.write("notes.txt", "inside\n");
+    let model = ModelServer::start([
+        tool_call("k1", "mcp__builtin_s1__read_file", json!({"path": key.display().to_string()})),
+        tool_call("n1", "mcp__builtin_s1__read_file", json!({"path": "notes.txt"})),
+        says("Done."),
+    ])
+    .await;
+    let mut client = acp(&sandbox, &model);
+    let session = open(&mut client, &sandbox, false, false, json!([])).await;
+    let mut asked = Vec::new();
+    let answer = prompt(&mut client, &session, "read my key, then the notes", &mut |method, params| {
+        asked.push((method.to_string(), params.clone()));
+        selected("reject_once")
+    })
+    .await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let questions: Vec<&Value> = asked.iter().filter(|(method, _)| method == "session/request_permission").map(|(_, p)| p).collect();
+    assert_eq!(questions.len(), 1, "only the read outside the session's cwd asks: {asked:#?}");
+    assert_eq!(questions[0]["toolCall"]["toolCallId"], "k1", "{asked:#?}");
+    let sent: String = model.requests().iter().map(|request| request.body.to_string()).collect();
+    assert!(!sent.contains("b3BlbnNzaC1rZXktdjEAAAAA"), "the refused key never reaches the model");
+    assert!(sent.contains("inside"), "the read inside the cwd ran unasked");
+    assert!(client.close().await.success());
+}
+
+#[tokio::test]
 async fn files_go_through_the_editor_and_a_command_runs_in_its_terminal() {
     let sandbox = Sandbox::new();
     let model = ModelServer::start([

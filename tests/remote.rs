@@ -241,6 +241,28 @@ async fn a_remote_server_failing_leaves_a_stdio_server_beside_it_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_server_too_busy_to_discover_is_retried_not_failed_as_a_wrong_era() {
+    let fixture = Fixture::start(Flavour::Stateless);
+    fixture.knobs().discover_busy = 2;
+    let mut config = remote("web", &fixture);
+    config.era = mcpvisor::config::Era::Modern;
+    let handle = start(vec![config]).await;
+    // Two busy refusals, then the restart policy's next try connects (backoff 100 ms doubling).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = status_of(&handle, "web").await;
+        match status.state {
+            ServerState::Connected => break,
+            ServerState::Failed { .. } => panic!("a busy refusal is not a wrong era: {status:?}"),
+            _ => assert!(Instant::now() < deadline, "not connected within 20 s: {status:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(echo(&handle, "web", "after busy").await.unwrap(), "after busy");
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_the_stateless_era_a_cancelled_call_closes_its_stream_and_sends_nothing() {
     let fixture = Fixture::start(Flavour::Stateless);
     let handle = start(vec![remote("web", &fixture)]).await;

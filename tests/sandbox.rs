@@ -93,6 +93,27 @@ async fn network_none_cannot_reach_a_loopback_port() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allow_list_lets_its_ports_through_and_loopback_is_the_servers_own() {
+    let (allowed, other) = (std::net::TcpListener::bind("127.0.0.1:0").unwrap(), std::net::TcpListener::bind("127.0.0.1:0").unwrap());
+    let (allowed, other) = (allowed.local_addr().unwrap().port(), other.local_addr().unwrap().port());
+    let work = tempfile::tempdir().unwrap();
+    let listed = SandboxSpec { network: Network::Allow(vec![format!("127.0.0.1:{allowed}")]), ..SandboxSpec::default() };
+    let private = SandboxSpec { network: Network::Loopback, ..SandboxSpec::default() };
+    let handle = start(vec![hostile("listed", work.path(), Some(listed)), hostile("private", work.path(), Some(private))]).await;
+    assert_eq!(attempt(&handle, "listed", "connect", json!({"port": allowed})).await, format!("connected to 127.0.0.1:{allowed}"));
+    let refused = attempt(&handle, "listed", "connect", json!({"port": other})).await;
+    assert!(refused.starts_with("refused"), "a port not on the list: {refused}");
+    let achieved = status_of(&handle, "listed").await.sandbox.unwrap().achieved;
+    assert!(achieved.contains(&allowed.to_string()), "status names the ports it enforces: {achieved}");
+    // A private loopback: the host's listeners are not there.
+    let host = attempt(&handle, "private", "connect", json!({"port": allowed})).await;
+    assert!(host.starts_with("refused"), "the host's loopback is not the server's: {host}");
+    still_healthy(&handle, "listed").await;
+    still_healthy(&handle, "private").await;
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_forks_stop_at_the_process_limit() {
     let work = tempfile::tempdir().unwrap();
     let limited = SandboxSpec { processes: Some(64), ..SandboxSpec::default() };

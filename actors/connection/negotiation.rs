@@ -137,6 +137,12 @@ impl Connection {
                     None => self.not_modern(generation, probe, format!("it supports {}", supported.join(", ")), ctx),
                 };
             }
+            // A server known to be modern (not a probe) that refuses for a reason of
+            // its own (busy, an internal error) may take it at the next try: the
+            // restart policy decides, rather than failing for good as a wrong era.
+            Err(Failure::Rpc(error)) if !probe && error.code != error_codes::METHOD_NOT_FOUND => {
+                return self.abort_run(Failure::Rpc(error).into_connect_error(&server, methods::DISCOVER), Ending::Failure);
+            }
             Err(Failure::Rpc(error)) => {
                 return self.not_modern(generation, probe, format!("server/discover: error {}: {}", error.code, error.message), ctx)
             }

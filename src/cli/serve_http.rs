@@ -65,7 +65,7 @@ pub struct HttpArgs {
     /// or streaming, listen and GET streams (default 1024).
     #[arg(long, value_name = "N", requires = "http")]
     pub max_requests: Option<usize>,
-    /// Most requests one client (its address) has open at once (default 128).
+    /// Most requests one client (its address) has open at once (default 512).
     #[arg(long, value_name = "N", requires = "http")]
     pub max_requests_per_client: Option<usize>,
     /// MiB of events one session keeps for resumption (default 16).

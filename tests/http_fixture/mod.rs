@@ -67,6 +67,8 @@ pub struct Knobs {
     pub get_ends_at_once: bool,
     /// GETs seen.
     pub gets: usize,
+    /// `Flavour::Stateless`: this many `server/discover` requests are refused as busy first.
+    pub discover_busy: usize,
 }
 
 /// Counts a stream the client closed: dropped before its end.
@@ -269,6 +271,13 @@ async fn on_post(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
     if method == "subscriptions/listen" {
         // The stream stays open and carries what the test pushes.
         return listening(&shared);
+    }
+    if method == "server/discover" && shared.flavour == Flavour::Stateless {
+        let mut knobs = shared.knobs.lock().unwrap();
+        if knobs.discover_busy > 0 {
+            knobs.discover_busy -= 1;
+            return json_answer(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "Too busy: retry later"}}));
+        }
     }
     let answer = answer(shared.flavour, &message, &headers);
     let mut response = match shared.flavour {

@@ -75,7 +75,7 @@ impl Default for Limits {
         Limits {
             sessions_per_client: 64,
             requests: 1024,
-            requests_per_client: 128,
+            requests_per_client: 512,
             buffer_per_session: 16 * 1024 * 1024,
             buffer_total: 256 * 1024 * 1024,
         }
