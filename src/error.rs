@@ -145,6 +145,9 @@ pub enum ConnectError {
     #[error("server `{server}`: cannot start `{command}`: {reason} (PATH={path})")]
     Spawn { server: String, command: String, reason: String, path: String },
 
+    #[error("server `{server}`: its sandbox cannot be set up: {reason}")]
+    Sandbox { server: String, reason: String },
+
     #[error("server `{server}`: cannot start `{command}`: working directory `{cwd}` {problem}; create it or change the server's `cwd`")]
     WorkingDirectory { server: String, command: String, cwd: String, problem: String },
 
@@ -182,7 +185,7 @@ pub enum ConnectError {
 impl ConnectError {
     /// Errors a restart cannot cure: restarting would repeat them exactly.
     pub fn is_permanent(&self) -> bool {
-        matches!(self, ConnectError::UnsupportedVersion { .. } | ConnectError::MalformedHandshake { .. })
+        matches!(self, ConnectError::UnsupportedVersion { .. } | ConnectError::MalformedHandshake { .. } | ConnectError::Sandbox { .. })
     }
 }
 

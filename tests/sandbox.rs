@@ -188,3 +188,41 @@ async fn run_command_is_held_by_the_agent_sandbox() {
     assert!(run(&handle, "echo still here").await.contains("still here"));
     handle.shutdown().await;
 }
+
+/// `mcpvisor status --json` of `config`, run with CAP_SYS_ADMIN dropped
+/// (util-linux's `setpriv`), so a network namespace cannot be made.
+fn status_without_sys_admin(config: &Path) -> Value {
+    let output = std::process::Command::new("setpriv")
+        .args(["--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", env!("CARGO_BIN_EXE_mcpvisor"), "--config"])
+        .arg(config)
+        .args(["status", "--json"])
+        .output()
+        .expect("setpriv (util-linux) runs");
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)))
+}
+
+#[test]
+fn a_required_sandbox_the_process_cannot_enforce_refuses_to_start_and_a_best_effort_one_names_its_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = |required: bool| {
+        format!(
+            "[servers.demo]\ncommand = {:?}\nargs = [\"demo-server\"]\n\n[servers.demo.sandbox]\nnetwork = \"loopback\"\nrequired = {required}\n",
+            env!("CARGO_BIN_EXE_mcpvisor")
+        )
+    };
+    let required = dir.path().join("required.toml");
+    std::fs::write(&required, table(true)).unwrap();
+    let status = status_without_sys_admin(&required);
+    let demo = &status[0];
+    assert_eq!(demo["state"], "failed", "{demo}");
+    let error = demo.to_string();
+    assert!(error.contains("required = true") && error.contains("CAP_SYS_ADMIN"), "{error}");
+
+    let best_effort = dir.path().join("best_effort.toml");
+    std::fs::write(&best_effort, table(false)).unwrap();
+    let status = status_without_sys_admin(&best_effort);
+    let demo = &status[0];
+    assert_eq!(demo["state"], "connected", "{demo}");
+    let gaps = demo["sandbox"]["gaps"].to_string();
+    assert!(gaps.contains("loopback"), "what could not be enforced is named: {demo}");
+}

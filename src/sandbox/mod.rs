@@ -146,7 +146,7 @@ pub fn prepare(
     if spec.required && !sandbox.gaps.is_empty() {
         let gaps = sandbox.gaps.join("; ");
         sandbox.discard();
-        return Err(format!("its sandbox is required (required = true) but this kernel cannot enforce it: {gaps}"));
+        return Err(format!("it is required (required = true) but this kernel or this process cannot enforce it: {gaps}; run mcpvisor where it can, or set required = false to start with what can be enforced"));
     }
     Ok(sandbox)
 }

@@ -269,7 +269,7 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
         Some(spec) => {
             let cwd = config.cwd.clone().or_else(|| std::env::current_dir().ok()).unwrap_or_else(|| "/".into());
             let sandbox = crate::sandbox::prepare(spec, &config.name, &config.command, &config.args, &cwd, path.as_deref())
-                .map_err(|why| spawn_error(format!("sandbox: {why}")))?;
+                .map_err(|reason| ConnectError::Sandbox { server: config.name.clone(), reason })?;
             sandbox.install(&mut command);
             Some(sandbox)
         }
