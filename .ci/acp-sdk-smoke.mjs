@@ -47,7 +47,7 @@ const result = await app.connectWith(stream, async (ctx) => {
     sessionId: session.sessionId,
     prompt: [{ type: "text", text: "add 2 and 3" }],
   });
-  // The built-in write_file asks first (mode ask; it is not read-only).
+  // The built-in write_file asks first (mode ask; it is not read-only); so did the untrusted demo server's add.
   const written = await ctx.request("session/prompt", {
     sessionId: session.sessionId,
     prompt: [{ type: "text", text: "write_file notes.txt" }],
@@ -60,18 +60,24 @@ if (result.stopReason !== "end_turn") fail(`stop reason ${result.stopReason}`);
 const text = updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
 if (!text.includes("answered: 5")) fail(`the answer was ${JSON.stringify(text)}`);
 if (!updates.some((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed")) fail("no completed tool call");
-// The permission question follows the text and the tool_call it is about, and names the call.
+// Both calls ask in mode ask: the demo server is not trusted, so its add's
+// readOnlyHint is a claim, not a permission; write_file is not read-only.
+// Each question follows the text and the tool_call it is about, and names the call.
 const file = `${project}/notes.txt`;
-const asked = wire.findIndex((m) => m.method === "session/request_permission");
-if (asked < 0 || questions.length !== 1) fail(`one permission question expected: ${JSON.stringify(wire)}`);
-const { toolCall } = wire[asked].params;
-const announced = wire.findIndex((m) => m.params?.update?.sessionUpdate === "tool_call" && m.params.update.toolCallId === toolCall.toolCallId);
-if (announced < 0 || announced > asked) fail(`the tool_call came after the question: ${JSON.stringify(wire)}`);
-const said = wire.slice(0, asked).filter((m) => m.params?.update?.sessionUpdate === "agent_message_chunk").map((m) => m.params.update.content.text).join("");
+const askedAt = wire.flatMap((m, i) => (m.method === "session/request_permission" ? [i] : []));
+if (askedAt.length !== 2 || questions.length !== 2) fail(`two permission questions expected (add, then write_file): ${JSON.stringify(wire)}`);
+askedAt.forEach((asked, k) => {
+  const { toolCall } = wire[asked].params;
+  const announced = wire.findIndex((m) => m.params?.update?.sessionUpdate === "tool_call" && m.params.update.toolCallId === toolCall.toolCallId);
+  if (announced < 0 || announced > asked) fail(`the tool_call came after the question: ${JSON.stringify(wire)}`);
+  const known = updates.slice(0, questions[k].seen);
+  if (!known.some((u) => u.sessionUpdate === "tool_call" && u.toolCallId === toolCall.toolCallId)) fail("the SDK delivered a question before its tool_call");
+});
+const [first, second] = askedAt.map((asked) => wire[asked].params.toolCall);
+if (first.title !== "Add (demo)" || first.kind !== "read") fail(`the first question's toolCall: ${JSON.stringify(first)}`);
+const said = wire.slice(0, askedAt[1]).filter((m) => m.params?.update?.sessionUpdate === "agent_message_chunk").map((m) => m.params.update.content.text).join("");
 if (!said.endsWith("I will call `mcp__builtin_s1__write_file`.")) fail(`the text before the question: ${JSON.stringify(said)}`);
-if (toolCall.title !== `Write ${file}` || toolCall.kind !== "edit" || toolCall.locations?.[0]?.path !== file) fail(`the question's toolCall: ${JSON.stringify(toolCall)}`);
-const known = updates.slice(0, questions[0].seen);
-if (!known.some((u) => u.sessionUpdate === "tool_call" && u.toolCallId === toolCall.toolCallId)) fail("the SDK delivered the question before the tool_call");
+if (second.title !== `Write ${file}` || second.kind !== "edit" || second.locations?.[0]?.path !== file) fail(`the second question's toolCall: ${JSON.stringify(second)}`);
 const code = await new Promise((resolve) => agent.on("exit", resolve));
 if (code !== 0) fail(`mcpvisor acp exited with ${code}`);
-console.log(`acp smoke: ok (${updates.length} updates, answer ${JSON.stringify(text)}; the permission question followed its tool_call and named it)`);
+console.log(`acp smoke: ok (${updates.length} updates, answer ${JSON.stringify(text)}; each permission question followed its tool_call and named it)`);
