@@ -84,3 +84,32 @@ impl PanicSwitch {
         }
     }
 }
+
+/// An actor whose handlers keep its state through a panic (the Hub, the
+/// Registry): the message that panicked is answered by `failed`, the
+/// actor says so (`panicked`, which publishes the event) and serves on.
+pub trait KeepsStateOnPanic: Sized {
+    /// The actor's name in [`Panicked`].
+    const NAME: &'static str;
+    fn panic_switch(&mut self) -> &mut PanicSwitch;
+    /// Tells the world (an [`crate::actors::Event::ActorPanicked`]).
+    fn panicked(&mut self, panic: &Panicked);
+
+    /// Runs the handler of `during` through [`catch`].
+    fn guarded<C, R>(
+        &mut self,
+        during: &str,
+        ctx: &mut C,
+        body: impl FnOnce(&mut Self, &mut C) -> R,
+        failed: impl FnOnce(Panicked) -> R,
+    ) -> R {
+        let body = self.panic_switch().tripping(during, body);
+        match catch(Self::NAME, during, || body(self, ctx)) {
+            Ok(answer) => answer,
+            Err(panic) => {
+                self.panicked(&panic);
+                failed(panic)
+            }
+        }
+    }
+}

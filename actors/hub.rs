@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 
 use super::client_requests::ClientHandlers;
 use super::connection::{self, Connection, GetStatus, StateChanged};
-use super::guard::{catch, PanicSwitch, Panicked};
+use super::guard::{KeepsStateOnPanic, PanicSwitch, Panicked};
 use super::registry::{NamingWarnings, RegisterServer, Registry, ServerStateChanged, StopWaiting, UnregisterServer};
 use super::reply::Reply;
 use super::{Event, ServerState, ServerStatus, Subscribe};
@@ -119,6 +119,21 @@ pub struct Shutdown;
 #[rtype(result = "bool")]
 pub struct InjectPanic(pub String);
 
+/// The Hub keeps its state through a panic: each handler changes its
+/// table in one step, and the connections (the real state) live in their
+/// own actors (docs/decisions.md, "Panics").
+impl KeepsStateOnPanic for Hub {
+    const NAME: &'static str = "hub";
+
+    fn panic_switch(&mut self) -> &mut PanicSwitch {
+        &mut self.panic_next
+    }
+
+    fn panicked(&mut self, panic: &Panicked) {
+        self.publish(Event::panicked(panic));
+    }
+}
+
 impl Hub {
     /// Starts a hub with its registry and servers in the current actix System.
     pub fn start(config: RuntimeConfig) -> Addr<Hub> {
@@ -190,27 +205,6 @@ impl Hub {
 
     fn slot(&mut self, name: &str) -> Result<&mut Slot, ManageError> {
         self.servers.get_mut(name).ok_or_else(|| ManageError::UnknownServer(name.to_string()))
-    }
-
-    /// Runs the handler of `during` through the guard. A panic answers
-    /// with `failed(panic)` and is published as [`Event::ActorPanicked`];
-    /// the Hub keeps its state: each handler changes its table in one
-    /// step, and the connections (the real state) live in their own actors.
-    fn guarded<R>(
-        &mut self,
-        during: &str,
-        ctx: &mut Context<Self>,
-        body: impl FnOnce(&mut Self, &mut Context<Self>) -> R,
-        failed: impl FnOnce(Panicked) -> R,
-    ) -> R {
-        let body = self.panic_next.tripping(during, body);
-        match catch("hub", during, || body(self, ctx)) {
-            Ok(answer) => answer,
-            Err(panic) => {
-                self.publish(Event::panicked(&panic));
-                failed(panic)
-            }
-        }
     }
 
     fn publish(&mut self, event: Event) {

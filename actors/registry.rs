@@ -26,7 +26,7 @@ use rmcp::model::CallToolResult;
 use tokio::sync::oneshot;
 
 use super::connection::{Connection, Routed};
-use super::guard::{catch, PanicSwitch, Panicked};
+use super::guard::{KeepsStateOnPanic, PanicSwitch, Panicked};
 use super::{CallTool, Event, ListTools, ServerDown, ServerState, Subscribe, ToolEntry, ToolsChanged, ToolsStale};
 use crate::error::CallError;
 use catalog::{Catalog, Change};
@@ -117,27 +117,20 @@ impl Actor for Registry {
     type Context = Context<Self>;
 }
 
-impl Registry {
-    /// Runs the handler of `during` through the guard. A panic answers
-    /// with `failed(panic)` and is published as [`Event::ActorPanicked`];
-    /// the Registry keeps its state (see docs/decisions.md, "Panics").
-    fn guarded<R>(
-        &mut self,
-        during: &str,
-        ctx: &mut Context<Self>,
-        body: impl FnOnce(&mut Self, &mut Context<Self>) -> R,
-        failed: impl FnOnce(Panicked) -> R,
-    ) -> R {
-        let body = self.panic_next.tripping(during, body);
-        match catch("registry", during, || body(self, ctx)) {
-            Ok(answer) => answer,
-            Err(panic) => {
-                self.publish(Event::panicked(&panic));
-                failed(panic)
-            }
-        }
+/// The Registry keeps its state through a panic (docs/decisions.md, "Panics").
+impl KeepsStateOnPanic for Registry {
+    const NAME: &'static str = "registry";
+
+    fn panic_switch(&mut self) -> &mut PanicSwitch {
+        &mut self.panic_next
     }
 
+    fn panicked(&mut self, panic: &Panicked) {
+        self.publish(Event::panicked(panic));
+    }
+}
+
+impl Registry {
     fn publish(&mut self, event: Event) {
         self.subscribers.retain(|s| s.connected());
         for subscriber in &self.subscribers {
