@@ -55,8 +55,14 @@ pub fn allowed(
     let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute() && h != Path::new("/"));
     let mut read: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
     read.extend(install_dir(program, path_env, home.as_deref()));
-    // A script or directory named by absolute path in the arguments (`python3 /srv/server.py`).
-    read.extend(args.iter().map(PathBuf::from).filter(|p| p.is_absolute() && p.exists()));
+    // A script or directory named by absolute path in the arguments (`python3 /srv/server.py`),
+    // and a script's own directory (its modules beside it), unless that is `/`, the home
+    // directory or the shared temporary directory, which stay closed.
+    let named: Vec<PathBuf> = args.iter().map(PathBuf::from).filter(|p| p.is_absolute() && p.exists()).collect();
+    let shared =
+        |dir: &Path| dir == Path::new("/") || home.as_deref() == Some(dir) || dir == Path::new("/tmp") || dir == std::env::temp_dir();
+    read.extend(named.iter().filter(|p| p.is_file()).filter_map(|p| p.parent()).filter(|dir| !shared(dir)).map(Path::to_path_buf));
+    read.extend(named);
     let mut write: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
     write.push(cwd.to_path_buf());
     write.push(tmp.to_path_buf());
