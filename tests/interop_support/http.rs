@@ -21,10 +21,21 @@ pub struct HttpServer {
     pub port: u16,
 }
 
-/// A port nothing listens on right now (the kernel's choice).
+/// A port nothing listens on right now (the kernel's choice), never one
+/// this test binary handed out before: tests run side by side, and a port
+/// released here may be the kernel's next choice for another test, whose
+/// server would then find it taken.
 pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a local port can be bound");
-    listener.local_addr().expect("a bound port has an address").port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    loop {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a local port can be bound");
+        let port = listener.local_addr().expect("a bound port has an address").port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 impl HttpServer {
