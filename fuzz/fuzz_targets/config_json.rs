@@ -1,5 +1,6 @@
 //! The editors' JSON(C) configuration readers (`config::foreign`): Claude
-//! Desktop, Claude Code, Cursor, VS Code, OpenCode, and a file whose format
+//! Desktop, Claude Code (and its `~/.claude.json` scopes), Cursor, VS Code,
+//! OpenCode, Gemini CLI, Zed, Windsurf, and a file whose format
 //! is told by its content; comments and trailing commas (JSONC) in all.
 //! The input's first byte picks the file name; the rest is the file's text,
 //! then after a NUL byte the text of the `.env` file `envFile` may name.
@@ -22,12 +23,25 @@ fn workspace() -> &'static PathBuf {
         let dir = std::env::temp_dir().join(format!("mcpvisor-fuzz-{}", std::process::id()));
         std::fs::create_dir_all(dir.join(".vscode")).expect("a scratch directory");
         std::fs::create_dir_all(dir.join(".cursor")).expect("a scratch directory");
+        std::fs::create_dir_all(dir.join(".gemini")).expect("a scratch directory");
+        std::fs::create_dir_all(dir.join(".zed")).expect("a scratch directory");
         dir
     })
 }
 
-const FILES: [&str; 7] =
-    ["claude_desktop_config.json", ".mcp.json", ".cursor/mcp.json", ".vscode/mcp.json", "opencode.json", "opencode.jsonc", "servers.json"];
+const FILES: [&str; 11] = [
+    "claude_desktop_config.json",
+    ".mcp.json",
+    ".cursor/mcp.json",
+    ".vscode/mcp.json",
+    "opencode.json",
+    "opencode.jsonc",
+    "servers.json",
+    ".claude.json",
+    ".gemini/settings.json",
+    ".zed/settings.json",
+    "mcp_config.json",
+];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&file, rest)) = data.split_first() else { return };
@@ -46,7 +60,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(format, named, "{path:?} was read as {}", format.name());
         }
         for server in servers.into_iter().flatten() {
-            let _ = server.expanded(|name| (name.len() % 2 == 0).then(|| format!("value of {name}")));
+            let _ = server.config.expanded(|name| (name.len() % 2 == 0).then(|| format!("value of {name}")));
         }
     }
 });
