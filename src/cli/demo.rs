@@ -256,7 +256,7 @@ async fn agent_step(handle: &Handle, out: &Out, failures: &mut Vec<String>) -> s
     // user trusts a server in `[agent.servers.NAME]`. Any other server's
     // read-only claim would still ask (docs/agent.md, "Confirmation").
     let mut settings = AgentSettings::default();
-    for server in ["alpha", "beta", "gamma"] {
+    for server in SERVERS {
         settings.servers.insert(server.into(), ServerConfirm { trust: true, ..ServerConfirm::default() });
     }
     config.policy = ConfirmPolicy::new(ConfirmMode::Ask, settings);

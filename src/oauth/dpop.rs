@@ -141,7 +141,8 @@ impl Nonces {
     }
 }
 
-fn origin(url: &str) -> Option<String> {
+/// `scheme://host[:port]` of `url`: the unit of the same-origin rules here and in `http`.
+pub(super) fn origin(url: &str) -> Option<String> {
     Url::parse(url).ok().map(|url| url.origin().ascii_serialization())
 }
 

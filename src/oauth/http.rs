@@ -70,7 +70,7 @@ fn redirect_target(from: &str, response: &reqwest::Response) -> Option<Result<St
 }
 
 fn origin_of(url: &str) -> String {
-    url::Url::parse(url).map(|url| url.origin().ascii_serialization()).unwrap_or_default()
+    dpop::origin(url).unwrap_or_default()
 }
 
 /// A JSON answer, or the status and start of the body of a failed one.
