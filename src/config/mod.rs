@@ -76,6 +76,7 @@ pub mod sandbox;
 mod serve;
 pub mod sources;
 
+pub use audit::{AuditArguments, AuditConfig, AuditTarget};
 pub use agent::{AgentSettings, ConfirmMode, ServerConfirm, ToolRule};
 pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
 pub use filter::ToolFilter;
