@@ -44,6 +44,7 @@ pub mod hub;
 pub mod messages;
 pub mod operation;
 pub mod outlet;
+pub mod parts;
 pub mod progress;
 pub mod registry;
 pub mod reply;

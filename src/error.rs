@@ -179,12 +179,23 @@ pub enum ConnectError {
 
     #[error("server `{server}` exited during start-up ({exit}){}", tail_suffix(.stderr_tail))]
     Exited { server: String, exit: ExitInfo, stderr_tail: Vec<String> },
+
+    #[error(
+        "server `{server}` is an in-process server, but the runtime was given no handler for it; give one with `Runtime::builder(config).in_process(\"{server}\", handler)` or add the server with `Handle::add_in_process`"
+    )]
+    NoHandler { server: String },
 }
 
 impl ConnectError {
     /// Errors a restart cannot cure: restarting would repeat them exactly.
     pub fn is_permanent(&self) -> bool {
-        matches!(self, ConnectError::UnsupportedVersion { .. } | ConnectError::MalformedHandshake { .. } | ConnectError::Sandbox { .. })
+        matches!(
+            self,
+            ConnectError::UnsupportedVersion { .. }
+                | ConnectError::MalformedHandshake { .. }
+                | ConnectError::Sandbox { .. }
+                | ConnectError::NoHandler { .. }
+        )
     }
 }
 
@@ -316,4 +327,3 @@ pub fn signal_name(signal: i32) -> &'static str {
         _ => "other signal",
     }
 }
-

@@ -83,7 +83,7 @@ pub use actors::client_requests::{ClientHandlers, ElicitationRequest, Refusal, R
 pub use actors::operation::LogLevel;
 pub use actors::{CallTool, Event, IntoArguments, Progress, ProgressSink, ServerState, ServerStatus, ToolEntry};
 pub use error::{CallError, ConfigError, ConnectError, ManageError};
-pub use handle::{Events, Handle, Runtime, EVENT_BUFFER};
+pub use handle::{Events, Handle, Runtime, RuntimeBuilder, EVENT_BUFFER};
 /// The MCP types of the public API (results, references of completions,
 /// elicitation answers, the tools and content of in-process servers), so a
 /// program needs no `rmcp` dependency of its own.

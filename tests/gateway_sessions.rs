@@ -47,8 +47,8 @@ impl Client {
 async fn a_client_that_stops_reading_does_not_hold_up_another_session() {
     const FLOOD: i64 = 1000;
     let bridge = ClientBridge::default();
-    let config = RuntimeConfig { handlers: bridge.handlers(), ..RuntimeConfig::new([common::demo("demo", &[])]) };
-    let handle = Runtime::start(config).expect("the runtime starts");
+    let config = RuntimeConfig::new([common::demo("demo", &[])]);
+    let handle = Runtime::builder(config).client_handlers(bridge.handlers()).start().expect("the runtime starts");
     let mut stuck = session(&handle, &bridge);
     let mut served = session(&handle, &bridge);
     assert_eq!(served.call(1, "demo__echo", json!({"text": "first"})).await["result"]["content"][0]["text"], "first");

@@ -38,8 +38,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{CallStart, Outcome};
-pub use crate::config::{AuditArguments, AuditConfig, AuditTarget};
 use crate::config::redact::Redactor;
+pub use crate::config::{AuditArguments, AuditConfig, AuditTarget};
 
 /// How long the writer lets lines gather after each write: at most this
 /// late on disk, and at most `buffer` lines in the meantime.
