@@ -29,7 +29,7 @@
 //! | [`CallTool`] | Registry (exposed name) or Connection (tool name) | `Result<CallToolResult, CallError>` |
 //! | [`ListTools`] | Registry | `Vec<ToolEntry>` |
 //! | [`ToolsStale`], [`ToolsChanged`], [`ServerDown`] | Registry | — |
-//! | [`hub::AddServer`], [`hub::RemoveServer`], [`hub::Shutdown`], [`hub::WaitReady`] | Hub | results |
+//! | [`hub::AddServer`], [`hub::AddInProcess`], [`hub::RemoveServer`], [`hub::Shutdown`], [`hub::WaitReady`] | Hub | results |
 //! | [`hub::Status`] | Hub | `Vec<ServerStatus>` |
 //! | [`gateway::Inbound`], [`gateway::Closed`], [`gateway::AskClient`] | GatewaySession (one client of `mcpvisor serve`) | — / the client's answer |
 //! | [`Subscribe`] | Hub (server states) / Registry (catalog) | — |
