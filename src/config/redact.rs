@@ -291,7 +291,7 @@ impl Redactor {
     }
 
     /// Masks JSON whose keys name their values, such as a tool call's
-    /// arguments: a string under a secret-looking key ([`looks_secret`], at
+    /// arguments: a string under a secret-looking key (`looks_secret`, at
     /// any depth below it) is masked whole when it could be a secret (the
     /// rule of a configuration's `env`), then every string as [`Redactor::json`]
     /// does. Numbers, booleans, nulls, keys and the structure stay.
