@@ -24,6 +24,7 @@
 //! | [`skills`] | servers' skills (SEP-2640): entries listed without reading files, files verified by size, digest and frontmatter |
 //! | [`task_store`] | the server side of 2025-11-25 tasks, for the demo server and the gateway |
 //! | [`tool_search`] | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
+//! | [`pool`] | the pool as plain data: catalog entries ([`ToolEntry`]), server states and statuses |
 //! | [`catalog_cache`] | each server's tool list kept on disk, so searches need not start every server |
 //! | [`user_dirs`] | where data and caches live (XDG base directories) |
 //! | [`builtin_tools`] | the agent's built-in tools (read, write, list, run a command) as the in-process server `builtin` |
@@ -66,6 +67,7 @@ pub mod handle;
 pub mod llm;
 pub mod naming;
 pub mod oauth;
+pub mod pool;
 pub mod protocol;
 pub mod rate_limit;
 pub mod restart;
@@ -81,9 +83,10 @@ pub mod user_dirs;
 
 pub use actors::client_requests::{ClientHandlers, ElicitationRequest, Refusal, Root, RootsRequest, SamplingRequest};
 pub use actors::operation::LogLevel;
-pub use actors::{CallTool, Event, IntoArguments, Progress, ProgressSink, ServerState, ServerStatus, ToolEntry};
+pub use actors::{CallTool, Event, IntoArguments, Progress, ProgressSink};
 pub use error::{CallError, ConfigError, ConnectError, ManageError};
 pub use handle::{Events, Handle, Runtime, EVENT_BUFFER};
+pub use pool::{ServerState, ServerStatus, ToolEntry};
 /// The MCP types of the public API (results, references of completions,
 /// elicitation answers, the tools and content of in-process servers), so a
 /// program needs no `rmcp` dependency of its own.
