@@ -9,6 +9,16 @@
 //! Agent ──CallTool──▶ Registry ──route──▶ Connection ──JSON-RPC──▶ server
 //! ```
 //!
+//! Their place: layer 3 of the four in `src/lib.rs`'s table
+//! (docs/architecture.md, "Layers"). The actors import the data and wire
+//! layer (protocol, config, errors, restart policy) and the services
+//! (transports, OAuth, sandboxes, telemetry, `pool`, skills, tool search),
+//! and each other without a loop; never the fronts above them (`handle` and
+//! the crate root, `gateway`'s fronts, `cli`, `acp`, `demo_server`), which
+//! drive them. `tests/architecture.rs` checks it for each module here
+//! (`actors::hub`, `actors::registry`, ...). The folder sits beside `src/`
+//! and is mounted through the link `src/actors`.
+//!
 //! Restarts: a Connection whose server went down fails the calls in flight,
 //! asks its [`crate::restart::RestartTracker`] what to do, and stops its
 //! context; actix's `Supervisor` then restarts the actor (its value, with the
