@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 use super::connection::{self, Connection, GetStatus, StateChanged};
 use super::guard::{KeepsStateOnPanic, PanicSwitch, Panicked};
 use super::parts::Parts;
+pub use super::operation::ToServer;
 use super::registry::{NamingWarnings, RegisterServer, Registry, ServerStateChanged, StopWaiting, UnregisterServer};
 use super::reply::Reply;
 use super::{Event, ServerState, ServerStatus, Subscribe};
@@ -538,22 +539,6 @@ impl Handler<CoreHealth> for Hub {
         };
         self.guarded("CoreHealth", ctx, ask, |panic| Reply::Ready(Err(panic.to_string())))
     }
-}
-
-/// Sends `message` to the connection of `server`: a tool call by the
-/// server's own tool name, or any [`super::operation`] message.
-#[derive(Debug)]
-pub struct ToServer<M> {
-    pub server: String,
-    pub message: M,
-}
-
-impl<M, T> Message for ToServer<M>
-where
-    M: Message<Result = Result<T, CallError>>,
-    T: 'static,
-{
-    type Result = Result<T, CallError>;
 }
 
 impl<M, T> Handler<ToServer<M>> for Hub
