@@ -27,7 +27,8 @@
 //! | [`catalog_cache`] | each server's tool list kept on disk, so searches need not start every server |
 //! | [`user_dirs`] | where data and caches live (XDG base directories) |
 //! | [`builtin_tools`] | the agent's built-in tools (read, write, list, run a command) as the in-process server `builtin` |
-//! | [`gateway`] | the whole pool served as one MCP server (`mcpvisor serve`): names, routing, eras; the session actor is [`actors::gateway`] |
+//! | [`server`] | the one MCP server side: eras, paging, listen filters, tasks, parked calls, error constructors |
+//! | [`gateway`] | the gateway's fronts (`mcpvisor serve` over stdio and HTTP); the session actor is [`actors::gateway`] |
 //! | [`acp`] | the agent served to editors over the Agent Client Protocol (`mcpvisor acp`) |
 //! | [`cli`] | the `mcpvisor` command line |
 //!
@@ -70,6 +71,7 @@ pub mod protocol;
 pub mod rate_limit;
 pub mod restart;
 pub mod sandbox;
+pub mod server;
 pub mod sessions;
 pub mod skills;
 mod sse;

@@ -3,18 +3,15 @@
 //! Legacy versions negotiate once with `initialize`; the modern version is
 //! declared by every request in `params._meta`.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::logging::Level;
-use super::rpc::{RpcError, UNSUPPORTED_PROTOCOL_VERSION};
+use super::rpc::ErrorObject;
+pub use crate::protocol::session::{META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO};
+use crate::protocol::{is_modern_version, is_supported_legacy_version, supported_versions};
 
-/// Legacy versions, oldest first; `initialize` answers the requested one or the last.
-pub const LEGACY_VERSIONS: [&str; 4] = crate::protocol::SUPPORTED_LEGACY_VERSIONS;
-pub const LATEST_LEGACY: &str = crate::protocol::LATEST_LEGACY_VERSION;
+/// The version the modern era is served in.
 pub const MODERN_VERSION: &str = crate::protocol::MODERN_VERSIONS[0];
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// The era(s) the server speaks (the `--era` flag).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -39,17 +36,18 @@ pub enum RequestEra {
 
 impl Era {
     /// What `server/discover` lists and -32022 reports as `supported`: newest first.
+    /// Read from the one list, [`crate::protocol::supported_versions`].
     pub fn supported_versions(self) -> Vec<&'static str> {
-        let legacy = LEGACY_VERSIONS.iter().rev().copied();
-        match self {
-            Era::Legacy => legacy.collect(),
-            Era::Modern => vec![MODERN_VERSION],
-            Era::Dual => crate::gateway::era::supported_versions(),
-        }
+        let served: fn(&str) -> bool = match self {
+            Era::Legacy => is_supported_legacy_version,
+            Era::Modern => is_modern_version,
+            Era::Dual => |_| true,
+        };
+        supported_versions().into_iter().filter(|version| served(version)).collect()
     }
 
     /// The era serving `method`, or the error refusing the request.
-    pub fn of_request(self, method: &str, params: &Value) -> Result<RequestEra, RpcError> {
+    pub fn of_request(self, method: &str, params: &Value) -> Result<RequestEra, ErrorObject> {
         if self == Era::Legacy || (self == Era::Dual && method == "initialize") {
             return Ok(RequestEra::Legacy);
         }
@@ -65,7 +63,10 @@ impl Era {
                 let log_level = match meta.and_then(|m| m.get(META_LOG_LEVEL)) {
                     None | Some(Value::Null) => None,
                     Some(level) => Some(Level::parse(level).ok_or_else(|| {
-                        RpcError::invalid_params(format!("{method}: `_meta.{META_LOG_LEVEL}` must be {}, got {level}", Level::expected()))
+                        ErrorObject::invalid_params(format!(
+                            "{method}: `_meta.{META_LOG_LEVEL}` must be {}, got {level}",
+                            Level::expected()
+                        ))
                     })?),
                 };
                 Ok(RequestEra::Modern { log_level })
@@ -74,17 +75,9 @@ impl Era {
         }
     }
 
-    /// -32022 UnsupportedProtocolVersion; `requested` is echoed when it is a string.
-    fn unsupported(self, requested: Option<&Value>) -> RpcError {
-        let mut data = json!({ "supported": self.supported_versions() });
-        let message = match requested.and_then(Value::as_str) {
-            Some(version) => {
-                data["requested"] = json!(version);
-                format!("Unsupported protocol version: {version}")
-            }
-            None => format!("Unsupported protocol version: requests must declare `_meta.{META_PROTOCOL_VERSION}`"),
-        };
-        RpcError::new(UNSUPPORTED_PROTOCOL_VERSION, message).with_data(data)
+    /// -32022 UnsupportedProtocolVersion with this era's versions.
+    fn unsupported(self, requested: Option<&Value>) -> ErrorObject {
+        crate::server::era::unsupported_version(self.supported_versions(), requested)
     }
 }
 
@@ -97,7 +90,7 @@ impl RequestEra {
     /// and cache hints on lists. Legacy results are left as they are.
     pub fn finish(self, method: &str, mut result: Value) -> Value {
         if let (RequestEra::Modern { .. }, Value::Object(map)) = (self, &mut result) {
-            crate::gateway::era::finish_modern(method, map);
+            crate::server::era::finish_modern(method, map);
         }
         result
     }
@@ -106,6 +99,8 @@ impl RequestEra {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::error_codes::UNSUPPORTED_PROTOCOL_VERSION;
+    use serde_json::json;
 
     fn modern(version: Value) -> Value {
         json!({"_meta": {META_PROTOCOL_VERSION: version, "io.modelcontextprotocol/clientCapabilities": {}}})

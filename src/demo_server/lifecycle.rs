@@ -2,7 +2,8 @@
 
 use serde_json::{json, Value};
 
-use super::era::{Era, LATEST_LEGACY, LEGACY_VERSIONS, META_SERVER_INFO};
+use super::era::{Era, META_SERVER_INFO};
+use crate::protocol::negotiated_legacy_version;
 
 const INSTRUCTIONS: &str = "The demo server bundled with mcpvisor, the peer of its tests. Every MCP feature has a \
     tool here (see `tools/list`); `fail`, `crash`, `garbage`, `big`, `spawn_grandchild` and `stderr` misbehave on \
@@ -30,10 +31,10 @@ fn server_info() -> Value {
     json!({"name": "mcpvisor-demo", "title": "mcpvisor demo server", "version": env!("CARGO_PKG_VERSION")})
 }
 
-/// Answers the requested legacy version when supported, else [`LATEST_LEGACY`].
+/// Answers the requested legacy version when supported, else the latest.
 pub fn initialize(params: &Value) -> Value {
     let requested = params.get("protocolVersion").and_then(Value::as_str);
-    let version = requested.filter(|v| LEGACY_VERSIONS.contains(v)).unwrap_or(LATEST_LEGACY);
+    let version = negotiated_legacy_version(requested);
     json!({"protocolVersion": version, "capabilities": capabilities(true), "serverInfo": server_info(), "instructions": INSTRUCTIONS})
 }
 
@@ -54,6 +55,7 @@ pub fn discover(era: Era) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::{LATEST_LEGACY_VERSION as LATEST_LEGACY, SUPPORTED_LEGACY_VERSIONS as LEGACY_VERSIONS};
 
     #[test]
     fn initialize_echoes_supported_legacy_versions_only() {

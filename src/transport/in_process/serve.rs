@@ -17,7 +17,7 @@ use tokio_util::codec::FramedRead;
 
 use super::ToolHandler;
 use crate::codec::JsonRpcCodec;
-use crate::protocol::{self, error_codes, methods, ErrorObject, Message, RequestId};
+use crate::protocol::{self, methods, ErrorObject, Message, RequestId};
 
 type Answer = Result<serde_json::Value, ErrorObject>;
 type Call = BoxFuture<'static, (RequestId, Result<CallToolResult, ErrorObject>)>;
@@ -99,7 +99,7 @@ fn answer(name: &str, tools: &[Tool], method: &str, params: Option<&RawValue>) -
         methods::INITIALIZE => {
             let asked = params.and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok());
             let asked = asked.as_ref().and_then(|p| p.get("protocolVersion")).and_then(|v| v.as_str());
-            let version = asked.filter(|v| protocol::is_supported_legacy_version(v)).unwrap_or(protocol::LATEST_LEGACY_VERSION);
+            let version = protocol::negotiated_legacy_version(asked);
             Ok(json!({
                 "protocolVersion": version,
                 "capabilities": {"tools": {}},
@@ -108,17 +108,17 @@ fn answer(name: &str, tools: &[Tool], method: &str, params: Option<&RawValue>) -
         }
         methods::PING => Ok(json!({})),
         methods::TOOLS_LIST => Ok(json!({"tools": tools})),
-        _ => Err(error(error_codes::METHOD_NOT_FOUND, format!("Method not found: {method} (an in-process server offers tools only)"))),
+        _ => Err(ErrorObject::method_not_found(method, "an in-process server offers tools only")),
     }
 }
 
 /// The future of a `tools/call`, or why it cannot start.
 fn start_call(handler: &Arc<dyn ToolHandler>, tools: &[Tool], id: &RequestId, params: Option<Box<RawValue>>) -> Result<Call, ErrorObject> {
-    let params = params.ok_or_else(|| error(error_codes::INVALID_PARAMS, "tools/call needs params with a tool name".into()))?;
+    let params = params.ok_or_else(|| ErrorObject::invalid_params("tools/call needs params with a tool name"))?;
     let CallParams { name, arguments } = serde_json::from_str(params.get())
-        .map_err(|e| error(error_codes::INVALID_PARAMS, format!("tools/call params are not {{name, arguments}}: {e}")))?;
+        .map_err(|e| ErrorObject::invalid_params(format!("tools/call params are not {{name, arguments}}: {e}")))?;
     if !tools.iter().any(|tool| tool.name == name) {
-        return Err(error(error_codes::INVALID_PARAMS, format!("Unknown tool: {name}")));
+        return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
     }
     let (handler, id) = (handler.clone(), id.clone());
     Ok(Box::pin(async move {
@@ -132,8 +132,4 @@ fn answer_frame<T: Serialize>(id: &RequestId, outcome: &Result<T, ErrorObject>) 
         Ok(result) => protocol::response_frame(id, Ok(result)),
         Err(error) => protocol::response_frame::<()>(id, Err(error)),
     }
-}
-
-fn error(code: i64, message: String) -> ErrorObject {
-    ErrorObject { code, message, data: None }
 }

@@ -15,7 +15,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::protocol::session::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
-use crate::protocol::{error_codes, methods, ErrorObject, LATEST_LEGACY_VERSION, MODERN_VERSIONS, SUPPORTED_LEGACY_VERSIONS};
+use crate::protocol::{error_codes, methods, supported_versions, ErrorObject, MODERN_VERSIONS};
 
 /// How one request is served.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +40,7 @@ impl Served {
                 let capabilities = meta.and_then(|meta| meta.get(META_CLIENT_CAPABILITIES)).cloned().unwrap_or_else(|| json!({}));
                 Ok(Served::Modern { capabilities })
             }
-            requested => Err(unsupported(requested)),
+            requested => Err(unsupported_version(supported_versions(), requested)),
         }
     }
 
@@ -73,27 +73,17 @@ pub fn finish_modern(method: &str, map: &mut Map<String, Value>) {
     }
 }
 
-/// Every version served, newest first (what `server/discover` lists and
-/// -32022 reports as `supported`).
-pub fn supported_versions() -> Vec<&'static str> {
-    MODERN_VERSIONS.iter().chain(SUPPORTED_LEGACY_VERSIONS.iter().rev()).copied().collect()
-}
-
-/// The version `initialize` answers: the client's when it is a legacy
-/// version served here, else the latest.
-pub fn negotiated(requested: Option<&str>) -> &'static str {
-    SUPPORTED_LEGACY_VERSIONS.iter().find(|version| Some(**version) == requested).copied().unwrap_or(LATEST_LEGACY_VERSION)
-}
-
-/// -32022 UnsupportedProtocolVersion; `requested` is echoed when it is a string.
-fn unsupported(requested: Option<&Value>) -> ErrorObject {
-    let mut data = json!({ "supported": supported_versions() });
+/// -32022 UnsupportedProtocolVersion listing the `supported` versions
+/// (newest first); `requested` is echoed when it is a string. The one
+/// refusal of every server side: a session, an HTTP front, the demo server.
+pub fn unsupported_version(supported: Vec<&'static str>, requested: Option<&Value>) -> ErrorObject {
+    let mut data = json!({ "supported": supported });
     let message = match requested.and_then(Value::as_str) {
         Some(version) => {
             data["requested"] = json!(version);
             format!("Unsupported protocol version: {version}")
         }
-        None => format!("Unsupported protocol version: `_meta.{META_PROTOCOL_VERSION}` must be a string"),
+        None => format!("Unsupported protocol version: requests must declare `_meta.{META_PROTOCOL_VERSION}` as a string"),
     };
     ErrorObject { code: error_codes::UNSUPPORTED_PROTOCOL_VERSION, message, data: Some(data) }
 }
@@ -113,14 +103,6 @@ mod tests {
         let refusal = Served::of("tools/call", &old).unwrap_err();
         assert_eq!(refusal.code, error_codes::UNSUPPORTED_PROTOCOL_VERSION);
         assert_eq!(refusal.data.unwrap()["supported"][0], "2026-07-28");
-    }
-
-    #[test]
-    fn initialize_answers_the_clients_version_when_served_else_the_latest() {
-        assert_eq!(negotiated(Some("2025-03-26")), "2025-03-26");
-        assert_eq!(negotiated(Some("2026-07-28")), LATEST_LEGACY_VERSION);
-        assert_eq!(negotiated(None), LATEST_LEGACY_VERSION);
-        assert_eq!(supported_versions(), ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]);
     }
 
     #[test]
