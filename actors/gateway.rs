@@ -55,6 +55,7 @@ use crate::protocol::session::META_SUBSCRIPTION_ID;
 use crate::protocol::{error_codes, methods, ErrorObject, Message as RpcMessage, RequestId};
 use crate::server::era::Served;
 use crate::server::input::{self, Asked, Asking};
+use crate::server::lifecycle::{self, DiscoverCache, ServerInfo};
 use crate::server::listen::Filter;
 use crate::server::outbox::{Frame, Outbox};
 use crate::server::SERVER_NAME;
@@ -418,14 +419,10 @@ impl GatewaySession {
     }
 
     fn initialize(&mut self, params: &Value) -> Value {
-        let version = crate::protocol::negotiated_legacy_version(params.get("protocolVersion").and_then(Value::as_str));
         self.client = Some(ClientInfo { capabilities: params.get("capabilities").cloned().unwrap_or_else(|| json!({})) });
-        json!({
-            "protocolVersion": version,
-            "capabilities": capabilities_with_tasks(),
-            "serverInfo": server_info(),
-            "instructions": INSTRUCTIONS,
-        })
+        // What the gateway offers is declared whole, whatever the pool offers now: servers come and go while a
+        // session lasts (restarts, `SIGHUP`), and a session's capabilities cannot change after `initialize`.
+        lifecycle::initialize(&server_info(), params, lifecycle::capabilities(true))
     }
 
     /// The stream of an open request to `server`, if any.
@@ -454,43 +451,16 @@ fn params_value(params: Option<&serde_json::value::RawValue>) -> Value {
     params.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or(Value::Null)
 }
 
-/// What the gateway offers. Declared whole, whatever the pool offers now:
-/// servers come and go while a session lasts (restarts, `SIGHUP`), and a
-/// session's capabilities cannot change after `initialize`.
-fn capabilities() -> Value {
-    json!({
-        "tools": { "listChanged": true },
-        "prompts": { "listChanged": true },
-        "resources": { "subscribe": true, "listChanged": true },
-        "completions": {},
-        "logging": {},
-    })
-}
-
-/// What the gateway offers in the `initialize` era: tasks besides.
-fn capabilities_with_tasks() -> Value {
-    let mut offered = capabilities();
-    offered["tasks"] = crate::server::tasks::capability();
-    offered
-}
-
-fn server_info() -> Value {
-    json!({ "name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION") })
+fn server_info() -> ServerInfo {
+    ServerInfo { name: SERVER_NAME.into(), title: None, instructions: Some(INSTRUCTIONS) }
 }
 
 const INSTRUCTIONS: &str = "mcpvisor serves many MCP servers as one: tools and prompts are named {server}__{name}; \
      the resource mcpvisor://status shows every server's state.";
 
+/// `server/discover`: tasks are a legacy-era feature; the pool changes, so the answer is not to be cached.
 fn discover() -> Value {
-    json!({
-        "resultType": "complete",
-        "supportedVersions": crate::protocol::supported_versions(),
-        "capabilities": capabilities(),
-        "serverInfo": server_info(),
-        "instructions": INSTRUCTIONS,
-        "ttlMs": 0,
-        "cacheScope": "private",
-    })
+    lifecycle::discover(&server_info(), crate::protocol::supported_versions(), lifecycle::capabilities(false), DiscoverCache::Private)
 }
 
 impl Actor for GatewaySession {

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::logging::Level;
 use super::rpc::ErrorObject;
-pub use crate::protocol::session::{META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO};
+pub use crate::protocol::session::{META_LOG_LEVEL, META_PROTOCOL_VERSION};
 use crate::protocol::{is_modern_version, is_supported_legacy_version, supported_versions};
 
 /// The version the modern era is served in.

@@ -4,7 +4,8 @@
 //!
 //! | module | what it holds |
 //! | --- | --- |
-//! | [`era`] | which era serves a request; `initialize` and `server/discover` answers; modern result fields |
+//! | [`era`] | which era serves a request, the -32022 refusal, the modern era's result fields |
+//! | [`lifecycle`] | `initialize` and `server/discover` answers: server info, capabilities, negotiated version |
 //! | [`paging`] | the one pager of every `*/list`, with the one cursor format |
 //! | [`listen`] | 2026-07-28 `subscriptions/listen` filters and the changes they select |
 //! | [`tasks`] | task-augmented `tools/call` and `tasks/*` over a [`crate::task_store::TaskStore`] |
@@ -19,6 +20,7 @@
 pub mod era;
 pub mod errors;
 pub mod input;
+pub mod lifecycle;
 pub mod listen;
 pub mod outbox;
 pub mod paging;

@@ -18,6 +18,7 @@ use tokio_util::codec::FramedRead;
 use super::ToolHandler;
 use crate::codec::JsonRpcCodec;
 use crate::protocol::{self, methods, ErrorObject, Message, RequestId};
+use crate::server::lifecycle::{self, ServerInfo};
 
 type Answer = Result<serde_json::Value, ErrorObject>;
 type Call = BoxFuture<'static, (RequestId, Result<CallToolResult, ErrorObject>)>;
@@ -97,14 +98,9 @@ pub(super) async fn serve(handler: Arc<dyn ToolHandler>, name: String, input: Du
 fn answer(name: &str, tools: &[Tool], method: &str, params: Option<&RawValue>) -> Answer {
     match method {
         methods::INITIALIZE => {
-            let asked = params.and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok());
-            let asked = asked.as_ref().and_then(|p| p.get("protocolVersion")).and_then(|v| v.as_str());
-            let version = protocol::negotiated_legacy_version(asked);
-            Ok(json!({
-                "protocolVersion": version,
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": name, "version": env!("CARGO_PKG_VERSION")},
-            }))
+            let asked = params.and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok()).unwrap_or_default();
+            let info = ServerInfo { name: name.to_string(), title: None, instructions: None };
+            Ok(lifecycle::initialize(&info, &asked, json!({"tools": {}})))
         }
         methods::PING => Ok(json!({})),
         methods::TOOLS_LIST => Ok(json!({"tools": tools})),
