@@ -100,7 +100,7 @@ impl Server {
         if options.no_initialize && (method == "initialize" || (method == "server/discover" && options.era != Era::Legacy)) {
             return log(format_args!("not answering `{method}` (--no-initialize)"));
         }
-        let era = match options.era.of_request(&method, &params) {
+        let era = match super::era::of_request(options.era, &method, &params) {
             Ok(era) => era,
             Err(e) => return self.state.send(response_frame(&id, Err(e))),
         };
