@@ -149,13 +149,11 @@ impl Server {
                 }
                 Err(e) => Action::Reply(Err(e)),
             },
-            "tasks/get" | "tasks/cancel" if legacy => {
-                Action::Reply(state.tasks.get_or_cancel(method, params, None).map_err(ErrorObject::from))
-            }
+            "tasks/get" | "tasks/cancel" if legacy => Action::Reply(state.tasks.get_or_cancel(method, params, None)),
             "tasks/list" if legacy => list("tasks", state.tasks.list(None)),
             "tasks/result" if legacy => match state.tasks.watch(params, None) {
                 Ok((task, outcome)) => Action::Spawn(Job::TaskResult(task, outcome)),
-                Err(e) => Action::Reply(Err(e.into())),
+                Err(e) => Action::Reply(Err(e)),
             },
             _ => Action::Reply(Err(ErrorObject::method_not_found(method, ""))),
         }
@@ -218,7 +216,7 @@ impl Server {
         let task = tokio::spawn(async move {
             let result = match job {
                 Job::Tool(call) => tools::execute(call, &state, era, &params).await,
-                Job::TaskResult(task, outcome) => tasks::result(task, outcome).await.map_err(ErrorObject::from),
+                Job::TaskResult(task, outcome) => tasks::result(task, outcome).await,
             };
             let mut in_flight = lock(&state.in_flight);
             if in_flight.get(&task_key).is_some_and(|entry| entry.seq == seq) {
