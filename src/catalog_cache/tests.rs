@@ -1,5 +1,5 @@
 use super::*;
-use crate::actors::ServerState;
+use crate::pool::ServerState;
 
 fn config(name: &str) -> ServerConfig {
     ServerConfig::stdio(name, "server-binary", ["--flag"])
