@@ -11,6 +11,7 @@
 //! | [`tasks`] | task-augmented `tools/call` and `tasks/*` over a [`crate::task_store::TaskStore`] |
 //! | [`input`] | 2026-07-28 calls parked on `input_required` while a server's request waits for the client (MRTR) |
 //! | [`errors`] | the shared error constructors: a [`crate::error::CallError`] as the JSON-RPC error or `isError` result MCP expects |
+//! | [`tool_server`] | the [`tool_server::ToolHandler`] trait and the loop serving one (in-process servers) |
 //! | [`outbox`] | the bounded channels frames leave a session by, and the frames themselves |
 //!
 //! The supported versions are one list in [`crate::protocol`]. Layer 2:
@@ -25,6 +26,7 @@ pub mod listen;
 pub mod outbox;
 pub mod paging;
 pub mod tasks;
+pub mod tool_server;
 
 /// The name the gateway gives itself in `initialize` and `server/discover`.
 pub const SERVER_NAME: &str = "mcpvisor";

@@ -1,7 +1,10 @@
-//! The server side of an in-process server: one loop reading requests from
-//! its input pipe and writing answers to its output pipe, running tool
+//! A tools-only server: the [`ToolHandler`] trait an embedding program
+//! implements, and the loop that serves one over a pair of byte streams
+//! (an in-process server's pipes, `transport::in_process`): it reads
+//! requests from its input and writes answers to its output, running tool
 //! calls concurrently inside its own task (so a panic in any of them ends
-//! the task, as a crash ends a process).
+//! the task, as a crash ends a process). `initialize` is answered by
+//! [`super::lifecycle`], like every server side of this crate.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,10 +18,50 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio_util::codec::FramedRead;
 
-use super::ToolHandler;
+use super::lifecycle::{self, ServerInfo};
 use crate::codec::JsonRpcCodec;
 use crate::protocol::{self, methods, ErrorObject, Message, RequestId};
-use crate::server::lifecycle::{self, ServerInfo};
+
+/// The tools of an in-process server.
+///
+/// ```
+/// use futures::future::BoxFuture;
+/// use mcpvisor::config::RuntimeConfig;
+/// use mcpvisor::protocol::ErrorObject;
+/// use mcpvisor::{CallToolResult, ContentBlock, JsonObject, Runtime, Tool, ToolHandler};
+///
+/// struct Clock;
+///
+/// impl ToolHandler for Clock {
+///     fn tools(&self) -> Vec<Tool> {
+///         let schema = serde_json::json!({"type": "object", "properties": {}});
+///         vec![Tool::new("now", "The current Unix time in seconds", schema.as_object().cloned().unwrap_or_default())]
+///     }
+///
+///     fn call<'a>(&'a self, _name: &'a str, _arguments: JsonObject) -> BoxFuture<'a, Result<CallToolResult, ErrorObject>> {
+///         Box::pin(async move {
+///             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+///             Ok(CallToolResult::success(vec![ContentBlock::text(now.as_secs().to_string())]))
+///         })
+///     }
+/// }
+///
+/// // The server `clock` (its tool: mcp__clock__now), served by `Clock`:
+/// let runtime = Runtime::builder(RuntimeConfig::default()).in_process("clock", Clock);
+/// assert_eq!(runtime.config().servers[0].name, "clock");
+/// ```
+pub trait ToolHandler: Send + Sync + 'static {
+    /// The tools offered. Called once each time the server starts.
+    fn tools(&self) -> Vec<Tool>;
+
+    /// Runs tool `name`, one of [`ToolHandler::tools`] (calls to other
+    /// names are refused before this is called), with `arguments` already
+    /// checked against its `inputSchema`. A failure the caller should read
+    /// (a model, a user) is a result with `is_error`; an `Err` is a JSON-RPC
+    /// error and reaches the caller as `CallError::Rpc`. Dropping the future
+    /// cancels the call.
+    fn call<'a>(&'a self, name: &'a str, arguments: JsonObject) -> BoxFuture<'a, Result<CallToolResult, ErrorObject>>;
+}
 
 type Answer = Result<serde_json::Value, ErrorObject>;
 type Call = BoxFuture<'static, (RequestId, Result<CallToolResult, ErrorObject>)>;
@@ -37,7 +80,7 @@ struct CancelParams {
 }
 
 /// Serves `handler` until its input ends (or the task is aborted).
-pub(super) async fn serve(handler: Arc<dyn ToolHandler>, name: String, input: DuplexStream, mut output: DuplexStream) {
+pub async fn serve(handler: Arc<dyn ToolHandler>, name: String, input: DuplexStream, mut output: DuplexStream) {
     let tools = handler.tools();
     let mut frames = FramedRead::new(input, JsonRpcCodec::default());
     let mut calls = FuturesUnordered::new();
