@@ -1,8 +1,8 @@
 //! [`GatewaySession`]: one downstream client session of the gateway, which
 //! serves the Hub's whole pool as one MCP server.
 //!
-//! The seam between a session and its transport (stdio in
-//! [`crate::gateway::stdio`], Streamable HTTP elsewhere):
+//! The seam between a session and its transport (the gateway fronts over
+//! stdio and Streamable HTTP, in layer 4):
 //! - the transport starts a session with [`GatewaySession::new`] from the
 //!   pool (a [`Handle`]), the [`ServeOptions`] and the session's own
 //!   [`Outbox`], where frames that belong to no request go: list changes,
@@ -17,7 +17,7 @@
 //!   cancelled (upstream calls too) and the session stops.
 //!
 //! Eras: each request is served in the era it declares
-//! ([`crate::gateway::era`]). A 2026-07-28 request is self-contained (its
+//! ([`crate::server::era`], the one server side). A 2026-07-28 request is self-contained (its
 //! `_meta` carries the version and the client's capabilities), so a session
 //! answers it without `initialize`; a stateless HTTP front may use one
 //! session for many such requests, or one per request.
@@ -30,10 +30,18 @@
 //! that find their outbox full are dropped ([`Outbox::offer`]). Memory does
 //! not grow with a slow client.
 
+pub mod bridge;
 mod events;
 mod guarded;
 mod logs;
+pub mod names;
+mod options;
+pub mod roots;
 mod work;
+
+pub use bridge::ClientBridge;
+pub use options::ServeOptions;
+pub use roots::ClientRoots;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -43,13 +51,14 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 use crate::codec::Frame as InboundFrame;
-use crate::gateway::era::{self, Served};
-use crate::gateway::input::{self, Asked, Asking};
-use crate::gateway::listen::Filter;
-use crate::gateway::outbox::{Frame, Outbox};
-use crate::gateway::{ServeOptions, SERVER_NAME};
 use crate::protocol::session::META_SUBSCRIPTION_ID;
 use crate::protocol::{error_codes, methods, ErrorObject, Message as RpcMessage, RequestId};
+use crate::server::era::Served;
+use crate::server::input::{self, Asked, Asking};
+use crate::server::lifecycle::{self, DiscoverCache, ServerInfo};
+use crate::server::listen::Filter;
+use crate::server::outbox::{Frame, Outbox};
+use crate::server::SERVER_NAME;
 use crate::Handle;
 use work::Pool;
 
@@ -103,7 +112,7 @@ struct Open {
     /// requests go to its stream).
     server: Arc<OnceLock<String>>,
     stream: Outbox,
-    /// A 2026-07-28 call that may ask its client (see [`crate::gateway::input`]):
+    /// A 2026-07-28 call that may ask its client (see [`crate::server::input`]):
     /// the client capabilities its request declared, and where the servers'
     /// requests during it go.
     asks: Option<(Value, mpsc::UnboundedSender<Asked>)>,
@@ -127,7 +136,7 @@ pub struct GatewaySession {
     /// Open 2026-07-28 `subscriptions/listen` streams.
     listens: Vec<Listen>,
     /// List changes waiting to be announced together ([`events`]).
-    coalescing: Vec<crate::gateway::listen::Change>,
+    coalescing: Vec<crate::server::listen::Change>,
     /// [`WhenIdle`] askers, answered once no request is open.
     idle_waiters: Vec<oneshot::Sender<()>>,
     /// Whether the pool's events reach this session: from the start in the
@@ -152,7 +161,7 @@ struct ClientInfo {
 impl GatewaySession {
     /// A session serving `handle`'s pool; `outbox` takes the frames that
     /// belong to no request; `caller` labels its tool calls (the audit
-    /// log's `caller`: [`crate::gateway::STDIO_CALLER`], an HTTP session
+    /// log's `caller`: `stdio` for the stdio front, an HTTP session
     /// id). Start it on the pool's actix System (e.g. with
     /// [`crate::actors::hub::Spawn`]).
     pub fn new(handle: Handle, options: ServeOptions, outbox: Outbox, caller: &str) -> GatewaySession {
@@ -410,14 +419,10 @@ impl GatewaySession {
     }
 
     fn initialize(&mut self, params: &Value) -> Value {
-        let version = era::negotiated(params.get("protocolVersion").and_then(Value::as_str));
         self.client = Some(ClientInfo { capabilities: params.get("capabilities").cloned().unwrap_or_else(|| json!({})) });
-        json!({
-            "protocolVersion": version,
-            "capabilities": capabilities_with_tasks(),
-            "serverInfo": server_info(),
-            "instructions": INSTRUCTIONS,
-        })
+        // What the gateway offers is declared whole, whatever the pool offers now: servers come and go while a
+        // session lasts (restarts, `SIGHUP`), and a session's capabilities cannot change after `initialize`.
+        lifecycle::initialize(&server_info(), params, lifecycle::capabilities(true))
     }
 
     /// The stream of an open request to `server`, if any.
@@ -446,43 +451,16 @@ fn params_value(params: Option<&serde_json::value::RawValue>) -> Value {
     params.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or(Value::Null)
 }
 
-/// What the gateway offers. Declared whole, whatever the pool offers now:
-/// servers come and go while a session lasts (restarts, `SIGHUP`), and a
-/// session's capabilities cannot change after `initialize`.
-fn capabilities() -> Value {
-    json!({
-        "tools": { "listChanged": true },
-        "prompts": { "listChanged": true },
-        "resources": { "subscribe": true, "listChanged": true },
-        "completions": {},
-        "logging": {},
-    })
-}
-
-/// What the gateway offers in the `initialize` era: tasks besides.
-fn capabilities_with_tasks() -> Value {
-    let mut offered = capabilities();
-    offered["tasks"] = crate::gateway::tasks::capability();
-    offered
-}
-
-fn server_info() -> Value {
-    json!({ "name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION") })
+fn server_info() -> ServerInfo {
+    ServerInfo { name: SERVER_NAME.into(), title: None, instructions: Some(INSTRUCTIONS) }
 }
 
 const INSTRUCTIONS: &str = "mcpvisor serves many MCP servers as one: tools and prompts are named {server}__{name}; \
      the resource mcpvisor://status shows every server's state.";
 
+/// `server/discover`: tasks are a legacy-era feature; the pool changes, so the answer is not to be cached.
 fn discover() -> Value {
-    json!({
-        "resultType": "complete",
-        "supportedVersions": era::supported_versions(),
-        "capabilities": capabilities(),
-        "serverInfo": server_info(),
-        "instructions": INSTRUCTIONS,
-        "ttlMs": 0,
-        "cacheScope": "private",
-    })
+    lifecycle::discover(&server_info(), crate::protocol::supported_versions(), lifecycle::capabilities(false), DiscoverCache::Private)
 }
 
 impl Actor for GatewaySession {

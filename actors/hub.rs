@@ -13,8 +13,8 @@ use tokio::sync::oneshot;
 
 use super::connection::{self, Connection, GetStatus, StateChanged};
 use super::guard::{KeepsStateOnPanic, PanicSwitch, Panicked};
-use super::parts::Parts;
 pub use super::operation::ToServer;
+use super::parts::Parts;
 use super::registry::{NamingWarnings, RegisterServer, Registry, ServerStateChanged, StopWaiting, UnregisterServer};
 use super::reply::Reply;
 use super::{Event, ServerState, ServerStatus, Subscribe};

@@ -32,9 +32,10 @@
 //! | [`pool`] | 2 services | the pool as plain data: catalog entries ([`ToolEntry`]), server states and statuses |
 //! | [`tool_search`] | 2 services | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
 //! | [`catalog_cache`] | 2 services | each server's tool list kept on disk, so searches need not start every server |
+//! | [`server`] | 2 services | the one MCP server side: eras, `initialize`/`server/discover` answers, paging, listen filters, tasks, parked calls, error constructors |
 //! | [`actors`] | 3 actors | everything with a mailbox: [`actors::Hub`] (supervisor), [`actors::Connection`] (one server), [`actors::Registry`] (tool catalog and routing), the agent, a gateway client's session; typed operations ([`actors::operation`]), progress, the server's requests to the client ([`actors::client_requests`]) |
 //! | [`handle`] | 4 fronts | [`Runtime::start`] and the `Send + Sync + Clone` [`Handle`] for non-actix programs (with this crate root's re-exports, the facade) |
-//! | [`gateway`] | 4 fronts | the whole pool served as one MCP server (`mcpvisor serve`): the HTTP and stdio fronts, names, routing, eras; the session actor is [`actors::gateway`] |
+//! | [`gateway`] | 4 fronts | the whole pool served as one MCP server (`mcpvisor serve`): the HTTP and stdio fronts; the session actor, its routing tables and client bridge are [`actors::gateway`] |
 //! | [`demo_server`] | 4 fronts | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
 //! | [`acp`] | 4 fronts | the agent served to editors over the Agent Client Protocol (`mcpvisor acp`) |
 //! | [`cli`] | 4 fronts | the `mcpvisor` command line |
@@ -78,6 +79,7 @@ pub mod protocol;
 pub mod rate_limit;
 pub mod restart;
 pub mod sandbox;
+pub mod server;
 pub mod sessions;
 pub mod skills;
 mod sse;

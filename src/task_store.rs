@@ -55,26 +55,23 @@ impl std::fmt::Debug for TaskStore {
     }
 }
 
-fn invalid_params(message: String) -> ErrorObject {
-    ErrorObject { code: error_codes::INVALID_PARAMS, message, data: None }
-}
-
 fn task_id(params: &Value, method: &str) -> Result<String, ErrorObject> {
     params
         .get("taskId")
         .and_then(Value::as_str)
         .map(str::to_owned)
-        .ok_or_else(|| invalid_params(format!("{method}: `taskId` must be a string")))
+        .ok_or_else(|| ErrorObject::invalid_params(format!("{method}: `taskId` must be a string")))
 }
 
 fn unknown(method: &str, id: &str) -> ErrorObject {
-    invalid_params(format!("{method}: no task {id:?} (unknown or expired)"))
+    ErrorObject::invalid_params(format!("{method}: no task {id:?} (unknown or expired)"))
 }
 
 /// The requested `ttl` of a `params.task` object, bounded to [`MAX_TTL_MS`].
 pub fn requested_ttl(task: &Value) -> Result<u64, ErrorObject> {
-    let invalid =
-        || invalid_params(format!("tools/call: `task` must be an object with an optional non-negative integer `ttl`, got {task}"));
+    let invalid = || {
+        ErrorObject::invalid_params(format!("tools/call: `task` must be an object with an optional non-negative integer `ttl`, got {task}"))
+    };
     match task.as_object().ok_or_else(invalid)?.get("ttl") {
         None | Some(Value::Null) => Ok(DEFAULT_TTL_MS),
         Some(ttl) => ttl.as_u64().map(|ttl| ttl.min(MAX_TTL_MS)).ok_or_else(invalid),
@@ -166,7 +163,7 @@ impl TaskStore {
             let entry = entry.ok_or_else(|| unknown(method, &id))?;
             if method == "tasks/cancel" {
                 if entry.task["status"] != "working" {
-                    return Err(invalid_params(format!("tasks/cancel: task {id:?} is already {}", entry.task["status"])));
+                    return Err(ErrorObject::invalid_params(format!("tasks/cancel: task {id:?} is already {}", entry.task["status"])));
                 }
                 if let Some(abort) = &entry.abort {
                     abort.abort();
@@ -206,7 +203,7 @@ pub async fn result(id: String, mut outcome: watch::Receiver<Outcome>) -> Result
                 return Ok(result);
             }
             Outcome::Failed(error) => return Err(error),
-            Outcome::Cancelled => return Err(invalid_params(format!("tasks/result: task {id:?} was cancelled"))),
+            Outcome::Cancelled => return Err(ErrorObject::invalid_params(format!("tasks/result: task {id:?} was cancelled"))),
             Outcome::Working => {}
         }
         if outcome.changed().await.is_err() {

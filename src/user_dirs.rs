@@ -54,6 +54,20 @@ pub fn state_dir(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
     mcpvisor_dir(env, "XDG_STATE_HOME", ".local/state")
 }
 
+/// A path as the user (or a model) wrote it: `~` and `~/…` are the home
+/// directory (`$HOME`, when set and not empty), anything else starts at
+/// `base` (an absolute path stays itself). Lexical only. The one resolver
+/// of the built-in tools (`builtin_tools::paths::expand`), the editor's
+/// view of their calls and the agent's configured directories.
+pub fn expand_home(base: &Path, written: &str) -> PathBuf {
+    let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
+    let rest = if written == "~" { Some("") } else { written.strip_prefix("~/") };
+    match (rest, home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => base.join(written),
+    }
+}
+
 fn mcpvisor_dir(env: impl Fn(&str) -> Option<String>, variable: &str, under_home: &str) -> Option<PathBuf> {
     let var = |name: &str| env(name).filter(|value| !value.is_empty()).map(PathBuf::from);
     var(variable).filter(|dir| dir.is_absolute()).or_else(|| var("HOME").map(|home| home.join(under_home))).map(|dir| dir.join("mcpvisor"))

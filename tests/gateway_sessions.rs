@@ -4,9 +4,10 @@
 
 mod common;
 
+use mcpvisor::actors::gateway::ClientBridge;
+use mcpvisor::actors::gateway::ServeOptions;
 use mcpvisor::config::RuntimeConfig;
-use mcpvisor::gateway::bridge::ClientBridge;
-use mcpvisor::gateway::{stdio, ServeOptions};
+use mcpvisor::gateway::stdio;
 use mcpvisor::Runtime;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};

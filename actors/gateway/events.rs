@@ -1,9 +1,9 @@
 //! The pool's [`Event`]s as notifications to the gateway's client (the
 //! routing tables watch the same events themselves: see
-//! [`crate::gateway::names::RoutesCache::watch`]):
+//! [`crate::actors::gateway::names::RoutesCache::watch`]):
 //! `*/list_changed` when a server comes, goes, is back from a restart or
 //! changes a list (not when it goes down to restart: the tables keep its
-//! last listing meanwhile, see [`crate::gateway::names`]);
+//! last listing meanwhile, see [`super::names`]);
 //! log messages at or above the session's level ([`super::logs`]), with the
 //! server's name as `logger`; `resources/updated`
 //! for the URIs this session subscribed to (and [`STATUS_URI`] when a
@@ -17,13 +17,13 @@ use futures::Stream;
 use serde_json::json;
 
 use super::GatewaySession;
+use crate::actors::gateway::names::serves;
 use crate::actors::Event;
-use crate::gateway::listen::Change;
-use crate::gateway::names::serves;
-use crate::gateway::outbox::Frame;
-use crate::gateway::STATUS_URI;
 use crate::protocol::methods;
 use crate::protocol::session::META_SUBSCRIPTION_ID;
+use crate::server::listen::Change;
+use crate::server::outbox::Frame;
+use crate::server::STATUS_URI;
 use crate::Handle;
 
 /// The pool's events as a stream (bounded: a session that falls behind

@@ -4,8 +4,8 @@ use actix::prelude::*;
 
 use super::GatewaySession;
 use crate::actors::guard::{catch, Panicked};
-use crate::gateway::outbox::{Frame, Outbox};
 use crate::protocol::{error_codes, ErrorObject, RequestId};
+use crate::server::outbox::{Frame, Outbox};
 
 impl GatewaySession {
     /// Runs a handler step through the guard. A panic closes the session

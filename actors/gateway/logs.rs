@@ -17,9 +17,9 @@ use serde_json::{json, Value};
 
 use crate::actors::operation::LogLevel;
 use crate::actors::Event;
-use crate::gateway::outbox::Frame;
 use crate::protocol::methods;
 use crate::protocol::session::{META_LOG_LEVEL, META_PROTOCOL_VERSION};
+use crate::server::outbox::Frame;
 use crate::Handle;
 
 /// The level of a handshake-era session that never sent `logging/setLevel`.

@@ -1,5 +1,5 @@
 //! What a [`super::GatewaySession`] does for each request past the
-//! handshake: the methods, routed to the pool by [`crate::gateway::names`].
+//! handshake: the methods, routed to the pool by [`super::names`].
 //!
 //! Every method here runs as one future per request, beside the session's
 //! mailbox; dropping it (cancellation, the client gone) drops the upstream
@@ -12,14 +12,16 @@ use futures::future::join_all;
 use rmcp::model::{ArgumentInfo, JsonObject, Reference};
 use serde_json::{json, Value};
 
+use super::ServeOptions;
+use crate::actors::gateway::names::{serves, unknown_tool, Routes, RoutesCache};
 use crate::actors::hub::ToServer;
 use crate::actors::operation::{Complete, LogLevel};
 use crate::actors::{CallTool, ProgressSink};
-use crate::gateway::errors::{invalid_params, rpc_error, tool_failure};
-use crate::gateway::names::{serves, unknown_tool, Routes, RoutesCache};
-use crate::gateway::outbox::{Frame, Outbox};
-use crate::gateway::{tasks, ServeOptions, SERVER_NAME, STATUS_URI};
 use crate::protocol::{error_codes, methods, ErrorObject};
+use crate::server::errors::{rpc_error, tool_failure};
+use crate::server::outbox::{Frame, Outbox};
+use crate::server::paging::page;
+use crate::server::{tasks, SERVER_NAME, STATUS_URI};
 use crate::Handle;
 
 use super::logs::{self, RequestLogs, SessionLevel};
@@ -58,14 +60,14 @@ impl Pool {
                     tool["execution"] = tasks::execution();
                     tool
                 });
-                page(&params, listed.collect(), "tools")
+                page(method, "tools", listed.collect(), &params, PAGE_SIZE)
             }
             methods::TOOLS_CALL if params.get("task").is_some() => self.call_as_task(params),
             methods::TOOLS_CALL => self.call(params, stream, server).await,
             method if tasks::answers(method) => tasks::answer(&self.options.tasks, method, &params, &self.caller).await,
             methods::PROMPTS_LIST => {
                 let routes = self.routes().await;
-                page(&params, routes.prompts.values().map(|(_, prompt)| json!(prompt)).collect(), "prompts")
+                page(method, "prompts", routes.prompts.values().map(|(_, prompt)| json!(prompt)).collect(), &params, PAGE_SIZE)
             }
             methods::PROMPTS_GET => self.prompt(params).await,
             methods::RESOURCES_LIST => {
@@ -73,11 +75,17 @@ impl Pool {
                 let status = json!({"uri": STATUS_URI, "name": "status", "title": "mcpvisor: every server's status",
                     "mimeType": "application/json"});
                 let listed = std::iter::once(status).chain(routes.resources.values().map(|(_, resource)| json!(resource)));
-                page(&params, listed.collect(), "resources")
+                page(method, "resources", listed.collect(), &params, PAGE_SIZE)
             }
             methods::RESOURCE_TEMPLATES_LIST => {
                 let routes = self.routes().await;
-                page(&params, routes.templates.iter().map(|(_, template)| json!(template)).collect(), "resourceTemplates")
+                page(
+                    method,
+                    "resourceTemplates",
+                    routes.templates.iter().map(|(_, template)| json!(template)).collect(),
+                    &params,
+                    PAGE_SIZE,
+                )
             }
             methods::RESOURCES_READ => self.read(params).await,
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => self.subscription(method, params).await,
@@ -121,7 +129,7 @@ impl Pool {
             routes = self.routes().await;
         }
         let Some(owner) = routes.tools.get(&name).map(|(owner, _)| owner.clone()).or_else(|| self.routes.known_tool(&name)) else {
-            return Err(invalid_params(unknown_tool(&name, &self.handle.status().await, &self.options)));
+            return Err(ErrorObject::invalid_params(unknown_tool(&name, &self.handle.status().await, &self.options)));
         };
         // Before the call: the server's requests during it go to this request's stream.
         let _ = server.set(owner.server.clone());
@@ -197,7 +205,9 @@ impl Pool {
         let name = string(&params, "name", methods::PROMPTS_GET)?;
         let routes = self.routes().await;
         let Some((owner, _)) = routes.prompts.get(&name) else {
-            return Err(invalid_params(format!("Unknown prompt: `{name}` is not served here; list the prompts for the names served")));
+            return Err(ErrorObject::invalid_params(format!(
+                "Unknown prompt: `{name}` is not served here; list the prompts for the names served"
+            )));
         };
         let arguments = optional_object(&params, "arguments", methods::PROMPTS_GET)?;
         self.handle.get_prompt(&owner.server, &owner.name, arguments).await.map(|result| json!(result)).map_err(rpc_error)
@@ -264,24 +274,30 @@ impl Pool {
     async fn complete(&self, params: Value) -> Answer {
         let reference = params.get("ref").cloned().unwrap_or(Value::Null);
         let argument: ArgumentInfo = serde_json::from_value(params.get("argument").cloned().unwrap_or(Value::Null))
-            .map_err(|e| invalid_params(format!("completion/complete: `argument` must be {{name, value}}: {e}")))?;
+            .map_err(|e| ErrorObject::invalid_params(format!("completion/complete: `argument` must be {{name, value}}: {e}")))?;
         let context = params.pointer("/context/arguments").and_then(Value::as_object).cloned();
         let routes = self.routes().await;
         let (server, reference) = match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
                 let name = string(&reference, "name", "completion/complete ref")?;
-                let (owner, _) =
-                    routes.prompts.get(&name).ok_or_else(|| invalid_params(format!("completion/complete: unknown prompt `{name}`")))?;
+                let (owner, _) = routes
+                    .prompts
+                    .get(&name)
+                    .ok_or_else(|| ErrorObject::invalid_params(format!("completion/complete: unknown prompt `{name}`")))?;
                 (owner.server.clone(), Reference::for_prompt(owner.name.clone()))
             }
             Some("ref/resource") => {
                 let uri = string(&reference, "uri", "completion/complete ref")?;
-                let server = routes
-                    .template_server(&uri)
-                    .ok_or_else(|| invalid_params(format!("completion/complete: no server has the resource template `{uri}`")))?;
+                let server = routes.template_server(&uri).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("completion/complete: no server has the resource template `{uri}`"))
+                })?;
                 (server.to_string(), Reference::for_resource(uri))
             }
-            _ => return Err(invalid_params("completion/complete: `ref` must be {type: ref/prompt, name} or {type: ref/resource, uri}")),
+            _ => {
+                return Err(ErrorObject::invalid_params(
+                    "completion/complete: `ref` must be {type: ref/prompt, name} or {type: ref/resource, uri}",
+                ))
+            }
         };
         let message = Complete { reference, argument, context };
         let outcome = self.handle.hub().send(ToServer { server, message }).await;
@@ -291,7 +307,9 @@ impl Pool {
 
     async fn set_level(&self, params: Value) -> Answer {
         let level: LogLevel = serde_json::from_value(params.get("level").cloned().unwrap_or(Value::Null)).map_err(|_| {
-            invalid_params("logging/setLevel: `level` must be one of debug, info, notice, warning, error, critical, alert, emergency")
+            ErrorObject::invalid_params(
+                "logging/setLevel: `level` must be one of debug, info, notice, warning, error, critical, alert, emergency",
+            )
         })?;
         self.log_level.set(level);
         let servers = self.served_servers().await;
@@ -305,26 +323,13 @@ impl Pool {
     }
 }
 
-/// One page of `items` under `key`, from the request's `cursor` (an offset).
-fn page(params: &Value, items: Vec<Value>, key: &str) -> Answer {
-    let start = match params.get("cursor") {
-        None | Some(Value::Null) => 0,
-        Some(Value::String(cursor)) => cursor.parse::<usize>().map_err(|_| invalid_params(format!("invalid cursor `{cursor}`")))?,
-        Some(_) => return Err(invalid_params("`cursor` must be a string")),
-    };
-    let end = items.len().min(start.saturating_add(PAGE_SIZE));
-    let mut result = json!({ key: items.get(start..end).unwrap_or_default() });
-    if end < items.len() {
-        result["nextCursor"] = json!(end.to_string());
-    }
-    Ok(result)
-}
-
 fn string(params: &Value, key: &str, method: &str) -> Result<String, ErrorObject> {
     match params.get(key) {
         Some(Value::String(value)) => Ok(value.clone()),
-        Some(other) => Err(invalid_params(format!("{method}: `{key}` must be a string, not {}", crate::protocol::json_kind(other)))),
-        None => Err(invalid_params(format!("{method}: `{key}` is missing"))),
+        Some(other) => {
+            Err(ErrorObject::invalid_params(format!("{method}: `{key}` must be a string, not {}", crate::protocol::json_kind(other))))
+        }
+        None => Err(ErrorObject::invalid_params(format!("{method}: `{key}` is missing"))),
     }
 }
 
@@ -332,22 +337,8 @@ fn optional_object(params: &Value, key: &str, method: &str) -> Result<Option<Jso
     match params.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(map)) => Ok(Some(map.clone())),
-        Some(other) => Err(invalid_params(format!("{method}: `{key}` must be an object, not {}", crate::protocol::json_kind(other)))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lists_are_paged_by_offset_cursors() {
-        let items: Vec<Value> = (0..250).map(|i| json!(i)).collect();
-        let first = page(&json!({}), items.clone(), "tools").unwrap();
-        assert_eq!((first["tools"].as_array().unwrap().len(), first["nextCursor"].as_str()), (PAGE_SIZE, Some("100")));
-        let last = page(&json!({"cursor": "200"}), items.clone(), "tools").unwrap();
-        assert_eq!((last["tools"].as_array().unwrap().len(), last.get("nextCursor")), (50, None));
-        assert_eq!(page(&json!({"cursor": "999"}), items.clone(), "tools").unwrap()["tools"], json!([]));
-        assert_eq!(page(&json!({"cursor": "x"}), items, "tools").unwrap_err().code, error_codes::INVALID_PARAMS);
+        Some(other) => {
+            Err(ErrorObject::invalid_params(format!("{method}: `{key}` must be an object, not {}", crate::protocol::json_kind(other))))
+        }
     }
 }

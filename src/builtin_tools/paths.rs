@@ -18,15 +18,9 @@
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-/// `path` as the tools take it (see the module docs).
-pub fn expand(cwd: &Path, path: &str) -> PathBuf {
-    let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
-    let rest = if path == "~" { Some("") } else { path.strip_prefix("~/") };
-    match (rest, home) {
-        (Some(rest), Some(home)) => home.join(rest),
-        _ => cwd.join(path),
-    }
-}
+/// `path` as the tools take it (see the module docs): the one resolver,
+/// kept in layer 1 so the configuration's directories read the same way.
+pub use crate::user_dirs::expand_home as expand;
 
 /// Where `path` (absolute) leads: symlinks followed, `.` and `..` folded.
 pub fn real(path: &Path) -> PathBuf {

@@ -21,10 +21,10 @@ use super::output::{warn, Failure};
 use super::servers::{env, Servers};
 use super::session::{prepare, Session};
 use super::{interrupted, Cli, EXIT_INTERRUPTED};
+use crate::actors::gateway::bridge::ClientBridge;
+use crate::actors::gateway::roots::ClientRoots;
+use crate::actors::gateway::ServeOptions;
 use crate::config::ServerConfig;
-use crate::gateway::bridge::ClientBridge;
-use crate::gateway::roots::ClientRoots;
-use crate::gateway::ServeOptions;
 use crate::Handle;
 
 /// Time for the servers to stop after stdin closed or a signal.
@@ -62,7 +62,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         let bridge = ClientBridge::new(ClientRoots::new(passes_roots));
         // No settling wait: a request made before a server is up waits for it.
         let session = Session::launch_configs(configs, bridge.handlers(), telemetry)?;
-        let parked = crate::gateway::input::ParkedCalls::from_env().map_err(Failure::usage)?;
+        let parked = crate::server::input::ParkedCalls::from_env().map_err(Failure::usage)?;
         let options = ServeOptions { passthrough: args.server.clone(), redactor: super::secrets::redactor(), parked, client_roots: bridge.client_roots(), ..ServeOptions::default() };
         if let Some((addr, http)) = http {
             let stop = async {

@@ -28,16 +28,16 @@ use clap::Args;
 use super::output::Failure;
 use super::parse_seconds;
 use super::servers::env;
+use crate::actors::gateway::bridge::ClientBridge;
+use crate::actors::gateway::ServeOptions;
 use crate::codec::DEFAULT_MAX_FRAME;
 use crate::config::{check_token, ServeSettings};
-use crate::gateway::bridge::ClientBridge;
 use crate::gateway::http::limits::Limits;
 use crate::gateway::http::pool::PoolGateway;
 use crate::gateway::http::{
     warn_if_key_exposed, Certificates, ConnectionLimits, Guard, HttpOptions, MetricsRenderer, Server, DEFAULT_DRAIN, DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_IDLE,
 };
-use crate::gateway::ServeOptions;
 use crate::Handle;
 
 /// The environment variable the gateway's bearer token is read from.

@@ -253,7 +253,7 @@ pub(crate) fn read(file: &Path, item: &Item) -> Result<AgentSettings, ConfigErro
             "directories" => {
                 let base = file.parent().unwrap_or(Path::new("/"));
                 for directory in read.strings(&field, value)? {
-                    settings.directories.push(directory_path(base, &directory));
+                    settings.directories.push(crate::user_dirs::expand_home(base, &directory));
                 }
             }
             "allow" | "deny" => {
@@ -274,16 +274,6 @@ pub(crate) fn read(file: &Path, item: &Item) -> Result<AgentSettings, ConfigErro
         }
     }
     Ok(settings)
-}
-
-/// A workspace directory as written: `~/` is the home directory, a
-/// relative one starts at `base` (the configuration file's directory).
-fn directory_path(base: &Path, written: &str) -> PathBuf {
-    let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
-    match (written.strip_prefix("~/").or((written == "~").then_some("")), home) {
-        (Some(rest), Some(home)) => home.join(rest),
-        _ => base.join(written),
-    }
 }
 
 /// Reads values of the `[agent]` table, naming the file and the key in every error.

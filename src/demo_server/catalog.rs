@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use super::interaction::Ask;
 use super::logging::Level;
 use super::media::PNG_BASE64;
-use super::rpc::RpcError;
+use super::rpc::ErrorObject;
 
 /// One catalog entry. `args` lists `field: type` pairs, `field?` marking the optional ones.
 pub struct ToolSpec {
@@ -169,34 +169,34 @@ struct Args<'a> {
 
 impl Args<'_> {
     /// `Ok(None)` when absent or null; an error when present with the wrong type.
-    fn optional<T>(&self, field: &str, expected: &str, convert: impl Fn(&Value) -> Option<T>) -> Result<Option<T>, RpcError> {
+    fn optional<T>(&self, field: &str, expected: &str, convert: impl Fn(&Value) -> Option<T>) -> Result<Option<T>, ErrorObject> {
         match self.map.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(value) => convert(value).map(Some).ok_or_else(|| {
-                RpcError::invalid_params(format!("tool `{}`: argument `{field}` must be {expected}, got {value}", self.tool))
+                ErrorObject::invalid_params(format!("tool `{}`: argument `{field}` must be {expected}, got {value}", self.tool))
             }),
         }
     }
 
-    fn required<T>(&self, field: &str, expected: &str, convert: impl Fn(&Value) -> Option<T>) -> Result<T, RpcError> {
+    fn required<T>(&self, field: &str, expected: &str, convert: impl Fn(&Value) -> Option<T>) -> Result<T, ErrorObject> {
         self.optional(field, expected, convert)?
-            .ok_or_else(|| RpcError::invalid_params(format!("tool `{}`: missing required argument `{field}` ({expected})", self.tool)))
+            .ok_or_else(|| ErrorObject::invalid_params(format!("tool `{}`: missing required argument `{field}` ({expected})", self.tool)))
     }
 
-    fn string(&self, field: &str) -> Result<String, RpcError> {
+    fn string(&self, field: &str) -> Result<String, ErrorObject> {
         self.required(field, "a string", as_string)
     }
 
-    fn number(&self, field: &str) -> Result<f64, RpcError> {
+    fn number(&self, field: &str) -> Result<f64, ErrorObject> {
         self.required(field, "a number", Value::as_f64)
     }
 
-    fn millis(&self) -> Result<u64, RpcError> {
+    fn millis(&self) -> Result<u64, ErrorObject> {
         self.required("ms", "a non-negative integer", Value::as_u64)
     }
 
     /// A name for something added at run time: non-empty, without `/` or spaces.
-    fn name(&self) -> Result<String, RpcError> {
+    fn name(&self) -> Result<String, ErrorObject> {
         let valid = |v: &Value| v.as_str().filter(|s| !s.is_empty() && !s.contains(['/', ' '])).map(str::to_owned);
         self.required("name", "a non-empty string without `/` or spaces", valid)
     }
@@ -208,13 +208,14 @@ fn as_string(value: &Value) -> Option<String> {
 
 /// Validates `tools/call` params into a [`ToolCall`]; absent `arguments` mean `{}`.
 /// `added` are the tools added by `add_tool`, which echo.
-pub fn parse_call(params: &Value, added: &[String]) -> Result<ToolCall, RpcError> {
-    let name = params.get("name").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params("tools/call: `name` must be a string"))?;
+pub fn parse_call(params: &Value, added: &[String]) -> Result<ToolCall, ErrorObject> {
+    let name =
+        params.get("name").and_then(Value::as_str).ok_or_else(|| ErrorObject::invalid_params("tools/call: `name` must be a string"))?;
     let empty = Map::new();
     let map = match params.get("arguments") {
         None | Some(Value::Null) => &empty,
         Some(Value::Object(map)) => map,
-        Some(other) => return Err(RpcError::invalid_params(format!("tool `{name}`: `arguments` must be an object, got {other}"))),
+        Some(other) => return Err(ErrorObject::invalid_params(format!("tool `{name}`: `arguments` must be an object, got {other}"))),
     };
     let args = Args { tool: name, map };
     Ok(match name {
@@ -258,7 +259,7 @@ pub fn parse_call(params: &Value, added: &[String]) -> Result<ToolCall, RpcError
         "pause_reading" => ToolCall::PauseReading(args.millis()?),
         "close_stdout" => ToolCall::CloseStdout,
         _ if added.iter().any(|a| a == name) => ToolCall::Echo(args.string("text")?),
-        _ => return Err(RpcError::invalid_params(format!("Unknown tool: {name}"))),
+        _ => return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}"))),
     })
 }
 

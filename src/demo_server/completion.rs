@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::prompts::STYLES;
 use super::resources::ITEM_TEMPLATE;
-use super::rpc::RpcError;
+use super::rpc::ErrorObject;
 
 /// Item ids offered for `demo://item/{id}`.
 const ITEM_IDS: u32 = 30;
@@ -12,11 +12,11 @@ const ITEM_IDS: u32 = 30;
 const MAX_VALUES: usize = 10;
 
 /// A string field of the params, or -32602 naming it.
-fn field<'a>(value: Option<&'a Value>, what: &str) -> Result<&'a str, RpcError> {
-    value.and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params(format!("completion/complete: `{what}` must be a string")))
+fn field<'a>(value: Option<&'a Value>, what: &str) -> Result<&'a str, ErrorObject> {
+    value.and_then(Value::as_str).ok_or_else(|| ErrorObject::invalid_params(format!("completion/complete: `{what}` must be a string")))
 }
 
-pub fn complete(params: &Value) -> Result<Value, RpcError> {
+pub fn complete(params: &Value) -> Result<Value, ErrorObject> {
     let reference = params.get("ref");
     let kind = field(reference.and_then(|r| r.get("type")), "ref.type")?;
     let argument = field(params.get("argument").and_then(|a| a.get("name")), "argument.name")?;
@@ -26,7 +26,7 @@ pub fn complete(params: &Value) -> Result<Value, RpcError> {
             ("greet", "style") => STYLES.iter().map(|s| s.to_string()).collect(),
             ("greet", "name") => Vec::new(),
             (prompt, _) => {
-                return Err(RpcError::invalid_params(format!(
+                return Err(ErrorObject::invalid_params(format!(
                     "completion/complete: no completion for prompt `{prompt}` argument `{argument}`"
                 )))
             }
@@ -34,10 +34,10 @@ pub fn complete(params: &Value) -> Result<Value, RpcError> {
         "ref/resource" => match (field(reference.and_then(|r| r.get("uri")), "ref.uri")?, argument) {
             (ITEM_TEMPLATE, "id") => (1..=ITEM_IDS).map(|id| id.to_string()).collect(),
             (uri, _) => {
-                return Err(RpcError::invalid_params(format!("completion/complete: no completion for `{uri}` argument `{argument}`")))
+                return Err(ErrorObject::invalid_params(format!("completion/complete: no completion for `{uri}` argument `{argument}`")))
             }
         },
-        other => return Err(RpcError::invalid_params(format!("completion/complete: unknown `ref.type` {other:?}"))),
+        other => return Err(ErrorObject::invalid_params(format!("completion/complete: unknown `ref.type` {other:?}"))),
     };
     let matching: Vec<String> = candidates.into_iter().filter(|c| c.starts_with(prefix)).collect();
     let total = matching.len();

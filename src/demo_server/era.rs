@@ -3,29 +3,15 @@
 //! Legacy versions negotiate once with `initialize`; the modern version is
 //! declared by every request in `params._meta`.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::logging::Level;
-use super::rpc::{RpcError, UNSUPPORTED_PROTOCOL_VERSION};
-
-/// Legacy versions, oldest first; `initialize` answers the requested one or the last.
-pub const LEGACY_VERSIONS: [&str; 4] = crate::protocol::SUPPORTED_LEGACY_VERSIONS;
-pub const LATEST_LEGACY: &str = crate::protocol::LATEST_LEGACY_VERSION;
-pub const MODERN_VERSION: &str = crate::protocol::MODERN_VERSIONS[0];
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+use super::rpc::ErrorObject;
+pub use crate::protocol::session::META_LOG_LEVEL;
+use crate::server::era::Served;
 
 /// The era(s) the server speaks (the `--era` flag).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Era {
-    /// `initialize` handshake only (2024-11-05 … 2025-11-25).
-    Legacy,
-    /// Per-request `_meta` only (2026-07-28).
-    Modern,
-    /// Both; each request is served in the era it uses.
-    Dual,
-}
+pub use crate::server::era::Eras as Era;
 
 /// The semantics one request is served with.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,54 +23,20 @@ pub enum RequestEra {
     },
 }
 
-impl Era {
-    /// What `server/discover` lists and -32022 reports as `supported`: newest first.
-    pub fn supported_versions(self) -> Vec<&'static str> {
-        let legacy = LEGACY_VERSIONS.iter().rev().copied();
-        match self {
-            Era::Legacy => legacy.collect(),
-            Era::Modern => vec![MODERN_VERSION],
-            Era::Dual => crate::gateway::era::supported_versions(),
+/// The era serving `method` at a server of `era`s, with the modern log
+/// level read and checked, or the error refusing the request.
+pub fn of_request(era: Era, method: &str, params: &Value) -> Result<RequestEra, ErrorObject> {
+    match era.serve(method, params)? {
+        Served::Legacy => Ok(RequestEra::Legacy),
+        Served::Modern { .. } => {
+            let log_level = match params.get("_meta").and_then(|meta| meta.get(META_LOG_LEVEL)) {
+                None | Some(Value::Null) => None,
+                Some(level) => Some(Level::parse(level).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("{method}: `_meta.{META_LOG_LEVEL}` must be {}, got {level}", Level::expected()))
+                })?),
+            };
+            Ok(RequestEra::Modern { log_level })
         }
-    }
-
-    /// The era serving `method`, or the error refusing the request.
-    pub fn of_request(self, method: &str, params: &Value) -> Result<RequestEra, RpcError> {
-        if self == Era::Legacy || (self == Era::Dual && method == "initialize") {
-            return Ok(RequestEra::Legacy);
-        }
-        if method == "initialize" {
-            return Err(self.unsupported(params.get("protocolVersion")));
-        }
-        let meta = params.get("_meta");
-        match meta.and_then(|m| m.get(META_PROTOCOL_VERSION)) {
-            None if self == Era::Dual => Ok(RequestEra::Legacy),
-            // The bootstrap probe: it is how a client learns which versions to declare.
-            None if method == "server/discover" => Ok(RequestEra::Modern { log_level: None }),
-            Some(Value::String(version)) if version == MODERN_VERSION => {
-                let log_level = match meta.and_then(|m| m.get(META_LOG_LEVEL)) {
-                    None | Some(Value::Null) => None,
-                    Some(level) => Some(Level::parse(level).ok_or_else(|| {
-                        RpcError::invalid_params(format!("{method}: `_meta.{META_LOG_LEVEL}` must be {}, got {level}", Level::expected()))
-                    })?),
-                };
-                Ok(RequestEra::Modern { log_level })
-            }
-            requested => Err(self.unsupported(requested)),
-        }
-    }
-
-    /// -32022 UnsupportedProtocolVersion; `requested` is echoed when it is a string.
-    fn unsupported(self, requested: Option<&Value>) -> RpcError {
-        let mut data = json!({ "supported": self.supported_versions() });
-        let message = match requested.and_then(Value::as_str) {
-            Some(version) => {
-                data["requested"] = json!(version);
-                format!("Unsupported protocol version: {version}")
-            }
-            None => format!("Unsupported protocol version: requests must declare `_meta.{META_PROTOCOL_VERSION}`"),
-        };
-        RpcError::new(UNSUPPORTED_PROTOCOL_VERSION, message).with_data(data)
     }
 }
 
@@ -97,7 +49,7 @@ impl RequestEra {
     /// and cache hints on lists. Legacy results are left as they are.
     pub fn finish(self, method: &str, mut result: Value) -> Value {
         if let (RequestEra::Modern { .. }, Value::Object(map)) = (self, &mut result) {
-            crate::gateway::era::finish_modern(method, map);
+            crate::server::era::finish_modern(method, map);
         }
         result
     }
@@ -106,6 +58,12 @@ impl RequestEra {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::error_codes::UNSUPPORTED_PROTOCOL_VERSION;
+    use crate::protocol::session::META_PROTOCOL_VERSION;
+    use crate::protocol::MODERN_VERSIONS;
+
+    const MODERN_VERSION: &str = MODERN_VERSIONS[0];
+    use serde_json::json;
 
     fn modern(version: Value) -> Value {
         json!({"_meta": {META_PROTOCOL_VERSION: version, "io.modelcontextprotocol/clientCapabilities": {}}})
@@ -114,13 +72,13 @@ mod tests {
     #[test]
     fn each_era_picks_semantics_per_request() {
         let plain = json!({});
-        assert_eq!(Era::Legacy.of_request("tools/list", &modern(json!(MODERN_VERSION))), Ok(RequestEra::Legacy));
-        assert_eq!(Era::Dual.of_request("tools/list", &plain), Ok(RequestEra::Legacy));
-        assert_eq!(Era::Dual.of_request("initialize", &json!({"protocolVersion": MODERN_VERSION})), Ok(RequestEra::Legacy));
+        assert_eq!(of_request(Era::Legacy, "tools/list", &modern(json!(MODERN_VERSION))), Ok(RequestEra::Legacy));
+        assert_eq!(of_request(Era::Dual, "tools/list", &plain), Ok(RequestEra::Legacy));
+        assert_eq!(of_request(Era::Dual, "initialize", &json!({"protocolVersion": MODERN_VERSION})), Ok(RequestEra::Legacy));
         let modern_era = Ok(RequestEra::Modern { log_level: None });
-        assert_eq!(Era::Dual.of_request("tools/list", &modern(json!(MODERN_VERSION))), modern_era);
-        assert_eq!(Era::Modern.of_request("tools/list", &modern(json!(MODERN_VERSION))), modern_era);
-        assert_eq!(Era::Modern.of_request("server/discover", &plain), modern_era);
+        assert_eq!(of_request(Era::Dual, "tools/list", &modern(json!(MODERN_VERSION))), modern_era);
+        assert_eq!(of_request(Era::Modern, "tools/list", &modern(json!(MODERN_VERSION))), modern_era);
+        assert_eq!(of_request(Era::Modern, "server/discover", &plain), modern_era);
     }
 
     #[test]
@@ -132,7 +90,7 @@ mod tests {
             (Era::Dual, "tools/call", modern(json!("1999-01-01")), Some("1999-01-01")),
             (Era::Modern, "ping", modern(json!(7)), None),
         ] {
-            let error = era.of_request(method, &params).unwrap_err();
+            let error = of_request(era, method, &params).unwrap_err();
             assert_eq!(error.code, UNSUPPORTED_PROTOCOL_VERSION);
             let data = error.data.unwrap();
             assert_eq!(data["supported"], json!(era.supported_versions()));
@@ -147,9 +105,9 @@ mod tests {
         let mut params = modern(json!(MODERN_VERSION));
         params["_meta"][META_LOG_LEVEL] = json!("warning");
         let level = Level::parse(&json!("warning"));
-        assert_eq!(Era::Modern.of_request("tools/call", &params), Ok(RequestEra::Modern { log_level: level }));
+        assert_eq!(of_request(Era::Modern, "tools/call", &params), Ok(RequestEra::Modern { log_level: level }));
         params["_meta"][META_LOG_LEVEL] = json!("loud");
-        assert_eq!(Era::Modern.of_request("tools/call", &params).unwrap_err().code, super::super::rpc::INVALID_PARAMS);
+        assert_eq!(of_request(Era::Modern, "tools/call", &params).unwrap_err().code, super::super::rpc::INVALID_PARAMS);
     }
 
     #[test]

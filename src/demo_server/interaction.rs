@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use super::lock;
-use super::rpc::{error_result, request_frame, structured_result, Out, RpcError};
+use super::rpc::{error_result, request_frame, structured_result, ErrorObject, Out};
 
 /// One question for the client: `method` and `params`, under `key` in MRTR maps.
 #[derive(Debug, Clone, PartialEq)]
@@ -165,16 +165,19 @@ impl RequestStates {
 
     /// The client's response to `ask` carried by a retry's `params`; `None` on a
     /// first call. A response `{"error": {...}}` is a refusal.
-    pub fn response(&self, tool: &str, ask: &Ask, params: &Value) -> Result<Option<Result<Value, Value>>, RpcError> {
+    pub fn response(&self, tool: &str, ask: &Ask, params: &Value) -> Result<Option<Result<Value, Value>>, ErrorObject> {
         let response = match params.get("inputResponses") {
             None | Some(Value::Null) => return Ok(None),
             Some(responses) => responses.get(ask.key).ok_or_else(|| {
-                RpcError::invalid_params(format!("tool `{tool}`: `inputResponses` must be an object with `{}`, got {responses}", ask.key))
+                ErrorObject::invalid_params(format!(
+                    "tool `{tool}`: `inputResponses` must be an object with `{}`, got {responses}",
+                    ask.key
+                ))
             })?,
         };
         let state = params.get("requestState").and_then(Value::as_str).unwrap_or_default();
         if !state.starts_with(&format!("{tool}/")) || !lock(&self.issued).remove(state) {
-            return Err(RpcError::invalid_params(format!(
+            return Err(ErrorObject::invalid_params(format!(
                 "tool `{tool}`: `requestState` {state:?} is not one this server issued, or was used already"
             )));
         }

@@ -1,8 +1,9 @@
 //! How a client learns about the server: legacy `initialize`, modern `server/discover`.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::era::{Era, LATEST_LEGACY, LEGACY_VERSIONS, META_SERVER_INFO};
+use super::era::Era;
+use crate::server::lifecycle::{self, DiscoverCache, ServerInfo};
 
 const INSTRUCTIONS: &str = "The demo server bundled with mcpvisor, the peer of its tests. Every MCP feature has a \
     tool here (see `tools/list`); `fail`, `crash`, `garbage`, `big`, `spawn_grandchild` and `stderr` misbehave on \
@@ -11,49 +12,32 @@ const INSTRUCTIONS: &str = "The demo server bundled with mcpvisor, the peer of i
 /// `discover` is cacheable for this long: capabilities never change at run time.
 const DISCOVER_TTL_MS: u64 = 60_000;
 
-/// What the server offers. Tasks (2025-11-25 shape) are a legacy feature here.
-pub fn capabilities(legacy: bool) -> Value {
-    let mut capabilities = json!({
-        "tools": {"listChanged": true},
-        "resources": {"subscribe": true, "listChanged": true},
-        "prompts": {"listChanged": true},
-        "logging": {},
-        "completions": {},
-    });
-    if legacy {
-        capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
-    }
-    capabilities
+fn server_info() -> ServerInfo {
+    ServerInfo { name: "mcpvisor-demo".into(), title: Some("mcpvisor demo server"), instructions: Some(INSTRUCTIONS) }
 }
 
-fn server_info() -> Value {
-    json!({"name": "mcpvisor-demo", "title": "mcpvisor demo server", "version": env!("CARGO_PKG_VERSION")})
-}
-
-/// Answers the requested legacy version when supported, else [`LATEST_LEGACY`].
+/// Answers the requested legacy version when supported, else the latest.
+/// Tasks (2025-11-25 shape) are a legacy feature here.
 pub fn initialize(params: &Value) -> Value {
-    let requested = params.get("protocolVersion").and_then(Value::as_str);
-    let version = requested.filter(|v| LEGACY_VERSIONS.contains(v)).unwrap_or(LATEST_LEGACY);
-    json!({"protocolVersion": version, "capabilities": capabilities(true), "serverInfo": server_info(), "instructions": INSTRUCTIONS})
+    lifecycle::initialize(&server_info(), params, lifecycle::capabilities(true))
 }
 
 /// `server/discover`; `serverInfo` is given both as a field and in `_meta`.
 pub fn discover(era: Era) -> Value {
-    json!({
-        "resultType": "complete",
-        "supportedVersions": era.supported_versions(),
-        "capabilities": capabilities(false),
-        "serverInfo": server_info(),
-        "instructions": INSTRUCTIONS,
-        "ttlMs": DISCOVER_TTL_MS,
-        "cacheScope": "public",
-        "_meta": { META_SERVER_INFO: server_info() },
-    })
+    lifecycle::discover(
+        &server_info(),
+        era.supported_versions(),
+        lifecycle::capabilities(false),
+        DiscoverCache::Public { ttl_ms: DISCOVER_TTL_MS },
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::session::META_SERVER_INFO;
+    use crate::protocol::{LATEST_LEGACY_VERSION as LATEST_LEGACY, SUPPORTED_LEGACY_VERSIONS as LEGACY_VERSIONS};
+    use serde_json::json;
 
     #[test]
     fn initialize_echoes_supported_legacy_versions_only() {

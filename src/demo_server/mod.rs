@@ -133,7 +133,6 @@ mod interaction;
 mod lifecycle;
 mod logging;
 mod media;
-mod paging;
 mod prompts;
 mod resources;
 mod rpc;

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::rpc::RpcError;
+use super::rpc::ErrorObject;
 
 /// The styles `greet` accepts (and `completion/complete` offers).
 pub const STYLES: [&str; 3] = ["formal", "casual", "pirate"];
@@ -29,20 +29,20 @@ fn user_message(text: String) -> Value {
 }
 
 /// `prompts/get`.
-pub fn get(params: &Value, added: &[String]) -> Result<Value, RpcError> {
+pub fn get(params: &Value, added: &[String]) -> Result<Value, ErrorObject> {
     let name =
-        params.get("name").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params("prompts/get: `name` must be a string"))?;
+        params.get("name").and_then(Value::as_str).ok_or_else(|| ErrorObject::invalid_params("prompts/get: `name` must be a string"))?;
     let argument = |field: &str| match params.get("arguments").and_then(|a| a.get(field)) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(value)) => Ok(Some(value.as_str())),
-        Some(other) => Err(RpcError::invalid_params(format!("prompt `{name}`: argument `{field}` must be a string, got {other}"))),
+        Some(other) => Err(ErrorObject::invalid_params(format!("prompt `{name}`: argument `{field}` must be a string, got {other}"))),
     };
     match name {
         "greet" => {
-            let who = argument("name")?.ok_or_else(|| RpcError::invalid_params("prompt `greet`: missing required argument `name`"))?;
+            let who = argument("name")?.ok_or_else(|| ErrorObject::invalid_params("prompt `greet`: missing required argument `name`"))?;
             let style = argument("style")?.unwrap_or("casual");
             if !STYLES.contains(&style) {
-                return Err(RpcError::invalid_params(format!(
+                return Err(ErrorObject::invalid_params(format!(
                     "prompt `greet`: argument `style` must be one of {}, got {style:?}",
                     STYLES.join(", ")
                 )));
@@ -51,7 +51,7 @@ pub fn get(params: &Value, added: &[String]) -> Result<Value, RpcError> {
         }
         "plain" => Ok(json!({"messages": [user_message("Say something plain.".into())]})),
         _ if added.iter().any(|a| a == name) => Ok(json!({"messages": [user_message(format!("This is the added prompt {name}."))]})),
-        _ => Err(RpcError::invalid_params(format!("Unknown prompt: {name}"))),
+        _ => Err(ErrorObject::invalid_params(format!("Unknown prompt: {name}"))),
     }
 }
 

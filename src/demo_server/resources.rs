@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::era::RequestEra;
-use super::rpc::{RpcError, RESOURCE_NOT_FOUND};
+use super::rpc::{ErrorObject, RESOURCE_NOT_FOUND};
 
 pub const COUNTER_URI: &str = "demo://counter";
 const BLOB_URI: &str = "demo://blob";
@@ -56,14 +56,14 @@ pub fn contents(uri: &str, counter: u64, added: &[String]) -> Option<Value> {
 }
 
 /// `resources/read`. Unknown URIs: -32002 in the legacy era, -32602 in the modern one (SEP-2164).
-pub fn read(params: &Value, counter: u64, added: &[String], era: RequestEra) -> Result<Value, RpcError> {
+pub fn read(params: &Value, counter: u64, added: &[String], era: RequestEra) -> Result<Value, ErrorObject> {
     let uri =
-        params.get("uri").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params("resources/read: `uri` must be a string"))?;
+        params.get("uri").and_then(Value::as_str).ok_or_else(|| ErrorObject::invalid_params("resources/read: `uri` must be a string"))?;
     match contents(uri, counter, added) {
         Some(contents) => Ok(json!({ "contents": [contents] })),
         None => {
             let code = if era.is_legacy() { RESOURCE_NOT_FOUND } else { super::rpc::INVALID_PARAMS };
-            Err(RpcError::new(code, format!("Resource not found: {uri}")).with_data(json!({ "uri": uri })))
+            Err(ErrorObject::new(code, format!("Resource not found: {uri}")).with_data(json!({ "uri": uri })))
         }
     }
 }

@@ -4,54 +4,12 @@
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-pub const RESOURCE_NOT_FOUND: i64 = -32002;
-pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
-pub const URL_ELICITATION_REQUIRED: i64 = -32042;
-pub const METHOD_NOT_FOUND: i64 = -32601;
-pub const INVALID_PARAMS: i64 = -32602;
+pub use crate::protocol::error_codes::{INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, URL_ELICITATION_REQUIRED};
+/// The demo's errors are the protocol's, built with its shared constructors.
+pub use crate::protocol::ErrorObject;
 
 /// Frames for stdout, each one whole line with its newline; one writer task owns stdout.
 pub type Out = mpsc::UnboundedSender<Vec<u8>>;
-
-/// A JSON-RPC error answer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RpcError {
-    pub code: i64,
-    pub message: String,
-    pub data: Option<Value>,
-}
-
-impl From<crate::protocol::ErrorObject> for RpcError {
-    fn from(error: crate::protocol::ErrorObject) -> RpcError {
-        RpcError { code: error.code, message: error.message, data: error.data }
-    }
-}
-
-impl RpcError {
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
-        RpcError { code, message: message.into(), data: None }
-    }
-
-    pub fn invalid_params(message: impl Into<String>) -> Self {
-        Self::new(INVALID_PARAMS, message)
-    }
-
-    pub fn method_not_found(method: &str) -> Self {
-        Self::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
-    }
-
-    pub fn with_data(self, data: Value) -> Self {
-        RpcError { data: Some(data), ..self }
-    }
-
-    fn to_json(&self) -> Value {
-        let mut error = json!({"code": self.code, "message": self.message});
-        if let Some(data) = &self.data {
-            error["data"] = data.clone();
-        }
-        error
-    }
-}
 
 /// One incoming JSON-RPC message, sorted by shape.
 #[derive(Debug, PartialEq)]
@@ -98,10 +56,10 @@ fn frame(message: Value) -> Vec<u8> {
     frame
 }
 
-pub fn response_frame(id: &Value, result: Result<Value, RpcError>) -> Vec<u8> {
+pub fn response_frame(id: &Value, result: Result<Value, ErrorObject>) -> Vec<u8> {
     frame(match result {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e.to_json()}),
+        Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e}),
     })
 }
 

@@ -14,16 +14,16 @@ use super::catalog::{parse_call, ToolCall};
 use super::era::{Era, RequestEra};
 use super::interaction::{Outgoing, RequestStates};
 use super::logging::Level;
-use super::paging::page;
-use super::rpc::{classify, response_frame, text_result, Message, Out, RpcError, METHOD_NOT_FOUND};
+use super::rpc::{classify, response_frame, text_result, ErrorObject, Message, Out, METHOD_NOT_FOUND};
 use super::state::{InFlight, State};
 use super::subscriptions::Subscriptions;
 use super::{completion, lifecycle, lock, log, prompts, resources, skills, tools, DemoServerOptions};
+use crate::server::paging::page;
 use crate::task_store::{self as tasks, requested_ttl, Outcome, TaskStore};
 
 /// What to do with one request.
 enum Action {
-    Reply(Result<Value, RpcError>),
+    Reply(Result<Value, ErrorObject>),
     /// Run in its own task, cancellable, and answer when it ends.
     Spawn(Job),
     /// A listen stream is open: no answer until it ends.
@@ -100,7 +100,7 @@ impl Server {
         if options.no_initialize && (method == "initialize" || (method == "server/discover" && options.era != Era::Legacy)) {
             return log(format_args!("not answering `{method}` (--no-initialize)"));
         }
-        let era = match options.era.of_request(&method, &params) {
+        let era = match super::era::of_request(options.era, &method, &params) {
             Ok(era) => era,
             Err(e) => return self.state.send(response_frame(&id, Err(e))),
         };
@@ -149,21 +149,19 @@ impl Server {
                 }
                 Err(e) => Action::Reply(Err(e)),
             },
-            "tasks/get" | "tasks/cancel" if legacy => {
-                Action::Reply(state.tasks.get_or_cancel(method, params, None).map_err(RpcError::from))
-            }
+            "tasks/get" | "tasks/cancel" if legacy => Action::Reply(state.tasks.get_or_cancel(method, params, None)),
             "tasks/list" if legacy => list("tasks", state.tasks.list(None)),
             "tasks/result" if legacy => match state.tasks.watch(params, None) {
                 Ok((task, outcome)) => Action::Spawn(Job::TaskResult(task, outcome)),
-                Err(e) => Action::Reply(Err(e.into())),
+                Err(e) => Action::Reply(Err(e)),
             },
-            _ => Action::Reply(Err(RpcError::method_not_found(method))),
+            _ => Action::Reply(Err(ErrorObject::method_not_found(method, ""))),
         }
     }
 
-    fn set_level(&self, params: &Value) -> Result<Value, RpcError> {
+    fn set_level(&self, params: &Value) -> Result<Value, ErrorObject> {
         let level = params.get("level").and_then(Level::parse);
-        let level = level.ok_or_else(|| RpcError::invalid_params(format!("logging/setLevel: `level` must be {}", Level::expected())))?;
+        let level = level.ok_or_else(|| ErrorObject::invalid_params(format!("logging/setLevel: `level` must be {}", Level::expected())))?;
         *lock(&self.state.log_level) = level;
         Ok(json!({}))
     }
@@ -174,7 +172,7 @@ impl Server {
             Ok(call) => call,
             Err(e) => return Action::Reply(Err(e)),
         };
-        let refuse = |message: String| Action::Reply(Err(RpcError::new(METHOD_NOT_FOUND, message)));
+        let refuse = |message: String| Action::Reply(Err(ErrorObject::new(METHOD_NOT_FOUND, message)));
         let task = params.get("task").filter(|t| !t.is_null());
         match (&call, task, era.is_legacy()) {
             (ToolCall::SlowTask(_), Some(task), true) => Action::Reply(self.start_task(call.clone(), task)),
@@ -195,7 +193,7 @@ impl Server {
     }
 
     /// Creates a task running `call`; answers the `CreateTaskResult` at once.
-    fn start_task(&self, call: ToolCall, task: &Value) -> Result<Value, RpcError> {
+    fn start_task(&self, call: ToolCall, task: &Value) -> Result<Value, ErrorObject> {
         let (id, created) = self.state.tasks.create(requested_ttl(task)?, None)?;
         let (state, task_id) = (Arc::clone(&self.state), id.clone());
         let work = tokio::spawn(async move {
@@ -218,7 +216,7 @@ impl Server {
         let task = tokio::spawn(async move {
             let result = match job {
                 Job::Tool(call) => tools::execute(call, &state, era, &params).await,
-                Job::TaskResult(task, outcome) => tasks::result(task, outcome).await.map_err(RpcError::from),
+                Job::TaskResult(task, outcome) => tasks::result(task, outcome).await,
             };
             let mut in_flight = lock(&state.in_flight);
             if in_flight.get(&task_key).is_some_and(|entry| entry.seq == seq) {

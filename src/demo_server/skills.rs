@@ -12,7 +12,7 @@
 
 use serde_json::{json, Value};
 
-use super::rpc::RpcError;
+use super::rpc::ErrorObject;
 
 const RELEASE_NOTES: &str = "skill://release-notes/SKILL.md";
 const RELEASE_NOTES_MD: &str = "---\nname: release-notes\ndescription: Write release notes for a version from its changes\n\
@@ -52,10 +52,10 @@ pub fn entries() -> Vec<Value> {
 }
 
 /// `skills/get`: the entry of the skill whose `SKILL.md` is `params.uri`; -32602 for any other.
-pub fn get(params: &Value) -> Result<Value, RpcError> {
-    let uri = params.get("uri").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params("skills/get: `uri` must be a string"))?;
+pub fn get(params: &Value) -> Result<Value, ErrorObject> {
+    let uri = params.get("uri").and_then(Value::as_str).ok_or_else(|| ErrorObject::invalid_params("skills/get: `uri` must be a string"))?;
     let skill = entries().into_iter().find(|entry| entry["uri"] == uri);
-    let skill = skill.ok_or_else(|| RpcError::invalid_params(format!("No skill is served at {uri}")))?;
+    let skill = skill.ok_or_else(|| ErrorObject::invalid_params(format!("No skill is served at {uri}")))?;
     Ok(json!({"skill": skill, "ttlMs": 0, "cacheScope": "private"}))
 }
 

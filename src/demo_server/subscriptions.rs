@@ -7,10 +7,10 @@ use std::sync::Mutex;
 use serde_json::{json, Value};
 
 use super::lock;
-use super::rpc::{notification_frame, RpcError};
-pub use crate::gateway::listen::Change;
-use crate::gateway::listen::Filter;
+use super::rpc::{notification_frame, ErrorObject};
 use crate::protocol::session::META_SUBSCRIPTION_ID;
+pub use crate::server::listen::Change;
+use crate::server::listen::Filter;
 
 #[derive(Default)]
 pub struct Subscriptions {
@@ -20,13 +20,13 @@ pub struct Subscriptions {
     listens: Mutex<Vec<(Value, Filter)>>,
 }
 
-fn uri_param<'a>(method: &str, params: &'a Value) -> Result<&'a str, RpcError> {
-    params.get("uri").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params(format!("{method}: `uri` must be a string")))
+fn uri_param<'a>(method: &str, params: &'a Value) -> Result<&'a str, ErrorObject> {
+    params.get("uri").and_then(Value::as_str).ok_or_else(|| ErrorObject::invalid_params(format!("{method}: `uri` must be a string")))
 }
 
 impl Subscriptions {
     /// `resources/subscribe` and `resources/unsubscribe`.
-    pub fn legacy(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
+    pub fn legacy(&self, method: &str, params: &Value) -> Result<Value, ErrorObject> {
         let uri = uri_param(method, params)?.to_owned();
         let mut uris = lock(&self.uris);
         if method == "resources/subscribe" {
@@ -38,8 +38,8 @@ impl Subscriptions {
     }
 
     /// Opens the listen stream of request `id`; returns its acknowledgement frame.
-    pub fn listen(&self, id: &Value, params: &Value) -> Result<Vec<u8>, RpcError> {
-        let filter = Filter::parse(params).map_err(|e| RpcError::new(e.code, e.message))?;
+    pub fn listen(&self, id: &Value, params: &Value) -> Result<Vec<u8>, ErrorObject> {
+        let filter = Filter::parse(params).map_err(|e| ErrorObject::new(e.code, e.message))?;
         let ack = json!({"_meta": { META_SUBSCRIPTION_ID: id }, "notifications": filter.to_json()});
         let mut listens = lock(&self.listens);
         listens.retain(|(open, _)| open != id);

@@ -6,7 +6,10 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::era::{Era, META_LOG_LEVEL, META_PROTOCOL_VERSION, MODERN_VERSION};
+use super::era::{Era, META_LOG_LEVEL};
+use crate::protocol::session::META_PROTOCOL_VERSION;
+
+const MODERN_VERSION: &str = crate::protocol::MODERN_VERSIONS[0];
 use super::server::Server;
 use super::DemoServerOptions;
 use crate::protocol::session::META_SUBSCRIPTION_ID;

@@ -11,7 +11,7 @@ use super::catalog::{Addition, ToolCall, TOOLS};
 use super::era::RequestEra;
 use super::interaction::Ask;
 use super::media::media_result;
-use super::rpc::{error_result, notification_frame, structured_result, text_result, RpcError, URL_ELICITATION_REQUIRED};
+use super::rpc::{error_result, notification_frame, structured_result, text_result, ErrorObject, URL_ELICITATION_REQUIRED};
 use super::state::State;
 use super::subscriptions::Change;
 use super::{lock, log, resources};
@@ -20,7 +20,7 @@ use super::{lock, log, resources};
 pub const GARBAGE_LINE: &str = "this line is not JSON";
 
 /// The answer to `call`; `params` are the request's (for `_meta` and MRTR retries).
-pub async fn execute(call: ToolCall, state: &State, era: RequestEra, params: &Value) -> Result<Value, RpcError> {
+pub async fn execute(call: ToolCall, state: &State, era: RequestEra, params: &Value) -> Result<Value, ErrorObject> {
     Ok(match call {
         ToolCall::Echo(text) => text_result(text),
         ToolCall::Add(a, b) | ToolCall::Structured(a, b) => sum(a, b),
@@ -112,7 +112,7 @@ fn sum(a: f64, b: f64) -> Value {
 
 /// Asks the client: legacy by a request awaited here, modern by `input_required`
 /// and the retry that carries the response.
-async fn interact(ask: Ask, state: &State, era: RequestEra, params: &Value) -> Result<Value, RpcError> {
+async fn interact(ask: Ask, state: &State, era: RequestEra, params: &Value) -> Result<Value, ErrorObject> {
     let tool = params.get("name").and_then(Value::as_str).unwrap_or_default();
     let response = match era {
         RequestEra::Legacy => state.outgoing.request(&state.out, ask.method, ask.params.clone()).await,
@@ -130,20 +130,21 @@ async fn interact(ask: Ask, state: &State, era: RequestEra, params: &Value) -> R
 }
 
 /// -32042: the call cannot go on until the user visits a URL.
-fn url_elicitation_required() -> RpcError {
+fn url_elicitation_required() -> ErrorObject {
     let elicitation = json!({
         "mode": "url",
         "elicitationId": format!("elicitation-{:016x}", fastrand::u64(..)),
         "url": "https://example.com/mcpvisor-demo/authorize",
         "message": "Authorize the demo server to continue.",
     });
-    RpcError::new(URL_ELICITATION_REQUIRED, "This request requires more information.").with_data(json!({ "elicitations": [elicitation] }))
+    ErrorObject::new(URL_ELICITATION_REQUIRED, "This request requires more information.")
+        .with_data(json!({ "elicitations": [elicitation] }))
 }
 
 /// Bumps the counter (when `uri` is it) and tells the subscribers of `uri`.
-fn touch(state: &State, uri: String) -> Result<Value, RpcError> {
+fn touch(state: &State, uri: String) -> Result<Value, ErrorObject> {
     if resources::contents(&uri, 0, &lock(&state.added).resources).is_none() {
-        return Err(RpcError::invalid_params(format!("tool `touch`: argument `uri` must name a resource, got {uri:?}")));
+        return Err(ErrorObject::invalid_params(format!("tool `touch`: argument `uri` must name a resource, got {uri:?}")));
     }
     let counter = if uri == resources::COUNTER_URI {
         state.counter.fetch_add(1, Ordering::Relaxed) + 1
@@ -155,7 +156,7 @@ fn touch(state: &State, uri: String) -> Result<Value, RpcError> {
 }
 
 /// Adds a tool, prompt or resource named `name`, then announces the list change.
-fn extend(state: &State, addition: Addition, name: String) -> Result<Value, RpcError> {
+fn extend(state: &State, addition: Addition, name: String) -> Result<Value, ErrorObject> {
     let (tool, builtin, change): (&str, Vec<&str>, Change) = match addition {
         Addition::Tool => ("add_tool", TOOLS.iter().map(|t| t.name).collect(), Change::Tools),
         Addition::Prompt => ("add_prompt", vec!["greet", "plain"], Change::Prompts),
@@ -169,7 +170,7 @@ fn extend(state: &State, addition: Addition, name: String) -> Result<Value, RpcE
             Addition::Resource => &mut added.resources,
         };
         if builtin.contains(&name.as_str()) || names.contains(&name) {
-            return Err(RpcError::invalid_params(format!("tool `{tool}`: argument `name` {name:?} is taken")));
+            return Err(ErrorObject::invalid_params(format!("tool `{tool}`: argument `name` {name:?} is taken")));
         }
         names.push(name.clone());
     }

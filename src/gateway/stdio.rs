@@ -24,12 +24,11 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
 
-use super::bridge::ClientBridge;
-use super::outbox::{Frame, Outbox};
-use super::ServeOptions;
+use crate::actors::gateway::{ClientBridge, ServeOptions};
 use crate::actors::gateway::{Closed, GatewaySession, Inbound, WhenIdle};
 use crate::actors::hub;
 use crate::codec::{JsonRpcCodec, DEFAULT_MAX_FRAME};
+use crate::server::outbox::{Frame, Outbox};
 use crate::Handle;
 
 /// How long requests still open when stdin ends may take to be answered

@@ -82,6 +82,29 @@ pub struct ErrorObject {
     pub data: Option<serde_json::Value>,
 }
 
+/// The shared error constructors of every server side (the gateway, the
+/// demo server, in-process servers, the task store).
+impl ErrorObject {
+    pub fn new(code: i64, message: impl Into<String>) -> ErrorObject {
+        ErrorObject { code, message: message.into(), data: None }
+    }
+
+    /// `-32602`, naming what is missing or wrong in a request's params.
+    pub fn invalid_params(message: impl Into<String>) -> ErrorObject {
+        ErrorObject::new(error_codes::INVALID_PARAMS, message)
+    }
+
+    /// `-32601` for `method`; `why` (may be empty) says what is served instead.
+    pub fn method_not_found(method: &str, why: &str) -> ErrorObject {
+        let why = if why.is_empty() { String::new() } else { format!(" ({why})") };
+        ErrorObject::new(error_codes::METHOD_NOT_FOUND, format!("Method not found: {method}{why}"))
+    }
+
+    pub fn with_data(self, data: serde_json::Value) -> ErrorObject {
+        ErrorObject { data: Some(data), ..self }
+    }
+}
+
 /// One incoming JSON-RPC message. Invariant: a `Request` has an id and a
 /// method; a `Response` has an id (null only for errors about unparseable
 /// requests) and exactly one of result or error; a member given twice makes

@@ -13,7 +13,10 @@ mod version;
 
 pub use jsonrpc::{error_codes, notification_frame, request_frame, response_frame, ErrorObject, Message, RequestId};
 pub use session::{Era, Session};
-pub use version::{is_modern_version, is_supported_legacy_version, LATEST_LEGACY_VERSION, MODERN_VERSIONS, SUPPORTED_LEGACY_VERSIONS};
+pub use version::{
+    is_modern_version, is_supported_legacy_version, negotiated_legacy_version, supported_versions, LATEST_LEGACY_VERSION, MODERN_VERSIONS,
+    SUPPORTED_LEGACY_VERSIONS,
+};
 
 /// A JSON value's kind as a phrase, for error messages ("null", "a string", ...).
 pub fn json_kind(value: &serde_json::Value) -> &'static str {

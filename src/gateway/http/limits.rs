@@ -25,8 +25,8 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::json;
 
-use crate::gateway::errors::SERVER_ERROR;
 use crate::protocol::ErrorObject;
+use crate::server::errors::SERVER_ERROR;
 
 /// Who a request counts against.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

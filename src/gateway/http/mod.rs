@@ -54,8 +54,8 @@ pub use accept::{
 pub use guard::Guard;
 pub use tls::{warn_if_key_exposed, Certificates};
 
-use crate::gateway::outbox::Outbox;
-use crate::protocol::{error_codes, ErrorObject, MODERN_VERSIONS, SUPPORTED_LEGACY_VERSIONS};
+use crate::protocol::{error_codes, supported_versions, ErrorObject};
+use crate::server::outbox::Outbox;
 use crate::telemetry::metrics::FrontGauges;
 use limits::{Limits, Refusals, Requests};
 use sessions::Sessions;
@@ -309,12 +309,7 @@ fn require_json(headers: &HeaderMap) -> Option<Response> {
 
 /// The error for a protocol version this gateway does not serve.
 fn unsupported_version(requested: &str) -> ErrorObject {
-    let supported: Vec<&str> = MODERN_VERSIONS.iter().chain(SUPPORTED_LEGACY_VERSIONS.iter().rev()).copied().collect();
-    ErrorObject {
-        code: error_codes::UNSUPPORTED_PROTOCOL_VERSION,
-        message: format!("Unsupported protocol version {requested:?}: this gateway serves {}", supported.join(", ")),
-        data: Some(json!({"supported": supported, "requested": requested})),
-    }
+    crate::server::era::unsupported_version(supported_versions(), Some(&json!(requested)))
 }
 
 /// A JSON-RPC error answer as an HTTP response with `status`.

@@ -7,12 +7,12 @@ use actix::Addr;
 use futures::future::BoxFuture;
 
 use super::{Gateway, Port};
+use crate::actors::gateway::bridge::ClientBridge;
+use crate::actors::gateway::ServeOptions;
 use crate::actors::gateway::{Closed, GatewaySession, Inbound};
 use crate::actors::hub;
-use crate::gateway::bridge::ClientBridge;
-use crate::gateway::outbox::Outbox;
-use crate::gateway::ServeOptions;
 use crate::protocol::Message;
+use crate::server::outbox::Outbox;
 use crate::Handle;
 
 /// Serves `handle`'s pool; `bridge` (the one the runtime was started with)

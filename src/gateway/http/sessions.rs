@@ -31,7 +31,7 @@ use ring::rand::{SecureRandom, SystemRandom};
 use super::event_log::{Budget, EventLog};
 use super::limits::{Bound, ClientKey, Limits, Refused};
 use super::Port;
-use crate::gateway::outbox::Outbox;
+use crate::server::outbox::Outbox;
 
 /// Request streams a session keeps for `Last-Event-ID` resumption.
 pub const MAX_STREAMS: usize = 32;

@@ -47,8 +47,8 @@ use super::{
     header_text, modern, require_json, rpc_error, rpc_refusal, unsupported_version, Front, InFlight, Port, LAST_EVENT_ID, PROTOCOL_VERSION,
     SESSION_ID,
 };
-use crate::gateway::outbox::{Frame, Outbox};
 use crate::protocol::{error_codes, is_modern_version, is_supported_legacy_version, methods, Message};
+use crate::server::outbox::{Frame, Outbox};
 
 /// How often an idle SSE stream gets a comment, so proxies keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);

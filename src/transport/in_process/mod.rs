@@ -31,21 +31,16 @@
 //! The handler's futures run on the runtime's thread, beside every
 //! connection: do blocking work in `tokio::task::spawn_blocking`.
 
-mod serve;
-
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use rmcp::model::{CallToolResult, JsonObject, Tool};
 use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
 use super::{ExitInfo, ExitWatch};
 use crate::config::ServerConfig;
-use crate::protocol::ErrorObject;
 
 /// Bytes each in-memory pipe holds before its writer has to wait: the
 /// bound that makes a peer that stops reading slow its writer down.
@@ -54,46 +49,7 @@ pub const PIPE_BYTES: usize = 64 * 1024;
 /// How the end of a serve loop that panicked is reported.
 pub const PANICKED: ExitInfo = ExitInfo { code: Some(101), signal: None };
 
-/// The tools of an in-process server.
-///
-/// ```
-/// use futures::future::BoxFuture;
-/// use mcpvisor::config::RuntimeConfig;
-/// use mcpvisor::protocol::ErrorObject;
-/// use mcpvisor::{CallToolResult, ContentBlock, JsonObject, Runtime, Tool, ToolHandler};
-///
-/// struct Clock;
-///
-/// impl ToolHandler for Clock {
-///     fn tools(&self) -> Vec<Tool> {
-///         let schema = serde_json::json!({"type": "object", "properties": {}});
-///         vec![Tool::new("now", "The current Unix time in seconds", schema.as_object().cloned().unwrap_or_default())]
-///     }
-///
-///     fn call<'a>(&'a self, _name: &'a str, _arguments: JsonObject) -> BoxFuture<'a, Result<CallToolResult, ErrorObject>> {
-///         Box::pin(async move {
-///             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-///             Ok(CallToolResult::success(vec![ContentBlock::text(now.as_secs().to_string())]))
-///         })
-///     }
-/// }
-///
-/// // The server `clock` (its tool: mcp__clock__now), served by `Clock`:
-/// let runtime = Runtime::builder(RuntimeConfig::default()).in_process("clock", Clock);
-/// assert_eq!(runtime.config().servers[0].name, "clock");
-/// ```
-pub trait ToolHandler: Send + Sync + 'static {
-    /// The tools offered. Called once each time the server starts.
-    fn tools(&self) -> Vec<Tool>;
-
-    /// Runs tool `name`, one of [`ToolHandler::tools`] (calls to other
-    /// names are refused before this is called), with `arguments` already
-    /// checked against its `inputSchema`. A failure the caller should read
-    /// (a model, a user) is a result with `is_error`; an `Err` is a JSON-RPC
-    /// error and reaches the caller as `CallError::Rpc`. Dropping the future
-    /// cancels the call.
-    fn call<'a>(&'a self, name: &'a str, arguments: JsonObject) -> BoxFuture<'a, Result<CallToolResult, ErrorObject>>;
-}
+pub use crate::server::tool_server::ToolHandler;
 
 /// A [`ToolHandler`] as a server configuration holds it: cloning shares
 /// the handler, two are equal when they share it, and `Debug` shows the
@@ -167,7 +123,7 @@ pub fn start(handler: &InProcessHandler, name: &str) -> InProcessPeer {
     let (input, server_input) = tokio::io::duplex(PIPE_BYTES);
     let (server_output, output) = tokio::io::duplex(PIPE_BYTES);
     let (mut log_writer, log) = tokio::io::duplex(PIPE_BYTES);
-    let serving = tokio::spawn(serve::serve(handler.handler.clone(), name.to_string(), server_input, server_output));
+    let serving = tokio::spawn(crate::server::tool_server::serve(handler.handler.clone(), name.to_string(), server_input, server_output));
     let task = ServerTask(serving.abort_handle());
     let (exit_tx, exit_rx) = watch::channel(None);
     tokio::spawn(async move {

@@ -15,7 +15,59 @@
 use serde_json::{json, Map, Value};
 
 use crate::protocol::session::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
-use crate::protocol::{error_codes, methods, ErrorObject, LATEST_LEGACY_VERSION, MODERN_VERSIONS, SUPPORTED_LEGACY_VERSIONS};
+use crate::protocol::{error_codes, is_modern_version, is_supported_legacy_version, methods, supported_versions, ErrorObject};
+
+/// The era(s) a server speaks (the demo server's `--era` flag; the
+/// gateway speaks both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Eras {
+    /// `initialize` handshake only (2024-11-05 … 2025-11-25).
+    Legacy,
+    /// Per-request `_meta` only (2026-07-28).
+    Modern,
+    /// Both; each request is served in the era it uses.
+    Dual,
+}
+
+impl Eras {
+    /// What `server/discover` lists and -32022 reports as `supported`,
+    /// newest first, from the one list ([`crate::protocol::supported_versions`]).
+    pub fn supported_versions(self) -> Vec<&'static str> {
+        let served: fn(&str) -> bool = match self {
+            Eras::Legacy => is_supported_legacy_version,
+            Eras::Modern => is_modern_version,
+            Eras::Dual => |_| true,
+        };
+        supported_versions().into_iter().filter(|version| served(version)).collect()
+    }
+
+    /// The era serving `method` with these `params` (`Value::Null` for
+    /// none), or the -32022 refusal. A legacy-only server serves every
+    /// request in the legacy era; a modern-only one refuses `initialize`
+    /// and requests that declare no version (`server/discover` aside: it
+    /// is how a client learns which version to declare).
+    pub fn serve(self, method: &str, params: &Value) -> Result<Served, ErrorObject> {
+        if self == Eras::Legacy {
+            return Ok(Served::Legacy);
+        }
+        if method == methods::INITIALIZE {
+            return match self {
+                Eras::Dual => Ok(Served::Legacy),
+                _ => Err(unsupported_version(self.supported_versions(), params.get("protocolVersion"))),
+            };
+        }
+        let meta = params.get("_meta");
+        match meta.and_then(|meta| meta.get(META_PROTOCOL_VERSION)) {
+            None if method == methods::DISCOVER => Ok(Served::Modern { capabilities: json!({}) }),
+            None if self == Eras::Dual => Ok(Served::Legacy),
+            Some(Value::String(version)) if is_modern_version(version) => {
+                let capabilities = meta.and_then(|meta| meta.get(META_CLIENT_CAPABILITIES)).cloned().unwrap_or_else(|| json!({}));
+                Ok(Served::Modern { capabilities })
+            }
+            requested => Err(unsupported_version(self.supported_versions(), requested)),
+        }
+    }
+}
 
 /// How one request is served.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,21 +79,9 @@ pub enum Served {
 }
 
 impl Served {
-    /// The era of `method` with these `params` (`Value::Null` for none).
+    /// The era of `method` with these `params` at a server of both eras.
     pub fn of(method: &str, params: &Value) -> Result<Served, ErrorObject> {
-        if method == methods::INITIALIZE {
-            return Ok(Served::Legacy);
-        }
-        let meta = params.get("_meta");
-        match meta.and_then(|meta| meta.get(META_PROTOCOL_VERSION)) {
-            None if method == methods::DISCOVER => Ok(Served::Modern { capabilities: json!({}) }),
-            None => Ok(Served::Legacy),
-            Some(Value::String(version)) if MODERN_VERSIONS.contains(&version.as_str()) => {
-                let capabilities = meta.and_then(|meta| meta.get(META_CLIENT_CAPABILITIES)).cloned().unwrap_or_else(|| json!({}));
-                Ok(Served::Modern { capabilities })
-            }
-            requested => Err(unsupported(requested)),
-        }
+        Eras::Dual.serve(method, params)
     }
 
     pub fn is_modern(&self) -> bool {
@@ -73,27 +113,17 @@ pub fn finish_modern(method: &str, map: &mut Map<String, Value>) {
     }
 }
 
-/// Every version served, newest first (what `server/discover` lists and
-/// -32022 reports as `supported`).
-pub fn supported_versions() -> Vec<&'static str> {
-    MODERN_VERSIONS.iter().chain(SUPPORTED_LEGACY_VERSIONS.iter().rev()).copied().collect()
-}
-
-/// The version `initialize` answers: the client's when it is a legacy
-/// version served here, else the latest.
-pub fn negotiated(requested: Option<&str>) -> &'static str {
-    SUPPORTED_LEGACY_VERSIONS.iter().find(|version| Some(**version) == requested).copied().unwrap_or(LATEST_LEGACY_VERSION)
-}
-
-/// -32022 UnsupportedProtocolVersion; `requested` is echoed when it is a string.
-fn unsupported(requested: Option<&Value>) -> ErrorObject {
-    let mut data = json!({ "supported": supported_versions() });
+/// -32022 UnsupportedProtocolVersion listing the `supported` versions
+/// (newest first); `requested` is echoed when it is a string. The one
+/// refusal of every server side: a session, an HTTP front, the demo server.
+pub fn unsupported_version(supported: Vec<&'static str>, requested: Option<&Value>) -> ErrorObject {
+    let mut data = json!({ "supported": supported });
     let message = match requested.and_then(Value::as_str) {
         Some(version) => {
             data["requested"] = json!(version);
             format!("Unsupported protocol version: {version}")
         }
-        None => format!("Unsupported protocol version: `_meta.{META_PROTOCOL_VERSION}` must be a string"),
+        None => format!("Unsupported protocol version: requests must declare `_meta.{META_PROTOCOL_VERSION}` as a string"),
     };
     ErrorObject { code: error_codes::UNSUPPORTED_PROTOCOL_VERSION, message, data: Some(data) }
 }
@@ -116,11 +146,16 @@ mod tests {
     }
 
     #[test]
-    fn initialize_answers_the_clients_version_when_served_else_the_latest() {
-        assert_eq!(negotiated(Some("2025-03-26")), "2025-03-26");
-        assert_eq!(negotiated(Some("2026-07-28")), LATEST_LEGACY_VERSION);
-        assert_eq!(negotiated(None), LATEST_LEGACY_VERSION);
-        assert_eq!(supported_versions(), ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]);
+    fn a_single_era_server_serves_or_refuses_by_its_era() {
+        let modern = json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}});
+        assert_eq!(Eras::Legacy.serve("tools/list", &modern), Ok(Served::Legacy));
+        let refused = Eras::Modern.serve("initialize", &json!({"protocolVersion": "2025-06-18"})).unwrap_err();
+        assert_eq!(refused.data.unwrap(), json!({"supported": ["2026-07-28"], "requested": "2025-06-18"}));
+        assert_eq!(Eras::Modern.serve("tools/list", &json!({})).unwrap_err().code, error_codes::UNSUPPORTED_PROTOCOL_VERSION);
+        assert!(Eras::Modern.serve("server/discover", &json!({})).unwrap().is_modern());
+        assert!(Eras::Modern.serve("tools/list", &modern).unwrap().is_modern());
+        assert_eq!(Eras::Legacy.supported_versions(), ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]);
+        assert_eq!(Eras::Dual.supported_versions(), crate::protocol::supported_versions());
     }
 
     #[test]

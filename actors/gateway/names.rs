@@ -21,10 +21,11 @@ use std::time::Duration;
 use futures::future::join_all;
 use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 
-use super::{ServeOptions, STATUS_URI};
+use super::ServeOptions;
 use crate::actors::registry::catalog::Catalog;
 use crate::actors::{Event, ServerState, ServerStatus, ToolEntry};
 use crate::naming::{self, ExposedName, NameRule};
+use crate::server::STATUS_URI;
 use crate::Handle;
 
 /// A served name's owner: the server and its own name for the thing.

@@ -1,7 +1,10 @@
-//! The server side of an in-process server: one loop reading requests from
-//! its input pipe and writing answers to its output pipe, running tool
+//! A tools-only server: the [`ToolHandler`] trait an embedding program
+//! implements, and the loop that serves one over a pair of byte streams
+//! (an in-process server's pipes, `transport::in_process`): it reads
+//! requests from its input and writes answers to its output, running tool
 //! calls concurrently inside its own task (so a panic in any of them ends
-//! the task, as a crash ends a process).
+//! the task, as a crash ends a process). `initialize` is answered by
+//! [`super::lifecycle`], like every server side of this crate.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,9 +18,50 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio_util::codec::FramedRead;
 
-use super::ToolHandler;
+use super::lifecycle::{self, ServerInfo};
 use crate::codec::JsonRpcCodec;
-use crate::protocol::{self, error_codes, methods, ErrorObject, Message, RequestId};
+use crate::protocol::{self, methods, ErrorObject, Message, RequestId};
+
+/// The tools of an in-process server.
+///
+/// ```
+/// use futures::future::BoxFuture;
+/// use mcpvisor::config::RuntimeConfig;
+/// use mcpvisor::protocol::ErrorObject;
+/// use mcpvisor::{CallToolResult, ContentBlock, JsonObject, Runtime, Tool, ToolHandler};
+///
+/// struct Clock;
+///
+/// impl ToolHandler for Clock {
+///     fn tools(&self) -> Vec<Tool> {
+///         let schema = serde_json::json!({"type": "object", "properties": {}});
+///         vec![Tool::new("now", "The current Unix time in seconds", schema.as_object().cloned().unwrap_or_default())]
+///     }
+///
+///     fn call<'a>(&'a self, _name: &'a str, _arguments: JsonObject) -> BoxFuture<'a, Result<CallToolResult, ErrorObject>> {
+///         Box::pin(async move {
+///             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+///             Ok(CallToolResult::success(vec![ContentBlock::text(now.as_secs().to_string())]))
+///         })
+///     }
+/// }
+///
+/// // The server `clock` (its tool: mcp__clock__now), served by `Clock`:
+/// let runtime = Runtime::builder(RuntimeConfig::default()).in_process("clock", Clock);
+/// assert_eq!(runtime.config().servers[0].name, "clock");
+/// ```
+pub trait ToolHandler: Send + Sync + 'static {
+    /// The tools offered. Called once each time the server starts.
+    fn tools(&self) -> Vec<Tool>;
+
+    /// Runs tool `name`, one of [`ToolHandler::tools`] (calls to other
+    /// names are refused before this is called), with `arguments` already
+    /// checked against its `inputSchema`. A failure the caller should read
+    /// (a model, a user) is a result with `is_error`; an `Err` is a JSON-RPC
+    /// error and reaches the caller as `CallError::Rpc`. Dropping the future
+    /// cancels the call.
+    fn call<'a>(&'a self, name: &'a str, arguments: JsonObject) -> BoxFuture<'a, Result<CallToolResult, ErrorObject>>;
+}
 
 type Answer = Result<serde_json::Value, ErrorObject>;
 type Call = BoxFuture<'static, (RequestId, Result<CallToolResult, ErrorObject>)>;
@@ -36,7 +80,7 @@ struct CancelParams {
 }
 
 /// Serves `handler` until its input ends (or the task is aborted).
-pub(super) async fn serve(handler: Arc<dyn ToolHandler>, name: String, input: DuplexStream, mut output: DuplexStream) {
+pub async fn serve(handler: Arc<dyn ToolHandler>, name: String, input: DuplexStream, mut output: DuplexStream) {
     let tools = handler.tools();
     let mut frames = FramedRead::new(input, JsonRpcCodec::default());
     let mut calls = FuturesUnordered::new();
@@ -97,28 +141,23 @@ pub(super) async fn serve(handler: Arc<dyn ToolHandler>, name: String, input: Du
 fn answer(name: &str, tools: &[Tool], method: &str, params: Option<&RawValue>) -> Answer {
     match method {
         methods::INITIALIZE => {
-            let asked = params.and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok());
-            let asked = asked.as_ref().and_then(|p| p.get("protocolVersion")).and_then(|v| v.as_str());
-            let version = asked.filter(|v| protocol::is_supported_legacy_version(v)).unwrap_or(protocol::LATEST_LEGACY_VERSION);
-            Ok(json!({
-                "protocolVersion": version,
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": name, "version": env!("CARGO_PKG_VERSION")},
-            }))
+            let asked = params.and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok()).unwrap_or_default();
+            let info = ServerInfo { name: name.to_string(), title: None, instructions: None };
+            Ok(lifecycle::initialize(&info, &asked, json!({"tools": {}})))
         }
         methods::PING => Ok(json!({})),
         methods::TOOLS_LIST => Ok(json!({"tools": tools})),
-        _ => Err(error(error_codes::METHOD_NOT_FOUND, format!("Method not found: {method} (an in-process server offers tools only)"))),
+        _ => Err(ErrorObject::method_not_found(method, "an in-process server offers tools only")),
     }
 }
 
 /// The future of a `tools/call`, or why it cannot start.
 fn start_call(handler: &Arc<dyn ToolHandler>, tools: &[Tool], id: &RequestId, params: Option<Box<RawValue>>) -> Result<Call, ErrorObject> {
-    let params = params.ok_or_else(|| error(error_codes::INVALID_PARAMS, "tools/call needs params with a tool name".into()))?;
+    let params = params.ok_or_else(|| ErrorObject::invalid_params("tools/call needs params with a tool name"))?;
     let CallParams { name, arguments } = serde_json::from_str(params.get())
-        .map_err(|e| error(error_codes::INVALID_PARAMS, format!("tools/call params are not {{name, arguments}}: {e}")))?;
+        .map_err(|e| ErrorObject::invalid_params(format!("tools/call params are not {{name, arguments}}: {e}")))?;
     if !tools.iter().any(|tool| tool.name == name) {
-        return Err(error(error_codes::INVALID_PARAMS, format!("Unknown tool: {name}")));
+        return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
     }
     let (handler, id) = (handler.clone(), id.clone());
     Ok(Box::pin(async move {
@@ -132,8 +171,4 @@ fn answer_frame<T: Serialize>(id: &RequestId, outcome: &Result<T, ErrorObject>) 
         Ok(result) => protocol::response_frame(id, Ok(result)),
         Err(error) => protocol::response_frame::<()>(id, Err(error)),
     }
-}
-
-fn error(code: i64, message: String) -> ErrorObject {
-    ErrorObject { code, message, data: None }
 }

@@ -59,11 +59,6 @@ pub fn rpc_error(error: CallError) -> ErrorObject {
     ErrorObject { code, message, data }
 }
 
-/// `-32602` naming what is missing or wrong in a request's params.
-pub fn invalid_params(message: impl Into<String>) -> ErrorObject {
-    ErrorObject { code: error_codes::INVALID_PARAMS, message: message.into(), data: None }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

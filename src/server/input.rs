@@ -5,7 +5,7 @@
 //! answer to the client's request. So while a 2026-07-28 `tools/call`
 //! whose `_meta` declares `sampling`, `elicitation` or `roots` is served,
 //! an upstream server's request of that kind (it arrives through the
-//! [`crate::gateway::bridge::ClientBridge`]) is handed to the call as an
+//! gateway session's client bridge, in `actors::gateway`) is handed to the call as an
 //! [`Asked`]; the call is then *parked* in [`ParkedCalls`] under a random
 //! `requestState`, and the client is answered
 //! `{resultType: "input_required", inputRequests: {KEY: {method, params}}, requestState}`.
@@ -32,7 +32,6 @@ use ring::rand::{SecureRandom, SystemRandom};
 use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::gateway::errors::invalid_params;
 use crate::protocol::{error_codes, methods, ErrorObject};
 
 /// Calls parked at once by one gateway; the next is refused.
@@ -219,7 +218,7 @@ impl ParkedCalls {
         let state = params.get("requestState").and_then(Value::as_str).unwrap_or_default();
         let parked = self.lock().remove(state).filter(|parked| parked.deadline > Instant::now());
         let Some(Parked { asking, waiting, .. }) = parked else {
-            return Err(invalid_params(format!(
+            return Err(ErrorObject::invalid_params(format!(
                 "tools/call: `requestState` {state:?} is unknown, used already, or expired (a call waits {} ms for its input); \
                  call the tool again without it",
                 self.timeout.as_millis()
@@ -227,7 +226,10 @@ impl ParkedCalls {
         };
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
         if name != asking.tool {
-            return Err(invalid_params(format!("tools/call: this `requestState` belongs to a call of `{}`, not `{name}`", asking.tool)));
+            return Err(ErrorObject::invalid_params(format!(
+                "tools/call: this `requestState` belongs to a call of `{}`, not `{name}`",
+                asking.tool
+            )));
         }
         let responses = params.get("inputResponses");
         for (key, reply) in waiting {

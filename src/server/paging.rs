@@ -1,0 +1,82 @@
+//! Cursor pagination of every server-side `*/list` (the demo server's and
+//! the gateway's): one cursor format.
+//!
+//! A cursor is `page:<offset>`: the index of the page's first item, a
+//! positive multiple of the page size. Only cursors this server could have
+//! handed out are accepted; an offset past the end (the list shrank since,
+//! as the gateway's does when a server goes away) is an empty last page.
+
+use serde_json::{json, Value};
+
+use crate::protocol::ErrorObject;
+
+/// The prefix of every cursor handed out.
+const CURSOR_PREFIX: &str = "page:";
+
+/// One page of `items` for `method` as `{key: [...], nextCursor?}`, from
+/// `params.cursor`. A page size of 0 counts as 1.
+pub fn page(method: &str, key: &str, items: Vec<Value>, params: &Value, page_size: usize) -> Result<Value, ErrorObject> {
+    let page_size = page_size.max(1);
+    let start = match params.get("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(cursor) => cursor
+            .as_str()
+            .and_then(|c| c.strip_prefix(CURSOR_PREFIX))
+            .and_then(|offset| offset.parse::<usize>().ok())
+            .filter(|&offset| offset > 0 && offset % page_size == 0)
+            .ok_or_else(|| {
+                ErrorObject::invalid_params(format!("{method}: unknown cursor {cursor} (pass back a `nextCursor` this server gave)"))
+            })?,
+    };
+    let end = items.len().min(start.saturating_add(page_size));
+    let more = end < items.len();
+    let mut page = json!({ key: items.into_iter().skip(start).take(end.saturating_sub(start)).collect::<Vec<_>>() });
+    if more {
+        page["nextCursor"] = json!(format!("{CURSOR_PREFIX}{end}"));
+    }
+    Ok(page)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::error_codes;
+
+    #[test]
+    fn pages_walk_every_item_once() {
+        let items: Vec<Value> = (0..10).map(|i| json!(i)).collect();
+        for page_size in [0, 1, 3, 4, 10, 100] {
+            let (mut seen, mut params, mut pages) = (Vec::new(), json!({}), 0);
+            loop {
+                let page = page("x/list", "xs", items.clone(), &params, page_size).unwrap();
+                pages += 1;
+                seen.extend(page["xs"].as_array().unwrap().iter().cloned());
+                match page.get("nextCursor") {
+                    Some(cursor) => params = json!({ "cursor": cursor }),
+                    None => break,
+                }
+            }
+            assert_eq!(seen, items);
+            assert_eq!(pages, items.len().div_ceil(page_size.max(1)));
+        }
+    }
+
+    #[test]
+    fn unknown_cursors_are_invalid_params_naming_the_method() {
+        let items: Vec<Value> = (0..10).map(|i| json!(i)).collect();
+        for cursor in [json!("nope"), json!("page:0"), json!("page:3"), json!("100"), json!(7)] {
+            let error = page("prompts/list", "prompts", items.clone(), &json!({ "cursor": cursor }), 4).unwrap_err();
+            assert_eq!(error.code, error_codes::INVALID_PARAMS);
+            assert!(error.message.starts_with("prompts/list: unknown cursor"), "{cursor}");
+        }
+    }
+
+    #[test]
+    fn a_cursor_past_a_shrunk_list_is_an_empty_last_page() {
+        let items: Vec<Value> = (0..250).map(|i| json!(i)).collect();
+        let last = page("tools/list", "tools", items.clone(), &json!({"cursor": "page:200"}), 100).unwrap();
+        assert_eq!((last["tools"].as_array().unwrap().len(), last.get("nextCursor")), (50, None));
+        let past = page("tools/list", "tools", items, &json!({"cursor": "page:900"}), 100).unwrap();
+        assert_eq!(past, json!({"tools": []}));
+    }
+}
