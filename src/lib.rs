@@ -98,6 +98,7 @@ pub use actors::agent::{
     AgentConfig, AgentError, AgentEvent, AgentLimits, AgentStop, ConfirmPolicy, ConfirmRequest, Conversation, Decision, TurnEnded,
 };
 pub use actors::client_requests::{ClientHandlers, ElicitationRequest, Refusal, Root, RootsRequest, SamplingRequest};
+pub use actors::hub::SetServersResult;
 pub use actors::operation::LogLevel;
 pub use actors::{CallTool, Event, IntoArguments, Progress, ProgressSink, ServerState, ServerStatus, ToolEntry};
 pub use agent_handle::{AgentHandle, TurnAnswer};
