@@ -26,7 +26,7 @@
 //! | `tool_search` | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
 //! | `catalog_cache` | each server's tool list kept on disk, so searches need not start every server |
 //! | `user_dirs` | where data and caches live (XDG base directories) |
-//! | `builtin_tools` | the agent's built-in tools (read, write, list, run a command) as the in-process server `builtin` |
+//! | [`builtin_tools`] | the agent's built-in tools (read, write, list, run a command) as the in-process server `builtin` |
 //! | `gateway` | the whole pool served as one MCP server (`mcpvisor serve`): names, routing, eras; the session actor is [`actors::gateway`] |
 //! | `acp` | the agent served to editors over the Agent Client Protocol (`mcpvisor acp`) |
 //! | `cli` | the `mcpvisor` command line |
@@ -56,6 +56,7 @@
 // Actix users' side: the actors, their messages and addresses.
 #[path = "../actors/mod.rs"]
 pub mod actors;
+pub mod builtin_tools; // the Agent's built-in tools, an in-process server an embedder can add
 pub mod config; // what a configuration file can say
 pub mod error; // every error a caller gets
 pub mod llm; // the models an Agent talks to
@@ -70,8 +71,6 @@ pub mod transport; // in-process servers (`ToolHandler`) and remote servers' cre
 
 // The program: public only so that the binary, the tests, the fuzz targets
 // and the benches reach them; hidden from the docs and not covered by semver.
-#[doc(hidden)]
-pub mod builtin_tools; // the built-in tools of `mcpvisor agent`; public for its tests
 #[doc(hidden)]
 pub mod cli; // the binary's command line; public for src/main.rs
 #[doc(hidden)]

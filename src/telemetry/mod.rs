@@ -4,7 +4,7 @@
 //! One [`Telemetry`] per runtime ([`crate::config::RuntimeConfig::telemetry`]),
 //! shared by every connection. Each tool call that enters a connection
 //! (the seam of `actors::connection::calls`, which every call passes,
-//! routed or sent directly) gets a [`CallWatch`]; when the call is answered
+//! routed or sent directly) gets a `CallWatch`; when the call is answered
 //! the watch counts it, times it and writes its audit line. A call whose
 //! caller went away first is counted as `cancelled`.
 //!
