@@ -11,15 +11,16 @@ use actix::prelude::*;
 use futures::future::join_all;
 use tokio::sync::oneshot;
 
-use super::client_requests::ClientHandlers;
 use super::connection::{self, Connection, GetStatus, StateChanged};
 use super::guard::{KeepsStateOnPanic, PanicSwitch, Panicked};
+pub use super::operation::ToServer;
+use super::parts::Parts;
 use super::registry::{NamingWarnings, RegisterServer, Registry, ServerStateChanged, StopWaiting, UnregisterServer};
 use super::reply::Reply;
 use super::{Event, ServerState, ServerStatus, Subscribe};
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::error::{CallError, ManageError};
-use crate::telemetry::Telemetry;
+use crate::transport::in_process::InProcessHandler;
 
 struct Slot {
     connection: Addr<Connection>,
@@ -35,8 +36,8 @@ pub struct Hub {
     /// Answered once every server's state is settled.
     ready_waiters: Vec<oneshot::Sender<()>>,
     initial: Vec<ServerConfig>,
-    handlers: ClientHandlers,
-    telemetry: Telemetry,
+    /// The live parts each connection gets its share of.
+    parts: Parts,
     shut_down: bool,
     /// End the processes reparented to us once every server is stopped
     /// (`RuntimeConfig::end_orphans`, and we are a subreaper).
@@ -49,6 +50,15 @@ pub struct Hub {
 #[derive(Message)]
 #[rtype(result = "Result<(), ManageError>")]
 pub struct AddServer(pub ServerConfig);
+
+/// Starts an in-process server with its handler, which the Hub keeps under
+/// the server's name (replacing one it had) for later restarts and re-adds.
+#[derive(Message)]
+#[rtype(result = "Result<(), ManageError>")]
+pub struct AddInProcess {
+    pub config: ServerConfig,
+    pub handler: InProcessHandler,
+}
 
 /// Stops a server and removes it and its tools.
 #[derive(Message)]
@@ -135,8 +145,14 @@ impl KeepsStateOnPanic for Hub {
 }
 
 impl Hub {
-    /// Starts a hub with its registry and servers in the current actix System.
+    /// Starts a hub with its registry and servers in the current actix
+    /// System, with the default live parts (no in-process handlers).
     pub fn start(config: RuntimeConfig) -> Addr<Hub> {
+        Hub::start_with(config, Parts::default())
+    }
+
+    /// Starts a hub whose servers get their live parts from `parts`.
+    pub fn start_with(config: RuntimeConfig, parts: Parts) -> Addr<Hub> {
         let subreaper = config.subreaper && crate::transport::stdio::become_subreaper();
         if config.subreaper && !subreaper {
             tracing::warn!("could not become a child subreaper; orphans of killed servers are left to init");
@@ -148,8 +164,7 @@ impl Hub {
             subscribers: Vec::new(),
             ready_waiters: Vec::new(),
             initial: config.servers,
-            handlers: config.handlers,
-            telemetry: config.telemetry,
+            parts,
             shut_down: false,
             end_orphans: config.end_orphans && subreaper,
             panic_next: PanicSwitch::default(),
@@ -171,8 +186,9 @@ impl Hub {
             registry: connection::CatalogLink::of(&self.registry),
             hub: ctx.address().recipient(),
             events: ctx.address().recipient(),
-            handlers: self.handlers.clone(),
-            telemetry: self.telemetry.clone(),
+            handlers: self.parts.client_handlers.clone(),
+            telemetry: self.parts.telemetry.clone(),
+            server: self.parts.for_server(&name),
         };
         let kept = config.clone();
         let (call_timeout, max_waiting) = (config.timeouts.call, config.limits.max_queued);
@@ -245,6 +261,27 @@ impl Handler<AddServer> for Hub {
 
     fn handle(&mut self, msg: AddServer, ctx: &mut Context<Self>) -> Self::Result {
         self.guarded("AddServer", ctx, |hub, ctx| hub.add(msg.0, ctx), |panic| Err(panic.into()))
+    }
+}
+
+impl Handler<AddInProcess> for Hub {
+    type Result = Result<(), ManageError>;
+
+    fn handle(&mut self, msg: AddInProcess, ctx: &mut Context<Self>) -> Self::Result {
+        let AddInProcess { config, handler } = msg;
+        self.guarded(
+            "AddInProcess",
+            ctx,
+            |hub, ctx| {
+                // A running server of that name keeps its handler: refuse before replacing it.
+                if hub.servers.contains_key(&config.name) {
+                    return Err(ManageError::DuplicateServer(config.name));
+                }
+                hub.parts.in_process.insert(config.name.clone(), handler);
+                hub.add(config, ctx)
+            },
+            |panic| Err(panic.into()),
+        )
     }
 }
 
@@ -504,22 +541,6 @@ impl Handler<CoreHealth> for Hub {
         };
         self.guarded("CoreHealth", ctx, ask, |panic| Reply::Ready(Err(panic.to_string())))
     }
-}
-
-/// Sends `message` to the connection of `server`: a tool call by the
-/// server's own tool name, or any [`super::operation`] message.
-#[derive(Debug)]
-pub struct ToServer<M> {
-    pub server: String,
-    pub message: M,
-}
-
-impl<M, T> Message for ToServer<M>
-where
-    M: Message<Result = Result<T, CallError>>,
-    T: 'static,
-{
-    type Result = Result<T, CallError>;
 }
 
 impl<M, T> Handler<ToServer<M>> for Hub

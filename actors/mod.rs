@@ -9,6 +9,16 @@
 //! Agent ──CallTool──▶ Registry ──route──▶ Connection ──JSON-RPC──▶ server
 //! ```
 //!
+//! Their place: layer 3 of the four in `src/lib.rs`'s table
+//! (docs/architecture.md, "Layers"). The actors import the data and wire
+//! layer (protocol, config, errors, restart policy) and the services
+//! (transports, OAuth, sandboxes, telemetry, `pool`, skills, tool search),
+//! and each other without a loop; never the fronts above them (`handle` and
+//! the crate root, `gateway`'s fronts, `cli`, `acp`, `demo_server`), which
+//! drive them. `tests/architecture.rs` checks it for each module here
+//! (`actors::hub`, `actors::registry`, ...). The folder sits beside `src/`
+//! and is mounted through the link `src/actors`.
+//!
 //! Restarts: a Connection whose server went down fails the calls in flight,
 //! asks its [`crate::restart::RestartTracker`] what to do, and stops its
 //! context; actix's `Supervisor` then restarts the actor (its value, with the
@@ -29,7 +39,7 @@
 //! | [`CallTool`] | Registry (exposed name) or Connection (tool name) | `Result<CallToolResult, CallError>` |
 //! | [`ListTools`] | Registry | `Vec<ToolEntry>` |
 //! | [`ToolsStale`], [`ToolsChanged`], [`ServerDown`] | Registry | — |
-//! | [`hub::AddServer`], [`hub::RemoveServer`], [`hub::Shutdown`], [`hub::WaitReady`] | Hub | results |
+//! | [`hub::AddServer`], [`hub::AddInProcess`], [`hub::RemoveServer`], [`hub::Shutdown`], [`hub::WaitReady`] | Hub | results |
 //! | [`hub::Status`] | Hub | `Vec<ServerStatus>` |
 //! | [`gateway::Inbound`], [`gateway::Closed`], [`gateway::AskClient`] | GatewaySession (one client of `mcpvisor serve`) | — / the client's answer |
 //! | [`Subscribe`] | Hub (server states) / Registry (catalog) | — |
@@ -46,6 +56,7 @@ pub mod hub;
 pub mod messages;
 pub mod operation;
 pub mod outlet;
+pub mod parts;
 pub mod progress;
 pub mod registry;
 pub mod reply;
@@ -60,6 +71,7 @@ use serde::Serialize;
 
 use crate::error::CallError;
 
+pub use crate::pool::{ServerState, ServerStatus, ToolEntry};
 pub use connection::Connection;
 pub use hub::Hub;
 pub use progress::{Progress, ProgressSink};
@@ -151,15 +163,6 @@ impl IntoArguments for Option<JsonObject> {
     }
 }
 
-/// One tool of the catalog.
-#[derive(Debug, Clone, Serialize)]
-pub struct ToolEntry {
-    /// The exposed name, unique in the catalog.
-    pub name: String,
-    pub server: String,
-    pub tool: Tool,
-}
-
 /// Lists the catalog (tools of connected servers only), sorted by name;
 /// while a server is re-listing after `tools/list_changed`, the answer
 /// waits for its new list (at most [`registry::STALE_WAIT`]).
@@ -248,114 +251,5 @@ impl Event {
     /// The event telling of a caught panic.
     pub fn panicked(panic: &guard::Panicked) -> Event {
         Event::ActorPanicked { actor: panic.actor.clone(), during: panic.during.clone(), message: panic.message.clone() }
-    }
-}
-
-/// A server's state, as in DESIGN.md.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum ServerState {
-    Pending,
-    Connected,
-    Restarting {
-        attempt: u32,
-        #[serde(serialize_with = "serialize_millis", rename = "next_in_ms")]
-        next_in: Duration,
-    },
-    Failed {
-        error: String,
-        stderr_tail: Vec<String>,
-        /// When the server is tried again (after a restart-intensity
-        /// cool-down), counted from when the state was read; `None`: only a
-        /// reconnect starts it again.
-        #[serde(serialize_with = "serialize_opt_millis", rename = "retry_in_ms")]
-        retry_in: Option<Duration>,
-    },
-    NeedsAuth,
-    Disabled,
-}
-
-impl ServerState {
-    /// Settled states do not change without an outside cause.
-    pub fn is_settled(&self) -> bool {
-        matches!(self, ServerState::Connected | ServerState::Failed { .. } | ServerState::NeedsAuth | ServerState::Disabled)
-    }
-
-    pub fn label(&self) -> &'static str {
-        match self {
-            ServerState::Pending => "pending",
-            ServerState::Connected => "connected",
-            ServerState::Restarting { .. } => "restarting",
-            ServerState::Failed { .. } => "failed",
-            ServerState::NeedsAuth => "needs_auth",
-            ServerState::Disabled => "disabled",
-        }
-    }
-}
-
-/// A server's status, as reported by its connection.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ServerStatus {
-    pub name: String,
-    #[serde(flatten)]
-    pub state: ServerState,
-    pub pid: Option<u32>,
-    /// `legacy` or `modern`, once connected.
-    pub era: Option<String>,
-    pub protocol_version: Option<String>,
-    pub server_info: Option<String>,
-    pub tools: usize,
-    pub resources: usize,
-    pub prompts: usize,
-    pub in_flight: usize,
-    pub queued: usize,
-    pub restarts: u64,
-    #[serde(serialize_with = "serialize_opt_millis", rename = "uptime_ms")]
-    pub uptime: Option<Duration>,
-    pub last_error: Option<String>,
-    pub stderr_tail: Vec<String>,
-    /// Problems worth a user's attention: tools left out, names disambiguated or in collision.
-    pub warnings: Vec<String>,
-    /// A remote server's transport: URL, kind, session (`None` for others).
-    pub remote: Option<crate::transport::http::RemoteStatus>,
-    /// A sandboxed server's sandbox: what is enforced, what is not, and
-    /// the limit its last run hit (`None`: not sandboxed).
-    pub sandbox: Option<crate::sandbox::SandboxStatus>,
-}
-
-impl ServerStatus {
-    /// A status with nothing known yet but the name and the state.
-    pub fn new(name: impl Into<String>, state: ServerState) -> ServerStatus {
-        ServerStatus {
-            name: name.into(),
-            state,
-            pid: None,
-            era: None,
-            protocol_version: None,
-            server_info: None,
-            tools: 0,
-            resources: 0,
-            prompts: 0,
-            in_flight: 0,
-            queued: 0,
-            restarts: 0,
-            uptime: None,
-            last_error: None,
-            stderr_tail: Vec::new(),
-            warnings: Vec::new(),
-            remote: None,
-            sandbox: None,
-        }
-    }
-}
-
-fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(d.as_millis() as u64)
-}
-
-fn serialize_opt_millis<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => serialize_millis(d, s),
-        None => s.serialize_none(),
     }
 }

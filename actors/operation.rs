@@ -2,7 +2,7 @@
 //! completion, log level and ping.
 //!
 //! Each operation is a message to a [`Connection`] (or to the Hub wrapped
-//! in [`super::hub::ToServer`], which routes it by server name). It runs as
+//! in [`ToServer`], which routes it by server name). It runs as
 //! a short conversation of [`Request`]s with the connection, so it shares
 //! the connection's back-pressure, time-outs and cancellation with tool
 //! calls; list operations follow every `nextCursor` through the same
@@ -26,6 +26,23 @@ use crate::error::CallError;
 use crate::protocol::{error_codes, methods};
 
 pub(crate) type Flow<T> = Pin<Box<dyn Future<Output = Result<T, CallError>>>>;
+
+/// Sends `message` to the connection of `server`: a tool call by the
+/// server's own tool name, or any operation of this module; the Hub and
+/// the Registry route it (re-exported as `hub::ToServer`).
+#[derive(Debug)]
+pub struct ToServer<M> {
+    pub server: String,
+    pub message: M,
+}
+
+impl<M, T> Message for ToServer<M>
+where
+    M: Message<Result = Result<T, CallError>>,
+    T: 'static,
+{
+    type Result = Result<T, CallError>;
+}
 
 /// An operation on one server, run as requests to its connection.
 pub trait Operation: Message<Result = Result<Self::Output, CallError>> + Send + 'static {

@@ -520,7 +520,7 @@ impl Handler<super::guard::PanicNext> for Registry {
 /// Sends an operation ([`super::operation`], [`super::skills`]) to the
 /// connection of `server`: how an agent, which holds only the registry,
 /// reaches a server's resources and skills.
-impl<M, T> Handler<super::hub::ToServer<M>> for Registry
+impl<M, T> Handler<super::operation::ToServer<M>> for Registry
 where
     M: Message<Result = Result<T, CallError>> + Send + 'static,
     T: Send + 'static,
@@ -528,7 +528,7 @@ where
 {
     type Result = ResponseFuture<Result<T, CallError>>;
 
-    fn handle(&mut self, msg: super::hub::ToServer<M>, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: super::operation::ToServer<M>, ctx: &mut Context<Self>) -> Self::Result {
         let to_server = |registry: &mut Self, _: &mut Context<Self>| -> Self::Result {
             let server = msg.server;
             let Some(connection) = registry.servers.get(&server).and_then(|routes| routes.connection.upgrade()) else {

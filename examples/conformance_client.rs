@@ -30,7 +30,7 @@
 use std::time::Duration;
 
 use actix::prelude::*;
-use mcpvisor::config::{Auth, AuthorizerHandle, Era, Grant, IdentityProvider, OAuthConfig, RuntimeConfig, ServerConfig, Transport};
+use mcpvisor::config::{Auth, Era, Grant, IdentityProvider, OAuthConfig, RuntimeConfig, ServerConfig, Transport};
 use mcpvisor::oauth::FollowRedirects;
 use mcpvisor::{
     CallError, CallTool, ClientHandlers, ElicitResult, ElicitationAction, ElicitationRequest, Handle, JsonObject, Refusal, Root,
@@ -188,7 +188,6 @@ const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadat
 /// from a token exchange there).
 fn oauth(scenario: &str, context: &Value, token_dir: &std::path::Path) -> Result<OAuthConfig, String> {
     let text = |key: &str| context[key].as_str().map(str::to_string);
-    let authorizer = FollowRedirects::new().map_err(|e| format!("no HTTP client for the authorization redirect: {e}"))?;
     let identity_provider = match (text("idp_token_endpoint"), text("idp_client_id"), text("idp_id_token")) {
         (Some(token_endpoint), Some(client_id), Some(id_token)) => {
             Some(Box::new(IdentityProvider { token_endpoint, client_id, id_token: Some(id_token), ..IdentityProvider::default() }))
@@ -211,7 +210,6 @@ fn oauth(scenario: &str, context: &Value, token_dir: &std::path::Path) -> Result
         private_key: text("private_key_pem"),
         assertion,
         identity_provider,
-        authorizer: Some(AuthorizerHandle::new(authorizer)),
         token_dir: Some(token_dir.to_path_buf()),
         ..OAuthConfig::default()
     })
@@ -245,8 +243,10 @@ async fn run(url: String, scenario: String, era: Era, context: Value) -> Result<
     server.era = era;
     server.auth = Some(Auth::OAuth(oauth(&scenario, &context, &tokens)?));
     server.timeouts.call = CALL_TIMEOUT;
-    let config = RuntimeConfig { handlers, subreaper: false, ..RuntimeConfig::new([server]) };
-    let handle = Runtime::start(config).map_err(|e| format!("the runtime did not start: {e}"))?;
+    let authorizer = FollowRedirects::new().map_err(|e| format!("no HTTP client for the authorization redirect: {e}"))?;
+    let config = RuntimeConfig { subreaper: false, ..RuntimeConfig::new([server]) };
+    let runtime = Runtime::builder(config).client_handlers(handlers).authorizer(SERVER, authorizer);
+    let handle = runtime.start().map_err(|e| format!("the runtime did not start: {e}"))?;
     let outcome = exercise(&handle, &scenario).await;
     handle.shutdown().await;
     let _ = std::fs::remove_dir_all(&tokens);

@@ -33,9 +33,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::actors::{ServerState, ServerStatus, ToolEntry};
 use crate::config::ServerConfig;
 use crate::naming;
+use crate::pool::{ServerState, ServerStatus, ToolEntry};
 use crate::Tool;
 
 /// How old an entry may be and still be used.
@@ -155,7 +155,7 @@ impl CatalogCache {
 
     /// Keeps the listing of every server of `configs` that `statuses` shows
     /// connected, its tools taken from `catalog` (a live listing, such as
-    /// [`crate::Handle::list_tools`]'s). Returns the entries that could not
+    /// `Handle::list_tools`'s). Returns the entries that could not
     /// be written; the others are written anyway.
     pub fn save_all(&self, configs: &[ServerConfig], statuses: &[ServerStatus], catalog: &[ToolEntry]) -> Vec<CacheError> {
         let connected = |name: &str| statuses.iter().any(|status| status.name == name && status.state == ServerState::Connected);

@@ -4,9 +4,8 @@
 //! do next. Enums are `#[non_exhaustive]` so variants can be added.
 //! A tool result with `isError: true` is a normal result, never an error here.
 
+use std::fmt;
 use std::time::Duration;
-
-use crate::transport::ExitInfo;
 
 /// Why a tool call did not produce a `CallToolResult`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -180,12 +179,23 @@ pub enum ConnectError {
 
     #[error("server `{server}` exited during start-up ({exit}){}", tail_suffix(.stderr_tail))]
     Exited { server: String, exit: ExitInfo, stderr_tail: Vec<String> },
+
+    #[error(
+        "server `{server}` is an in-process server, but the runtime was given no handler for it; give one with `Runtime::builder(config).in_process(\"{server}\", handler)` or add the server with `Handle::add_in_process`"
+    )]
+    NoHandler { server: String },
 }
 
 impl ConnectError {
     /// Errors a restart cannot cure: restarting would repeat them exactly.
     pub fn is_permanent(&self) -> bool {
-        matches!(self, ConnectError::UnsupportedVersion { .. } | ConnectError::MalformedHandshake { .. } | ConnectError::Sandbox { .. })
+        matches!(
+            self,
+            ConnectError::UnsupportedVersion { .. }
+                | ConnectError::MalformedHandshake { .. }
+                | ConnectError::Sandbox { .. }
+                | ConnectError::NoHandler { .. }
+        )
     }
 }
 
@@ -268,5 +278,52 @@ fn server_or_top(server: &Option<String>) -> String {
     match server {
         Some(name) => format!("server \"{name}\""),
         None => "top level".into(),
+    }
+}
+
+/// How a server process ended: an exit code or a signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ExitInfo {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+impl ExitInfo {
+    pub fn is_clean(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    pub fn from_status(status: std::process::ExitStatus) -> Self {
+        use std::os::unix::process::ExitStatusExt;
+        ExitInfo { code: status.code(), signal: status.signal() }
+    }
+}
+
+impl fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.code, self.signal) {
+            (_, Some(sig)) => write!(f, "killed by signal {sig} ({})", signal_name(sig)),
+            (Some(code), None) => write!(f, "exit code {code}"),
+            (None, None) => f.write_str("exit status unknown"),
+        }
+    }
+}
+
+/// The conventional name of a Linux signal number.
+pub fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        _ => "other signal",
     }
 }

@@ -1,35 +1,44 @@
 //! mcpvisor: an actor-model runtime that keeps many MCP servers alive and
 //! usable at once.
 //!
-//! The map of the crate:
+//! The map of the crate, in layers from the bottom up. Every import points
+//! down a layer or stays in its own (without a loop); `tests/architecture.rs`
+//! reads this very table, so a new module needs a row here, and the test fails
+//! on an import that points up a layer or a loop between modules. The
+//! actors live in the top-level folder `actors/`, mounted as `crate::actors`
+//! (docs/architecture.md, "Layers").
 //!
-//! | module | what it holds |
-//! | --- | --- |
-//! | [`actors`] | everything with a mailbox: [`actors::Hub`] (supervisor), [`actors::Connection`] (one server), [`actors::Registry`] (tool catalog and routing); typed operations ([`actors::operation`]), progress, the server's requests to the client ([`actors::client_requests`]) |
-//! | `handle` | [`Runtime::start`] and the `Send + Sync + Clone` [`Handle`] for non-actix programs |
-//! | `protocol` | the JSON-RPC envelope, MCP method names and versions, the agreed era (`protocol::Session`), tool schema checks |
-//! | `codec` | newline-delimited JSON-RPC framing with a frame-size limit |
-//! | `sse` | server-sent events decoded in one linear pass, for the HTTP transports and the model client |
-//! | [`transport`] | child processes over stdio (process groups, environment, shutdown, orphans, parent-death signal); in-process servers ([`ToolHandler`]); remote servers over Streamable HTTP and HTTP+SSE ([`transport::http`]) with their credentials |
-//! | [`config`] | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
-//! | [`oauth`] | OAuth 2.1 for remote servers: discovery, registration, PKCE logins, refresh, step-up, client credentials, tokens on disk |
-//! | [`restart`] | restart policy, backoff, intensity and cool-down, as plain data |
-//! | [`rate_limit`] | calls per second (token bucket) and calls at once, per server and per tool |
-//! | [`naming`] | exposed tool names `mcp__{server}__{tool}`, and how names that read alike are told apart |
-//! | [`error`] | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
-//! | `demo_server` | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
-//! | [`llm`] | model providers (OpenAI-compatible, Anthropic) behind one [`llm::ChatModel`] seam |
-//! | [`telemetry`] | call metrics (Prometheus text for `/metrics`) and the audit log, fed by every tool call |
-//! | [`sessions`] | the agent's saved conversations: one JSON-lines file each, secrets masked, resumable |
-//! | [`skills`] | servers' skills (SEP-2640): entries listed without reading files, files verified by size, digest and frontmatter |
-//! | `task_store` | the server side of 2025-11-25 tasks, for the demo server and the gateway |
-//! | `tool_search` | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
-//! | `catalog_cache` | each server's tool list kept on disk, so searches need not start every server |
-//! | `user_dirs` | where data and caches live (XDG base directories) |
-//! | [`builtin_tools`] | the agent's built-in tools (read, write, list, run a command) as the in-process server `builtin` |
-//! | `gateway` | the whole pool served as one MCP server (`mcpvisor serve`): names, routing, eras; the session actor is [`actors::gateway`] |
-//! | `acp` | the agent served to editors over the Agent Client Protocol (`mcpvisor acp`) |
-//! | `cli` | the `mcpvisor` command line |
+//! | module | layer | what it holds |
+//! | --- | --- | --- |
+//! | `protocol` | 1 data and wire | the JSON-RPC envelope, MCP method names and versions, the agreed era (`protocol::Session`), tool schema checks |
+//! | `codec` | 1 data and wire | newline-delimited JSON-RPC framing with a frame-size limit |
+//! | `sse` | 1 data and wire | server-sent events decoded in one linear pass, for the HTTP transports and the model client |
+//! | [`naming`] | 1 data and wire | exposed tool names `mcp__{server}__{tool}`, and how names that read alike are told apart |
+//! | [`error`] | 1 data and wire | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
+//! | [`config`] | 1 data and wire | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
+//! | [`restart`] | 1 data and wire | restart policy, backoff, intensity and cool-down, as plain data |
+//! | [`rate_limit`] | 1 data and wire | calls per second (token bucket) and calls at once, per server and per tool |
+//! | `task_store` | 1 data and wire | the server side of 2025-11-25 tasks, for the demo server and the gateway |
+//! | `civil_date` | 1 data and wire | calendar dates from day counts, for session ids and audit lines (no date-time dependency) |
+//! | `user_dirs` | 1 data and wire | where data and caches live (XDG base directories) |
+//! | [`transport`] | 2 services | child processes over stdio (process groups, environment, shutdown, orphans, parent-death signal); in-process servers ([`ToolHandler`]); remote servers over Streamable HTTP and HTTP+SSE ([`transport::http`]) with their credentials |
+//! | [`oauth`] | 2 services | OAuth 2.1 for remote servers: discovery, registration, PKCE logins, refresh, step-up, client credentials, tokens on disk |
+//! | `sandbox` | 2 services | sandboxes for the processes mcpvisor starts: Landlock, a network namespace, rlimits, a cgroup, seccomp |
+//! | [`telemetry`] | 2 services | call metrics (Prometheus text for `/metrics`) and the audit log, fed by every tool call |
+//! | [`llm`] | 2 services | model providers (OpenAI-compatible, Anthropic) behind one [`llm::ChatModel`] seam |
+//! | [`builtin_tools`] | 2 services | the agent's built-in tools (read, write, list, run a command) as the in-process server `builtin` |
+//! | [`sessions`] | 2 services | the agent's saved conversations: one JSON-lines file each, secrets masked, resumable |
+//! | [`skills`] | 2 services | servers' skills (SEP-2640): entries listed without reading files, files verified by size, digest and frontmatter |
+//! | [`pool`] | 2 services | the pool as plain data: catalog entries ([`ToolEntry`]), server states and statuses |
+//! | `tool_search` | 2 services | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
+//! | `catalog_cache` | 2 services | each server's tool list kept on disk, so searches need not start every server |
+//! | [`actors`] | 3 actors | everything with a mailbox: [`actors::Hub`] (supervisor), [`actors::Connection`] (one server), [`actors::Registry`] (tool catalog and routing), the agent, a gateway client's session; typed operations ([`actors::operation`]), progress, the server's requests to the client ([`actors::client_requests`]) |
+//! | `agent_handle` | 4 fronts | [`AgentHandle`]: an Agent driven from any tokio program, in this crate's types |
+//! | `handle` | 4 fronts | [`Runtime::start`] and the `Send + Sync + Clone` [`Handle`] for non-actix programs (with this crate root's re-exports, the facade) |
+//! | `gateway` | 4 fronts | the whole pool served as one MCP server (`mcpvisor serve`): the HTTP and stdio fronts, names, routing, eras; the session actor is [`actors::gateway`] |
+//! | `demo_server` | 4 fronts | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
+//! | `acp` | 4 fronts | the agent served to editors over the Agent Client Protocol (`mcpvisor acp`) |
+//! | `cli` | 4 fronts | the `mcpvisor` command line |
 //!
 //! Embedding from any tokio program (this example runs as a test; it finds
 //! the `mcpvisor` binary in the target directory, where `cargo test`
@@ -53,15 +62,14 @@
 // The API (README, "Stability"): the modules an embedder names, and the
 // re-exports below. `actors` is the actix side; everything else is for
 // tokio programs.
-// Actix users' side: the actors, their messages and addresses.
-#[path = "../actors/mod.rs"]
-pub mod actors;
+pub mod actors; // actix users' side: the actors, their messages and addresses
 pub mod builtin_tools; // the Agent's built-in tools, an in-process server an embedder can add
 pub mod config; // what a configuration file can say
 pub mod error; // every error a caller gets
 pub mod llm; // the models an Agent talks to
 pub mod naming; // exposed tool names, as `Handle::call_tool` takes them
 pub mod oauth; // the credentials of remote servers (`config::Auth`)
+pub mod pool; // the pool as data: server states and statuses, catalog entries
 pub mod rate_limit; // per-server limits, part of `ServerConfig`
 pub mod restart; // restart policy and intensity, part of `ServerConfig`
 pub mod sessions; // the Agent's saved conversations (`AgentConfig::journal`)
@@ -99,10 +107,11 @@ pub use actors::agent::{
 pub use actors::client_requests::{ClientHandlers, ElicitationRequest, Refusal, Root, RootsRequest, SamplingRequest};
 pub use actors::hub::SetServersResult;
 pub use actors::operation::LogLevel;
-pub use actors::{CallTool, Event, IntoArguments, Progress, ProgressSink, ServerState, ServerStatus, ToolEntry};
+pub use actors::{CallTool, Event, IntoArguments, Progress, ProgressSink};
 pub use agent_handle::{AgentHandle, TurnAnswer};
 pub use error::{CallError, ConfigError, ConnectError, ManageError};
-pub use handle::{Events, Handle, Runtime, EVENT_BUFFER};
+pub use handle::{Events, Handle, Runtime, RuntimeBuilder, EVENT_BUFFER};
+pub use pool::{ServerState, ServerStatus, ToolEntry};
 /// The MCP types of the public API (results, references of completions,
 /// elicitation answers, the tools and content of in-process servers), so a
 /// program needs no `rmcp` dependency of its own.

@@ -28,7 +28,7 @@
 //! over equal catalogs give equal answers. Tools that match no word are
 //! left out; a query without any word lists the tools in catalog order.
 
-use crate::actors::ToolEntry;
+use crate::pool::ToolEntry;
 
 /// Weights of the fields a query word can match.
 const NAME: f64 = 3.0;

@@ -143,7 +143,8 @@ async fn a_tool_call_round_trip_offers_the_catalog_and_answers_with_the_matching
 async fn parallel_tool_calls_run_at_once_and_are_answered_in_order() {
     let handle = start(vec![demo("demo", &[])]).await;
     let server = ModelServer::start([
-        calls(&[("a", "mcp__demo__sleep", json!({"ms": 3000})), ("b", "mcp__demo__sleep", json!({"ms": 3000}))]),
+        // The first call is the slower one: results returned in completion order would put `b` first.
+        calls(&[("a", "mcp__demo__sleep", json!({"ms": 3000})), ("b", "mcp__demo__sleep", json!({"ms": 1500}))]),
         says("done"),
     ])
     .await;
@@ -154,8 +155,9 @@ async fn parallel_tool_calls_run_at_once_and_are_answered_in_order() {
     assert_eq!(status.in_flight, 2, "both calls are on the wire together");
     let ended = turn.await.unwrap().unwrap();
     assert_eq!(ended.stop_reason, AgentStop::EndTurn);
-    let ids: Vec<String> = tool_results(&server, 1).into_iter().map(|(id, _)| id).collect();
-    assert_eq!(ids, ["a", "b"]);
+    let results = tool_results(&server, 1);
+    let expected = [("a".to_string(), "slept 3000 ms".to_string()), ("b".to_string(), "slept 1500 ms".to_string())];
+    assert_eq!(results, expected, "the results come back in the model's order, not in the order the calls finished");
     assert_eq!(drain(&mut events).iter().filter(|e| matches!(e, AgentEvent::ToolCallStarted { .. })).count(), 2);
     handle.shutdown().await;
 }

@@ -17,7 +17,7 @@ const CONFIGURED_SECRET: &str = "cfg-secret-7f3a9c2e1b";
 async fn start_with(audit: AuditConfig) -> Handle {
     let telemetry = Telemetry::default().with_audit(audit).unwrap();
     let server = demo("demo", &[]).with_env("DEMO_API_TOKEN", CONFIGURED_SECRET);
-    let handle = Runtime::start(RuntimeConfig { telemetry, ..RuntimeConfig::new([server]) }).unwrap();
+    let handle = Runtime::builder(RuntimeConfig::new([server])).telemetry(telemetry).start().unwrap();
     assert!(handle.wait_ready(Duration::from_secs(20)).await);
     handle
 }

@@ -12,7 +12,7 @@ use mcpvisor::{CallTool, CallToolResult, Handle, ServerState};
 use serde_json::{json, Value};
 
 async fn builtin(settings: BuiltinSettings) -> Handle {
-    start(vec![builtin_tools::server(settings)]).await
+    start_in_process(vec![builtin_tools::server(settings)], vec![]).await
 }
 
 async fn call(handle: &Handle, tool: &str, arguments: Value) -> CallToolResult {

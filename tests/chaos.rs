@@ -199,7 +199,15 @@ async fn calls_under_random_sigkills_all_end_in_time_and_nothing_leaks() {
 
     assert_eq!(outcomes.len(), total);
     assert_eq!(tally.get("HUNG"), None, "calls outlived their own time-out by {:?}: {tally:?}", HUNG_AFTER - CALL_TIMEOUT);
-    assert!(tally.get("ok").copied().unwrap_or(0) > 0, "no call succeeded at all: {tally:?}");
+    // How many calls the injected faults can fail: a call fails only when its server dies while the call is
+    // on the wire (calls that meet a server down wait in its queue for the restart). Each server is killed
+    // on average once per SERVERS × KILL_EVERY = 200 ms; a call is on the wire for its sleep (1–40 ms, one
+    // call in four) plus its transit (about 1 ms, 10 ms on a loaded machine), so the chance it is hit is at
+    // most (40 + 10) / 200 = 25 % for a sleep and 10 / 200 = 5 % for an echo: about 10 % of all calls, and
+    // 4.7 % in the recorded run (docs/reliability.md). Fewer than three in four answered means calls fail
+    // for another cause than the kills (answers lost, queued calls not served after a restart).
+    let answered = tally.get("ok").copied().unwrap_or(0);
+    assert!(answered * 4 >= total * 3, "only {answered} of {total} calls answered; the kills explain at most one in four: {tally:?}");
     assert!(kills > 0 && restarts > 0, "the killer never struck ({kills} kills, {restarts} restarts)");
     assert!(failed.is_empty(), "servers given up despite the unlimited restart intensity: {failed:?}");
     assert!(leftovers.is_empty(), "processes left behind (zombies have state Z): {leftovers:?}");

@@ -188,9 +188,8 @@ async fn progress_reaches_the_caller_and_keeps_a_slow_call_alive() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sampling_and_elicitation_go_to_the_embedders_handlers_in_both_eras() {
-    let config =
-        RuntimeConfig { handlers: assistant_handlers(), ..RuntimeConfig::new([in_era("new", Era::Modern), in_era("old", Era::Legacy)]) };
-    let handle = Runtime::start(config).unwrap();
+    let config = RuntimeConfig::new([in_era("new", Era::Modern), in_era("old", Era::Legacy)]);
+    let handle = Runtime::builder(config).client_handlers(assistant_handlers()).start().unwrap();
     assert!(handle.wait_ready(Duration::from_secs(20)).await);
     for server in ["new", "old"] {
         let sampled = call(&handle, server, "sample", json!({"prompt": "hello"})).await.unwrap();

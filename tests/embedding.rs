@@ -166,9 +166,7 @@ async fn async_closures_answer_the_servers_requests_in_both_eras() {
         })
         .roots_fn(|request| async move { Ok(vec![Root { uri: format!("file:///srv/{}", request.server), name: None }]) });
     let servers = [("old", "legacy"), ("new", "modern")].map(|(name, era)| demo(name, &["--era", era]));
-    let mut config = RuntimeConfig::new(servers);
-    config.handlers = handlers;
-    let handle = Runtime::start(config).unwrap();
+    let handle = Runtime::builder(RuntimeConfig::new(servers)).client_handlers(handlers).start().unwrap();
     for server in ["old", "new"] {
         let call = |tool: &str, arguments| handle.call_on(server, CallTool::new(tool, arguments));
         let sampled = call("sample", json!({"prompt": "hello"})).await.unwrap();

@@ -52,13 +52,19 @@ async fn kill_and_wait_restarting(handle: &mcpvisor::Handle, server: &str) -> u3
     let mut events = handle.subscribe();
     let pid = status_of(handle, server).await.pid.unwrap();
     kill(pid, libc::SIGKILL);
-    loop {
-        match events.recv().await {
-            Some(Event::ServerState { server: s, state: ServerState::Restarting { .. } }) if s == server => return pid,
-            Some(_) => {}
-            None => panic!("event stream ended"),
+    let restarting = async {
+        loop {
+            match events.recv().await {
+                Some(Event::ServerState { server: s, state: ServerState::Restarting { .. } }) if s == server => return pid,
+                Some(_) => {}
+                None => panic!("event stream ended"),
+            }
         }
-    }
+    };
+    let patience = Duration::from_secs(20);
+    tokio::time::timeout(patience, restarting)
+        .await
+        .unwrap_or_else(|_| panic!("server {server} was not restarting {patience:?} after SIGKILL"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

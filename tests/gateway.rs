@@ -5,7 +5,7 @@ mod gateway_support;
 
 use std::path::PathBuf;
 
-use gateway_support::{demo_table, pid_of, Gateway};
+use gateway_support::{demo_table, pid_of, within, Gateway, PATIENCE, POLL};
 use serde_json::{json, Value};
 
 fn config(dir: &tempfile::TempDir, tables: &[String]) -> PathBuf {
@@ -135,13 +135,17 @@ async fn the_2026_era_is_served_per_request_without_initialize() {
 
 /// The `notifications/cancelled` the demo server got, once it got one.
 async fn cancellations_received(gateway: &mut Gateway) -> Vec<Value> {
-    loop {
-        let answer = gateway.call("demo__cancellations", json!({})).await;
-        let received = answer["result"]["structuredContent"]["cancellations"].as_array().cloned().unwrap_or_default();
-        if !received.is_empty() {
-            return received;
+    within("the demo server to receive a notifications/cancelled", async {
+        loop {
+            let answer = gateway.call("demo__cancellations", json!({})).await;
+            let received = answer["result"]["structuredContent"]["cancellations"].as_array().cloned().unwrap_or_default();
+            if !received.is_empty() {
+                return received;
+            }
+            tokio::time::sleep(POLL).await;
         }
-    }
+    })
+    .await
 }
 
 #[tokio::test]
@@ -160,12 +164,7 @@ async fn progress_carries_the_clients_token_and_cancellation_reaches_the_upstrea
 
     let slow = gateway.send("tools/call", json!({"name": "demo__sleep", "arguments": {"ms": 600000}})).await;
     // Wait until the call is in flight upstream, as the status resource shows.
-    loop {
-        let statuses = gateway.statuses().await;
-        if statuses[0]["in_flight"].as_u64() == Some(1) {
-            break;
-        }
-    }
+    gateway.statuses_until("the sleep call in flight upstream", |s| s[0]["in_flight"].as_u64() == Some(1)).await;
     gateway.notify("notifications/cancelled", json!({"requestId": slow, "reason": "changed my mind"})).await;
     let received = cancellations_received(&mut gateway).await;
     assert_eq!(received[0]["tool"], "sleep", "{received:?}");
@@ -234,13 +233,16 @@ async fn a_killed_upstream_sends_list_changed_and_serves_again_after_its_restart
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     // Announced once its connection saw it go: wait for an announcement made after that.
-    loop {
-        gateway.notification("notifications/tools/list_changed").await;
-        let statuses = gateway.statuses().await;
-        if statuses.iter().any(|s| s["name"] == "other" && (s["restarts"].as_u64() >= Some(1) || s["state"] != "connected")) {
-            break;
+    within("a tools/list_changed after `other` went down", async {
+        loop {
+            gateway.notification("notifications/tools/list_changed").await;
+            let statuses = gateway.statuses().await;
+            if statuses.iter().any(|s| s["name"] == "other" && (s["restarts"].as_u64() >= Some(1) || s["state"] != "connected")) {
+                break;
+            }
         }
-    }
+    })
+    .await;
     // The restarted server answers (the call waits for it if it is not back yet).
     assert_eq!(gateway.call_text("other__echo", json!({"text": "back"})).await, "back");
     let statuses = gateway.statuses().await;
@@ -292,13 +294,8 @@ async fn an_upstream_killed_mid_call_answers_the_call_with_an_error_naming_it() 
     let dir = tempfile::tempdir().unwrap();
     let mut gateway = Gateway::start(&two_demos(&dir), &[], json!({})).await;
     let slow = gateway.send("tools/call", json!({"name": "other__sleep", "arguments": {"ms": 600000}})).await;
-    let pid = loop {
-        let statuses = gateway.statuses().await;
-        let other = statuses.iter().find(|s| s["name"] == "other").cloned().unwrap();
-        if other["in_flight"].as_u64() == Some(1) {
-            break other["pid"].as_u64().unwrap();
-        }
-    };
+    let other_busy = |s: &[Value]| s.iter().any(|s| s["name"] == "other" && s["in_flight"].as_u64() == Some(1));
+    let pid = pid_of(&gateway.statuses_until("the sleep call in flight on `other`", other_busy).await, "other");
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let answer = gateway.response(json!(slow)).await;
@@ -336,13 +333,16 @@ async fn sighup_applies_the_changed_configuration_and_keeps_unchanged_servers() 
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(gateway.child.id().unwrap() as i32, libc::SIGHUP) };
     // Each change of the pool is announced; look again after each until it is all there.
-    loop {
-        let names = gateway.tool_names().await;
-        if names.contains(&"other__echo".to_string()) && !names.contains(&"gone__echo".to_string()) {
-            break;
+    within("the reloaded pool's tools (other__echo in, gone__echo out)", async {
+        loop {
+            let names = gateway.tool_names().await;
+            if names.contains(&"other__echo".to_string()) && !names.contains(&"gone__echo".to_string()) {
+                break;
+            }
+            gateway.notification("notifications/tools/list_changed").await;
         }
-        gateway.notification("notifications/tools/list_changed").await;
-    }
+    })
+    .await;
     assert_eq!(gateway.call_text("other__echo", json!({"text": "added"})).await, "added");
     let statuses = gateway.statuses().await;
     assert_eq!(pid_of(&statuses, "demo"), pid, "the unchanged server kept running");
@@ -360,15 +360,15 @@ async fn an_overloaded_server_is_a_json_rpc_error_at_once() {
     let mut gateway = Gateway::start(&config(&dir, &[table]), &[], json!({})).await;
     // Once the server is connected, listed and idle, one call takes its only slot.
     gateway.tool_names().await;
-    while gateway.statuses().await[0]["in_flight"].as_u64() != Some(0) {}
+    gateway.statuses_until("`demo` idle", |s| s[0]["in_flight"].as_u64() == Some(0)).await;
     let slow = gateway.send("tools/call", json!({"name": "demo__sleep", "arguments": {"ms": 600000}})).await;
-    while gateway.statuses().await[0]["in_flight"].as_u64() != Some(1) {}
+    gateway.statuses_until("the sleep call in flight", |s| s[0]["in_flight"].as_u64() == Some(1)).await;
     let refused = gateway.call("demo__echo", json!({"text": "x"})).await;
     assert_eq!(refused["error"]["code"], -32000, "{refused}");
     assert_eq!(refused["error"]["data"]["kind"], "overloaded", "{refused}");
     assert!(refused["error"]["message"].as_str().unwrap().contains("server `demo` is overloaded"), "{refused}");
     gateway.notify("notifications/cancelled", json!({"requestId": slow})).await;
-    while gateway.statuses().await[0]["in_flight"].as_u64() != Some(0) {}
+    gateway.statuses_until("the cancelled call to leave", |s| s[0]["in_flight"].as_u64() == Some(0)).await;
     assert_eq!(gateway.call_text("demo__echo", json!({"text": "free again"})).await, "free again");
     assert_eq!(gateway.close().await, Some(0));
 }
@@ -401,8 +401,10 @@ async fn a_client_that_stops_reading_is_not_read_from_and_memory_stays_bounded()
         stdin.flush().await.unwrap();
     });
     // Wait until the gateway has stopped reading: its stdin pipe is (nearly) full.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
     while gateway.unread_input() < 32 * 1024 {
         assert!(!flood.is_finished(), "all {REQUESTS} requests were read though nobody read an answer");
+        assert!(tokio::time::Instant::now() < deadline, "the gateway's stdin never filled up within {PATIENCE:?}");
         tokio::task::yield_now().await;
         std::thread::yield_now();
     }
@@ -461,11 +463,7 @@ async fn a_task_augmented_call_runs_as_a_task_of_the_gateway() {
 
     let slow = gateway.result("tools/call", json!({"name": "demo__sleep", "arguments": {"ms": 600000}, "task": {}})).await;
     let slow = slow["task"]["taskId"].as_str().unwrap().to_string();
-    loop {
-        if gateway.statuses().await[0]["in_flight"].as_u64() == Some(1) {
-            break;
-        }
-    }
+    gateway.statuses_until("the task's sleep call in flight", |s| s[0]["in_flight"].as_u64() == Some(1)).await;
     assert_eq!(gateway.result("tasks/cancel", json!({"taskId": slow})).await["status"], "cancelled");
     let received = cancellations_received(&mut gateway).await;
     assert_eq!(received[0]["tool"], "sleep", "the upstream call was cancelled: {received:?}");
@@ -483,13 +481,8 @@ async fn the_status_resource_masks_the_servers_secrets() {
     let table = format!("{}env = {{ DATABASE_URL = \"postgres://u:pa55word@host/db\" }}\n", demo_table("demo", &[]));
     let mut gateway = Gateway::start(&config(&dir, &[table]), &[], json!({})).await;
     gateway.call_text("demo__stderr", json!({"text": "connecting to postgres://u:pa55word@host/db"})).await;
-    let tail = loop {
-        let statuses = gateway.statuses().await;
-        let tail = statuses[0]["stderr_tail"].to_string();
-        if tail.contains("connecting to") {
-            break tail;
-        }
-    };
+    let has_line = |s: &[Value]| s[0]["stderr_tail"].to_string().contains("connecting to");
+    let tail = gateway.statuses_until("the stderr line in the status", has_line).await[0]["stderr_tail"].to_string();
     assert!(!tail.contains("pa55word") && tail.contains("postgres://u:"), "{tail}");
     assert_eq!(gateway.close().await, Some(0));
 }

@@ -9,7 +9,7 @@
 mod gateway_http_support;
 mod gateway_support;
 
-use gateway_support::{demo_table, Gateway, BIN, PATIENCE};
+use gateway_support::{demo_table, within, Gateway, BIN, PATIENCE};
 use serde_json::{json, Value};
 
 /// Two demo servers, `modern` (2026-07-28 only) and `legacy` (the
@@ -29,12 +29,15 @@ const LEGACY_INPUT: &str = "legacy-input.jsonl";
 
 /// The next `notifications/message` from `server` (the gateway's own are skipped).
 async fn next_log(gateway: &mut Gateway, server: &str) -> Value {
-    loop {
-        let log = gateway.notification("notifications/message").await;
-        if log["params"]["logger"] == server {
-            return log["params"].clone();
+    within(&format!("a log message from `{server}`"), async {
+        loop {
+            let log = gateway.notification("notifications/message").await;
+            if log["params"]["logger"] == server {
+                return log["params"].clone();
+            }
         }
-    }
+    })
+    .await
 }
 
 /// The progress notifications received so far, taken out of the kept ones.

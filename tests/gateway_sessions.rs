@@ -10,6 +10,10 @@ use mcpvisor::gateway::{stdio, ServeOptions};
 use mcpvisor::Runtime;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::time::timeout;
+
+/// How long one awaited line may take before the test fails (a bound against hangs, not a timing check).
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// A client's ends of one session: what it writes, and the lines it reads.
 struct Client {
@@ -34,7 +38,11 @@ impl Client {
     async fn call(&mut self, id: i64, name: &str, arguments: Value) -> Value {
         self.input.write_all(&line(id, "tools/call", json!({"name": name, "arguments": arguments}))).await.unwrap();
         loop {
-            let text = self.output.next_line().await.unwrap().expect("the session answers");
+            let text = timeout(PATIENCE, self.output.next_line())
+                .await
+                .expect("the session answers in time")
+                .unwrap()
+                .expect("the session answers");
             let message: Value = serde_json::from_str(&text).unwrap();
             if message["id"] == id {
                 return message;
@@ -47,8 +55,8 @@ impl Client {
 async fn a_client_that_stops_reading_does_not_hold_up_another_session() {
     const FLOOD: i64 = 1000;
     let bridge = ClientBridge::default();
-    let config = RuntimeConfig { handlers: bridge.handlers(), ..RuntimeConfig::new([common::demo("demo", &[])]) };
-    let handle = Runtime::start(config).expect("the runtime starts");
+    let config = RuntimeConfig::new([common::demo("demo", &[])]);
+    let handle = Runtime::builder(config).client_handlers(bridge.handlers()).start().expect("the runtime starts");
     let mut stuck = session(&handle, &bridge);
     let mut served = session(&handle, &bridge);
     assert_eq!(served.call(1, "demo__echo", json!({"text": "first"})).await["result"]["content"][0]["text"], "first");
@@ -68,7 +76,8 @@ async fn a_client_that_stops_reading_does_not_hold_up_another_session() {
     // Now it reads: every one of its calls was answered, in full.
     let mut answered = 0;
     while answered < FLOOD {
-        let text = stuck.output.next_line().await.unwrap().expect("the stuck session answers once read");
+        let line = timeout(PATIENCE, stuck.output.next_line()).await.expect("the stuck session answers in time once read");
+        let text = line.unwrap().expect("the stuck session answers once read");
         let message: Value = serde_json::from_str(&text).unwrap();
         if message.get("id").is_some() {
             assert_eq!(message["result"]["content"][0]["text"].as_str().map(str::len), Some(20_000), "{}", &text[..200.min(text.len())]);

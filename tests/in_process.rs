@@ -11,7 +11,8 @@ use common::*;
 use futures::future::BoxFuture;
 use mcpvisor::config::{native, Keyword, ServerConfig};
 use mcpvisor::protocol::ErrorObject;
-use mcpvisor::{CallError, CallTool, CallToolResult, ContentBlock, JsonObject, ServerState, Tool, ToolHandler};
+use mcpvisor::transport::in_process::InProcessServer;
+use mcpvisor::{CallError, CallTool, CallToolResult, ContentBlock, JsonObject, ManageError, ServerState, Tool, ToolHandler};
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -55,15 +56,15 @@ impl ToolHandler for Tools {
     }
 }
 
-fn server(name: &str) -> (ServerConfig, mpsc::UnboundedReceiver<String>) {
+fn server(name: &str) -> (InProcessServer, mpsc::UnboundedReceiver<String>) {
     let (dropped, drops) = mpsc::unbounded_channel();
-    (ServerConfig::in_process(name, Tools { dropped }), drops)
+    (InProcessServer { config: ServerConfig::in_process(name), handler: Tools { dropped }.into() }, drops)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_round_trips_and_status_shows_the_server_without_a_pid() {
-    let (config, _drops) = server("rust");
-    let handle = start(vec![config, demo("demo", &[])]).await;
+    let (rust, _drops) = server("rust");
+    let handle = start_in_process(vec![rust], vec![demo("demo", &[])]).await;
     let result = handle.call_tool("mcp__rust__echo", json!({"text": "hello"})).await.unwrap();
     assert_eq!(text(&result), "hello");
     assert_eq!(result.is_error, Some(false));
@@ -79,8 +80,8 @@ async fn a_call_round_trips_and_status_shows_the_server_without_a_pid() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_handler_fails_its_call_as_an_exit_and_the_server_comes_back() {
-    let (config, _drops) = server("rust");
-    let handle = start(vec![config]).await;
+    let (rust, _drops) = server("rust");
+    let handle = start_in_process(vec![rust], vec![]).await;
     let crashed = handle.call_tool("mcp__rust__panic", json!({"text": "purpose"})).await;
     let Err(CallError::ServerExited { server, tool, exit, stderr_tail }) = crashed else {
         panic!("expected ServerExited, got {crashed:?}")
@@ -96,8 +97,8 @@ async fn a_panicking_handler_fails_its_call_as_an_exit_and_the_server_comes_back
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_time_out_cancels_the_call_and_drops_the_handlers_future() {
-    let (config, mut drops) = server("rust");
-    let handle = start(vec![config]).await;
+    let (rust, mut drops) = server("rust");
+    let handle = start_in_process(vec![rust], vec![]).await;
     let call = CallTool::new("mcp__rust__wait", json!({"text": "slow one"})).with_timeout(Duration::from_secs(1));
     let timed_out = handle.call(call).await;
     assert!(matches!(&timed_out, Err(CallError::Timeout { server, tool, .. }) if server == "rust" && tool == "wait"), "{timed_out:?}");
@@ -110,10 +111,10 @@ async fn a_time_out_cancels_the_call_and_drops_the_handlers_future() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_past_max_in_flight_and_max_queued_are_refused_as_overloaded() {
-    let (mut config, mut drops) = server("rust");
-    config.limits.max_in_flight = 1;
-    config.limits.max_queued = 1;
-    let handle = start(vec![config]).await;
+    let (mut rust, mut drops) = server("rust");
+    rust.config.limits.max_in_flight = 1;
+    rust.config.limits.max_queued = 1;
+    let handle = start_in_process(vec![rust], vec![]).await;
     let call = |label: &'static str| {
         let handle = handle.clone();
         tokio::spawn(async move { handle.call_tool("mcp__rust__wait", json!({"text": label})).await })
@@ -140,23 +141,56 @@ fn files_neither_define_nor_keep_an_in_process_server() {
     let read = native::parse(Path::new("servers.toml"), "[servers.x]\ntransport = \"in-process\"\n").unwrap_err().to_string();
     assert!(read.contains("registered in code by the program that embeds mcpvisor"), "{read}");
     let dir = tempfile::tempdir().unwrap();
-    let (config, _drops) = server("rust");
-    let written = native::upsert(&dir.path().join("servers.toml"), &config).unwrap_err().to_string();
+    let written = native::upsert(&dir.path().join("servers.toml"), &ServerConfig::in_process("rust")).unwrap_err().to_string();
     assert!(written.contains("cannot be written to a file"), "{written}");
     assert!(!dir.path().join("servers.toml").exists());
 }
 
 #[test]
-fn an_in_process_config_is_clone_debug_and_equal_only_to_its_own_handler() {
-    let (config, _drops) = server("rust");
-    let (other, _other_drops) = server("rust");
-    assert_eq!(config.clone(), config);
-    assert_ne!(config, other, "two handlers are two servers");
-    assert!(format!("{config:?}").contains("InProcessHandler(\"in_process::Tools\")"), "{config:?}");
+fn an_in_process_config_is_plain_data_that_names_its_server() {
+    let config = ServerConfig::in_process("rust");
+    assert_eq!(config, ServerConfig::in_process("rust"), "equal by value: the handler is not part of it");
+    assert_ne!(config, ServerConfig::in_process("other"));
     assert_eq!(config.transport.as_str(), "in-process", "how status and listings name it");
     let mut mixed = config.clone();
     mixed.command = "node".into();
     assert!(mixed.validate().unwrap_err().to_string().contains("an in-process server has no `command`"));
-    mixed.transport = mcpvisor::config::Transport::Stdio;
-    assert!(mixed.validate().unwrap_err().to_string().contains("in-process handler goes with transport in-process"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_process_server_without_a_handler_fails_naming_the_server_and_how_to_give_one() {
+    let handle = start(vec![ServerConfig::in_process("orphan"), demo("demo", &[])]).await;
+    let ServerState::Failed { error, retry_in, .. } = status_of(&handle, "orphan").await.state else {
+        panic!("expected failed: {:?}", status_of(&handle, "orphan").await)
+    };
+    assert!(
+        error.contains("server `orphan`") && error.contains("no handler") && error.contains(".in_process(\"orphan\", handler)"),
+        "{error}"
+    );
+    assert_eq!(retry_in, None, "a restart cannot bring a handler: it is not retried");
+    assert_eq!(status_of(&handle, "demo").await.state, ServerState::Connected, "the other servers start");
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_added_with_its_handler_serves_and_keeps_it_for_a_re_add_under_its_name() {
+    let handle = start(vec![]).await;
+    let (rust, mut drops) = server("rust");
+    handle.add_in_process(rust.config, rust.handler).await.unwrap();
+    let result = handle.call_tool("mcp__rust__echo", json!({"text": "added"})).await.unwrap();
+    assert_eq!(text(&result), "added");
+    let (again, mut again_drops) = server("rust");
+    let refused = handle.add_in_process(again.config, again.handler).await;
+    assert!(matches!(&refused, Err(ManageError::DuplicateServer(name)) if name == "rust"), "{refused:?}");
+
+    // Removed and added again by its configuration alone: the first handler
+    // (whose futures report to `drops`) serves it, not the refused one.
+    handle.remove_server("rust").await.unwrap();
+    handle.add_server(ServerConfig::in_process("rust")).await.unwrap();
+    let call = CallTool::new("mcp__rust__wait", json!({"text": "which"})).with_timeout(Duration::from_secs(1));
+    assert!(matches!(handle.call(call).await, Err(CallError::Timeout { .. })));
+    let dropped = tokio::time::timeout(Duration::from_secs(20), drops.recv()).await.expect("the first handler ran the call");
+    assert_eq!(dropped.as_deref(), Some("which"));
+    assert!(again_drops.try_recv().is_err(), "the refused handler never ran");
+    handle.shutdown().await;
 }

@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use mcpvisor::config::{Auth, AuthorizerHandle, Grant, IdentityProvider, OAuthConfig, ServerConfig, Transport};
+use mcpvisor::config::{Auth, Grant, IdentityProvider, OAuthConfig, ServerConfig, Transport};
 use mcpvisor::oauth::{Authorizer, FollowRedirects, OAuthCredentials, TokenStore, MAX_STEP_UPS};
 use mcpvisor::transport::credentials::{Challenge, Credentials, Renewal, RequestLine};
 use oauth_server::{AuthServer, Iss, Meta, Options, PlatformKey, Prm, JWT_BEARER};
@@ -382,15 +382,12 @@ async fn without_a_token_directory_tokens_are_kept_in_memory() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_transport_constructor_uses_the_configured_authorizer_and_token_directory() {
+async fn the_transport_constructor_uses_the_given_authorizer_and_the_configured_token_directory() {
     let server = AuthServer::start(Options::default()).await;
     let dir = tempfile::tempdir().unwrap();
-    let oauth = OAuthConfig {
-        authorizer: Some(AuthorizerHandle::new(FollowRedirects::new().unwrap())),
-        token_dir: Some(dir.path().to_owned()),
-        ..OAuthConfig::default()
-    };
-    let credentials = OAuthCredentials::for_server(&server_config(&server, oauth)).unwrap();
+    let oauth = OAuthConfig { token_dir: Some(dir.path().to_owned()), ..OAuthConfig::default() };
+    let authorizer: Arc<dyn Authorizer> = Arc::new(FollowRedirects::new().unwrap());
+    let credentials = OAuthCredentials::for_server(&server_config(&server, oauth), Some(authorizer)).unwrap();
     assert_eq!(call(credentials.as_ref(), &server.mcp()).await, Ok(200));
     assert!(dir.path().join("remote.json").exists());
 }

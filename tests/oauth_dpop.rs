@@ -13,23 +13,17 @@ use std::time::Duration;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use common::*;
-use mcpvisor::config::{Auth, AuthorizerHandle, Era, Grant, OAuthConfig, ServerConfig, Transport};
+use mcpvisor::config::{Auth, Era, Grant, OAuthConfig, RuntimeConfig, ServerConfig, Transport};
 use mcpvisor::oauth::{FollowRedirects, OAuthCredentials, TokenStore};
-use mcpvisor::{Handle, ServerState};
+use mcpvisor::{Handle, Runtime, ServerState};
 use oauth_server::{AuthServer, Options};
 use serde_json::{json, Value};
 
-/// The fixture's endpoint as server `remote`, tokens kept in `dir`; logging
-/// in headlessly when `headless`.
-fn remote(server: &AuthServer, dir: &Path, headless: bool, dpop: bool) -> ServerConfig {
+/// The fixture's endpoint as server `remote`, tokens kept in `dir`.
+fn remote(server: &AuthServer, dir: &Path, dpop: bool) -> ServerConfig {
     let mut config = ServerConfig::remote("remote", Transport::Http, server.mcp());
     config.era = Era::Legacy;
-    config.auth = Some(Auth::OAuth(OAuthConfig {
-        authorizer: headless.then(|| AuthorizerHandle::new(FollowRedirects::new().unwrap())),
-        token_dir: Some(dir.to_owned()),
-        dpop,
-        ..OAuthConfig::default()
-    }));
+    config.auth = Some(Auth::OAuth(OAuthConfig { token_dir: Some(dir.to_owned()), dpop, ..OAuthConfig::default() }));
     config
 }
 
@@ -38,7 +32,8 @@ fn remote(server: &AuthServer, dir: &Path, headless: bool, dpop: bool) -> Server
 async fn logged_in(options: Options, dpop: bool) -> (AuthServer, tempfile::TempDir, Handle) {
     let server = AuthServer::start(options).await;
     let dir = tempfile::tempdir().unwrap();
-    let handle = start(vec![remote(&server, dir.path(), true, dpop)]).await;
+    let config = RuntimeConfig::new([remote(&server, dir.path(), dpop)]);
+    let handle = start_built(Runtime::builder(config).authorizer("remote", FollowRedirects::new().unwrap())).await;
     (server, dir, handle)
 }
 
@@ -108,7 +103,7 @@ async fn a_kept_dpop_token_and_its_key_work_after_a_restart_and_refresh() {
     handle.shutdown().await;
 
     // A new process, with no way to log in: only the kept token and key can work.
-    let handle = start(vec![remote(&server, dir.path(), false, true)]).await;
+    let handle = start(vec![remote(&server, dir.path(), true)]).await;
     assert_eq!(echo(&handle, "again").await, "again");
     handle.shutdown().await;
 
@@ -117,7 +112,7 @@ async fn a_kept_dpop_token_and_its_key_work_after_a_restart_and_refresh() {
     let mut kept: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     kept["issuers"][server.issuer()]["tokens"]["expires_at"] = 1.into();
     std::fs::write(&file, kept.to_string()).unwrap();
-    let handle = start(vec![remote(&server, dir.path(), false, true)]).await;
+    let handle = start(vec![remote(&server, dir.path(), true)]).await;
     assert_eq!(echo(&handle, "refreshed").await, "refreshed");
     assert_eq!(server.grants("refresh_token").len(), 1);
     assert_eq!(server.to("/authorize").len(), 1, "one login in all");
@@ -140,12 +135,12 @@ async fn a_login_made_ahead_of_time_reads_a_dpop_challenge_and_binds_the_token()
     let server = AuthServer::start(Options { dpop: true, ..Options::default() }).await;
     let dir = tempfile::tempdir().unwrap();
     // As `mcpvisor auth` does: the endpoint's challenge is in the DPoP scheme only.
-    let credentials = OAuthCredentials::new(&remote(&server, dir.path(), false, true), Some(TokenStore::new(dir.path())), None).unwrap();
+    let credentials = OAuthCredentials::new(&remote(&server, dir.path(), true), Some(TokenStore::new(dir.path())), None).unwrap();
     let logged_in = credentials.log_in(&FollowRedirects::new().unwrap(), Duration::from_secs(60)).await.unwrap();
     assert_eq!(logged_in.issuer, server.issuer());
     assert_eq!(server.to("/custom/resource-metadata").len(), 1, "discovery followed the DPoP challenge's resource_metadata");
 
-    let handle = start(vec![remote(&server, dir.path(), false, true)]).await;
+    let handle = start(vec![remote(&server, dir.path(), true)]).await;
     assert_eq!(echo(&handle, "later").await, "later");
     assert_eq!((server.bound_tokens(), server.dpop_refusals()), (2, Vec::<String>::new()));
     handle.shutdown().await;
@@ -155,7 +150,7 @@ async fn a_login_made_ahead_of_time_reads_a_dpop_challenge_and_binds_the_token()
 async fn a_machine_client_gets_a_bound_token_with_no_browser() {
     let server = AuthServer::start(Options { dpop: true, client_secret: Some(("machine", "machine-secret")), ..Options::default() }).await;
     let dir = tempfile::tempdir().unwrap();
-    let mut config = remote(&server, dir.path(), false, true);
+    let mut config = remote(&server, dir.path(), true);
     if let Some(Auth::OAuth(oauth)) = &mut config.auth {
         (oauth.grant, oauth.client_id, oauth.client_secret) =
             (Grant::ClientCredentials, Some("machine".into()), Some("machine-secret".into()));

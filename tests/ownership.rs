@@ -49,7 +49,7 @@ async fn removing_a_server_ends_its_actor_while_an_operation_is_outstanding() {
     let mut server = demo("asker", &[]);
     // Modern: the sampling question comes back inside the call's result (a multi-round call).
     server.era = Era::Modern;
-    let handle = Runtime::start(RuntimeConfig { handlers: silent_handlers(asked_tx), ..RuntimeConfig::new([server]) }).unwrap();
+    let handle = Runtime::builder(RuntimeConfig::new([server])).client_handlers(silent_handlers(asked_tx)).start().unwrap();
     assert!(handle.wait_ready(Duration::from_secs(20)).await);
     assert_eq!(live_connections(), 1);
 

@@ -28,6 +28,7 @@ use std::time::Duration;
 use mcpvisor::actors::guard::PanicNext;
 use mcpvisor::actors::hub::GetRegistry;
 use mcpvisor::actors::Event;
+use mcpvisor::error::Panicked;
 use mcpvisor::{CallError, ManageError};
 
 /// Every wait here ends.
@@ -45,6 +46,11 @@ async fn panicked(events: &mut mcpvisor::Events) -> (String, String) {
     tokio::time::timeout(DEADLINE, wait).await.expect("an ActorPanicked event within the deadline")
 }
 
+/// The panic a `PanicNext` injects into `actor`'s handler of `during`, as the caller gets it back.
+fn injected(actor: &str, during: &str) -> Panicked {
+    Panicked { actor: actor.into(), during: during.into(), message: "injected fault".into() }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_in_a_hub_handler_answers_that_message_with_a_typed_error_and_the_hub_serves_on() {
     let handle = start(vec![demo("kept", &[])]).await;
@@ -53,8 +59,11 @@ async fn a_panic_in_a_hub_handler_answers_that_message_with_a_typed_error_and_th
 
     let error = handle.add_server(demo("added", &[])).await.unwrap_err();
     let ManageError::Internal(panic) = &error else { panic!("expected ManageError::Internal, got {error:?}") };
-    assert_eq!((panic.actor.as_str(), panic.during.as_str()), ("hub", "AddServer"));
-    assert!(error.to_string().contains("please report it, then retry"), "{error}");
+    assert_eq!(panic, &injected("hub", "AddServer"));
+    assert_eq!(
+        error.to_string(),
+        "internal error in mcpvisor's hub while handling AddServer (panic: injected fault); this is a bug in mcpvisor: please report it, then retry"
+    );
     assert_eq!(panicked(&mut events).await, ("hub".to_string(), "AddServer".to_string()));
 
     // The same message works again, and the state from before the panic is intact.
@@ -74,7 +83,12 @@ async fn a_panic_in_a_registry_handler_fails_that_call_with_a_typed_error_and_th
 
     let error = handle.call_tool("mcp__fs__echo", args(json!({"text": "lost"}))).await.unwrap_err();
     let CallError::Internal { tool, panic } = &error else { panic!("expected CallError::Internal, got {error:?}") };
-    assert_eq!((tool.as_str(), panic.actor.as_str(), panic.during.as_str()), ("mcp__fs__echo", "registry", "CallTool"));
+    assert_eq!((tool.as_str(), panic), ("mcp__fs__echo", &injected("registry", "CallTool")));
+    assert_eq!(
+        error.to_string(),
+        "`mcp__fs__echo` failed: internal error in mcpvisor's registry while handling CallTool (panic: injected fault); \
+         this is a bug in mcpvisor: please report it, then retry"
+    );
     assert_eq!(panicked(&mut events).await, ("registry".to_string(), "CallTool".to_string()));
 
     assert_eq!(text(&handle.call_tool("mcp__fs__echo", args(json!({"text": "next"}))).await.unwrap()), "next");
@@ -98,7 +112,9 @@ async fn a_panic_in_a_turn_fails_that_turn_with_a_typed_error_and_the_agent_keep
     agent.panic_next("turn").await;
     let error = tokio::time::timeout(DEADLINE, ask("please echo second")).await.unwrap().unwrap_err();
     let AgentError::Internal(panic) = &error else { panic!("expected AgentError::Internal, got {error:?}") };
-    assert_eq!((panic.actor.as_str(), panic.during.as_str()), ("agent", "a turn"));
+    assert_eq!(panic, &injected("agent", "a turn"));
+    let expected = "the turn failed: internal error in mcpvisor's agent while handling a turn (panic: injected fault); this is a bug";
+    assert!(error.to_string().starts_with(expected), "{error}");
     let failed = tokio::time::timeout(DEADLINE, async {
         loop {
             if let Some(AgentEvent::TurnFailed { error, .. }) = heard.recv().await {

@@ -109,15 +109,18 @@ fn serve_over_stdio_with_a_client_without_roots_reads_a_file_in_dir() {
         setup.command(&["serve"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("serve starts");
     let log = collect(child.stderr.take().unwrap());
     let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut send = |message: Value| writeln!(stdin, "{message}").and_then(|()| stdin.flush()).expect("serve reads stdin");
     let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "no-roots", "version": "1"}});
     send(request(1, "initialize", init));
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     until_kept(&|| log.lock().unwrap().clone());
     send(request(2, "tools/call", json!({"name": "fs__read_text_file", "arguments": {"path": setup.file()}})));
+    // Read on a thread of its own, so that the wait for the answer has a deadline.
+    let (read, lines) = std::sync::mpsc::channel();
+    let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    std::thread::spawn(move || stdout.map_while(Result::ok).try_for_each(|line| read.send(line)));
     let answer = loop {
-        let line = lines.next().expect("serve answers").expect("stdout is readable");
+        let line = lines.recv_timeout(Duration::from_secs(60)).expect("serve answers within 60 s");
         let message: Value = serde_json::from_str(&line).unwrap();
         if message["id"] == 2 {
             break message;

@@ -170,7 +170,7 @@ async fn run_command_is_held_by_the_agent_sandbox() {
     let port = listener.local_addr().unwrap().port();
     let spec = SandboxSpec { network: Network::None, processes: Some(64), memory: Some(512 << 20), ..SandboxSpec::default() };
     let settings = BuiltinSettings { command_sandbox: Some(spec), ..BuiltinSettings::new(work.path()) };
-    let handle = start(vec![builtin_tools::server(settings)]).await;
+    let handle = start_in_process(vec![builtin_tools::server(settings)], vec![]).await;
 
     let read = run(&handle, &format!("cat {}", secret.display())).await;
     assert!(read.contains("Permission denied") && !read.contains("s3cret"), "{read}");

@@ -44,6 +44,7 @@ use super::client_requests::{Answerer, ClientHandlers};
 pub use super::messages::InjectPanic;
 pub use super::messages::{Forget, GetStatus, Reconnect, Request, Routed, SetEnabled, Shutdown, StateChanged, Whereabouts};
 use super::messages::{LogLevel, RootsChanged, SetLogLevel, SubscribeResource, UnsubscribeResource};
+use super::parts::ServerParts;
 use super::progress::{Progress, ProgressClock, ProgressRoute, ProgressSink};
 use super::reply::Reply;
 use super::rounds;
@@ -190,6 +191,8 @@ pub struct Links {
     pub handlers: ClientHandlers,
     /// Where each tool call is counted and audited.
     pub telemetry: Telemetry,
+    /// This server's own live parts (its in-process handler, its OAuth authorizer).
+    pub server: ServerParts,
 }
 
 pub struct Connection {
@@ -203,6 +206,8 @@ pub struct Connection {
     /// The server's and its tools' rate limits.
     limiter: Limiter,
     telemetry: Telemetry,
+    /// Given at start, kept across restarts: each run starts from them.
+    parts: ServerParts,
     /// Each called tool's counters, looked up once.
     tool_stats: HashMap<String, Arc<ToolStats>>,
     next_id: i64,
@@ -282,7 +287,7 @@ impl Connection {
     pub fn new(config: ServerConfig, links: Links) -> Self {
         #[cfg(feature = "fault-injection")]
         LIVE_CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let Links { registry, hub, events, handlers, telemetry } = links;
+        let Links { registry, hub, events, handlers, telemetry, server: parts } = links;
         let capabilities = handlers.capabilities();
         let answerer = Arc::new(Answerer::new(&config.name, handlers, &config.roots));
         let restarts = RestartTracker::new(config.restart, config.restart_limits);
@@ -300,6 +305,7 @@ impl Connection {
             restarts,
             limiter,
             telemetry,
+            parts,
             tool_stats: HashMap::new(),
             next_id: 0,
             generation: 0,

@@ -41,18 +41,24 @@ pub(super) struct Process {
 impl Process {
     /// Starts the server of run `generation` and attaches its output to the
     /// connection.
-    pub(super) fn start(config: &ServerConfig, generation: u64, ctx: &mut Context<Connection>) -> Result<Process, ConnectError> {
-        let remote = matches!(config.transport, Transport::Http | Transport::Sse);
-        let (kind, exit, input, output, log): (Kind, ExitWatch, Input, Output, Output) = match &config.in_process {
-            Some(handler) => {
+    pub(super) fn start(
+        config: &ServerConfig,
+        parts: &ServerParts,
+        generation: u64,
+        ctx: &mut Context<Connection>,
+    ) -> Result<Process, ConnectError> {
+        let (kind, exit, input, output, log): (Kind, ExitWatch, Input, Output, Output) = match config.transport {
+            Transport::InProcess => {
+                let handler = parts.in_process.as_ref().ok_or_else(|| ConnectError::NoHandler { server: config.name.clone() })?;
                 let peer = in_process::start(handler, &config.name);
                 (Kind::InProcess(peer.task), peer.exit, Box::new(peer.input), Box::new(peer.output), Box::new(peer.log))
             }
-            None if remote => {
-                let peer = http::start(config)?;
+            Transport::Http | Transport::Sse => {
+                let credentials = crate::oauth::credentials_for(config, parts.authorizer.clone());
+                let peer = http::start(config, credentials)?;
                 (Kind::Remote(peer.task), peer.exit, Box::new(peer.input), Box::new(peer.output), Box::new(peer.log))
             }
-            None => {
+            Transport::Stdio => {
                 let child = stdio::spawn(config)?;
                 let kind = Kind::Child { pid: child.pid, group: child.group, sandbox: child.sandbox, violation: child.violation };
                 (kind, child.exit, Box::new(child.stdin), Box::new(child.stdout), Box::new(child.stderr))

@@ -46,7 +46,7 @@ impl Connection {
             return;
         }
         let generation = self.generation + 1;
-        let process = match Process::start(&self.config, generation, ctx) {
+        let process = match Process::start(&self.config, &self.parts, generation, ctx) {
             Ok(process) => process,
             Err(error) => {
                 // A missing command does not appear by restarting: fail now.

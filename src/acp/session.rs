@@ -183,16 +183,20 @@ async fn add_servers(
         let host = EditorHost { room: room.clone(), offers: cx.offers };
         let command_env = builtin_tools::command_env(&cx.options.command_env);
         let mut builtin = builtin_tools::server_on(BuiltinSettings { command_env, ..BuiltinSettings::new(cwd) }, host);
-        builtin.name = scope.builtin.clone();
-        configs.push(builtin);
+        builtin.config.name = scope.builtin.clone();
+        configs.push((builtin.config, Some(builtin.handler)));
     }
     for server in servers {
-        configs.push(server_config(server, suffix, cwd)?);
+        configs.push((server_config(server, suffix, cwd)?, None));
     }
-    for config in configs {
+    for (config, handler) in configs {
         let name = config.name.clone();
         config.validate().map_err(|e| invalid(e.to_string()))?;
-        cx.handle.add_server(config).await.map_err(|e| invalid(format!("cannot add MCP server `{name}`: {e}")))?;
+        let added = match handler {
+            Some(handler) => cx.handle.add_in_process(config, handler).await,
+            None => cx.handle.add_server(config).await,
+        };
+        added.map_err(|e| invalid(format!("cannot add MCP server `{name}`: {e}")))?;
         scope.own.push(name);
     }
     Ok(())

@@ -60,7 +60,7 @@ pub use paths::Workspace;
 
 use crate::config::ServerConfig;
 use crate::protocol::ErrorObject;
-use crate::transport::in_process::ToolHandler;
+use crate::transport::in_process::{InProcessHandler, InProcessServer, ToolHandler};
 
 /// The server's name: its tools are `mcp__builtin__{tool}`.
 pub const SERVER_NAME: &str = "builtin";
@@ -125,19 +125,19 @@ pub fn command_env(names: &[String]) -> Vec<(OsString, OsString)> {
 }
 
 /// The `builtin` server on this machine.
-pub fn server(settings: BuiltinSettings) -> ServerConfig {
+pub fn server(settings: BuiltinSettings) -> InProcessServer {
     server_on(settings, Local)
 }
 
 /// The `builtin` server reaching files and commands through `host`.
-pub fn server_on(settings: BuiltinSettings, host: impl Host) -> ServerConfig {
+pub fn server_on(settings: BuiltinSettings, host: impl Host) -> InProcessServer {
     // The call time-out must not cut the longest command short: the
     // command's own time-out (and its SIGTERM grace) answers first.
     let longest = settings.max_command_timeout + command::TERM_GRACE + Duration::from_secs(5);
-    let mut config = ServerConfig::in_process(SERVER_NAME, Builtin { settings, host });
+    let mut config = ServerConfig::in_process(SERVER_NAME);
     config.timeouts.call = config.timeouts.call.max(longest);
     config.timeouts.max_call = config.timeouts.max_call.max(longest);
-    config
+    InProcessServer { config, handler: InProcessHandler::new(Builtin { settings, host }) }
 }
 
 struct Builtin<H> {

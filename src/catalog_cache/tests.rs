@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::actors::ServerState;
+use crate::pool::ServerState;
 
 fn config(name: &str) -> ServerConfig {
     ServerConfig::stdio(name, "server-binary", ["--flag"])

@@ -118,7 +118,7 @@ pub struct AgentSettings {
 }
 
 /// The built-in tools whose arguments a [`ToolRule`] may name (the names
-/// of `crate::builtin_tools`'s catalog; a test there keeps them equal).
+/// of the built-in tools server's catalog; a test there keeps them equal).
 pub const ARGUMENT_TOOLS: [&str; 4] = ["run_command", "read_file", "write_file", "list_directory"];
 
 /// One entry of `[agent] allow` or `deny`: `NAME` or `NAME(ARGUMENTS)`.

@@ -1,5 +1,5 @@
 //! The `[audit]` table of mcpvisor's TOML: where the audit log of tool
-//! calls goes (see [`crate::telemetry::audit`]).
+//! calls goes, as plain data; the telemetry writes the log these values describe.
 //!
 //! ```toml
 //! [audit]
@@ -14,14 +14,60 @@
 //! commands only when the user asks. A later file's table replaces an
 //! earlier one's whole.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use toml_edit::Item;
 
 use crate::error::ConfigError;
-use crate::telemetry::{AuditArguments, AuditConfig, AuditTarget};
 
 const KEYS: [&str; 5] = ["path", "max_size", "keep", "arguments", "buffer"];
+
+/// Where audit lines go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditTarget {
+    Stdout,
+    /// A file, created with its directory if needed, appended to.
+    File(PathBuf),
+}
+
+/// What a line says of the arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AuditArguments {
+    /// Their SHA-256 only: proves what was sent without keeping it.
+    #[default]
+    Digest,
+    /// The arguments, secrets masked.
+    Redacted,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditConfig {
+    pub target: AuditTarget,
+    /// A file is rotated before it would pass this many bytes.
+    pub max_size: u64,
+    /// Rotated files kept (`FILE.1` … `FILE.{keep}`).
+    pub keep: usize,
+    pub arguments: AuditArguments,
+    /// Lines waiting for the writer at most; more are dropped and counted.
+    pub buffer: usize,
+}
+
+impl AuditConfig {
+    /// A file with the defaults: 10 MB, 5 rotated files kept, digests.
+    pub fn file(path: impl Into<PathBuf>) -> AuditConfig {
+        AuditConfig {
+            target: AuditTarget::File(path.into()),
+            max_size: 10_000_000,
+            keep: 5,
+            arguments: AuditArguments::Digest,
+            buffer: 4096,
+        }
+    }
+
+    pub fn stdout() -> AuditConfig {
+        AuditConfig { target: AuditTarget::Stdout, ..AuditConfig::file("") }
+    }
+}
 
 /// Reads `[audit]` of the file at `path`.
 pub(crate) fn read(path: &Path, item: &Item) -> Result<AuditConfig, ConfigError> {

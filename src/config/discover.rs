@@ -87,7 +87,7 @@ pub struct LoadedConfig {
     /// The `[agent]` tables of mcpvisor's files, combined (project over user).
     pub agent: AgentSettings,
     /// The last `[audit]` table of mcpvisor's files (project over user).
-    pub audit: Option<crate::telemetry::AuditConfig>,
+    pub audit: Option<crate::config::AuditConfig>,
     /// The last `[serve]` table of mcpvisor's files (project over user).
     pub serve: Option<super::ServeSettings>,
 }

@@ -56,7 +56,6 @@ use crate::codec::DEFAULT_MAX_FRAME;
 use crate::error::ManageError;
 use crate::rate_limit::RateLimits;
 use crate::restart::{RestartLimits, RestartPolicy};
-use crate::transport::in_process::{InProcessHandler, ToolHandler};
 
 pub mod agent;
 mod audit;
@@ -77,9 +76,10 @@ mod serve;
 pub mod sources;
 
 pub use agent::{AgentSettings, ConfirmMode, ServerConfirm, ToolRule};
+pub use audit::{AuditArguments, AuditConfig, AuditTarget};
 pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
 pub use filter::ToolFilter;
-pub use oauth::{AuthorizerHandle, Grant, IdentityProvider, OAuthConfig};
+pub use oauth::{Grant, IdentityProvider, OAuthConfig};
 pub use redact::{Redactor, MASK};
 pub use sandbox::{Network, SandboxSpec};
 pub use serve::{check_token, ServeSettings};
@@ -150,6 +150,8 @@ pub enum Transport {
     Sse,
     /// Tools written in Rust, served inside this process
     /// ([`ServerConfig::in_process`]); never read from or written to a file.
+    /// The configuration only names the server: its handler is given to the
+    /// runtime when it starts (or with the server, when one is added later).
     InProcess,
 }
 
@@ -264,9 +266,6 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Calls per second and at once, for the server and for each tool.
     pub rate_limits: RateLimits,
-    /// The tools of an in-process server; set exactly when `transport` is
-    /// [`Transport::InProcess`].
-    pub in_process: Option<InProcessHandler>,
     /// The sandbox of a stdio server (`[servers.X.sandbox]`, or the file's
     /// `[sandbox] default`); `None`: none.
     pub sandbox: Option<SandboxSpec>,
@@ -300,7 +299,6 @@ impl ServerConfig {
             restart_limits: RestartLimits::default(),
             limits: Limits::default(),
             rate_limits: RateLimits::default(),
-            in_process: None,
             sandbox: None,
         }
     }
@@ -310,16 +308,11 @@ impl ServerConfig {
         ServerConfig { transport, url: Some(url.into()), ..ServerConfig::stdio(name, "", Vec::<String>::new()) }
     }
 
-    /// A server whose tools are `handler`'s, served inside this process
-    /// (see [`crate::transport::in_process`]), with every other field at
+    /// A server whose tools are served inside this process by a handler
+    /// the runtime is given under the same name, with every other field at
     /// its default. It speaks the `initialize` era: there is nothing to probe.
-    pub fn in_process(name: impl Into<String>, handler: impl ToolHandler) -> Self {
-        ServerConfig {
-            transport: Transport::InProcess,
-            era: Era::Legacy,
-            in_process: Some(InProcessHandler::new(handler)),
-            ..ServerConfig::stdio(name, "", Vec::<String>::new())
-        }
+    pub fn in_process(name: impl Into<String>) -> Self {
+        ServerConfig { transport: Transport::InProcess, era: Era::Legacy, ..ServerConfig::stdio(name, "", Vec::<String>::new()) }
     }
 
     pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
@@ -340,11 +333,6 @@ impl ServerConfig {
         let invalid = |message: &str| Err(ManageError::InvalidConfig { server: self.name.clone(), message: message.into() });
         if self.name.is_empty() {
             return invalid("the server name is empty");
-        }
-        if self.in_process.is_some() != (self.transport == Transport::InProcess) {
-            return invalid(
-                "an in-process handler goes with transport in-process, and only with it; build such a server with ServerConfig::in_process",
-            );
         }
         match self.transport {
             Transport::Stdio => {
@@ -388,13 +376,13 @@ fn is_http_url(url: &str) -> bool {
     (lower.starts_with("http://") && url.len() > 7) || (lower.starts_with("https://") && url.len() > 8)
 }
 
-/// Everything a runtime starts with.
-#[derive(Debug, Clone)]
+/// Everything a runtime starts with that a file can say: plain values,
+/// compared and printed. The live parts (in-process handlers, answerers of
+/// server requests, the telemetry, OAuth authorizers) are given to the
+/// runtime beside it when it starts.
+#[derive(Debug, Clone, PartialEq)]
 pub struct RuntimeConfig {
     pub servers: Vec<ServerConfig>,
-    /// Answerers of the requests servers send to the client (roots,
-    /// sampling, elicitation); each has a default.
-    pub handlers: crate::actors::client_requests::ClientHandlers,
     /// Make this process a child subreaper (Linux), so that the orphaned
     /// children of killed servers are reparented here and reaped, leaving no
     /// zombie even under an init that does not reap. On by default; an
@@ -407,20 +395,11 @@ pub struct RuntimeConfig {
     /// where every orphan is a server's descendant; needs `subreaper`. Off
     /// by default: an embedding program's own orphans would be ended too.
     pub end_orphans: bool,
-    /// Where every tool call is counted and, if an audit log is set,
-    /// written down ([`crate::telemetry`]); `Handle::metrics` reads it.
-    pub telemetry: crate::telemetry::Telemetry,
 }
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig {
-            servers: Vec::new(),
-            handlers: Default::default(),
-            subreaper: true,
-            end_orphans: false,
-            telemetry: Default::default(),
-        }
+        RuntimeConfig { servers: Vec::new(), subreaper: true, end_orphans: false }
     }
 }
 

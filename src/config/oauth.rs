@@ -26,12 +26,9 @@
 //! Exactly one of `assertion`, `assertion_file` and `identity_provider` goes
 //! with `jwt_bearer`, and none with another grant.
 
-use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use super::Keyword;
-use crate::oauth::Authorizer;
 
 /// The OAuth settings of one server. Text values may hold `$VAR` /
 /// `${VAR}` references (expanded with the rest of the configuration).
@@ -62,10 +59,6 @@ pub struct OAuthConfig {
     /// token for the assertion (enterprise-managed authorization). Boxed:
     /// few configurations have one.
     pub identity_provider: Option<Box<IdentityProvider>>,
-    /// Set in code only: who follows the authorization URL when a login is
-    /// needed while connecting. Without one a login is left to the user
-    /// (`needs_auth`).
-    pub authorizer: Option<AuthorizerHandle>,
     /// Set in code only: where tokens are kept instead of the user's
     /// configuration directory.
     pub token_dir: Option<PathBuf>,
@@ -84,7 +77,6 @@ impl Default for OAuthConfig {
             assertion: None,
             assertion_file: None,
             identity_provider: None,
-            authorizer: None,
             token_dir: None,
         }
     }
@@ -163,27 +155,3 @@ impl Keyword for Grant {
         ("jwt_bearer", Grant::JwtBearer),
     ];
 }
-
-/// An [`Authorizer`] inside a configuration: two are equal when they share it.
-#[derive(Clone)]
-pub struct AuthorizerHandle(pub Arc<dyn Authorizer>);
-
-impl AuthorizerHandle {
-    pub fn new(authorizer: impl Authorizer) -> Self {
-        AuthorizerHandle(Arc::new(authorizer))
-    }
-}
-
-impl fmt::Debug for AuthorizerHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("AuthorizerHandle")
-    }
-}
-
-impl PartialEq for AuthorizerHandle {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for AuthorizerHandle {}

@@ -290,6 +290,26 @@ impl Redactor {
         Some(mask_spans(text, &patterns::merge(spans)).into_owned())
     }
 
+    /// Masks JSON whose keys name their values, such as a tool call's
+    /// arguments: a string under a secret-looking key (`looks_secret`, at
+    /// any depth below it) is masked whole when it could be a secret (the
+    /// rule of a configuration's `env`), then every string as [`Redactor::json`]
+    /// does. Numbers, booleans, nulls, keys and the structure stay.
+    pub fn named_json(&self, value: &mut serde_json::Value) {
+        let mut stack = vec![(&mut *value, false)];
+        while let Some((value, under_secret_name)) = stack.pop() {
+            match value {
+                serde_json::Value::String(text) if under_secret_name && could_be_secret(text) => *text = MASK.into(),
+                serde_json::Value::Array(items) => stack.extend(items.iter_mut().map(|item| (item, under_secret_name))),
+                serde_json::Value::Object(map) => {
+                    stack.extend(map.iter_mut().map(|(key, item)| (item, under_secret_name || looks_secret(key))))
+                }
+                _ => {}
+            }
+        }
+        self.json(value);
+    }
+
     /// Masks the secrets inside every string value of `value` (keys, numbers,
     /// booleans and the structure stay). Deep values do not grow the stack.
     pub fn json(&self, value: &mut serde_json::Value) {

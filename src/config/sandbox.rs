@@ -1,6 +1,6 @@
 //! `[servers.X.sandbox]`, `[sandbox] default` and `[agent.sandbox]`: what a
 //! sandboxed process may touch, as plain values. Enforcing them is
-//! `crate::sandbox`'s work.
+//! the sandbox service's work, a layer above.
 
 use std::path::{Path, PathBuf};
 

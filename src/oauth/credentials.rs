@@ -120,9 +120,9 @@ impl OAuthCredentials {
 
     /// What the transport uses for a server with `auth = { type = "oauth" }`
     /// or no `auth`: tokens in the configuration's `token_dir`, else the
-    /// user's directory; logins through the configuration's authorizer,
-    /// else left to the user.
-    pub fn for_server(server: &ServerConfig) -> Result<Arc<dyn Credentials>, CredentialsError> {
+    /// user's directory; logins through `authorizer` (the runtime's, given
+    /// for this server), else left to the user.
+    pub fn for_server(server: &ServerConfig, authorizer: Option<Arc<dyn Authorizer>>) -> Result<Arc<dyn Credentials>, CredentialsError> {
         let oauth = match &server.auth {
             Some(Auth::OAuth(config)) => Some(config),
             _ => None,
@@ -131,7 +131,6 @@ impl OAuthCredentials {
             Some(dir) => Some(TokenStore::new(dir)),
             None => TokenStore::user(|name| std::env::var(name).ok()),
         };
-        let authorizer = oauth.and_then(|c| c.authorizer.as_ref()).map(|handle| handle.0.clone());
         let credentials = OAuthCredentials::new(server, store, authorizer).map_err(|e| CredentialsError { message: e.to_string() })?;
         Ok(Arc::new(credentials))
     }

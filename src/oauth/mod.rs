@@ -1,6 +1,6 @@
 //! OAuth 2.1 for remote MCP servers, as the MCP authorization
 //! specifications (2025-11-25 and 2026-07-28) ask, behind the transport's
-//! [`Credentials`](crate::transport::credentials::Credentials) seam.
+//! [`Credentials`] seam.
 //!
 //! | file | concept |
 //! | --- | --- |
@@ -32,6 +32,12 @@ mod login;
 mod registration;
 mod store;
 
+use std::sync::Arc;
+
+use crate::config::{Auth, ServerConfig};
+use crate::transport::credentials::Credentials;
+use crate::transport::http::StaticCredentials;
+
 pub use challenge::BearerChallenge;
 pub use credentials::{LoggedIn, OAuthCredentials, EXPIRY_MARGIN_SECS, LOGIN_TIMEOUT, MAX_STEP_UPS, RENEWAL_GRACE};
 pub use login::{Authorizer, FollowRedirects, SystemBrowser, CALLBACK_PATH};
@@ -48,5 +54,43 @@ pub struct OAuthError {
 impl OAuthError {
     pub fn new(message: impl Into<String>) -> OAuthError {
         OAuthError { message: message.into() }
+    }
+}
+
+/// The credentials of `config`'s remote server: the one place that picks
+/// their kind. OAuth for `auth = { type = "oauth" }` and for a server
+/// without `auth` (a 401 starts discovery), its logins through
+/// `authorizer`; the static kind otherwise, or when the OAuth client cannot
+/// be made (its refusal then says what to configure).
+pub fn credentials_for(config: &ServerConfig, authorizer: Option<Arc<dyn Authorizer>>) -> Arc<dyn Credentials> {
+    match &config.auth {
+        None | Some(Auth::OAuth(_)) => match OAuthCredentials::for_server(config, authorizer) {
+            Ok(credentials) => credentials,
+            Err(error) => {
+                tracing::warn!(server = %config.name, "OAuth is not available for this server: {error}");
+                Arc::new(StaticCredentials::new(config))
+            }
+        },
+        Some(_) => Arc::new(StaticCredentials::new(config)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Transport;
+    use crate::transport::credentials::RequestLine;
+
+    fn sent(auth: Option<Auth>) -> Vec<(String, String)> {
+        let mut config = ServerConfig::remote("r", Transport::Http, "http://x/mcp");
+        config.auth = auth;
+        let request = RequestLine { method: "POST", url: "http://x/mcp" };
+        futures::executor::block_on(credentials_for(&config, None).headers(request)).unwrap()
+    }
+
+    #[test]
+    fn static_auth_gets_its_header_and_no_auth_gets_oauth_which_sends_none_before_a_login() {
+        assert_eq!(sent(Some(Auth::Bearer { token: "t0k".into() })), [("Authorization".into(), "Bearer t0k".into())]);
+        assert_eq!(sent(None), Vec::<(String, String)>::new());
     }
 }

@@ -17,7 +17,7 @@ pub const PROMPTS_GET: &str = "prompts/get";
 pub const COMPLETE: &str = "completion/complete";
 pub const SET_LOG_LEVEL: &str = "logging/setLevel";
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
-/// The skills extension (SEP-2640, [`crate::skills`]).
+/// The skills extension (SEP-2640; its data types are the crate's `skills` module).
 pub const SKILLS_LIST: &str = "skills/list";
 pub const SKILLS_GET: &str = "skills/get";
 

@@ -1,7 +1,8 @@
 //! The skills extension (SEP-2640, `io.modelcontextprotocol/skills`) as
 //! data: a server's skill entries and the checks a host makes on what it
-//! reads. The requests are typed operations in [`crate::actors::skills`];
-//! [`crate::Handle::list_skills`] and friends are the embedder's door.
+//! reads. The requests are typed operations of the actors (`actors::skills`,
+//! a layer up, which uses these types); `Handle::list_skills` and friends are
+//! the embedder's door.
 //!
 //! Invariants:
 //! - discovery never reads a file: an entry ([`Skill`]) carries the

@@ -7,9 +7,10 @@
 //! carried (`CallTool::with_caller`: a gateway puts its client session
 //! there), `null` if none. `arguments` is the SHA-256 of the arguments'
 //! JSON (keys sorted), or, with [`AuditArguments::Redacted`], the arguments
-//! with secrets masked: values under secret-looking keys (`token`,
-//! `password`, `api_key`, ...) and every secret of the server's
-//! configuration or with a secret's shape (the crate's [`Redactor`]).
+//! with secrets masked by the crate's one rule ([`Redactor::named_json`]):
+//! values under secret-looking keys (`token`, `password`, `api_key`, ...)
+//! that could be secrets, exactly as a configuration's `env` values are,
+//! and every secret of the server's configuration or with a secret's shape.
 //! `outcome` is a [`Outcome`] label; `error_kind` the [`CallError::kind`].
 //!
 //! Invariants:
@@ -38,58 +39,11 @@ use serde_json::Value;
 
 use super::{CallStart, Outcome};
 use crate::config::redact::Redactor;
-use crate::config::redact::{looks_secret, MASK};
+pub use crate::config::{AuditArguments, AuditConfig, AuditTarget};
 
 /// How long the writer lets lines gather after each write: at most this
 /// late on disk, and at most `buffer` lines in the meantime.
 const GATHER: Duration = Duration::from_millis(5);
-
-/// Where audit lines go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AuditTarget {
-    Stdout,
-    /// A file, created with its directory if needed, appended to.
-    File(PathBuf),
-}
-
-/// What a line says of the arguments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum AuditArguments {
-    /// Their SHA-256 only: proves what was sent without keeping it.
-    #[default]
-    Digest,
-    /// The arguments, secrets masked.
-    Redacted,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditConfig {
-    pub target: AuditTarget,
-    /// A file is rotated before it would pass this many bytes.
-    pub max_size: u64,
-    /// Rotated files kept (`FILE.1` … `FILE.{keep}`).
-    pub keep: usize,
-    pub arguments: AuditArguments,
-    /// Lines waiting for the writer at most; more are dropped and counted.
-    pub buffer: usize,
-}
-
-impl AuditConfig {
-    /// A file with the defaults: 10 MB, 5 rotated files kept, digests.
-    pub fn file(path: impl Into<PathBuf>) -> AuditConfig {
-        AuditConfig {
-            target: AuditTarget::File(path.into()),
-            max_size: 10_000_000,
-            keep: 5,
-            arguments: AuditArguments::Digest,
-            buffer: 4096,
-        }
-    }
-
-    pub fn stdout() -> AuditConfig {
-        AuditConfig { target: AuditTarget::Stdout, ..AuditConfig::file("") }
-    }
-}
 
 enum Job {
     Line(String),
@@ -190,26 +144,10 @@ impl Draft {
     }
 }
 
-/// The arguments with values under secret-looking keys and known secrets masked.
+/// The arguments as the one redaction rule shows them ([`Redactor::named_json`]).
 fn redacted(arguments: &serde_json::Map<String, Value>, redactor: &Redactor) -> Value {
     let mut value = Value::Object(arguments.clone());
-    let mut stack = vec![&mut value];
-    while let Some(value) = stack.pop() {
-        match value {
-            Value::Object(map) => {
-                for (key, value) in map.iter_mut() {
-                    if looks_secret(key) && !matches!(value, Value::Null | Value::Bool(_)) {
-                        *value = Value::from(MASK);
-                    } else {
-                        stack.push(value);
-                    }
-                }
-            }
-            Value::Array(items) => stack.extend(items.iter_mut()),
-            _ => {}
-        }
-    }
-    redactor.json(&mut value);
+    redactor.named_json(&mut value);
     value
 }
 
@@ -324,6 +262,7 @@ fn rotate(path: &Path, keep: usize) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::MASK;
 
     #[test]
     fn a_writer_that_falls_behind_makes_lines_drop_and_be_counted_never_wait() {
@@ -340,6 +279,31 @@ mod tests {
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_millis(1_795_451_492_120)), "2026-11-23T16:31:32.120Z");
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00.000Z");
+    }
+
+    /// One rule: an argument is masked exactly when the same name and value
+    /// in a server's `env` would be (numbers, setting words and `${VAR}`
+    /// references under secret-looking names stay visible in both).
+    #[test]
+    fn arguments_are_masked_exactly_as_configuration_values_are() {
+        let named = [
+            ("API_KEY", "abc"),
+            ("MAX_TOKENS", "1000"),
+            ("AUTH_REQUIRED", "false"),
+            ("ACCESS_TOKEN", "${TOKEN}"),
+            ("PASSWORD", "hunter2"),
+            ("PATH_HINT", "/tmp/x"),
+            ("NOTE", "plain words"),
+        ];
+        let config = named.iter().fold(crate::config::ServerConfig::stdio("s", "c", ["a"]), |c, (k, v)| c.with_env(*k, *v));
+        let by_config = config.redacted().env;
+        let arguments = named.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect();
+        let Value::Object(by_audit) = redacted(&arguments, &Redactor::default()) else { unreachable!() };
+        for (name, value) in named {
+            let (config_masked, audit_masked) = (by_config[name] == MASK, by_audit[name] == MASK);
+            assert_eq!(audit_masked, config_masked, "{name} = {value}: audit masked {audit_masked}, configuration {config_masked}");
+        }
+        assert!(by_config["API_KEY"] == MASK && by_config["MAX_TOKENS"] == "1000", "the cases cover both answers");
     }
 
     #[test]

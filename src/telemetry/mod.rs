@@ -1,8 +1,9 @@
 //! What operators watch: call metrics ([`metrics`], rendered for
 //! Prometheus by [`prometheus`]) and the audit log ([`audit`]).
 //!
-//! One [`Telemetry`] per runtime ([`crate::config::RuntimeConfig::telemetry`]),
-//! shared by every connection. Each tool call that enters a connection
+//! One [`Telemetry`] per runtime (a live part, given with
+//! `Runtime::builder(config).telemetry(..)`), shared by every connection.
+//! Each tool call that enters a connection
 //! (the seam of `actors::connection::calls`, which every call passes,
 //! routed or sent directly) gets a `CallWatch`; when the call is answered
 //! the watch counts it, times it and writes its audit line. A call whose

@@ -327,7 +327,7 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
 /// Linux ties the signal to the *thread* that forked the child, not to the
 /// process: servers are spawned by their connection actor, on the thread of
 /// the actix System that runs the Hub (the `mcpvisor-runtime` thread of
-/// [`crate::Runtime`]), which lives exactly as long as the runtime. Spawning
+/// the runtime), which lives exactly as long as the runtime. Spawning
 /// from a short-lived thread would kill the server when that thread ends.
 fn die_with_this_thread(command: &mut Command) {
     let parent = std::process::id() as libc::pid_t;

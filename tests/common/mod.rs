@@ -10,8 +10,9 @@ use rmcp::model::{ElicitResult, ElicitationAction};
 use serde_json::{json, Value};
 
 use mcpvisor::config::{RuntimeConfig, ServerConfig};
+use mcpvisor::transport::in_process::InProcessServer;
 use mcpvisor::transport::stdio::{group_members, proc_info, ProcInfo, ProcessGroup};
-use mcpvisor::{CallToolResult, Handle, JsonObject, Runtime, ServerState, ServerStatus};
+use mcpvisor::{CallToolResult, Handle, JsonObject, Runtime, RuntimeBuilder, ServerState, ServerStatus};
 
 /// A demo server named `name`, started with extra `flags`.
 pub fn demo(name: &str, flags: &[&str]) -> ServerConfig {
@@ -21,7 +22,21 @@ pub fn demo(name: &str, flags: &[&str]) -> ServerConfig {
 
 /// Starts a runtime and waits until every server has settled.
 pub async fn start(servers: Vec<ServerConfig>) -> Handle {
-    let handle = Runtime::start(RuntimeConfig::new(servers)).expect("runtime starts");
+    start_built(Runtime::builder(RuntimeConfig::new(servers))).await
+}
+
+/// Starts a runtime serving `in_process` beside `servers` and waits until every server has settled.
+pub async fn start_in_process(in_process: Vec<InProcessServer>, servers: Vec<ServerConfig>) -> Handle {
+    let mut config = RuntimeConfig::new(servers);
+    config.servers.extend(in_process.iter().map(|server| server.config.clone()));
+    let runtime =
+        in_process.into_iter().fold(Runtime::builder(config), |runtime, server| runtime.in_process(server.config.name, server.handler));
+    start_built(runtime).await
+}
+
+/// Starts a runtime given its live parts and waits until every server has settled.
+pub async fn start_built(runtime: RuntimeBuilder) -> Handle {
+    let handle = runtime.start().expect("runtime starts");
     assert!(handle.wait_ready(Duration::from_secs(20)).await, "servers did not settle within 20 s");
     handle
 }

@@ -164,6 +164,9 @@ pub struct SseReader {
     buffer: String,
 }
 
+/// How long an event stream may stay silent before the test fails (a bound against hangs, not a timing check).
+const CHUNK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl SseReader {
     pub fn new(response: reqwest::Response) -> SseReader {
         SseReader { response, buffer: String::new() }
@@ -190,7 +193,10 @@ impl SseReader {
                 let data = serde_json::from_str(&data).unwrap_or(Value::String(data));
                 return Some(Sse { id, event, data });
             }
-            let chunk = self.response.chunk().await.ok()??;
+            let chunk = tokio::time::timeout(CHUNK_PATIENCE, self.response.chunk())
+                .await
+                .unwrap_or_else(|_| panic!("the event stream sent nothing for {CHUNK_PATIENCE:?}; read so far: {:?}", self.buffer))
+                .ok()??;
             self.buffer.push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));
         }
     }

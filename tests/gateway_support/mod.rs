@@ -22,6 +22,14 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_mcpvisor");
 /// How long any one awaited answer may take before the test fails (a bound against hangs, not a timing check).
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
+/// How often a test asks again for a state it waits for (the status resource).
+pub const POLL: Duration = Duration::from_millis(20);
+
+/// Awaits `wait`, failing the test after [`PATIENCE`] with `what` it waited for: no wait without a deadline.
+pub async fn within<T>(what: &str, wait: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(PATIENCE, wait).await.unwrap_or_else(|_| panic!("waited {PATIENCE:?} for {what}"))
+}
+
 /// Answers the gateway's requests: `(method, params)` → result, or `None` to answer an error.
 pub type Answerer = Box<dyn FnMut(&str, &Value) -> Option<Value> + Send>;
 
@@ -209,6 +217,20 @@ impl Gateway {
     pub async fn statuses(&mut self) -> Vec<Value> {
         let read = self.result("resources/read", json!({"uri": "mcpvisor://status"})).await;
         serde_json::from_str(read["contents"][0]["text"].as_str().unwrap()).unwrap()
+    }
+
+    /// The statuses once `done` holds for them, asked every [`POLL`]; fails after
+    /// [`PATIENCE`] naming `what` it waited for and showing the last statuses.
+    pub async fn statuses_until(&mut self, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let statuses = self.statuses().await;
+            if done(&statuses) {
+                return statuses;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "waited {PATIENCE:?} for {what}; last statuses: {statuses:#?}");
+            tokio::time::sleep(POLL).await;
+        }
     }
 
     /// The served tools' names.

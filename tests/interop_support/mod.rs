@@ -196,11 +196,8 @@ pub fn user(roots: &[&str]) -> (ClientHandlers, Arc<Mutex<Asked>>) {
 
 pub async fn start(config: ServerConfig, handlers: Option<ClientHandlers>) -> Handle {
     let name = config.name.clone();
-    let mut runtime = RuntimeConfig::new([config]);
-    if let Some(handlers) = handlers {
-        runtime.handlers = handlers;
-    }
-    let handle = Runtime::start(runtime).expect("the runtime starts");
+    let handle =
+        Runtime::builder(RuntimeConfig::new([config])).client_handlers(handlers.unwrap_or_default()).start().expect("the runtime starts");
     assert!(handle.wait_ready(Duration::from_secs(60)).await, "{name} did not settle within 60 s");
     let status = status_of(&handle, &name).await;
     assert_eq!(status.state, ServerState::Connected, "{name}: {status:?}");

@@ -249,7 +249,8 @@ async fn add_builtin(session: &Session, servers: &Servers, workspace: std::path:
         command_sandbox: sandbox,
         ..BuiltinSettings::new(workspace)
     };
-    if let Err(error) = session.handle.add_server(builtin_tools::server(settings)).await {
+    let builtin = builtin_tools::server(settings);
+    if let Err(error) = session.handle.add_in_process(builtin.config, builtin.handler).await {
         warn(format_args!("the built-in tools are not available: {error}"));
     }
     session.settle().await;

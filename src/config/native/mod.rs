@@ -54,7 +54,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<ServerConfig>, ConfigError> 
 }
 
 /// The `[audit]` table of `text`, if it has one.
-pub fn parse_audit(path: &Path, text: &str) -> Result<Option<crate::telemetry::AuditConfig>, ConfigError> {
+pub fn parse_audit(path: &Path, text: &str) -> Result<Option<crate::config::AuditConfig>, ConfigError> {
     let document = parse_document(path, text)?;
     document.get("audit").map(|item| super::audit::read(path, item)).transpose()
 }

@@ -1,34 +1,16 @@
-//! Which credentials a remote server gets, and the static kind: the
+//! The static credentials of a remote server (which kind a server gets is
+//! chosen by `oauth::credentials_for`, beside the OAuth kind): the
 //! `auth` of its configuration (`bearer`, `basic`, `api_key`) and its raw
 //! `headers`, with `${VAR}` references already expanded
 //! ([`crate::config::ServerConfig::expanded`]). Nothing here can renew a
 //! refused value: a refusal means the configuration must change, so the
 //! server waits for that (`needs_auth`) instead of retrying in a loop.
 
-use std::sync::Arc;
-
 use base64::Engine;
 use futures::future::BoxFuture;
 
 use crate::config::{Auth, ServerConfig};
 use crate::transport::credentials::{Challenge, Credentials, CredentialsError, Renewal, RequestLine};
-
-/// The credentials of `config`'s server: the one place that picks their kind.
-/// OAuth for `auth = { type = "oauth" }` and for a server without `auth`
-/// (a 401 starts discovery); the static kind otherwise, or when the OAuth
-/// client cannot be made (its refusal then says what to configure).
-pub fn credentials_for(config: &ServerConfig) -> Arc<dyn Credentials> {
-    match &config.auth {
-        None | Some(Auth::OAuth(_)) => match crate::oauth::OAuthCredentials::for_server(config) {
-            Ok(credentials) => credentials,
-            Err(error) => {
-                tracing::warn!(server = %config.name, "OAuth is not available for this server: {error}");
-                Arc::new(StaticCredentials::new(config))
-            }
-        },
-        Some(_) => Arc::new(StaticCredentials::new(config)),
-    }
-}
 
 /// Headers fixed by the configuration.
 #[derive(Clone)]
@@ -93,7 +75,7 @@ mod tests {
         let mut config = ServerConfig::remote("r", Transport::Http, "http://x/mcp");
         config.auth = Some(auth);
         let request = RequestLine { method: "POST", url: "http://x/mcp" };
-        futures::executor::block_on(credentials_for(&config).headers(request)).unwrap()
+        futures::executor::block_on(StaticCredentials::new(&config).headers(request)).unwrap()
     }
 
     #[test]
@@ -109,7 +91,7 @@ mod tests {
         let mut config = ServerConfig::remote("r", Transport::Http, "http://x/mcp");
         config.auth = Some(Auth::Bearer { token: "s3cret-value".into() });
         let challenge = Challenge { status: 401, www_authenticate: None, resource: "http://x/mcp".into() };
-        let renewal = futures::executor::block_on(credentials_for(&config).refused(challenge)).unwrap();
+        let renewal = futures::executor::block_on(StaticCredentials::new(&config).refused(challenge)).unwrap();
         let Renewal::NeedsLogin { message } = renewal else { panic!("{renewal:?}") };
         assert!(message.contains("server `r`") && message.contains("HTTP 401"), "{message}");
         assert!(!message.contains("s3cret"), "{message}");

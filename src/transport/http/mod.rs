@@ -45,8 +45,9 @@ use tokio::task::AbortHandle;
 use super::{ExitInfo, ExitWatch};
 use crate::config::ServerConfig;
 use crate::error::ConnectError;
+use crate::transport::credentials::Credentials;
 
-pub use credentials::{credentials_for, StaticCredentials};
+pub use credentials::StaticCredentials;
 use link::Ending;
 
 /// Bytes each in-memory pipe holds before its writer has to wait.
@@ -137,7 +138,7 @@ impl RemoteTask {
 
 /// Starts the bridge to the remote server of `config` (`transport` is
 /// `http` or `sse`, values already expanded). Must run inside a tokio runtime.
-pub fn start(config: &ServerConfig) -> Result<RemotePeer, ConnectError> {
+pub fn start(config: &ServerConfig, credentials: Arc<dyn Credentials>) -> Result<RemotePeer, ConnectError> {
     let url = config.url.as_deref().unwrap_or_default();
     let url = reqwest::Url::parse(url).map_err(|e| ConnectError::Protocol {
         server: config.name.clone(),
@@ -159,7 +160,7 @@ pub fn start(config: &ServerConfig) -> Result<RemotePeer, ConnectError> {
         name: config.name.clone(),
         url,
         http,
-        credentials: credentials_for(config),
+        credentials,
         headers: config.headers.clone().into_iter().collect(),
         max_frame: config.limits.max_frame,
         ending: ending.clone(),

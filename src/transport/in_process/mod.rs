@@ -1,8 +1,10 @@
 //! In-process servers: tools written in Rust, served inside the runtime's
 //! own process through the same seam as a child process.
 //!
-//! An embedding program implements [`ToolHandler`] and registers it with
-//! [`crate::config::ServerConfig::in_process`]. Each time its connection
+//! An embedding program implements [`ToolHandler`], names the server in its
+//! configuration ([`ServerConfig::in_process`]) and gives the handler to the
+//! runtime under that name (`Runtime::builder(config).in_process(name,
+//! handler)`, or `Handle::add_in_process` later). Each time its connection
 //! starts it, [`start`] runs a serve loop as a task of the runtime, joined
 //! to the connection by in-memory pipes (`tokio::io::duplex`, one per
 //! direction, each holding at most [`PIPE_BYTES`]) that carry the same
@@ -42,6 +44,7 @@ use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
 use super::{ExitInfo, ExitWatch};
+use crate::config::ServerConfig;
 use crate::protocol::ErrorObject;
 
 /// Bytes each in-memory pipe holds before its writer has to wait: the
@@ -55,9 +58,9 @@ pub const PANICKED: ExitInfo = ExitInfo { code: Some(101), signal: None };
 ///
 /// ```
 /// use futures::future::BoxFuture;
-/// use mcpvisor::config::ServerConfig;
+/// use mcpvisor::config::RuntimeConfig;
 /// use mcpvisor::protocol::ErrorObject;
-/// use mcpvisor::{CallToolResult, ContentBlock, JsonObject, Tool, ToolHandler};
+/// use mcpvisor::{CallToolResult, ContentBlock, JsonObject, Runtime, Tool, ToolHandler};
 ///
 /// struct Clock;
 ///
@@ -75,8 +78,9 @@ pub const PANICKED: ExitInfo = ExitInfo { code: Some(101), signal: None };
 ///     }
 /// }
 ///
-/// let server = ServerConfig::in_process("clock", Clock); // its tool: mcp__clock__now
-/// assert!(server.validate().is_ok());
+/// // The server `clock` (its tool: mcp__clock__now), served by `Clock`:
+/// let runtime = Runtime::builder(RuntimeConfig::default()).in_process("clock", Clock);
+/// assert_eq!(runtime.config().servers[0].name, "clock");
 /// ```
 pub trait ToolHandler: Send + Sync + 'static {
     /// The tools offered. Called once each time the server starts.
@@ -116,6 +120,20 @@ impl PartialEq for InProcessHandler {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.handler, &other.handler)
     }
+}
+
+impl<H: ToolHandler> From<H> for InProcessHandler {
+    fn from(handler: H) -> Self {
+        InProcessHandler::new(handler)
+    }
+}
+
+/// An in-process server as a runtime is given it: its configuration (plain
+/// data that names it) and its handler (the live part).
+#[derive(Debug, Clone)]
+pub struct InProcessServer {
+    pub config: ServerConfig,
+    pub handler: InProcessHandler,
 }
 
 /// A started in-process server: the connection's ends of its pipes, its

@@ -1,0 +1,207 @@
+//! The layers of src/lib.rs's table hold: every import points down a layer
+//! or stays in its layer without a loop (docs/architecture.md, "Layers").
+
+mod architecture_support;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use architecture_support::{check, graph, layer_table, read_tree, references, Findings, Graph, Source};
+
+/// Arrows that point up a layer today, each `"from -> to"` (issue 21: config
+/// is data, one server side). The list can only shrink: the test fails when
+/// an arrow appears that is not here, and when one listed here is gone.
+const KNOWN_UPWARD: &[&str] = &[
+    // One server side (issue 21, item 2): the session actor stands on the gateway's fronts' module.
+    "actors::gateway -> gateway",
+    "actors::gateway -> handle",
+];
+
+/// Loops between modules today, each its modules sorted and joined by
+/// `" <-> "` (issue 21). Like [`KNOWN_UPWARD`], exact both ways.
+const KNOWN_LOOPS: &[&str] = &["actors::gateway <-> gateway"];
+
+#[test]
+fn every_import_points_down_and_no_modules_form_a_loop() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sources = read_tree(root);
+    let lib_rs = &sources.iter().find(|s| s.path == "src/lib.rs").expect("src/lib.rs is read").text;
+    let table = layer_table(lib_rs);
+    assert!(
+        table.len() >= 20,
+        "the layer table in src/lib.rs's crate doc was not found (rows `| [`module`] | N name | ... |`); read: {table:?}"
+    );
+    let graph = graph(&sources);
+    assert!(graph.modules.contains("actors::hub"), "the actors were not read from actors/: {:?}", graph.modules);
+    let findings = check(&graph, &table);
+    let problems = problems(&graph, &findings, KNOWN_UPWARD, KNOWN_LOOPS);
+    assert!(problems.is_empty(), "the layers of src/lib.rs do not hold:\n{}", problems.join("\n"));
+}
+
+/// Every finding not allowed by the lists, and every listed arrow or loop that no longer exists.
+fn problems(graph: &Graph, findings: &Findings, known_upward: &[&str], known_loops: &[&str]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for module in &findings.unplaced {
+        problems.push(format!("module `{module}` has no row in the layer table of src/lib.rs: place it in a layer"));
+    }
+    for row in &findings.unknown_rows {
+        problems.push(format!("the layer table of src/lib.rs names `{row}`, which is no module: remove the row"));
+    }
+    let upward: BTreeSet<String> = findings.upward.iter().map(|(from, to, _)| format!("{from} -> {to}")).collect();
+    for (from, to, file) in &findings.upward {
+        if !known_upward.contains(&format!("{from} -> {to}").as_str()) {
+            problems.push(format!("{from} -> {to} points up a layer (e.g. {file})"));
+        }
+    }
+    for known in known_upward {
+        if !upward.contains(*known) {
+            problems.push(format!("KNOWN_UPWARD lists `{known}`, which no longer points up: remove it from tests/architecture.rs"));
+        }
+    }
+    let loops: BTreeSet<String> = findings.loops.iter().map(|set| set.join(" <-> ")).collect();
+    for set in &findings.loops {
+        let name = set.join(" <-> ");
+        if !known_loops.contains(&name.as_str()) {
+            let inside = graph.arrows.iter().filter(|((from, to), _)| set.contains(from) && set.contains(to));
+            let arrows: Vec<String> = inside.map(|((from, to), file)| format!("    {from} -> {to}   ({file})")).collect();
+            problems.push(format!("loop: {name}\n{}", arrows.join("\n")));
+        }
+    }
+    for known in known_loops {
+        if !loops.contains(*known) {
+            problems
+                .push(format!("KNOWN_LOOPS lists `{known}`, which is no longer a loop: remove it (or put the smaller loop in its place)"));
+        }
+    }
+    problems
+}
+
+// The checker checked: small made-up trees, so that it cannot pass by finding nothing.
+
+const LIB_RS: &str = "//! | module | layer | what |
+//! | --- | --- | --- |
+//! | [`protocol`] | 1 data | |
+//! | [`config`] | 1 data | |
+//! | `transport` | 2 services | |
+//! | [`actors`] | 3 actors | |
+//! | [`handle`] | 4 fronts | |
+pub mod protocol;
+pub use handle::{Handle, Runtime};
+pub use actors::hub::Hub;
+";
+
+fn findings_of(files: &[(&str, &str)]) -> (Graph, Findings) {
+    let mut sources: Vec<Source> = files.iter().map(|(path, text)| Source { path: path.to_string(), text: text.to_string() }).collect();
+    sources.push(Source { path: "src/lib.rs".into(), text: LIB_RS.into() });
+    let graph = graph(&sources);
+    let findings = check(&graph, &layer_table(LIB_RS));
+    (graph, findings)
+}
+
+const CLEAN: &[(&str, &str)] = &[
+    ("src/protocol/mod.rs", "pub mod era;\n"),
+    ("src/protocol/era.rs", "pub struct Era;\n"),
+    ("src/config/mod.rs", "use crate::protocol::era::Era;\n"),
+    ("src/transport/mod.rs", "use crate::{config, protocol::{era::Era}};\n"),
+    ("src/handle.rs", "use crate::actors::hub::Hub;\n"),
+    ("actors/mod.rs", "pub mod hub;\npub mod registry;\npub use crate::config::Config;\n"),
+    ("actors/hub.rs", "use super::registry::Registry;\nuse crate::transport::Pipe;\n"),
+    ("actors/registry.rs", "pub struct Registry;\n"),
+];
+
+#[test]
+fn a_clean_tree_passes() {
+    let (graph, findings) = findings_of(CLEAN);
+    assert_eq!(findings, Findings::default(), "arrows read: {:?}", graph.arrows.keys().collect::<Vec<_>>());
+    // It passes because the arrows are down, not because none were read.
+    let read: Vec<String> = graph.arrows.keys().map(|(from, to)| format!("{from} -> {to}")).collect();
+    let expected = ["actors -> config", "actors::hub -> actors::registry", "actors::hub -> transport", "config -> protocol"];
+    for arrow in expected.iter().chain(&["handle -> actors::hub", "transport -> config", "transport -> protocol"]) {
+        assert!(read.contains(&arrow.to_string()), "{arrow} was not read; read: {read:?}");
+    }
+}
+
+#[test]
+fn an_upward_import_is_found_in_code_in_a_group_and_in_a_doc_link() {
+    for (text, to) in [
+        ("fn f() { crate::actors::hub::Hub::stop(); }", "actors::hub"),
+        ("use crate::{protocol::era::Era, actors::{hub::{self, Hub}}};", "actors::hub"),
+        ("//! Operations in [`crate::actors::hub`] (`crate::handle::Handle` is prose, not a link).", "actors::hub"),
+        ("/// Opened by [`crate::Handle::open`], a name the crate root re-exports.\npub struct Config;", "handle"),
+        ("/// Opened by [the door](crate::Runtime).\npub struct Config;", "handle"),
+    ] {
+        let mut files = CLEAN.to_vec();
+        files.push(("src/config/paths.rs", text));
+        let (_, findings) = findings_of(&files);
+        let arrows: Vec<(&str, &str)> = findings.upward.iter().map(|(from, to, _)| (from.as_str(), to.as_str())).collect();
+        assert_eq!(arrows, [("config", to)], "in {text:?}");
+        assert_eq!(findings.upward[0].2, "src/config/paths.rs", "the example names the file");
+    }
+}
+
+#[test]
+fn a_loop_is_found_with_its_modules_and_shown_with_its_arrows() {
+    let registry_uses_hub =
+        |&(path, text): &(&'static str, &'static str)| (path, if path == "actors/registry.rs" { "use super::hub::Hub;" } else { text });
+    let files: Vec<_> = CLEAN.iter().map(registry_uses_hub).collect();
+    let (graph, findings) = findings_of(&files);
+    assert_eq!(findings.loops, [vec!["actors::hub".to_string(), "actors::registry".to_string()]]);
+    let found = problems(&graph, &findings, &[], &[]);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("actors::registry -> actors::hub   (actors/registry.rs)"), "{}", found[0]);
+    assert!(problems(&graph, &findings, &[], &["actors::hub <-> actors::registry"]).is_empty());
+}
+
+#[test]
+fn strings_comments_and_test_code_are_not_imports() {
+    let text = r####"
+        const A: &str = "crate::actors::hub";
+        const B: &str = r#"crate::actors::hub "# ;
+        const C: char = '"'; const D: char = '\''; fn e<'a>(_: &'a str) {}
+        // crate::actors::hub
+        /* crate::actors::hub /* nested */ crate::actors::hub */
+        #[cfg(test)]
+        mod tests { use crate::actors::hub::Hub; fn f() { let _ = "}"; } }
+        #[cfg(test)]
+        #[path = "paths_tests.rs"]
+        mod paths_tests;
+        #[cfg(test)]
+        mod fixtures;
+        #[cfg(test)]
+        fn helper() { crate::actors::hub::Hub::stop(); }
+        use crate::protocol::era::Era;
+    "####;
+    let mut files = CLEAN.to_vec();
+    files.push(("src/config/paths.rs", text));
+    files.push(("src/config/paths_tests.rs", "use crate::actors::hub::Hub;"));
+    files.push(("src/config/paths/fixtures.rs", "use crate::actors::hub::Hub;"));
+    files.push(("src/config/tests.rs", "use crate::handle::Handle;"));
+    let (_, findings) = findings_of(&files);
+    assert_eq!(findings, Findings::default());
+    // The code after all of it is still read.
+    assert!(references(text).contains(&vec!["crate".to_string(), "protocol".into(), "era".into(), "Era".into()]));
+}
+
+#[test]
+fn a_module_without_a_row_and_a_row_without_a_module_are_named() {
+    let mut files = CLEAN.to_vec();
+    files.push(("src/newroom.rs", "pub struct Room;\n"));
+    files.retain(|(path, _)| *path != "src/handle.rs");
+    let (graph, findings) = findings_of(&files);
+    assert_eq!(findings.unplaced, ["newroom"]);
+    assert_eq!(findings.unknown_rows, ["handle"]);
+    let found = problems(&graph, &findings, &[], &[]);
+    assert!(found.iter().any(|p| p.contains("`newroom` has no row")), "{found:?}");
+}
+
+#[test]
+fn the_allow_lists_can_only_shrink() {
+    let mut files = CLEAN.to_vec();
+    files.push(("src/config/paths.rs", "use crate::actors::registry::Registry;"));
+    let (graph, findings) = findings_of(&files);
+    assert!(problems(&graph, &findings, &["config -> actors::registry"], &[]).is_empty());
+    let stale = problems(&graph, &findings, &["config -> actors::registry", "protocol -> handle"], &["config <-> transport"]);
+    assert_eq!(stale.len(), 2, "{stale:?}");
+    assert!(stale[0].contains("`protocol -> handle`, which no longer points up"), "{}", stale[0]);
+    assert!(stale[1].contains("`config <-> transport`, which is no longer a loop"), "{}", stale[1]);
+}
