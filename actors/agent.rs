@@ -156,6 +156,18 @@ impl Prompt {
     }
 }
 
+impl From<&str> for Prompt {
+    fn from(text: &str) -> Prompt {
+        Prompt::text(text)
+    }
+}
+
+impl From<String> for Prompt {
+    fn from(text: String) -> Prompt {
+        Prompt::text(text)
+    }
+}
+
 /// Ends the running turn (nothing happens without one).
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "()")]

@@ -520,6 +520,8 @@ impl Handler<super::guard::PanicNext> for Hub {
 
 /// Whether the core can serve: the Hub answers, and so does its Registry
 /// (`Err` says which cannot). `/healthz` asks it with a deadline.
+/// Hidden: `serve --http`'s probe, not an embedder's message.
+#[doc(hidden)]
 #[derive(Message)]
 #[rtype(result = "Result<(), String>")]
 pub struct CoreHealth;
@@ -562,6 +564,9 @@ where
 }
 
 /// Runs a closure on the runtime's thread (a `Handle` starting an actor there).
+/// Hidden: how this crate's fronts reach the runtime's thread; an actix
+/// program is on its own System's thread already.
+#[doc(hidden)]
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Spawn(pub Box<dyn FnOnce() + Send>);

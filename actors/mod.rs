@@ -48,8 +48,10 @@
 pub mod agent;
 pub mod client_requests;
 pub mod connection;
-pub mod gateway;
-pub mod guard;
+#[doc(hidden)]
+pub mod gateway; // the session actor of `mcpvisor serve`, not an embedder's; public for the crate's fronts
+#[doc(hidden)]
+pub mod guard; // panic isolation and the fault-injection hooks; public for the tests
 pub mod hub;
 pub mod messages;
 pub mod operation;

@@ -28,7 +28,7 @@
 //! cannot be read or parsed is reported to the caller as a warning and
 //! treated as missing; the next listing replaces it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -59,7 +59,6 @@ pub struct CacheError {
 /// One server's tools as they were listed.
 #[derive(Debug, Clone)]
 pub struct CachedListing {
-    pub server: String,
     /// Milliseconds since the Unix epoch.
     pub listed_ms: u64,
     pub tools: Vec<ToolEntry>,
@@ -98,10 +97,6 @@ impl CatalogCache {
         crate::user_dirs::cache_dir(|name| std::env::var(name).ok()).map(|dir| CatalogCache::new(dir.join("tools")))
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// The file of server `name`.
     pub fn path_of(&self, name: &str) -> PathBuf {
         let readable: String = naming::sanitised(name).chars().take(NAME_CHARS).collect();
@@ -135,7 +130,7 @@ impl CatalogCache {
             .into_iter()
             .map(|cached| ToolEntry { name: cached.exposed_name, server: file.server.clone(), tool: cached.tool })
             .collect();
-        Ok(Some(CachedListing { server: file.server, listed_ms: file.listed_ms, tools }))
+        Ok(Some(CachedListing { listed_ms: file.listed_ms, tools }))
     }
 
     /// Keeps `tools` (entries of `config`'s server; others are ignored) as

@@ -33,6 +33,7 @@ use crate::actors::operation::{
 use crate::actors::parts::Parts;
 use crate::actors::skills::{GetSkill, ListSkills, LoadSkill, ReadSkillFile};
 use crate::actors::{CallTool, Event, IntoArguments, ListTools, Registry, ServerStatus, ToolEntry};
+use crate::agent_handle::AgentHandle;
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::error::{CallError, ManageError};
 use crate::oauth::Authorizer;
@@ -377,18 +378,23 @@ impl Handle {
     }
 
     /// Starts an [`Agent`](crate::actors::agent::Agent) on the runtime's
-    /// thread, calling tools through this runtime's registry. Its address
-    /// takes messages from any thread; `None` when the runtime has stopped.
-    pub async fn start_agent(&self, config: crate::actors::agent::AgentConfig) -> Option<Addr<crate::actors::agent::Agent>> {
+    /// thread, calling tools through this runtime's registry; `None` when
+    /// the runtime has stopped. The agent stops when the last
+    /// [`AgentHandle`] on it is dropped.
+    pub async fn start_agent(&self, config: crate::actors::agent::AgentConfig) -> Option<AgentHandle> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let registry = self.inner.registry.clone();
         self.inner.hub.do_send(hub::Spawn(Box::new(move || {
             let _ = tx.send(crate::actors::agent::Agent::start(registry, config));
         })));
-        rx.await.ok()
+        rx.await.ok().map(AgentHandle::new)
     }
 
-    /// The hub's address, for code running inside the runtime's actix System.
+    /// The hub's address. Not part of the API (a `Handle` speaks only this
+    /// crate's types): public for this crate's fronts and its
+    /// fault-injection tests, which send the hub test-only messages. Actix
+    /// programs start their own [`Hub`] instead.
+    #[doc(hidden)]
     pub fn hub(&self) -> &Addr<Hub> {
         &self.inner.hub
     }

@@ -10,35 +10,36 @@
 //!
 //! | module | layer | what it holds |
 //! | --- | --- | --- |
-//! | [`protocol`] | 1 data and wire | the JSON-RPC envelope, MCP method names and versions, the agreed era ([`protocol::Session`]), tool schema checks |
-//! | [`codec`] | 1 data and wire | newline-delimited JSON-RPC framing with a frame-size limit |
+//! | `protocol` | 1 data and wire | the JSON-RPC envelope, MCP method names and versions, the agreed era (`protocol::Session`), tool schema checks |
+//! | `codec` | 1 data and wire | newline-delimited JSON-RPC framing with a frame-size limit |
 //! | `sse` | 1 data and wire | server-sent events decoded in one linear pass, for the HTTP transports and the model client |
 //! | [`naming`] | 1 data and wire | exposed tool names `mcp__{server}__{tool}`, and how names that read alike are told apart |
 //! | [`error`] | 1 data and wire | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
 //! | [`config`] | 1 data and wire | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
 //! | [`restart`] | 1 data and wire | restart policy, backoff, intensity and cool-down, as plain data |
 //! | [`rate_limit`] | 1 data and wire | calls per second (token bucket) and calls at once, per server and per tool |
-//! | [`task_store`] | 1 data and wire | the server side of 2025-11-25 tasks, for the demo server and the gateway |
+//! | `task_store` | 1 data and wire | the server side of 2025-11-25 tasks, for the demo server and the gateway |
 //! | `civil_date` | 1 data and wire | calendar dates from day counts, for session ids and audit lines (no date-time dependency) |
-//! | [`user_dirs`] | 1 data and wire | where data and caches live (XDG base directories) |
+//! | `user_dirs` | 1 data and wire | where data and caches live (XDG base directories) |
 //! | [`transport`] | 2 services | child processes over stdio (process groups, environment, shutdown, orphans, parent-death signal); in-process servers ([`ToolHandler`]); remote servers over Streamable HTTP and HTTP+SSE ([`transport::http`]) with their credentials |
 //! | [`oauth`] | 2 services | OAuth 2.1 for remote servers: discovery, registration, PKCE logins, refresh, step-up, client credentials, tokens on disk |
-//! | [`sandbox`] | 2 services | sandboxes for the processes mcpvisor starts: Landlock, a network namespace, rlimits, a cgroup, seccomp |
+//! | `sandbox` | 2 services | sandboxes for the processes mcpvisor starts: Landlock, a network namespace, rlimits, a cgroup, seccomp |
 //! | [`telemetry`] | 2 services | call metrics (Prometheus text for `/metrics`) and the audit log, fed by every tool call |
 //! | [`llm`] | 2 services | model providers (OpenAI-compatible, Anthropic) behind one [`llm::ChatModel`] seam |
 //! | [`builtin_tools`] | 2 services | the agent's built-in tools (read, write, list, run a command) as the in-process server `builtin` |
 //! | [`sessions`] | 2 services | the agent's saved conversations: one JSON-lines file each, secrets masked, resumable |
 //! | [`skills`] | 2 services | servers' skills (SEP-2640): entries listed without reading files, files verified by size, digest and frontmatter |
 //! | [`pool`] | 2 services | the pool as plain data: catalog entries ([`ToolEntry`]), server states and statuses |
-//! | [`tool_search`] | 2 services | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
-//! | [`catalog_cache`] | 2 services | each server's tool list kept on disk, so searches need not start every server |
-//! | [`server`] | 2 services | the one MCP server side: eras, `initialize`/`server/discover` answers, paging, listen filters, tasks, parked calls, error constructors |
+//! | `tool_search` | 2 services | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
+//! | `catalog_cache` | 2 services | each server's tool list kept on disk, so searches need not start every server |
+//! | `server` | 2 services | the one MCP server side: eras, `initialize`/`server/discover` answers, paging, listen filters, tasks, parked calls, error constructors |
 //! | [`actors`] | 3 actors | everything with a mailbox: [`actors::Hub`] (supervisor), [`actors::Connection`] (one server), [`actors::Registry`] (tool catalog and routing), the agent, a gateway client's session; typed operations ([`actors::operation`]), progress, the server's requests to the client ([`actors::client_requests`]) |
-//! | [`handle`] | 4 fronts | [`Runtime::start`] and the `Send + Sync + Clone` [`Handle`] for non-actix programs (with this crate root's re-exports, the facade) |
-//! | [`gateway`] | 4 fronts | the whole pool served as one MCP server (`mcpvisor serve`): the HTTP and stdio fronts; the session actor, its routing tables and client bridge are [`actors::gateway`] |
-//! | [`demo_server`] | 4 fronts | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
-//! | [`acp`] | 4 fronts | the agent served to editors over the Agent Client Protocol (`mcpvisor acp`) |
-//! | [`cli`] | 4 fronts | the `mcpvisor` command line |
+//! | `agent_handle` | 4 fronts | [`AgentHandle`]: an Agent driven from any tokio program, in this crate's types |
+//! | `handle` | 4 fronts | [`Runtime::start`] and the `Send + Sync + Clone` [`Handle`] for non-actix programs (with this crate root's re-exports, the facade) |
+//! | `gateway` | 4 fronts | the whole pool served as one MCP server (`mcpvisor serve`): the HTTP and stdio fronts, the session actor, its routing tables and client bridge are `actors::gateway` |
+//! | `demo_server` | 4 fronts | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
+//! | `acp` | 4 fronts | the agent served to editors over the Agent Client Protocol (`mcpvisor acp`) |
+//! | `cli` | 4 fronts | the `mcpvisor` command line |
 //!
 //! Embedding from any tokio program (this example runs as a test; it finds
 //! the `mcpvisor` binary in the target directory, where `cargo test`
@@ -59,39 +60,57 @@
 //! # Ok(()) }
 //! ```
 
-pub mod acp;
-pub mod actors;
-pub mod builtin_tools;
-pub mod catalog_cache;
-mod civil_date;
-pub mod cli;
-pub mod codec;
-pub mod config;
-pub mod demo_server;
-pub mod error;
-pub mod gateway;
-pub mod handle;
-pub mod llm;
-pub mod naming;
-pub mod oauth;
-pub mod pool;
-pub mod protocol;
-pub mod rate_limit;
-pub mod restart;
-pub mod sandbox;
-pub mod server;
-pub mod sessions;
-pub mod skills;
-mod sse;
-pub mod task_store;
-pub mod telemetry;
-pub mod tool_search;
-pub mod transport;
-pub mod user_dirs;
+// The API (README, "Stability"): the modules an embedder names, and the
+// re-exports below. `actors` is the actix side; everything else is for
+// tokio programs.
+pub mod actors; // actix users' side: the actors, their messages and addresses
+pub mod builtin_tools; // the Agent's built-in tools, an in-process server an embedder can add
+pub mod config; // what a configuration file can say
+pub mod error; // every error a caller gets
+pub mod llm; // the models an Agent talks to
+pub mod naming; // exposed tool names, as `Handle::call_tool` takes them
+pub mod oauth; // the credentials of remote servers (`config::Auth`)
+pub mod pool; // the pool as data: server states and statuses, catalog entries
+pub mod rate_limit; // per-server limits, part of `ServerConfig`
+pub mod restart; // restart policy and intensity, part of `ServerConfig`
+pub mod sessions; // the Agent's saved conversations (`AgentConfig::journal`)
+pub mod skills; // servers' skills, as `Handle::list_skills` returns them
+pub mod telemetry; // metrics and the audit log (`Handle::metrics`, `Handle::telemetry`)
+pub mod transport; // in-process servers (`ToolHandler`) and remote servers' credentials
 
+// The program: public only so that the binary, the tests, the fuzz targets
+// and the benches reach them; hidden from the docs and not covered by semver.
+#[doc(hidden)]
+pub mod cli; // the binary's command line; public for src/main.rs
+#[doc(hidden)]
+pub mod codec; // wire framing; public for the fuzz targets
+#[doc(hidden)]
+pub mod demo_server; // the bundled test server; public for the binary and the tests
+#[doc(hidden)]
+pub mod gateway; // `mcpvisor serve`; public for its tests
+#[doc(hidden)]
+pub mod protocol; // the JSON-RPC wire; public for tests and fuzz (the API speaks rmcp's model types, re-exported below)
+
+mod acp; // `mcpvisor acp`, reached through `cli`
+mod agent_handle;
+mod catalog_cache;
+mod civil_date;
+mod handle;
+mod sandbox; // applied from `config::SandboxSpec`
+mod server; // the MCP server side of the gateway, the demo server and in-process servers
+mod sse;
+mod task_store;
+mod tool_search;
+mod user_dirs;
+
+pub use actors::agent::{
+    AgentConfig, AgentError, AgentEvent, AgentLimits, AgentStop, ConfirmPolicy, ConfirmRequest, Conversation, Decision, TurnEnded,
+};
 pub use actors::client_requests::{ClientHandlers, ElicitationRequest, Refusal, Root, RootsRequest, SamplingRequest};
+pub use actors::hub::SetServersResult;
 pub use actors::operation::LogLevel;
 pub use actors::{CallTool, Event, IntoArguments, Progress, ProgressSink};
+pub use agent_handle::{AgentHandle, TurnAnswer};
 pub use error::{CallError, ConfigError, ConnectError, ManageError};
 pub use handle::{Events, Handle, Runtime, RuntimeBuilder, EVENT_BUFFER};
 pub use pool::{ServerState, ServerStatus, ToolEntry};

@@ -13,7 +13,8 @@ use std::time::Duration;
 use rmcp::model::Tool;
 use serde::Serialize;
 
-use crate::sandbox::SandboxStatus;
+// Re-exported: a status shows it, and the sandbox machinery is private.
+pub use crate::sandbox::SandboxStatus;
 use crate::transport::http::RemoteStatus;
 
 /// One tool of the catalog.

@@ -5,11 +5,11 @@ mod common;
 mod model_server;
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use common::*;
 use mcpvisor::actors::agent::{
-    AgentConfig, AgentEvent, AgentLimits, AgentStop, Cancel, ConfirmPolicy, ConfirmRequest, Decision, History, Prompt, ToolBudget,
-    TurnEnded,
+    AgentConfig, AgentEvent, AgentLimits, AgentStop, ConfirmPolicy, ConfirmRequest, Decision, ToolBudget, TurnEnded,
 };
 use mcpvisor::actors::client_requests::Answering;
 use mcpvisor::actors::outlet::Outlet;
@@ -50,7 +50,7 @@ struct Run {
 /// Starts an agent over `handle` with `config` changes, sends `prompt`, collects every event.
 async fn run(handle: &Handle, model: Arc<dyn llm::ChatModel>, prompt: &str, change: impl FnOnce(&mut AgentConfig)) -> Run {
     let (agent, mut events) = agent(handle, model, change).await;
-    let ended = agent.send(Prompt::text(prompt)).await.unwrap().map_err(|e| e.to_string());
+    let ended = agent.prompt(prompt).await.map_err(|e| e.to_string());
     drop(agent);
     Run { ended, events: drain(&mut events) }
 }
@@ -59,7 +59,7 @@ async fn agent(
     handle: &Handle,
     model: Arc<dyn llm::ChatModel>,
     change: impl FnOnce(&mut AgentConfig),
-) -> (actix::Addr<mcpvisor::actors::agent::Agent>, UnboundedReceiver<AgentEvent>) {
+) -> (mcpvisor::AgentHandle, UnboundedReceiver<AgentEvent>) {
     let (outlet, events) = Outlet::channel();
     let mut config = AgentConfig::new(model);
     config.events = Some(outlet);
@@ -150,10 +150,10 @@ async fn parallel_tool_calls_run_at_once_and_are_answered_in_order() {
     .await;
     let model = model(Provider::OpenAi, &server, true);
     let (agent, mut events) = agent(&handle, model, |_| {}).await;
-    let turn = tokio::spawn(agent.send(Prompt::text("sleep twice")));
+    let turn = tokio::spawn(agent.prompt("sleep twice"));
     let status = wait_status(&handle, "demo", |s| s.in_flight == 2).await;
     assert_eq!(status.in_flight, 2, "both calls are on the wire together");
-    let ended = turn.await.unwrap().unwrap().unwrap();
+    let ended = turn.await.unwrap().unwrap();
     assert_eq!(ended.stop_reason, AgentStop::EndTurn);
     let results = tool_results(&server, 1);
     let expected = [("a".to_string(), "slept 3000 ms".to_string()), ("b".to_string(), "slept 1500 ms".to_string())];
@@ -189,10 +189,10 @@ async fn a_server_killed_mid_call_is_told_to_the_model_and_the_turn_goes_on() {
     let handle = start(vec![demo("demo", &[])]).await;
     let server = ModelServer::start([calls(&[("k", "mcp__demo__sleep", json!({"ms": 30000}))]), says("The server died; sorry.")]).await;
     let (agent, mut events) = agent(&handle, model(Provider::OpenAi, &server, true), |_| {}).await;
-    let turn = tokio::spawn(agent.send(Prompt::text("sleep")));
+    let turn = tokio::spawn(agent.prompt("sleep"));
     let status = wait_status(&handle, "demo", |s| s.in_flight == 1).await;
     kill(status.pid.unwrap(), libc::SIGKILL);
-    let ended = turn.await.unwrap().unwrap().unwrap();
+    let ended = turn.await.unwrap().unwrap();
     assert_eq!(ended.stop_reason, AgentStop::EndTurn);
     let results = tool_results(&server, 1);
     assert_eq!(results.len(), 1);
@@ -280,15 +280,15 @@ async fn cancel_during_a_tool_call_cancels_it_at_the_server_and_keeps_the_conver
     let handle = start(vec![demo("demo", &[])]).await;
     let server = ModelServer::start([calls(&[("long", "mcp__demo__sleep", json!({"ms": 60000}))])]).await;
     let (agent, _events) = agent(&handle, model(Provider::OpenAi, &server, true), |_| {}).await;
-    let turn = tokio::spawn(agent.send(Prompt::text("sleep long")));
+    let turn = tokio::spawn(agent.prompt("sleep long"));
     wait_status(&handle, "demo", |s| s.in_flight == 1).await;
-    agent.send(Cancel).await.unwrap();
-    let ended = turn.await.unwrap().unwrap().unwrap();
+    agent.cancel();
+    let ended = turn.await.unwrap().unwrap();
     assert_eq!(ended.stop_reason, AgentStop::Cancelled);
     let cancellations = handle.call_tool("mcp__demo__cancellations", json!({})).await.unwrap();
     let report: Value = serde_json::from_str(&text(&cancellations)).unwrap();
     assert_eq!(report["cancellations"][0]["tool"], "sleep", "{report}");
-    let history = agent.send(History).await.unwrap();
+    let history = agent.history().await.unwrap();
     match history.messages.last() {
         Some(ChatMessage::Tool { call_id, is_error: true, .. }) => assert_eq!(call_id, "long"),
         other => panic!("the open call gets a result: {other:?}"),
@@ -348,10 +348,10 @@ async fn a_rate_limited_model_is_retried_and_a_model_error_ends_the_turn_with_it
     .await;
     let model = model(Provider::OpenAi, &server, true);
     let (agent, _events) = agent(&handle, model, |_| {}).await;
-    assert_eq!(agent.send(Prompt::text("hi")).await.unwrap().unwrap().stop_reason, AgentStop::EndTurn);
-    let error = agent.send(Prompt::text("again")).await.unwrap().unwrap_err().to_string();
+    assert_eq!(agent.prompt("hi").await.unwrap().stop_reason, AgentStop::EndTurn);
+    let error = agent.prompt("again").await.unwrap_err().to_string();
     assert!(error.contains("bad key") || error.contains("key"), "{error}");
-    let history = agent.send(History).await.unwrap();
+    let history = agent.history().await.unwrap();
     assert_eq!(history.messages.len(), 3, "the failed turn keeps its prompt: {:?}", history.messages);
     handle.shutdown().await;
 }
@@ -361,12 +361,12 @@ async fn a_second_prompt_while_a_turn_runs_is_refused() {
     let handle = start(vec![demo("demo", &[])]).await;
     let server = ModelServer::start([calls(&[("s", "mcp__demo__sleep", json!({"ms": 60000}))])]).await;
     let (agent, _events) = agent(&handle, model(Provider::OpenAi, &server, true), |_| {}).await;
-    let first = tokio::spawn(agent.send(Prompt::text("one")));
+    let first = tokio::spawn(agent.prompt("one"));
     wait_status(&handle, "demo", |s| s.in_flight == 1).await;
-    let second = agent.send(Prompt::text("two")).await.unwrap().unwrap_err().to_string();
+    let second = agent.prompt("two").await.unwrap_err().to_string();
     assert!(second.contains("already running"), "{second}");
-    agent.send(Cancel).await.unwrap();
-    assert_eq!(first.await.unwrap().unwrap().unwrap().stop_reason, AgentStop::Cancelled);
+    agent.cancel();
+    assert_eq!(first.await.unwrap().unwrap().stop_reason, AgentStop::Cancelled);
     let _ = anthropic_stream;
     let _ = openai_whole;
     handle.shutdown().await;
@@ -383,8 +383,8 @@ async fn older_turns_are_summarised_by_the_model_when_the_context_budget_nears()
     })
     .await;
     let long = format!("first question {}", "with many words ".repeat(12));
-    assert_eq!(agent.send(Prompt::text(long)).await.unwrap().unwrap().stop_reason, AgentStop::EndTurn);
-    assert_eq!(agent.send(Prompt::text("second")).await.unwrap().unwrap().stop_reason, AgentStop::EndTurn);
+    assert_eq!(agent.prompt(long).await.unwrap().stop_reason, AgentStop::EndTurn);
+    assert_eq!(agent.prompt("second").await.unwrap().stop_reason, AgentStop::EndTurn);
     let requests = server.requests();
     assert_eq!(requests.len(), 3, "one summary request between the two turns");
     let summary_request = &requests[1].body;
@@ -443,4 +443,19 @@ async fn a_tool_added_during_a_turn_is_offered_at_the_next_model_request() {
     assert!(offered(1), "tools/list_changed reached the registry before the next request");
     assert_eq!(tool_results(&server, 2).last().unwrap().1, "new");
     handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_handle_outliving_its_runtime_answers_runtime_stopped() {
+    let handle = start(vec![demo("demo", &[])]).await;
+    let server = ModelServer::start([says("hello")]).await;
+    let (agent, _events) = agent(&handle, model(Provider::OpenAi, &server, true), |_| {}).await;
+    assert_eq!(agent.prompt("hi").await.unwrap().stop_reason, AgentStop::EndTurn);
+    handle.shutdown().await;
+
+    let deadline = Duration::from_secs(10);
+    let prompted = tokio::time::timeout(deadline, agent.prompt("anyone there?")).await.expect("an answer within the deadline");
+    assert!(matches!(prompted, Err(mcpvisor::AgentError::RuntimeStopped)), "{prompted:?}");
+    let history = tokio::time::timeout(deadline, agent.history()).await.expect("an answer within the deadline");
+    assert!(matches!(history, Err(mcpvisor::AgentError::RuntimeStopped)), "{history:?}");
 }

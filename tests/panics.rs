@@ -97,20 +97,20 @@ async fn a_panic_in_a_registry_handler_fails_that_call_with_a_typed_error_and_th
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_in_a_turn_fails_that_turn_with_a_typed_error_and_the_agent_keeps_its_history() {
-    use mcpvisor::actors::agent::{AgentConfig, AgentError, AgentEvent, History, Prompt};
+    use mcpvisor::actors::agent::{AgentConfig, AgentError, AgentEvent};
     use mcpvisor::actors::outlet::Outlet;
 
     let handle = start(vec![demo("fs", &[])]).await;
     let (events, mut heard) = Outlet::channel();
     let config = AgentConfig { events: Some(events), ..AgentConfig::new(std::sync::Arc::new(mcpvisor::llm::scripted::Scripted)) };
     let agent = handle.start_agent(config).await.unwrap();
-    let ask = |text: &str| agent.send(Prompt::text(text));
-    tokio::time::timeout(DEADLINE, ask("please echo first")).await.unwrap().unwrap().unwrap();
-    let before = agent.send(History).await.unwrap().messages;
+    let ask = |text: &str| agent.prompt(text);
+    tokio::time::timeout(DEADLINE, ask("please echo first")).await.unwrap().unwrap();
+    let before = agent.history().await.unwrap().messages;
     assert!(!before.is_empty());
 
-    agent.send(PanicNext("turn".into())).await.unwrap();
-    let error = tokio::time::timeout(DEADLINE, ask("please echo second")).await.unwrap().unwrap().unwrap_err();
+    agent.panic_next("turn").await;
+    let error = tokio::time::timeout(DEADLINE, ask("please echo second")).await.unwrap().unwrap_err();
     let AgentError::Internal(panic) = &error else { panic!("expected AgentError::Internal, got {error:?}") };
     assert_eq!(panic, &injected("agent", "a turn"));
     let expected = "the turn failed: internal error in mcpvisor's agent while handling a turn (panic: injected fault); this is a bug";
@@ -125,8 +125,8 @@ async fn a_panic_in_a_turn_fails_that_turn_with_a_typed_error_and_the_agent_keep
     assert!(failed.await.unwrap().contains("injected fault"));
 
     // The conversation before the panic is kept, and the next turn runs.
-    assert_eq!(agent.send(History).await.unwrap().messages, before);
-    tokio::time::timeout(DEADLINE, ask("please echo third")).await.unwrap().unwrap().unwrap();
+    assert_eq!(agent.history().await.unwrap().messages, before);
+    tokio::time::timeout(DEADLINE, ask("please echo third")).await.unwrap().unwrap();
 }
 
 /// `POST /mcp` of the test hook `mcpvisor/test/panic` on a session; the answer.

@@ -8,7 +8,7 @@ mod model_server;
 use std::sync::Arc;
 
 use common::*;
-use mcpvisor::actors::agent::{AgentConfig, AgentEvent, ConfirmPolicy, Prompt, SKILL_TOOL};
+use mcpvisor::actors::agent::{AgentConfig, AgentEvent, ConfirmPolicy, SKILL_TOOL};
 use mcpvisor::actors::outlet::Outlet;
 use mcpvisor::config::{AgentSettings, ConfirmMode, Era, ServerConfig};
 use mcpvisor::llm::{self, Provider};
@@ -123,7 +123,7 @@ async fn the_agent_loads_a_skill_when_the_model_asks_and_reads_its_files_verifie
     config.events = Some(outlet);
     config.policy = ConfirmPolicy::new(ConfirmMode::Always, AgentSettings::default());
     let agent = handle.start_agent(config).await.unwrap();
-    agent.send(Prompt::text("write the release notes for 1.2")).await.unwrap().unwrap();
+    agent.prompt("write the release notes for 1.2").await.unwrap();
 
     let requests = model_server.requests();
     let tools = requests[0].body["tools"].as_array().unwrap();
@@ -159,7 +159,7 @@ async fn without_skills_the_agent_offers_no_skill_tool() {
     let model_server = ModelServer::start([says("Hello.")]).await;
     let model: Arc<dyn llm::ChatModel> = llm::connect(&model_server.settings(Provider::OpenAi, Some(true))).unwrap();
     let agent = handle.start_agent(AgentConfig::new(model)).await.unwrap();
-    agent.send(Prompt::text("hi")).await.unwrap().unwrap();
+    agent.prompt("hi").await.unwrap();
     let tools = model_server.requests()[0].body["tools"].as_array().cloned().unwrap_or_default();
     assert!(tools.iter().all(|tool| tool["function"]["name"] != SKILL_TOOL));
     handle.shutdown().await;

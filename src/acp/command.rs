@@ -2,12 +2,10 @@
 //! model: a prompt starting with `/tools`, `/servers`, `/reconnect` or
 //! `/model`. Any other prompt starting with `/` goes to the model as it is.
 
-use actix::Addr;
-
 use super::modes::Mode;
 use super::session::Scope;
 use super::ModelSwitch;
-use crate::actors::agent::{Agent, SetModel};
+use crate::AgentHandle;
 use crate::Handle;
 
 /// What a slash command may act on.
@@ -15,7 +13,7 @@ pub struct Target<'a> {
     pub handle: &'a Handle,
     pub scope: &'a Scope,
     pub mode: Mode,
-    pub agent: &'a Addr<Agent>,
+    pub agent: &'a AgentHandle,
     pub switch_model: Option<&'a ModelSwitch>,
 }
 
@@ -51,7 +49,7 @@ pub async fn run(target: Target<'_>, line: &str) -> Option<String> {
             (Some(name), Some(switch)) => match switch(name) {
                 Ok(model) => {
                     let label = model.label();
-                    agent.do_send(SetModel(model));
+                    agent.set_model(model);
                     format!("From the next request on, the model is {label}.")
                 }
                 Err(why) => format!("The model stays as it was: {why}"),

@@ -210,10 +210,9 @@ impl AcpConnection {
                     return relay.finish(id, Ok(PromptResponse::new(StopReason::EndTurn)));
                 }
             }
-            let outcome = match agent.send(Prompt { content: prompt::parts(request.prompt) }).await {
-                Ok(Ok(ended)) => Ok(PromptResponse::new(stop_reason(ended.stop_reason))),
-                Ok(Err(error)) => Err(turn_error(error, missing_key)),
-                Err(_) => Err(ErrorObject { code: error_codes::INTERNAL_ERROR, message: "the session's agent stopped".into(), data: None }),
+            let outcome = match agent.prompt(Prompt { content: prompt::parts(request.prompt) }).await {
+                Ok(ended) => Ok(PromptResponse::new(stop_reason(ended.stop_reason))),
+                Err(error) => Err(turn_error(error, missing_key)),
             };
             relay.finish(id, outcome);
         };
@@ -240,7 +239,7 @@ impl AcpConnection {
             match parse::<CancelNotification>(method, params) {
                 Ok(cancel) => {
                     if let Some(session) = self.sessions.get(&*cancel.session_id.0) {
-                        session.agent.do_send(crate::actors::agent::Cancel);
+                        session.agent.cancel();
                     }
                 }
                 Err(error) => tracing::warn!("{}", error.message),

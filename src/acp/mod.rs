@@ -50,8 +50,6 @@ use crate::sessions::SessionStore;
 use crate::Handle;
 
 pub use connection::AcpConnection;
-pub use host::{EditorHost, EditorOffers};
-pub use modes::Mode;
 
 /// Whether sessions may bring http/sse MCP servers (`mcpCapabilities`):
 /// the runtime's remote transports connect them like any configured one.

@@ -15,7 +15,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use actix::Addr;
 use agent_client_protocol_schema::{McpServer, SessionId};
 
 use super::host::{EditorHost, EditorOffers};
@@ -24,7 +23,7 @@ use super::peer::Peer;
 use super::relay::Relay;
 use super::room::Room;
 use super::{permission, AcpOptions};
-use crate::actors::agent::{default_system_prompt, is_read_only, Agent, AgentConfig, Cancel, SetConfirm, SetTools, ToolFilter};
+use crate::actors::agent::{default_system_prompt, is_read_only, AgentConfig, ToolFilter};
 use crate::actors::outlet::Outlet;
 use crate::actors::ServerState;
 use crate::builtin_tools::{self, BuiltinSettings};
@@ -32,7 +31,7 @@ use crate::config::{ServerConfig, Transport};
 use crate::llm::ChatMessage;
 use crate::protocol::{error_codes, ErrorObject};
 use crate::sessions::{NewSession, SessionId as SavedId, SessionWriter};
-use crate::Handle;
+use crate::{AgentHandle, Handle};
 
 /// How long a session's own servers may take to start before the session
 /// answers anyway (a server still starting then comes up in the background,
@@ -42,7 +41,7 @@ pub const SERVERS_SETTLE: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(20);
 
 pub struct Session {
-    pub agent: Addr<Agent>,
+    pub agent: AgentHandle,
     pub room: Arc<Room>,
     pub relay: Relay,
     pub mode: Mode,
@@ -142,13 +141,13 @@ impl Session {
 
     pub fn set_mode(&mut self, mode: Mode, configured: crate::config::ConfirmMode) {
         self.mode = mode;
-        self.agent.do_send(SetConfirm(mode.confirm(configured)));
-        self.agent.do_send(SetTools(Some(self.scope.filter(mode))));
+        self.agent.set_confirm(mode.confirm(configured));
+        self.agent.set_tools(Some(self.scope.filter(mode)));
     }
 
     /// Ends the running turn and removes the session's servers.
     pub async fn close(self, handle: &Handle) {
-        self.agent.do_send(Cancel);
+        self.agent.cancel();
         remove_servers(handle, &self.scope.own).await;
     }
 }

@@ -102,7 +102,7 @@ impl Workspace {
 
 /// mcpvisor's own stores: OAuth tokens (`$XDG_CONFIG_HOME/mcpvisor/tokens`),
 /// saved conversations (the data directory) and the audit log (the state
-/// directory); see [`crate::user_dirs`] and [`crate::oauth::TokenStore`].
+/// directory); see `crate::user_dirs` and [`crate::oauth::TokenStore`].
 pub fn own_stores(env: impl Fn(&str) -> Option<String> + Copy) -> Vec<PathBuf> {
     let tokens = crate::oauth::TokenStore::user(env).map(|store| store.dir().to_path_buf());
     [tokens, crate::user_dirs::data_dir(env), crate::user_dirs::state_dir(env)].into_iter().flatten().collect()

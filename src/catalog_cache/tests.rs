@@ -1,3 +1,5 @@
+use std::path::Path;
+
 use super::*;
 use crate::pool::ServerState;
 
@@ -24,7 +26,6 @@ fn a_saved_listing_is_loaded_back_while_fresh() {
     let tools = [entry("fs", "read_file"), entry("other", "x"), entry("fs", "write_file")];
     cache.save(&config("fs"), &tools).unwrap();
     let listing = cache.load(&config("fs"), DEFAULT_MAX_AGE).unwrap().expect("fresh");
-    assert_eq!(listing.server, "fs");
     let names: Vec<(&str, &str, &str)> = listing.tools.iter().map(|t| (t.name.as_str(), t.server.as_str(), t.tool.name.as_ref())).collect();
     assert_eq!(
         names,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::{print_line, EXIT_CONNECTION};
-use crate::actors::agent::{AgentConfig, AgentEvent, AgentStop, ConfirmPolicy, Prompt};
+use crate::actors::agent::{AgentConfig, AgentEvent, AgentStop, ConfirmPolicy};
 use crate::actors::outlet::Outlet;
 use crate::actors::{Event, ServerState, ServerStatus};
 use crate::config::{AgentSettings, ConfirmMode, ServerConfirm};
@@ -265,7 +265,7 @@ async fn agent_step(handle: &Handle, out: &Out, failures: &mut Vec<String>) -> s
         return serde_json::Value::Null;
     };
     out.line(format!("   prompt     {PROMPT:?}"));
-    let ended = agent.send(Prompt::text(PROMPT)).await;
+    let ended = agent.prompt(PROMPT).await;
     drop(agent);
     let (mut answer, mut calls) = (String::new(), Vec::new());
     while let Some(event) = events.recv().await {
@@ -283,7 +283,7 @@ async fn agent_step(handle: &Handle, out: &Out, failures: &mut Vec<String>) -> s
         }
     }
     out.line(format!("   answer     {}", answer.trim()));
-    let ended_well = matches!(&ended, Ok(Ok(turn)) if turn.stop_reason == AgentStop::EndTurn);
+    let ended_well = matches!(&ended, Ok(turn) if turn.stop_reason == AgentStop::EndTurn);
     let added = calls.iter().any(|call| call["tool"] == "mcp__gamma__add" && call["output"] == "42");
     if !ended_well || !added || !answer.contains("42") {
         failures.push(format!("the agent's turn did not call mcp__gamma__add and answer 42: {ended:?}, answer {answer:?}"));

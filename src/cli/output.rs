@@ -111,7 +111,7 @@ static STDOUT_ERROR: Mutex<Option<String>> = Mutex::new(None);
 /// prints on stdout goes through here. A closed pipe (`mcpvisor ... | head`)
 /// ends the output quietly, as Unix tools do (SIGPIPE stays ignored, as
 /// Rust sets it: a server's closed stdin must not kill us); any other write
-/// error ends it too and is reported by [`exit_code`].
+/// error ends it too and is reported by `exit_code`.
 pub fn print_line(text: impl std::fmt::Display) {
     use std::io::Write;
     if STDOUT_DONE.load(Ordering::Relaxed) {

@@ -52,6 +52,8 @@ pub struct HttpArgs {
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
     /// Allow this Origin besides the loopback ones (repeatable), e.g. https://app.example.com.
+    // The comment is `--help` text, where a bare URL reads best.
+    #[allow(rustdoc::bare_urls)]
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     pub allow_origin: Vec<String>,
     /// Most initialize-era sessions at once (default 1024).

@@ -11,7 +11,7 @@
 //! | Gemini CLI | `.gemini/settings.json` | `mcpServers` (`httpUrl`; `url` is SSE) |
 //! | Windsurf | `mcp_config.json` | `mcpServers` (`serverUrl`) |
 //! | Zed | `.zed/settings.json`, `zed/settings.json` | `context_servers` |
-//! | Codex | `.codex/config.toml` (TOML) | `[mcp_servers.NAME]` ([`codex`]) |
+//! | Codex | `.codex/config.toml` (TOML) | `[mcp_servers.NAME]` (`codex`) |
 //!
 //! The format comes from the file name, else from the shape of the file
 //! (its top-level key; a TOML file with `mcp_servers` is Codex's).

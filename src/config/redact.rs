@@ -11,11 +11,11 @@
 //! **Configurations** ([`ServerConfig::redacted`]) are redacted field by
 //! field: header values and auth secrets (not the Basic username, not the
 //! API key's header name) and env values under secret-looking names
-//! ([`looks_secret`]) are replaced whole by [`MASK`] when they could be
+//! (`looks_secret`) are replaced whole by [`MASK`] when they could be
 //! secrets; the value after a secret-looking flag in `args`
 //! (`--api-key X`) too; in every other text field (command, args, env
 //! values under neutral names, url) the secrets recognised by their shape
-//! are masked (see [`patterns`]: URL passwords, `Authorization`/`Bearer`
+//! are masked (see `patterns`: URL passwords, `Authorization`/`Bearer`
 //! credentials, well-known token shapes, `NAME=value` with a secret-looking
 //! name).
 //!

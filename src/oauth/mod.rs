@@ -1,6 +1,6 @@
 //! OAuth 2.1 for remote MCP servers, as the MCP authorization
 //! specifications (2025-11-25 and 2026-07-28) ask, behind the transport's
-//! [`Credentials`](crate::transport::credentials::Credentials) seam.
+//! [`Credentials`] seam.
 //!
 //! | file | concept |
 //! | --- | --- |

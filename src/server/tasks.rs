@@ -3,7 +3,7 @@
 //! its `CreateTaskResult`, while the call runs upstream like any other (its
 //! server's own task, if it has to be one, is run by the connection).
 //! `tasks/get`, `tasks/result`, `tasks/cancel` and `tasks/list` are then
-//! answered from the gateway's [`TaskStore`].
+//! answered from the gateway's `TaskStore`.
 //!
 //! Decisions:
 //! - A task belongs to the session that created it (its caller label: an

@@ -22,7 +22,7 @@
 //!   `FILE.2`, ..., and `FILE.{keep}` is deleted (`keep = 0` keeps none);
 //! - every line is one JSON object followed by `\n`;
 //! - a line is on disk within a few milliseconds of its call's end (the
-//!   writer wakes at most once per [`GATHER`] while calls keep coming).
+//!   writer wakes at most once per `GATHER` while calls keep coming).
 //!
 //! [`CallError::kind`]: crate::CallError::kind
 

@@ -5,7 +5,7 @@
 //! `Runtime::builder(config).telemetry(..)`), shared by every connection.
 //! Each tool call that enters a connection
 //! (the seam of `actors::connection::calls`, which every call passes,
-//! routed or sent directly) gets a [`CallWatch`]; when the call is answered
+//! routed or sent directly) gets a `CallWatch`; when the call is answered
 //! the watch counts it, times it and writes its audit line. A call whose
 //! caller went away first is counted as `cancelled`.
 //!

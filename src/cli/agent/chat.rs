@@ -9,7 +9,6 @@
 
 use std::io::Write;
 
-use actix::Addr;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -17,12 +16,13 @@ use super::asking::{self, Ask, Lines};
 use super::history::{self, Opened};
 use super::oneshot::folded;
 use super::Setup;
-use crate::actors::agent::{Agent, AgentEvent, AgentStop, Cancel, History, Prompt, SetConfirm, SetModel};
+use crate::actors::agent::{AgentEvent, AgentStop};
 use crate::actors::outlet::Outlet;
 use crate::cli::output::{terminal_safe, Failure, Layout};
 use crate::cli::session::{describe, Session};
 use crate::config::{ConfirmMode, Keyword};
 use crate::llm::{ChatMessage, Part};
+use crate::AgentHandle;
 
 pub const HELP: &str = "\
 /tools [words]     the tools offered (the best matches for the words)
@@ -39,7 +39,7 @@ struct Chat<'a> {
     session: &'a Session,
     setup: Setup,
     lines: Lines,
-    agent: Addr<Agent>,
+    agent: AgentHandle,
     events: UnboundedReceiver<AgentEvent>,
     /// Confirmations the agent waits for.
     asks: UnboundedReceiver<Ask>,
@@ -94,7 +94,7 @@ async fn start_agent(
     session: &Session,
     setup: &Setup,
     opened: Opened,
-) -> Result<(Addr<Agent>, UnboundedReceiver<AgentEvent>, UnboundedReceiver<Ask>), Failure> {
+) -> Result<(AgentHandle, UnboundedReceiver<AgentEvent>, UnboundedReceiver<Ask>), Failure> {
     if let Some(id) = opened.id() {
         println!("(conversation {id}; go on with it later with `mcpvisor agent --resume {id}`)");
     }
@@ -111,7 +111,7 @@ async fn start_agent(
 impl Chat<'_> {
     /// Runs one prompt; false when the user asked to end the chat meanwhile.
     async fn turn(&mut self, prompt: &str, interrupts: &mut tokio::signal::unix::Signal) -> bool {
-        let mut turn = Box::pin(self.agent.send(Prompt::text(prompt)));
+        let mut turn = Box::pin(self.agent.prompt(prompt));
         let mut cancelled = false;
         let outcome = loop {
             tokio::select! {
@@ -124,7 +124,7 @@ impl Chat<'_> {
                         // The question is withdrawn with the turn; the next Ctrl-C ends the chat.
                         _ = interrupts.recv() => {
                             cancelled = true;
-                            self.agent.do_send(Cancel);
+                            self.agent.cancel();
                             println!("\n(cancelling; Ctrl-C again to end the chat)");
                         }
                     }
@@ -136,7 +136,7 @@ impl Chat<'_> {
                         return false;
                     }
                     cancelled = true;
-                    self.agent.do_send(Cancel);
+                    self.agent.cancel();
                     self.end_line();
                     println!("(cancelling; Ctrl-C again to end the chat)");
                 }
@@ -147,10 +147,9 @@ impl Chat<'_> {
         }
         self.end_line();
         match outcome {
-            Ok(Ok(ended)) if ended.stop_reason != AgentStop::EndTurn => println!("(the turn ended: {})", ended.stop_reason.as_str()),
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => println!("error: {}", terminal_safe(&error.to_string(), Layout::Block)),
-            Err(_) => println!("error: the agent stopped"),
+            Ok(ended) if ended.stop_reason != AgentStop::EndTurn => println!("(the turn ended: {})", ended.stop_reason.as_str()),
+            Ok(_) => {}
+            Err(error) => println!("error: {}", terminal_safe(&error.to_string(), Layout::Block)),
         }
         true
     }
@@ -211,7 +210,7 @@ impl Chat<'_> {
             "model" if rest.is_empty() => println!("the model is {}; /model NAME changes it", self.setup.model.label()),
             "model" => match self.setup.with_model(rest) {
                 Ok(()) => {
-                    self.agent.do_send(SetModel(self.setup.model.clone()));
+                    self.agent.set_model(self.setup.model.clone());
                     println!("the model is now {}", self.setup.model.label());
                 }
                 Err(failure) => println!("error: {}", failure.message),
@@ -219,14 +218,14 @@ impl Chat<'_> {
             "confirm" => match ConfirmMode::parse(rest) {
                 Some(mode) => {
                     self.setup.mode = mode;
-                    self.agent.do_send(SetConfirm(mode));
+                    self.agent.set_confirm(mode);
                     println!("confirmation: {rest}");
                 }
                 None => println!("/confirm takes one of {}", ConfirmMode::choices()),
             },
-            "history" => match self.agent.send(History).await {
+            "history" => match self.agent.history().await {
                 Ok(conversation) => conversation.messages.iter().for_each(|message| println!("{}", summary_line(message))),
-                Err(_) => println!("error: the agent stopped"),
+                Err(error) => println!("error: {error}"),
             },
             "clear" => {
                 let (agent, events, asks) = start_agent(self.session, &self.setup, history::start(&self.setup)).await?;

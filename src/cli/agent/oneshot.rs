@@ -10,7 +10,6 @@
 
 use std::time::Duration;
 
-use actix::Addr;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use serde::Serialize;
@@ -19,12 +18,13 @@ use serde_json::json;
 use super::asking::{self, Ask, Lines};
 use super::history::Opened;
 use super::{exit_code, Setup};
-use crate::actors::agent::{Agent, AgentError, AgentEvent, Cancel, Prompt, TurnEnded};
+use crate::actors::agent::{AgentError, AgentEvent, TurnEnded};
 use crate::actors::outlet::Outlet;
 use crate::cli::output::{print_json_line, print_line, report_text, terminal_safe, warn, Failure, Layout};
 use crate::cli::session::Session;
 use crate::cli::{interrupted, stopped_by, Cli, EXIT_INTERRUPTED};
 use crate::llm::Usage;
+use crate::AgentHandle;
 
 /// Lines of a tool's output shown on stderr.
 const SHOWN_LINES: usize = 6;
@@ -72,14 +72,14 @@ const CANCEL_GRACE: Duration = Duration::from_secs(10);
 /// as a cancelled one (with its `result`); the signal is returned beside
 /// the outcome. A second one, or a turn still running [`CANCEL_GRACE`]
 /// later, stops the command at once.
-async fn run_turn(agent: &Addr<Agent>, prompt: &str) -> Result<(Result<TurnEnded, AgentError>, Option<&'static str>), Failure> {
-    let mut turn = Box::pin(agent.send(Prompt::text(prompt)));
+async fn run_turn(agent: &AgentHandle, prompt: &str) -> Result<(Result<TurnEnded, AgentError>, Option<&'static str>), Failure> {
+    let mut turn = Box::pin(agent.prompt(prompt));
     let mut signal = None;
     let answered = tokio::select! {
         answered = &mut turn => answered,
         caught = interrupted() => {
             signal = Some(caught);
-            agent.do_send(Cancel);
+            agent.cancel();
             tokio::select! {
                 answered = &mut turn => answered,
                 caught = interrupted() => return Err(stopped_by(caught)),
@@ -87,8 +87,7 @@ async fn run_turn(agent: &Addr<Agent>, prompt: &str) -> Result<(Result<TurnEnded
             }
         }
     };
-    let outcome = answered.map_err(|_| Failure::connection("the agent stopped during the turn"))?;
-    Ok((outcome, signal))
+    Ok((answered, signal))
 }
 
 /// What the `result` line sums up, gathered from a turn's events.

@@ -1,7 +1,7 @@
 //! What one client, and all of them together, may make the HTTP front
 //! hold: sessions, requests open at once (stateless ones and
 //! `subscriptions/listen` streams included), and bytes kept for
-//! resumption. Sessions and buffers are kept by [`super::sessions`]; the
+//! resumption. Sessions and buffers are kept by `super::sessions`; the
 //! requests are counted here.
 //!
 //! Invariants:

@@ -2,8 +2,8 @@
 //!
 //! | path | what |
 //! | --- | --- |
-//! | `/mcp` | Streamable HTTP, both eras ([`streamable`]) |
-//! | `/sse`, `/message` | the legacy HTTP+SSE transport of 2024-11-05 ([`legacy_sse`]) |
+//! | `/mcp` | Streamable HTTP, both eras (`streamable`) |
+//! | `/sse`, `/message` | the legacy HTTP+SSE transport of 2024-11-05 (`legacy_sse`) |
 //! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining or while the core (Hub, Registry) cannot serve (`"status": "core_down"`, `"error"`) |
 //! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states; the front's connections, sessions, open requests, buffered bytes and refusals by bound), when given a renderer |
 //!
@@ -13,8 +13,8 @@
 //!
 //! Invariants:
 //! - connections are let in, timed out and (with TLS) decrypted by
-//!   [`accept`] before any request is read: HTTP/1.1 only, as before;
-//! - every request passes the [`guard`] first (Origin, Host, token);
+//!   `accept` before any request is read: HTTP/1.1 only, as before;
+//! - every request passes the `guard` first (Origin, Host, token);
 //! - bodies over the codec's `max_frame` are refused with 413 before they are read whole;
 //! - sessions, open requests and resumption buffers are bounded per client
 //!   and in total ([`limits`]): past a bound, 503 with `Retry-After`;
