@@ -46,12 +46,14 @@
 //! | [`messages`]: `Request`, `Routed`, `Forget`, `GetStatus`, `SetLogLevel`, ... | Connection | see each |
 
 pub mod agent;
+pub mod agent_handle;
 pub mod client_requests;
 pub mod connection;
 #[doc(hidden)]
 pub mod gateway; // the session actor of `mcpvisor serve`, not an embedder's; public for the crate's fronts
 #[doc(hidden)]
 pub mod guard; // panic isolation and the fault-injection hooks; public for the tests
+pub mod handle;
 pub mod hub;
 pub mod messages;
 pub mod operation;

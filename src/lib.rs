@@ -33,9 +33,8 @@
 //! | `tool_search` | 2 services | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
 //! | `catalog_cache` | 2 services | each server's tool list kept on disk, so searches need not start every server |
 //! | `server` | 2 services | the one MCP server side: eras, `initialize`/`server/discover` answers, paging, listen filters, tasks, parked calls, error constructors |
-//! | [`actors`] | 3 actors | everything with a mailbox: [`actors::Hub`] (supervisor), [`actors::Connection`] (one server), [`actors::Registry`] (tool catalog and routing), the agent, a gateway client's session; typed operations ([`actors::operation`]), progress, the server's requests to the client ([`actors::client_requests`]) |
-//! | `agent_handle` | 4 fronts | [`AgentHandle`]: an Agent driven from any tokio program, in this crate's types |
-//! | `handle` | 4 fronts | [`Runtime::start`] and the `Send + Sync + Clone` [`Handle`] for non-actix programs (with this crate root's re-exports, the facade) |
+//! | [`actors`] | 3 actors | everything with a mailbox: [`actors::Hub`] (supervisor), [`actors::Connection`] (one server), [`actors::Registry`] (tool catalog and routing), the agent, a gateway client's session; [`Handle`] and [`AgentHandle`], the runtime and an agent as seen from any tokio program; typed operations ([`actors::operation`]), progress, the server's requests to the client ([`actors::client_requests`]) |
+//! | `runtime` | 4 fronts | [`Runtime::start`] and [`RuntimeBuilder`]: the runtime thread for non-actix programs, which hands out the `Send + Sync + Clone` [`Handle`] (with this crate root's re-exports, the facade) |
 //! | `gateway` | 4 fronts | the whole pool served as one MCP server (`mcpvisor serve`): the HTTP and stdio fronts, the session actor, its routing tables and client bridge are `actors::gateway` |
 //! | `demo_server` | 4 fronts | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
 //! | `acp` | 4 fronts | the agent served to editors over the Agent Client Protocol (`mcpvisor acp`) |
@@ -92,10 +91,9 @@ pub mod gateway; // `mcpvisor serve`; public for its tests
 pub mod protocol; // the JSON-RPC wire; public for tests and fuzz (the API speaks rmcp's model types, re-exported below)
 
 mod acp; // `mcpvisor acp`, reached through `cli`
-mod agent_handle;
 mod catalog_cache;
 mod civil_date;
-mod handle;
+mod runtime;
 mod sandbox; // applied from `config::SandboxSpec`
 mod server; // the MCP server side of the gateway, the demo server and in-process servers
 mod sse;
@@ -106,13 +104,13 @@ mod user_dirs;
 pub use actors::agent::{
     AgentConfig, AgentError, AgentEvent, AgentLimits, AgentStop, ConfirmPolicy, ConfirmRequest, Conversation, Decision, TurnEnded,
 };
+pub use actors::agent_handle::{AgentHandle, TurnAnswer};
 pub use actors::client_requests::{ClientHandlers, ElicitationRequest, Refusal, Root, RootsRequest, SamplingRequest};
+pub use actors::handle::{Events, Handle, EVENT_BUFFER};
 pub use actors::hub::SetServersResult;
 pub use actors::operation::LogLevel;
 pub use actors::{CallTool, Event, IntoArguments, Progress, ProgressSink};
-pub use agent_handle::{AgentHandle, TurnAnswer};
 pub use error::{CallError, ConfigError, ConnectError, ManageError};
-pub use handle::{Events, Handle, Runtime, RuntimeBuilder, EVENT_BUFFER};
 pub use pool::{ServerState, ServerStatus, ToolEntry};
 /// The MCP types of the public API (results, references of completions,
 /// elicitation answers, the tools and content of in-process servers), so a
@@ -122,5 +120,6 @@ pub use rmcp::model::{
     JsonObject, Prompt, PromptReference, ReadResourceResult, Reference, Resource, ResourceTemplate, ResourceTemplateReference, Tool,
     ToolAnnotations,
 };
+pub use runtime::{Runtime, RuntimeBuilder};
 pub use skills::{LoadedSkill, Skill, SkillError, SkillFile, SkillFiles};
 pub use transport::in_process::ToolHandler;

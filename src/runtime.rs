@@ -1,0 +1,113 @@
+//! [`Runtime`]: the runtime for programs that are not actix programs.
+//!
+//! `Runtime::start` (or [`Runtime::builder`] with live parts) runs an actix
+//! System with a [`Hub`] on a thread of its own and returns a [`Handle`]
+//! (defined beside the actors, `actors::handle`, because the gateway's
+//! session actor holds one too).
+
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+use crate::actors::client_requests::ClientHandlers;
+use crate::actors::handle::Handle;
+use crate::actors::hub::{self, GetRegistry, Hub};
+use crate::actors::parts::Parts;
+use crate::config::{RuntimeConfig, ServerConfig};
+use crate::oauth::Authorizer;
+use crate::telemetry::Telemetry;
+use crate::transport::in_process::InProcessHandler;
+
+pub struct Runtime;
+
+impl Runtime {
+    /// Starts the runtime thread and the configured servers, with the
+    /// default live parts (see [`Runtime::builder`] to give them). Returns as
+    /// soon as the hub is up; calls made before a server is connected wait for it.
+    pub fn start(config: RuntimeConfig) -> std::io::Result<Handle> {
+        Runtime::builder(config).start()
+    }
+
+    /// A runtime of `config` (plain data) to which the live parts are given
+    /// before it starts:
+    ///
+    /// ```no_run
+    /// # use mcpvisor::{config::RuntimeConfig, Runtime, ToolHandler};
+    /// # fn run(config: RuntimeConfig, clock: impl ToolHandler) -> std::io::Result<()> {
+    /// let handle = Runtime::builder(config).in_process("clock", clock).start()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(config: RuntimeConfig) -> RuntimeBuilder {
+        RuntimeBuilder { config, parts: Parts::default() }
+    }
+}
+
+/// A runtime's configuration and the live parts it is given; [`RuntimeBuilder::start`] runs it.
+#[derive(Debug)]
+pub struct RuntimeBuilder {
+    config: RuntimeConfig,
+    parts: Parts,
+}
+
+impl RuntimeBuilder {
+    /// The configuration, with the in-process servers added so far.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    /// Serves the server named `name` with `handler`, inside this process.
+    /// Without a server of that name in the configuration, one is added
+    /// ([`ServerConfig::in_process`], every setting at its default); with
+    /// one, it should have `transport` in-process.
+    pub fn in_process(mut self, name: impl Into<String>, handler: impl Into<InProcessHandler>) -> Self {
+        let name = name.into();
+        if !self.config.servers.iter().any(|server| server.name == name) {
+            self.config.servers.push(ServerConfig::in_process(name.clone()));
+        }
+        self.parts.in_process.insert(name, handler.into());
+        self
+    }
+
+    /// Answerers of the requests servers send (roots, sampling, elicitation).
+    pub fn client_handlers(mut self, handlers: ClientHandlers) -> Self {
+        self.parts.client_handlers = handlers;
+        self
+    }
+
+    /// Where tool calls are counted and audited (default: counted only).
+    pub fn telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.parts.telemetry = telemetry;
+        self
+    }
+
+    /// Who follows the authorization URL when server `server` needs an
+    /// OAuth login while connecting (default: nobody; the login is left to
+    /// the user, and the server is `needs_auth`).
+    pub fn authorizer(mut self, server: impl Into<String>, authorizer: impl Authorizer) -> Self {
+        self.parts.authorizers.insert(server.into(), Arc::new(authorizer));
+        self
+    }
+
+    /// Starts the runtime thread and the configured servers. Returns as soon
+    /// as the hub is up; calls made before a server is connected wait for it.
+    pub fn start(self) -> std::io::Result<Handle> {
+        let RuntimeBuilder { config, parts } = self;
+        let telemetry = parts.telemetry.clone();
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new().name("mcpvisor-runtime".into()).spawn(move || {
+            let system = actix::System::new();
+            system.block_on(async move {
+                let hub = Hub::start_with(config, parts);
+                let Ok(registry) = hub.send(GetRegistry).await else { return };
+                if started_tx.send((hub.clone(), registry)).is_err() {
+                    return;
+                }
+                let _ = stop_rx.await;
+                let _ = hub.send(hub::Shutdown).await;
+            });
+        })?;
+        let (hub, registry) = started_rx.recv().map_err(|_| std::io::Error::other("the mcpvisor runtime thread failed to start"))?;
+        Ok(Handle::running(hub, registry, telemetry, stop_tx, thread))
+    }
+}
