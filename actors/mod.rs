@@ -13,11 +13,13 @@
 //! (docs/architecture.md, "Layers"). The actors import the data and wire
 //! layer (protocol, config, errors, restart policy) and the services
 //! (transports, OAuth, sandboxes, telemetry, `pool`, skills, tool search),
-//! and each other without a loop; never the fronts above them (`handle` and
+//! and each other without a loop; never the fronts above them (`runtime` and
 //! the crate root, `gateway`'s fronts, `cli`, `acp`, `demo_server`), which
 //! drive them. `tests/architecture.rs` checks it for each module here
-//! (`actors::hub`, `actors::registry`, ...). The folder sits beside `src/`
-//! and is mounted through the link `src/actors`.
+//! (`actors::hub`, `actors::registry`, ...). [`Handle`](crate::Handle) and
+//! [`AgentHandle`](crate::AgentHandle) live here too: they only send the
+//! actors messages, and the gateway's session actor holds a `Handle`. The
+//! folder sits beside `src/` and is mounted through the link `src/actors`.
 //!
 //! Restarts: a Connection whose server went down fails the calls in flight,
 //! asks its [`crate::restart::RestartTracker`] what to do, and stops its
@@ -46,14 +48,14 @@
 //! | [`messages`]: `Request`, `Routed`, `Forget`, `GetStatus`, `SetLogLevel`, ... | Connection | see each |
 
 pub mod agent;
-pub mod agent_handle;
+pub(crate) mod agent_handle; // AgentHandle, re-exported at the crate root (the tokio side)
 pub mod client_requests;
 pub mod connection;
 #[doc(hidden)]
 pub mod gateway; // the session actor of `mcpvisor serve`, not an embedder's; public for the crate's fronts
 #[doc(hidden)]
 pub mod guard; // panic isolation and the fault-injection hooks; public for the tests
-pub mod handle;
+pub(crate) mod handle; // Handle and Events, re-exported at the crate root (the tokio side)
 pub mod hub;
 pub mod messages;
 pub mod operation;
