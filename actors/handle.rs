@@ -95,7 +95,7 @@ impl Handle {
     /// `CallError::InvalidArguments` before reaching the server.
     ///
     /// A call made before the server that owns the name has listed its
-    /// tools (just after [`Runtime::start`] or [`Handle::add_server`])
+    /// tools (just after `Runtime::start` or [`Handle::add_server`])
     /// waits for that listing, within the call's time-out.
     pub async fn call_tool(&self, name: &str, arguments: impl IntoArguments) -> Result<CallToolResult, CallError> {
         self.call(CallTool::new(name, arguments)).await
