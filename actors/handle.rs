@@ -306,12 +306,9 @@ impl Handle {
         rx.await.ok().map(AgentHandle::new)
     }
 
-    /// The hub's address. Not part of the API (a `Handle` speaks only this
-    /// crate's types): public for this crate's fronts and its
-    /// fault-injection tests, which send the hub test-only messages. Actix
-    /// programs start their own [`Hub`] instead.
-    #[doc(hidden)]
-    pub fn hub(&self) -> &Addr<Hub> {
+    /// The hub's address, for this crate's fronts (actix code that holds a
+    /// `Handle`); outside the crate, [`hub_of`] on the actix side.
+    pub(crate) fn hub(&self) -> &Addr<Hub> {
         &self.inner.hub
     }
 
@@ -406,4 +403,12 @@ impl actix::Handler<Event> for EventForwarder {
             actix::ActorContext::stop(ctx);
         }
     }
+}
+
+/// The actix address of the [`Hub`] behind `handle`: for actix code that
+/// holds a [`Handle`] and needs the Hub's own messages (the fault-injection
+/// tests send it test-only ones). A `Handle`'s methods speak only this
+/// crate's types; this function is the actix side's door to the same Hub.
+pub fn hub_of(handle: &Handle) -> &Addr<Hub> {
+    handle.hub()
 }

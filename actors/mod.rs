@@ -77,6 +77,7 @@ use crate::error::CallError;
 
 pub use crate::pool::{ServerState, ServerStatus, ToolEntry};
 pub use connection::Connection;
+pub use handle::hub_of;
 pub use hub::Hub;
 pub use progress::{Progress, ProgressSink};
 pub use registry::Registry;

@@ -271,7 +271,7 @@ async fn task_mode_tools_are_polled_to_their_result_and_cancelled_on_time_out() 
     assert!(dropped.is_err(), "the caller gave up");
     let tasks = || async {
         let list = Request { method: "tasks/list".into(), params: json!({}), label: "tasks/list".into(), timeout: None, progress: None };
-        let raw = handle.hub().send(ToServer { server: "old".into(), message: list }).await.unwrap().unwrap();
+        let raw = mcpvisor::actors::hub_of(&handle).send(ToServer { server: "old".into(), message: list }).await.unwrap().unwrap();
         serde_json::from_str::<Value>(raw.get()).unwrap()
     };
     let statuses = |tasks: &Value| tasks["tasks"].as_array().into_iter().flatten().map(|t| t["status"].to_string()).collect::<Vec<_>>();

@@ -55,7 +55,7 @@ fn injected(actor: &str, during: &str) -> Panicked {
 async fn a_panic_in_a_hub_handler_answers_that_message_with_a_typed_error_and_the_hub_serves_on() {
     let handle = start(vec![demo("kept", &[])]).await;
     let mut events = handle.subscribe();
-    handle.hub().send(PanicNext("AddServer".into())).await.unwrap();
+    mcpvisor::actors::hub_of(&handle).send(PanicNext("AddServer".into())).await.unwrap();
 
     let error = handle.add_server(demo("added", &[])).await.unwrap_err();
     let ManageError::Internal(panic) = &error else { panic!("expected ManageError::Internal, got {error:?}") };
@@ -78,7 +78,7 @@ async fn a_panic_in_a_hub_handler_answers_that_message_with_a_typed_error_and_th
 async fn a_panic_in_a_registry_handler_fails_that_call_with_a_typed_error_and_the_catalog_serves_on() {
     let handle = start(vec![demo("fs", &[])]).await;
     let mut events = handle.subscribe();
-    let registry = handle.hub().send(GetRegistry).await.unwrap();
+    let registry = mcpvisor::actors::hub_of(&handle).send(GetRegistry).await.unwrap();
     registry.send(PanicNext("CallTool".into())).await.unwrap();
 
     let error = handle.call_tool("mcp__fs__echo", args(json!({"text": "lost"}))).await.unwrap_err();
