@@ -4,6 +4,7 @@
 //!
 //! | module | what it holds |
 //! | --- | --- |
+//! | [`dispatch`] | the [`dispatch::ServerHandler`] trait and the one dispatcher: lifecycle, paging, method-not-found, the rest to the handler |
 //! | [`era`] | which era serves a request, the -32022 refusal, the modern era's result fields |
 //! | [`lifecycle`] | `initialize` and `server/discover` answers: server info, capabilities, negotiated version |
 //! | [`paging`] | the one pager of every `*/list`, with the one cursor format |
@@ -18,6 +19,7 @@
 //! nothing here imports the actors, the gateway fronts, the demo server,
 //! the CLI, ACP or the handle.
 
+pub mod dispatch;
 pub mod era;
 pub mod errors;
 pub mod input;
