@@ -1,4 +1,4 @@
-//! The server: shared state, routing of every request, running requests that
+//! The server: shared state, its methods behind [`crate::server::dispatch`], running requests that
 //! take time in their own tasks, cancellation and what was received.
 
 use std::io::Write as _;
@@ -14,13 +14,14 @@ use super::catalog::{parse_call, ToolCall};
 use super::era::{Era, RequestEra};
 use super::interaction::{Outgoing, RequestStates};
 use super::logging::Level;
-use super::rpc::{classify, response_frame, text_result, ErrorObject, Message, Out, METHOD_NOT_FOUND};
+use super::rpc::{classify, notification_frame, response_frame, text_result, ErrorObject, Message, Out, METHOD_NOT_FOUND};
 use super::state::{InFlight, State};
-use super::subscriptions::Subscriptions;
 use super::{completion, lifecycle, lock, log, prompts, resources, skills, tools, DemoServerOptions};
 use crate::protocol::methods;
 use crate::server::dispatch::{dispatch, Dispatched, Request, ServerHandler};
 use crate::server::lifecycle::{DiscoverCache, ServerInfo};
+use crate::server::listen::Filter;
+use crate::server::subscriptions::{uri_param, Subscriptions};
 use crate::task_store::{self as tasks, requested_ttl, Outcome, TaskStore};
 
 /// What the demo runs past the dispatcher.
@@ -296,12 +297,16 @@ impl ServerHandler for Server {
         let (state, method, params, legacy) = (&self.state, request.method, request.params, request.era.is_legacy());
         match method {
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if legacy => {
-                Dispatched::Answer(state.subscriptions.legacy(method, params))
+                Dispatched::Answer(uri_param(method, params).map(|uri| {
+                    state.subscriptions.record(method, uri);
+                    json!({})
+                }))
             }
             methods::SKILLS_GET if state.options.skills => Dispatched::Answer(skills::get(params)),
-            methods::SUBSCRIPTIONS_LISTEN if !legacy => match state.subscriptions.listen(request.id, params) {
-                Ok(acknowledgement) => {
-                    state.send(acknowledgement);
+            methods::SUBSCRIPTIONS_LISTEN if !legacy => match Filter::parse(params) {
+                Ok(filter) => {
+                    let acknowledgement = state.subscriptions.open(request.id.clone(), filter, ());
+                    state.send(notification_frame(methods::SUBSCRIPTIONS_ACKNOWLEDGED, acknowledgement));
                     Dispatched::Work(Work::Open)
                 }
                 Err(e) => Dispatched::Answer(Err(e)),

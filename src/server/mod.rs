@@ -9,6 +9,7 @@
 //! | [`lifecycle`] | `initialize` and `server/discover` answers: server info, capabilities, negotiated version |
 //! | [`paging`] | the one pager of every `*/list`, with the one cursor format |
 //! | [`listen`] | 2026-07-28 `subscriptions/listen` filters and the changes they select |
+//! | [`subscriptions`] | who hears about changes: legacy `resources/subscribe`d URIs and listen streams |
 //! | [`tasks`] | task-augmented `tools/call` and `tasks/*` over a [`crate::task_store::TaskStore`] |
 //! | [`input`] | 2026-07-28 calls parked on `input_required` while a server's request waits for the client (MRTR) |
 //! | [`errors`] | the shared error constructors: a [`crate::error::CallError`] as the JSON-RPC error or `isError` result MCP expects |
@@ -27,6 +28,7 @@ pub mod lifecycle;
 pub mod listen;
 pub mod outbox;
 pub mod paging;
+pub mod subscriptions;
 pub mod tasks;
 pub mod tool_server;
 
