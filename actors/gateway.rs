@@ -43,15 +43,14 @@ pub use bridge::ClientBridge;
 pub use options::ServeOptions;
 pub use roots::ClientRoots;
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use actix::prelude::*;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 use crate::codec::Frame as InboundFrame;
-use crate::protocol::session::META_SUBSCRIPTION_ID;
 use crate::protocol::{error_codes, methods, ErrorObject, Message as RpcMessage, RequestId};
 use crate::server::era::Served;
 use crate::server::input::{self, Asked, Asking};
@@ -133,8 +132,6 @@ pub struct GatewaySession {
     next_ask: u64,
     /// Notifications dropped because the outbox was full.
     dropped: u64,
-    /// Open 2026-07-28 `subscriptions/listen` streams.
-    listens: Vec<Listen>,
     /// List changes waiting to be announced together ([`events`]).
     coalescing: Vec<crate::server::listen::Change>,
     /// [`WhenIdle`] askers, answered once no request is open.
@@ -142,14 +139,6 @@ pub struct GatewaySession {
     /// Whether the pool's events reach this session: from the start in the
     /// handshake era; a stateless session subscribes when a listen opens.
     hears_events: bool,
-}
-
-/// One `subscriptions/listen` request: never answered, it stays open (and
-/// holds its slot) until the client cancels it or goes away.
-struct Listen {
-    id: RequestId,
-    filter: Filter,
-    stream: Outbox,
 }
 
 /// The client as `initialize` described it.
@@ -178,7 +167,7 @@ impl GatewaySession {
                 caller: caller.into(),
                 routes: options.routes.clone(),
                 options: Arc::new(options),
-                subscribed: Arc::new(Mutex::new(HashSet::new())),
+                subscriptions: Arc::default(),
                 notices: outbox.clone(),
                 log_level: Default::default(),
             },
@@ -190,7 +179,6 @@ impl GatewaySession {
             asked: HashMap::new(),
             next_ask: 0,
             dropped: 0,
-            listens: Vec::new(),
             coalescing: Vec::new(),
             idle_waiters: Vec::new(),
             hears_events: false,
@@ -198,7 +186,7 @@ impl GatewaySession {
     }
 
     fn is_idle(&self) -> bool {
-        self.open.keys().all(|id| self.listens.iter().any(|listen| &listen.id == id))
+        self.open.keys().all(|id| self.pool.subscriptions.is_listening(id))
     }
 
     fn wake_if_idle(&mut self) {
@@ -269,7 +257,9 @@ impl GatewaySession {
             }
             methods::CANCELLED => {
                 let id = params.get("requestId").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
-                self.listens.retain(|listen| Some(&listen.id) != id.as_ref());
+                if let Some(id) = &id {
+                    self.pool.subscriptions.end(id);
+                }
                 if let Some(open) = id.and_then(|id| self.open.remove(&id)) {
                     // Dropping the work drops its upstream call, which cancels it upstream.
                     ctx.cancel_future(open.work);
@@ -385,6 +375,8 @@ impl GatewaySession {
     }
 
     /// Opens a listen stream: acknowledged on it, then fed by [`events`].
+    /// A `subscriptions/listen` request is never answered: it stays open
+    /// (and holds its slot) until the client cancels it or goes away.
     fn listen(&mut self, id: RequestId, params: &Value, stream: Outbox, permit: OwnedSemaphorePermit, ctx: &mut Context<Self>) {
         let filter = match Filter::parse(params) {
             Ok(filter) => filter,
@@ -401,9 +393,10 @@ impl GatewaySession {
             }
         };
         self.hear_events(ctx);
-        let ack = json!({"_meta": { META_SUBSCRIPTION_ID: id }, "notifications": filter.to_json()});
+        let uris = filter.uris().cloned().collect();
+        let ack = self.pool.subscriptions.open(id.clone(), filter, stream.clone());
         let ack = Frame::notification(methods::SUBSCRIPTIONS_ACKNOWLEDGED, &ack);
-        let (answer_to, pool, uris) = (stream.clone(), self.pool.clone(), filter.uris().cloned().collect());
+        let (answer_to, pool) = (stream.clone(), self.pool.clone());
         let work = ctx.spawn(
             async move {
                 pool.watch(uris).await;
@@ -414,8 +407,7 @@ impl GatewaySession {
             }
             .into_actor(self),
         );
-        self.open.insert(id.clone(), Open { work, server: Arc::default(), stream: stream.clone(), asks: None });
-        self.listens.push(Listen { id, filter, stream });
+        self.open.insert(id, Open { work, server: Arc::default(), stream, asks: None });
     }
 
     fn initialize(&mut self, params: &Value) -> Value {

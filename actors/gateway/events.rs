@@ -14,15 +14,13 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use futures::Stream;
-use serde_json::json;
 
 use super::GatewaySession;
 use crate::actors::gateway::names::serves;
 use crate::actors::Event;
 use crate::protocol::methods;
-use crate::protocol::session::META_SUBSCRIPTION_ID;
 use crate::server::listen::Change;
-use crate::server::outbox::Frame;
+use crate::server::outbox::{Frame, Outbox};
 use crate::server::STATUS_URI;
 use crate::Handle;
 
@@ -115,18 +113,17 @@ impl GatewaySession {
     /// and on every 2026-07-28 listen stream that asked for it, tagged with
     /// its subscription id.
     fn announce(&mut self, change: Change) {
-        let subscribed = match &change {
-            Change::Updated(uri) => self.pool.subscribed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).contains(uri),
-            _ => true,
-        };
-        if subscribed {
-            self.notify(change.method(), change.params());
-        }
-        self.listens.retain(|listen| !listen.stream.is_closed());
-        for listen in self.listens.iter().filter(|listen| listen.filter.wants(&change)) {
-            let mut params = change.params();
-            params["_meta"] = json!({ META_SUBSCRIPTION_ID: listen.id });
-            listen.stream.offer(Frame::notification(change.method(), &params));
+        let subscriptions = self.pool.subscriptions.clone();
+        subscriptions.end_closed(Outbox::is_closed);
+        let mut unsolicited = None;
+        subscriptions.announce(&change, true, |stream, params| match stream {
+            Some(stream) => {
+                stream.offer(Frame::notification(change.method(), &params));
+            }
+            None => unsolicited = Some(params),
+        });
+        if let Some(params) = unsolicited {
+            self.notify(change.method(), params);
         }
     }
 }

@@ -41,7 +41,7 @@ impl GatewaySession {
         for (_, open) in self.open.drain() {
             ctx.cancel_future(open.work);
         }
-        self.listens.clear();
+        self.pool.subscriptions.end_all();
         self.asked.clear();
         ctx.stop();
     }

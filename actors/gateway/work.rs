@@ -5,8 +5,7 @@
 //! mailbox; dropping it (cancellation, the client gone) drops the upstream
 //! request with it, which cancels it upstream.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use futures::future::join_all;
 use rmcp::model::{ArgumentInfo, JsonObject, Reference};
@@ -17,10 +16,11 @@ use crate::actors::gateway::names::{serves, unknown_tool, Routes, RoutesCache};
 use crate::actors::hub::ToServer;
 use crate::actors::operation::{Complete, LogLevel};
 use crate::actors::{CallTool, ProgressSink};
-use crate::protocol::{error_codes, methods, ErrorObject};
+use crate::protocol::{error_codes, methods, ErrorObject, RequestId};
 use crate::server::errors::{rpc_error, tool_failure};
 use crate::server::outbox::{Frame, Outbox};
 use crate::server::paging::page;
+use crate::server::subscriptions::Subscriptions;
 use crate::server::{tasks, SERVER_NAME, STATUS_URI};
 use crate::Handle;
 
@@ -37,8 +37,8 @@ pub struct Pool {
     pub handle: Handle,
     pub options: Arc<ServeOptions>,
     pub routes: RoutesCache,
-    /// Resource URIs this session subscribed to.
-    pub subscribed: Arc<Mutex<HashSet<String>>>,
+    /// The resource URIs this session subscribed to, and its listen streams.
+    pub subscriptions: Arc<Subscriptions<RequestId, Outbox>>,
     /// The session's own outbox, for what belongs to no request.
     pub notices: Outbox,
     /// The label of the session's tool calls (the audit log's `caller`).
@@ -91,7 +91,7 @@ impl Pool {
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => self.subscription(method, params).await,
             methods::COMPLETE => self.complete(params).await,
             methods::SET_LOG_LEVEL => self.set_level(params).await,
-            other => Err(ErrorObject { code: error_codes::METHOD_NOT_FOUND, message: format!("Method not found: {other}"), data: None }),
+            other => Err(ErrorObject::method_not_found(other, "")),
         }
     }
 
@@ -237,11 +237,7 @@ impl Pool {
             };
             outcome.map_err(rpc_error)?;
         }
-        let mut subscribed = self.subscribed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        match subscribe {
-            true => subscribed.insert(uri),
-            false => subscribed.remove(&uri),
-        };
+        self.subscriptions.record(method, &uri);
         Ok(json!({}))
     }
 

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::logging::Level;
 use super::rpc::ErrorObject;
 pub use crate::protocol::session::META_LOG_LEVEL;
+use crate::server::dispatch::ServedEra;
 use crate::server::era::Served;
 
 /// The era(s) the server speaks (the `--era` flag).
@@ -37,6 +38,12 @@ pub fn of_request(era: Era, method: &str, params: &Value) -> Result<RequestEra, 
             };
             Ok(RequestEra::Modern { log_level })
         }
+    }
+}
+
+impl ServedEra for RequestEra {
+    fn is_legacy(&self) -> bool {
+        RequestEra::is_legacy(*self)
     }
 }
 

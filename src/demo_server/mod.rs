@@ -139,7 +139,6 @@ mod rpc;
 mod server;
 mod skills;
 mod state;
-mod subscriptions;
 mod tools;
 
 #[cfg(test)]

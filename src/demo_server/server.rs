@@ -1,4 +1,4 @@
-//! The server: shared state, routing of every request, running requests that
+//! The server: shared state, its methods behind [`crate::server::dispatch`], running requests that
 //! take time in their own tasks, cancellation and what was received.
 
 use std::io::Write as _;
@@ -14,23 +14,25 @@ use super::catalog::{parse_call, ToolCall};
 use super::era::{Era, RequestEra};
 use super::interaction::{Outgoing, RequestStates};
 use super::logging::Level;
-use super::rpc::{classify, response_frame, text_result, ErrorObject, Message, Out, METHOD_NOT_FOUND};
+use super::rpc::{classify, notification_frame, response_frame, text_result, ErrorObject, Message, Out, METHOD_NOT_FOUND};
 use super::state::{InFlight, State};
-use super::subscriptions::Subscriptions;
 use super::{completion, lifecycle, lock, log, prompts, resources, skills, tools, DemoServerOptions};
-use crate::server::paging::page;
+use crate::protocol::methods;
+use crate::server::dispatch::{dispatch, Dispatched, Request, ServerHandler};
+use crate::server::lifecycle::{DiscoverCache, ServerInfo};
+use crate::server::listen::Filter;
+use crate::server::subscriptions::{uri_param, Subscriptions};
 use crate::task_store::{self as tasks, requested_ttl, Outcome, TaskStore};
 
-/// What to do with one request.
-enum Action {
-    Reply(Result<Value, ErrorObject>),
+/// What the demo runs past the dispatcher.
+pub enum Work {
     /// Run in its own task, cancellable, and answer when it ends.
     Spawn(Job),
     /// A listen stream is open: no answer until it ends.
     Open,
 }
 
-enum Job {
+pub enum Job {
     Tool(ToolCall),
     TaskResult(String, watch::Receiver<Outcome>),
 }
@@ -104,62 +106,17 @@ impl Server {
             Ok(era) => era,
             Err(e) => return self.state.send(response_frame(&id, Err(e))),
         };
-        match self.route(era, &id, &method, &params) {
-            Action::Reply(result) => self.state.send(response_frame(&id, result.map(|r| era.finish(&method, r)))),
-            Action::Spawn(job) => self.spawn(id, era, method, params, job),
-            Action::Open => {}
+        if method == methods::INITIALIZE {
+            lock(&self.state.received).initialize_requests += 1;
+        }
+        match dispatch(self, &Request { id: &id, method: &method, params: &params, era }) {
+            Dispatched::Answer(result) => self.state.send(response_frame(&id, result.map(|r| era.finish(&method, r)))),
+            Dispatched::Work(Work::Spawn(job)) => self.spawn(id, era, method, params, job),
+            Dispatched::Work(Work::Open) => {}
         }
     }
 
-    fn route(&self, era: RequestEra, id: &Value, method: &str, params: &Value) -> Action {
-        let state = &self.state;
-        let (options, legacy) = (&state.options, era.is_legacy());
-        let list = |key: &str, items: Vec<Value>| Action::Reply(page(method, key, items, params, options.page_size));
-        match method {
-            "initialize" => {
-                lock(&state.received).initialize_requests += 1;
-                Action::Reply(Ok(skills::announce(lifecycle::initialize(params), options.skills)))
-            }
-            "server/discover" if options.era != Era::Legacy => {
-                Action::Reply(Ok(skills::announce(lifecycle::discover(options.era), options.skills)))
-            }
-            "ping" => Action::Reply(Ok(json!({}))),
-            "logging/setLevel" if legacy => Action::Reply(self.set_level(params)),
-            "tools/list" => list("tools", state.tools(era)),
-            "tools/call" => self.tool_call(era, params),
-            "prompts/list" => list("prompts", prompts::list(&lock(&state.added).prompts)),
-            "prompts/get" => Action::Reply(prompts::get(params, &lock(&state.added).prompts)),
-            "resources/list" => list("resources", resources::list(&lock(&state.added).resources)),
-            "resources/templates/list" if !options.no_templates => list("resourceTemplates", resources::templates()),
-            "resources/read" => {
-                if let Some(read) = skills::read(params).filter(|_| options.skills) {
-                    return Action::Reply(Ok(read));
-                }
-                let counter = state.counter.load(Ordering::Relaxed);
-                Action::Reply(resources::read(params, counter, &lock(&state.added).resources, era))
-            }
-            "resources/subscribe" | "resources/unsubscribe" if legacy => Action::Reply(state.subscriptions.legacy(method, params)),
-            "completion/complete" => Action::Reply(completion::complete(params)),
-            "skills/list" if options.skills => list("skills", skills::entries()),
-            "skills/get" if options.skills => Action::Reply(skills::get(params)),
-            "subscriptions/listen" if !legacy => match state.subscriptions.listen(id, params) {
-                Ok(acknowledgement) => {
-                    state.send(acknowledgement);
-                    Action::Open
-                }
-                Err(e) => Action::Reply(Err(e)),
-            },
-            "tasks/get" | "tasks/cancel" if legacy => Action::Reply(state.tasks.get_or_cancel(method, params, None)),
-            "tasks/list" if legacy => list("tasks", state.tasks.list(None)),
-            "tasks/result" if legacy => match state.tasks.watch(params, None) {
-                Ok((task, outcome)) => Action::Spawn(Job::TaskResult(task, outcome)),
-                Err(e) => Action::Reply(Err(e)),
-            },
-            _ => Action::Reply(Err(ErrorObject::method_not_found(method, ""))),
-        }
-    }
-
-    fn set_level(&self, params: &Value) -> Result<Value, ErrorObject> {
+    fn set_level_to(&self, params: &Value) -> Result<Value, ErrorObject> {
         let level = params.get("level").and_then(Level::parse);
         let level = level.ok_or_else(|| ErrorObject::invalid_params(format!("logging/setLevel: `level` must be {}", Level::expected())))?;
         *lock(&self.state.log_level) = level;
@@ -167,15 +124,15 @@ impl Server {
     }
 
     /// `tools/call`: checks the call and its task augmentation (2025-11-25, legacy only).
-    fn tool_call(&self, era: RequestEra, params: &Value) -> Action {
+    fn tool_call(&self, era: RequestEra, params: &Value) -> Dispatched<Work> {
         let call = match parse_call(params, &lock(&self.state.added).tools) {
             Ok(call) => call,
-            Err(e) => return Action::Reply(Err(e)),
+            Err(e) => return Dispatched::Answer(Err(e)),
         };
-        let refuse = |message: String| Action::Reply(Err(ErrorObject::new(METHOD_NOT_FOUND, message)));
+        let refuse = |message: String| Dispatched::Answer(Err(ErrorObject::new(METHOD_NOT_FOUND, message)));
         let task = params.get("task").filter(|t| !t.is_null());
         match (&call, task, era.is_legacy()) {
-            (ToolCall::SlowTask(_), Some(task), true) => Action::Reply(self.start_task(call.clone(), task)),
+            (ToolCall::SlowTask(_), Some(task), true) => Dispatched::Answer(self.start_task(call.clone(), task)),
             (ToolCall::SlowTask(_), None, true) => {
                 refuse("tool `slow_task` must be invoked as a task: `params.task` is required (execution.taskSupport \"required\")".into())
             }
@@ -186,9 +143,9 @@ impl Server {
             }
             (ToolCall::PauseReading(ms), None, _) => {
                 *lock(&self.state.pause_reading) = Some(Duration::from_millis(*ms));
-                Action::Reply(Ok(text_result(format!("reading no input for {ms} ms"))))
+                Dispatched::Answer(Ok(text_result(format!("reading no input for {ms} ms"))))
             }
-            _ => Action::Spawn(Job::Tool(call)),
+            _ => Dispatched::Work(Work::Spawn(Job::Tool(call))),
         }
     }
 
@@ -258,6 +215,109 @@ impl Server {
         self.state.tasks.abort_all();
         drop(self);
         let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    }
+}
+
+/// The demo's methods behind the dispatcher; a legacy-only method in the
+/// modern era (and the reverse) is not offered.
+impl ServerHandler for Server {
+    type Era = RequestEra;
+    type Work = Work;
+
+    fn info(&self) -> ServerInfo {
+        lifecycle::server_info()
+    }
+
+    fn capabilities(&self, legacy: bool) -> Value {
+        lifecycle::capabilities(legacy, self.state.options.skills)
+    }
+
+    fn eras(&self) -> Era {
+        self.state.options.era
+    }
+
+    fn discover_cache(&self) -> DiscoverCache {
+        lifecycle::DISCOVER_CACHE
+    }
+
+    fn page_size(&self) -> usize {
+        self.state.options.page_size
+    }
+
+    fn set_level(&self, request: &Request<'_, RequestEra>) -> Result<Value, ErrorObject> {
+        self.set_level_to(request.params)
+    }
+
+    fn list_tools(&self, era: &RequestEra) -> Option<Vec<Value>> {
+        Some(self.state.tools(*era))
+    }
+
+    fn call_tool(&self, request: &Request<'_, RequestEra>) -> Dispatched<Work> {
+        self.tool_call(request.era, request.params)
+    }
+
+    fn list_resources(&self, _era: &RequestEra) -> Option<Vec<Value>> {
+        Some(resources::list(&lock(&self.state.added).resources))
+    }
+
+    fn list_resource_templates(&self, _era: &RequestEra) -> Option<Vec<Value>> {
+        (!self.state.options.no_templates).then(resources::templates)
+    }
+
+    fn read_resource(&self, request: &Request<'_, RequestEra>) -> Dispatched<Work> {
+        let state = &self.state;
+        if let Some(read) = skills::read(request.params).filter(|_| state.options.skills) {
+            return Dispatched::Answer(Ok(read));
+        }
+        let counter = state.counter.load(Ordering::Relaxed);
+        Dispatched::Answer(resources::read(request.params, counter, &lock(&state.added).resources, request.era))
+    }
+
+    fn list_prompts(&self, _era: &RequestEra) -> Option<Vec<Value>> {
+        Some(prompts::list(&lock(&self.state.added).prompts))
+    }
+
+    fn get_prompt(&self, request: &Request<'_, RequestEra>) -> Dispatched<Work> {
+        Dispatched::Answer(prompts::get(request.params, &lock(&self.state.added).prompts))
+    }
+
+    fn complete(&self, request: &Request<'_, RequestEra>) -> Dispatched<Work> {
+        Dispatched::Answer(completion::complete(request.params))
+    }
+
+    fn other_list(&self, request: &Request<'_, RequestEra>) -> Option<(&'static str, Vec<Value>)> {
+        match request.method {
+            methods::SKILLS_LIST if self.state.options.skills => Some(("skills", skills::entries())),
+            methods::TASKS_LIST if request.era.is_legacy() => Some(("tasks", self.state.tasks.list(None))),
+            _ => None,
+        }
+    }
+
+    fn other(&self, request: &Request<'_, RequestEra>) -> Dispatched<Work> {
+        let (state, method, params, legacy) = (&self.state, request.method, request.params, request.era.is_legacy());
+        match method {
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if legacy => {
+                Dispatched::Answer(uri_param(method, params).map(|uri| {
+                    state.subscriptions.record(method, uri);
+                    json!({})
+                }))
+            }
+            methods::SKILLS_GET if state.options.skills => Dispatched::Answer(skills::get(params)),
+            methods::SUBSCRIPTIONS_LISTEN if !legacy => match Filter::parse(params) {
+                Ok(filter) => {
+                    let acknowledgement = state.subscriptions.open(request.id.clone(), filter, ());
+                    state.send(notification_frame(methods::SUBSCRIPTIONS_ACKNOWLEDGED, acknowledgement));
+                    Dispatched::Work(Work::Open)
+                }
+                Err(e) => Dispatched::Answer(Err(e)),
+            },
+            methods::TASKS_GET | methods::TASKS_CANCEL if legacy => Dispatched::Answer(state.tasks.get_or_cancel(method, params, None)),
+            methods::TASKS_RESULT if legacy => match state.tasks.watch(params, None) {
+                Ok((task, outcome)) => Dispatched::Work(Work::Spawn(Job::TaskResult(task, outcome))),
+                Err(e) => Dispatched::Answer(Err(e)),
+            },
+            _ => Dispatched::not_found(method, ""),
+        }
     }
 }
 

@@ -59,12 +59,12 @@ pub fn get(params: &Value) -> Result<Value, ErrorObject> {
     Ok(json!({"skill": skill, "ttlMs": 0, "cacheScope": "private"}))
 }
 
-/// `result` of `initialize` or `server/discover`, announcing the extension when `skills`.
-pub fn announce(mut result: Value, skills: bool) -> Value {
+/// `capabilities` of `initialize` or `server/discover`, announcing the extension when `skills`.
+pub fn announce(mut capabilities: Value, skills: bool) -> Value {
     if skills {
-        result["capabilities"]["extensions"] = json!({"io.modelcontextprotocol/skills": {}});
+        capabilities["extensions"] = json!({"io.modelcontextprotocol/skills": {}});
     }
-    result
+    capabilities
 }
 
 /// `resources/read` of a skill's file; `None` when `params.uri` is none.

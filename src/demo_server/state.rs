@@ -13,9 +13,10 @@ use super::catalog::{added_tool_json, TOOLS};
 use super::era::{Era, RequestEra};
 use super::interaction::{Outgoing, RequestStates};
 use super::logging::Level;
-use super::rpc::Out;
-use super::subscriptions::{Change, Subscriptions};
+use super::rpc::{notification_frame, Out};
 use super::{lock, DemoServerOptions};
+use crate::server::listen::Change;
+use crate::server::subscriptions::Subscriptions;
 use crate::task_store::TaskStore;
 
 /// What the server has received, as the `received` and `cancellations` tools report it.
@@ -74,7 +75,8 @@ pub struct State {
     pub counter: AtomicU64,
     /// The legacy `logging/setLevel` threshold.
     pub log_level: Mutex<Level>,
-    pub subscriptions: Subscriptions,
+    /// Every listen stream goes to stdout: its id tags its frames.
+    pub subscriptions: Subscriptions<Value, ()>,
     pub outgoing: Outgoing,
     pub request_states: RequestStates,
     pub tasks: TaskStore,
@@ -94,9 +96,7 @@ impl State {
             Era::Modern => false,
             Era::Dual => lock(&self.received).initialize_requests > 0,
         };
-        for frame in self.subscriptions.frames(&change, legacy_session) {
-            self.send(frame);
-        }
+        self.subscriptions.announce(&change, legacy_session, |_, params| self.send(notification_frame(change.method(), params)));
     }
 
     /// `tools/list` items: the catalog (minus legacy-only tools in the modern era), then added tools.

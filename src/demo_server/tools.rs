@@ -13,8 +13,8 @@ use super::interaction::Ask;
 use super::media::media_result;
 use super::rpc::{error_result, notification_frame, structured_result, text_result, ErrorObject, URL_ELICITATION_REQUIRED};
 use super::state::State;
-use super::subscriptions::Change;
 use super::{lock, log, resources};
+use crate::server::listen::Change;
 
 /// The line the `garbage` tool writes to stdout before its answer.
 pub const GARBAGE_LINE: &str = "this line is not JSON";

@@ -4,10 +4,12 @@
 //!
 //! | module | what it holds |
 //! | --- | --- |
+//! | [`dispatch`] | the [`dispatch::ServerHandler`] trait and the one dispatcher: lifecycle, paging, method-not-found, the rest to the handler |
 //! | [`era`] | which era serves a request, the -32022 refusal, the modern era's result fields |
 //! | [`lifecycle`] | `initialize` and `server/discover` answers: server info, capabilities, negotiated version |
 //! | [`paging`] | the one pager of every `*/list`, with the one cursor format |
 //! | [`listen`] | 2026-07-28 `subscriptions/listen` filters and the changes they select |
+//! | [`subscriptions`] | who hears about changes: legacy `resources/subscribe`d URIs and listen streams |
 //! | [`tasks`] | task-augmented `tools/call` and `tasks/*` over a [`crate::task_store::TaskStore`] |
 //! | [`input`] | 2026-07-28 calls parked on `input_required` while a server's request waits for the client (MRTR) |
 //! | [`errors`] | the shared error constructors: a [`crate::error::CallError`] as the JSON-RPC error or `isError` result MCP expects |
@@ -18,6 +20,7 @@
 //! nothing here imports the actors, the gateway fronts, the demo server,
 //! the CLI, ACP or the handle.
 
+pub mod dispatch;
 pub mod era;
 pub mod errors;
 pub mod input;
@@ -25,6 +28,7 @@ pub mod lifecycle;
 pub mod listen;
 pub mod outbox;
 pub mod paging;
+pub mod subscriptions;
 pub mod tasks;
 pub mod tool_server;
 

@@ -3,8 +3,8 @@
 //! (an in-process server's pipes, `transport::in_process`): it reads
 //! requests from its input and writes answers to its output, running tool
 //! calls concurrently inside its own task (so a panic in any of them ends
-//! the task, as a crash ends a process). `initialize` is answered by
-//! [`super::lifecycle`], like every server side of this crate.
+//! the task, as a crash ends a process). The lifecycle and `tools/list` are
+//! answered by [`super::dispatch`], like every server side of this crate.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,11 +14,12 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use rmcp::model::{CallToolResult, JsonObject, Tool};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use serde_json::value::RawValue;
 use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio_util::codec::FramedRead;
 
-use super::lifecycle::{self, ServerInfo};
+use super::dispatch::{dispatch, Dispatched, Request, ServerHandler};
+use super::era::Served;
+use super::lifecycle::ServerInfo;
 use crate::codec::JsonRpcCodec;
 use crate::protocol::{self, methods, ErrorObject, Message, RequestId};
 
@@ -63,8 +64,8 @@ pub trait ToolHandler: Send + Sync + 'static {
     fn call<'a>(&'a self, name: &'a str, arguments: JsonObject) -> BoxFuture<'a, Result<CallToolResult, ErrorObject>>;
 }
 
-type Answer = Result<serde_json::Value, ErrorObject>;
-type Call = BoxFuture<'static, (RequestId, Result<CallToolResult, ErrorObject>)>;
+/// A tool call under way.
+type Call = BoxFuture<'static, Result<CallToolResult, ErrorObject>>;
 
 #[derive(Deserialize)]
 struct CallParams {
@@ -79,9 +80,61 @@ struct CancelParams {
     request_id: RequestId,
 }
 
+/// A [`ToolHandler`] behind the dispatcher: its tools as they were when
+/// the server started, and the name it serves under.
+struct InProcess {
+    handler: Arc<dyn ToolHandler>,
+    name: String,
+    tools: Vec<Tool>,
+}
+
+impl ServerHandler for InProcess {
+    type Era = Served;
+    type Work = Call;
+
+    fn info(&self) -> ServerInfo {
+        ServerInfo { name: self.name.clone(), title: None, instructions: None }
+    }
+
+    fn capabilities(&self, _legacy: bool) -> serde_json::Value {
+        json!({"tools": {}})
+    }
+
+    fn not_offered(&self) -> &'static str {
+        "an in-process server offers tools only"
+    }
+
+    fn list_tools(&self, _era: &Served) -> Option<Vec<serde_json::Value>> {
+        Some(self.tools.iter().map(|tool| json!(tool)).collect())
+    }
+
+    fn call_tool(&self, request: &Request<'_, Served>) -> Dispatched<Call> {
+        match self.start_call(request.params) {
+            Ok(call) => Dispatched::Work(call),
+            Err(error) => Dispatched::Answer(Err(error)),
+        }
+    }
+}
+
+impl InProcess {
+    /// The future of a `tools/call`, or why it cannot start.
+    fn start_call(&self, params: &serde_json::Value) -> Result<Call, ErrorObject> {
+        if params.is_null() {
+            return Err(ErrorObject::invalid_params("tools/call needs params with a tool name"));
+        }
+        let CallParams { name, arguments } = serde_json::from_value(params.clone())
+            .map_err(|e| ErrorObject::invalid_params(format!("tools/call params are not {{name, arguments}}: {e}")))?;
+        if !self.tools.iter().any(|tool| tool.name == name) {
+            return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
+        }
+        let handler = self.handler.clone();
+        Ok(Box::pin(async move { handler.call(&name, arguments.unwrap_or_default()).await }))
+    }
+}
+
 /// Serves `handler` until its input ends (or the task is aborted).
 pub async fn serve(handler: Arc<dyn ToolHandler>, name: String, input: DuplexStream, mut output: DuplexStream) {
-    let tools = handler.tools();
+    let server = InProcess { tools: handler.tools(), handler, name };
     let mut frames = FramedRead::new(input, JsonRpcCodec::default());
     let mut calls = FuturesUnordered::new();
     let mut running: HashMap<RequestId, AbortHandle> = HashMap::new();
@@ -102,25 +155,25 @@ pub async fn serve(handler: Arc<dyn ToolHandler>, name: String, input: DuplexStr
         let message = match frame {
             Some(Ok(Ok(message))) => message,
             Some(Ok(Err(bad))) => {
-                tracing::debug!(server = %name, "in-process server skipped a line: {bad}");
+                tracing::debug!(server = %server.name, "in-process server skipped a line: {bad}");
                 continue;
             }
             // The connection closed our input (or it broke): stop serving.
             None | Some(Err(_)) => return,
         };
         let (id, answer) = match message {
-            Message::Request { id, method, params } if method == methods::TOOLS_CALL => match start_call(&handler, &tools, &id, params) {
-                Ok(call) => {
-                    let (abort, registration) = AbortHandle::new_pair();
-                    running.insert(id, abort);
-                    calls.push(Abortable::new(call, registration));
-                    continue;
-                }
-                Err(error) => (id, Err(error)),
-            },
             Message::Request { id, method, params } => {
-                let answer = answer(&name, &tools, &method, params.as_deref());
-                (id, answer)
+                let params = params.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default();
+                let request = Request { id: &json!(id), method: &method, params: &params, era: Served::Legacy };
+                match dispatch(&server, &request) {
+                    Dispatched::Answer(answer) => (id, answer),
+                    Dispatched::Work(call) => {
+                        let (abort, registration) = AbortHandle::new_pair();
+                        running.insert(id.clone(), abort);
+                        calls.push(Abortable::new(Box::pin(async move { (id, call.await) }), registration));
+                        continue;
+                    }
+                }
             }
             Message::Notification { method, params } if method == methods::CANCELLED => {
                 let cancelled = params.and_then(|raw| serde_json::from_str::<CancelParams>(raw.get()).ok());
@@ -135,35 +188,6 @@ pub async fn serve(handler: Arc<dyn ToolHandler>, name: String, input: DuplexStr
             return;
         }
     }
-}
-
-/// Answers a request other than `tools/call`.
-fn answer(name: &str, tools: &[Tool], method: &str, params: Option<&RawValue>) -> Answer {
-    match method {
-        methods::INITIALIZE => {
-            let asked = params.and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok()).unwrap_or_default();
-            let info = ServerInfo { name: name.to_string(), title: None, instructions: None };
-            Ok(lifecycle::initialize(&info, &asked, json!({"tools": {}})))
-        }
-        methods::PING => Ok(json!({})),
-        methods::TOOLS_LIST => Ok(json!({"tools": tools})),
-        _ => Err(ErrorObject::method_not_found(method, "an in-process server offers tools only")),
-    }
-}
-
-/// The future of a `tools/call`, or why it cannot start.
-fn start_call(handler: &Arc<dyn ToolHandler>, tools: &[Tool], id: &RequestId, params: Option<Box<RawValue>>) -> Result<Call, ErrorObject> {
-    let params = params.ok_or_else(|| ErrorObject::invalid_params("tools/call needs params with a tool name"))?;
-    let CallParams { name, arguments } = serde_json::from_str(params.get())
-        .map_err(|e| ErrorObject::invalid_params(format!("tools/call params are not {{name, arguments}}: {e}")))?;
-    if !tools.iter().any(|tool| tool.name == name) {
-        return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
-    }
-    let (handler, id) = (handler.clone(), id.clone());
-    Ok(Box::pin(async move {
-        let outcome = handler.call(&name, arguments.unwrap_or_default()).await;
-        (id, outcome)
-    }))
 }
 
 fn answer_frame<T: Serialize>(id: &RequestId, outcome: &Result<T, ErrorObject>) -> Vec<u8> {
