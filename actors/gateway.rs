@@ -5,7 +5,7 @@
 //! stdio and Streamable HTTP, in layer 4):
 //! - the transport starts a session with [`GatewaySession::new`] from the
 //!   pool (a [`Handle`]), the [`ServeOptions`] and the session's own
-//!   [`Outbox`], where frames that belong to no request go: list changes,
+//!   `Outbox`, where frames that belong to no request go: list changes,
 //!   log messages, `resources/updated`, and requests to the client made when
 //!   no request of the client is open;
 //! - it sends each message the client sent as one [`Inbound`], together
@@ -17,7 +17,7 @@
 //!   cancelled (upstream calls too) and the session stops.
 //!
 //! Eras: each request is served in the era it declares
-//! ([`crate::server::era`], the one server side). A 2026-07-28 request is self-contained (its
+//! (`crate::server::era`, the one server side). A 2026-07-28 request is self-contained (its
 //! `_meta` carries the version and the client's capabilities), so a session
 //! answers it without `initialize`; a stateless HTTP front may use one
 //! session for many such requests, or one per request.
@@ -27,7 +27,7 @@
 //! so a transport that awaits it stops reading while the session is full.
 //! Responses wait for room in their outbox (a client that stops reading
 //! keeps its requests open, so it soon stops being read from); notifications
-//! that find their outbox full are dropped ([`Outbox::offer`]). Memory does
+//! that find their outbox full are dropped (`Outbox::offer`). Memory does
 //! not grow with a slow client.
 
 pub mod bridge;

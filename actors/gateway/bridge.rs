@@ -8,7 +8,7 @@
 //! SSE stream, which ends with the call's answer), else to the first one
 //! (on its own stream: stdout, or the HTTP session's GET stream). A
 //! 2026-07-28 call whose request declared the capability takes it on an
-//! `input_required` answer instead ([`crate::server::input`]). The
+//! `input_required` answer instead (`crate::server::input`). The
 //! runtime does not say which call a server's request belongs to, so with
 //! two sessions calling the same server at once the first of them is
 //! asked. When no session offers the capability, the request gets the answer a

@@ -9,7 +9,7 @@
 //! - Resources and resource templates keep their own URIs; a URI served
 //!   by two servers goes to the first in name order, and the clash is
 //!   reported ([`Routes::warnings`]).
-//! - The built-in [`STATUS_URI`] resource comes first and cannot be shadowed.
+//! - The built-in `STATUS_URI` resource comes first and cannot be shadowed.
 //!
 //! Invariant: a table is a pure function of the servers' listings; it is
 //! rebuilt whenever a listing may have changed ([`RoutesCache::invalidate`]).

@@ -19,7 +19,7 @@ pub struct ServeOptions {
     /// which must not list the pool afresh, nor forget the tools of a
     /// server that is restarting).
     pub routes: RoutesCache,
-    /// The tasks of this gateway's sessions ([`crate::server::tasks`]), shared as the
+    /// The tasks of this gateway's sessions (`crate::server::tasks`), shared as the
     /// routing tables are.
     pub tasks: std::sync::Arc<crate::task_store::TaskStore>,
     /// 2026-07-28 calls waiting for their client's input, shared by every

@@ -4,9 +4,9 @@
 //! A front owns the bytes and talks to one session actor,
 //! [`crate::actors::gateway::GatewaySession`], only through the seam
 //! described there: [`crate::actors::gateway::Inbound`] messages in,
-//! [`crate::server::outbox::Frame`]s out. The session's passive parts (eras,
+//! `crate::server::outbox::Frame`s out. The session's passive parts (eras,
 //! paging, listen filters, tasks, parked calls, error constructors) are the
-//! one server side, [`crate::server`]; its routing tables, client bridge
+//! one server side, `crate::server`; its routing tables, client bridge
 //! and roots live beside the actor in `actors/gateway/`.
 
 pub mod http;

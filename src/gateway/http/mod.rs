@@ -9,7 +9,7 @@
 //!
 //! The front knows HTTP only: each downstream session is a [`Port`] made
 //! by a [`Gateway`], which takes JSON-RPC messages each with the
-//! [`Outbox`] its answers and related messages go to.
+//! `Outbox` its answers and related messages go to.
 //!
 //! Invariants:
 //! - connections are let in, timed out and (with TLS) decrypted by
