@@ -17,6 +17,7 @@ use crate::actors::hub::ToServer;
 use crate::actors::operation::{Complete, LogLevel};
 use crate::actors::{CallTool, ProgressSink};
 use crate::protocol::{error_codes, methods, ErrorObject, RequestId};
+use crate::server::dispatch::string_param;
 use crate::server::errors::{rpc_error, tool_failure};
 use crate::server::outbox::{Frame, Outbox};
 use crate::server::paging::page;
@@ -121,7 +122,7 @@ impl Pool {
     }
 
     async fn call(&self, mut params: Value, stream: &Outbox, server: &OnceLock<String>) -> Answer {
-        let name = string(&params, "name", methods::TOOLS_CALL)?;
+        let name = string_param(&params, "name", methods::TOOLS_CALL)?.to_owned();
         let mut routes = self.routes().await;
         if !routes.tools.contains_key(&name) {
             // A server may have listed new tools since the tables were built.
@@ -202,7 +203,7 @@ impl Pool {
     }
 
     async fn prompt(&self, params: Value) -> Answer {
-        let name = string(&params, "name", methods::PROMPTS_GET)?;
+        let name = string_param(&params, "name", methods::PROMPTS_GET)?.to_owned();
         let routes = self.routes().await;
         let Some((owner, _)) = routes.prompts.get(&name) else {
             return Err(ErrorObject::invalid_params(format!(
@@ -214,7 +215,7 @@ impl Pool {
     }
 
     async fn read(&self, params: Value) -> Answer {
-        let uri = string(&params, "uri", methods::RESOURCES_READ)?;
+        let uri = string_param(&params, "uri", methods::RESOURCES_READ)?.to_owned();
         if uri == STATUS_URI {
             let statuses: Vec<_> = self.handle.status().await.into_iter().filter(|status| serves(&self.options, &status.name)).collect();
             let mut statuses = serde_json::to_value(&statuses).unwrap_or_default();
@@ -227,7 +228,7 @@ impl Pool {
     }
 
     async fn subscription(&self, method: &str, params: Value) -> Answer {
-        let uri = string(&params, "uri", method)?;
+        let uri = string_param(&params, "uri", method)?.to_owned();
         let subscribe = method == methods::RESOURCES_SUBSCRIBE;
         if uri != STATUS_URI {
             let server = self.resource_server(&uri).await?;
@@ -275,7 +276,7 @@ impl Pool {
         let routes = self.routes().await;
         let (server, reference) = match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
-                let name = string(&reference, "name", "completion/complete ref")?;
+                let name = string_param(&reference, "name", "completion/complete ref")?.to_owned();
                 let (owner, _) = routes
                     .prompts
                     .get(&name)
@@ -283,7 +284,7 @@ impl Pool {
                 (owner.server.clone(), Reference::for_prompt(owner.name.clone()))
             }
             Some("ref/resource") => {
-                let uri = string(&reference, "uri", "completion/complete ref")?;
+                let uri = string_param(&reference, "uri", "completion/complete ref")?.to_owned();
                 let server = routes.template_server(&uri).ok_or_else(|| {
                     ErrorObject::invalid_params(format!("completion/complete: no server has the resource template `{uri}`"))
                 })?;
@@ -316,16 +317,6 @@ impl Pool {
 
     async fn served_servers(&self) -> Vec<String> {
         self.handle.status().await.into_iter().map(|status| status.name).filter(|name| serves(&self.options, name)).collect()
-    }
-}
-
-fn string(params: &Value, key: &str, method: &str) -> Result<String, ErrorObject> {
-    match params.get(key) {
-        Some(Value::String(value)) => Ok(value.clone()),
-        Some(other) => {
-            Err(ErrorObject::invalid_params(format!("{method}: `{key}` must be a string, not {}", crate::protocol::json_kind(other))))
-        }
-        None => Err(ErrorObject::invalid_params(format!("{method}: `{key}` is missing"))),
     }
 }
 

@@ -209,8 +209,7 @@ fn as_string(value: &Value) -> Option<String> {
 /// Validates `tools/call` params into a [`ToolCall`]; absent `arguments` mean `{}`.
 /// `added` are the tools added by `add_tool`, which echo.
 pub fn parse_call(params: &Value, added: &[String]) -> Result<ToolCall, ErrorObject> {
-    let name =
-        params.get("name").and_then(Value::as_str).ok_or_else(|| ErrorObject::invalid_params("tools/call: `name` must be a string"))?;
+    let name = crate::server::dispatch::string_param(params, "name", "tools/call")?;
     let empty = Map::new();
     let map = match params.get("arguments") {
         None | Some(Value::Null) => &empty,

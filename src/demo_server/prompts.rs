@@ -30,8 +30,7 @@ fn user_message(text: String) -> Value {
 
 /// `prompts/get`.
 pub fn get(params: &Value, added: &[String]) -> Result<Value, ErrorObject> {
-    let name =
-        params.get("name").and_then(Value::as_str).ok_or_else(|| ErrorObject::invalid_params("prompts/get: `name` must be a string"))?;
+    let name = crate::server::dispatch::string_param(params, "name", "prompts/get")?;
     let argument = |field: &str| match params.get("arguments").and_then(|a| a.get(field)) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(value)) => Ok(Some(value.as_str())),

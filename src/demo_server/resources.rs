@@ -57,8 +57,7 @@ pub fn contents(uri: &str, counter: u64, added: &[String]) -> Option<Value> {
 
 /// `resources/read`. Unknown URIs: -32002 in the legacy era, -32602 in the modern one (SEP-2164).
 pub fn read(params: &Value, counter: u64, added: &[String], era: RequestEra) -> Result<Value, ErrorObject> {
-    let uri =
-        params.get("uri").and_then(Value::as_str).ok_or_else(|| ErrorObject::invalid_params("resources/read: `uri` must be a string"))?;
+    let uri = crate::server::dispatch::string_param(params, "uri", "resources/read")?;
     match contents(uri, counter, added) {
         Some(contents) => Ok(json!({ "contents": [contents] })),
         None => {

@@ -18,10 +18,10 @@ use super::rpc::{classify, notification_frame, response_frame, text_result, Erro
 use super::state::{InFlight, State};
 use super::{completion, lifecycle, lock, log, prompts, resources, skills, tools, DemoServerOptions};
 use crate::protocol::methods;
-use crate::server::dispatch::{dispatch, Dispatched, Request, ServerHandler};
+use crate::server::dispatch::{dispatch, string_param, Dispatched, Request, ServerHandler};
 use crate::server::lifecycle::{DiscoverCache, ServerInfo};
 use crate::server::listen::Filter;
-use crate::server::subscriptions::{uri_param, Subscriptions};
+use crate::server::subscriptions::Subscriptions;
 use crate::task_store::{self as tasks, requested_ttl, Outcome, TaskStore};
 
 /// What the demo runs past the dispatcher.
@@ -297,7 +297,7 @@ impl ServerHandler for Server {
         let (state, method, params, legacy) = (&self.state, request.method, request.params, request.era.is_legacy());
         match method {
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if legacy => {
-                Dispatched::Answer(uri_param(method, params).map(|uri| {
+                Dispatched::Answer(string_param(params, "uri", method).map(|uri| {
                     state.subscriptions.record(method, uri);
                     json!({})
                 }))

@@ -53,7 +53,7 @@ pub fn entries() -> Vec<Value> {
 
 /// `skills/get`: the entry of the skill whose `SKILL.md` is `params.uri`; -32602 for any other.
 pub fn get(params: &Value) -> Result<Value, ErrorObject> {
-    let uri = params.get("uri").and_then(Value::as_str).ok_or_else(|| ErrorObject::invalid_params("skills/get: `uri` must be a string"))?;
+    let uri = crate::server::dispatch::string_param(params, "uri", "skills/get")?;
     let skill = entries().into_iter().find(|entry| entry["uri"] == uri);
     let skill = skill.ok_or_else(|| ErrorObject::invalid_params(format!("No skill is served at {uri}")))?;
     Ok(json!({"skill": skill, "ttlMs": 0, "cacheScope": "private"}))

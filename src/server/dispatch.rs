@@ -42,6 +42,18 @@ pub struct Request<'a, E> {
     pub era: E,
 }
 
+/// The string `params[key]` of a `method` request, or the -32602 that
+/// names the method, the key and what was there instead.
+pub fn string_param<'a>(params: &'a Value, key: &str, method: &str) -> Result<&'a str, ErrorObject> {
+    match params.get(key) {
+        Some(Value::String(value)) => Ok(value),
+        Some(other) => {
+            Err(ErrorObject::invalid_params(format!("{method}: `{key}` must be a string, not {}", crate::protocol::json_kind(other))))
+        }
+        None => Err(ErrorObject::invalid_params(format!("{method}: `{key}` must be a string, and is missing"))),
+    }
+}
+
 /// What [`dispatch`] made of a request.
 #[derive(Debug)]
 pub enum Dispatched<W> {

@@ -16,8 +16,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::listen::{Change, Filter};
+use crate::protocol::methods;
 use crate::protocol::session::META_SUBSCRIPTION_ID;
-use crate::protocol::{methods, ErrorObject};
 
 /// One open listen stream.
 struct Listen<Id, S> {
@@ -41,11 +41,6 @@ impl<Id, S> Default for Subscriptions<Id, S> {
 /// A poisoned lock still holds a usable set (each change is one call).
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// `params.uri` of `resources/subscribe` or `resources/unsubscribe`.
-pub fn uri_param<'a>(method: &str, params: &'a Value) -> Result<&'a str, ErrorObject> {
-    params.get("uri").and_then(Value::as_str).ok_or_else(|| ErrorObject::invalid_params(format!("{method}: `uri` must be a string")))
 }
 
 impl<Id: PartialEq + Serialize, S> Subscriptions<Id, S> {
@@ -171,6 +166,5 @@ mod tests {
         assert!(deliveries(&subscriptions, &counter, false).is_empty());
         subscriptions.record("resources/unsubscribe", "demo://counter");
         assert!(deliveries(&subscriptions, &counter, true).is_empty());
-        assert!(uri_param("resources/subscribe", &json!({})).is_err());
     }
 }
