@@ -51,6 +51,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 use crate::codec::Frame as InboundFrame;
+use crate::identity::Identity;
 use crate::protocol::{error_codes, methods, ErrorObject, Message as RpcMessage, RequestId};
 use crate::server::era::Served;
 use crate::server::input::{self, Asked, Asking};
@@ -160,6 +161,13 @@ impl GatewaySession {
     /// A session for 2026-07-28 requests only, which hears the pool's
     /// events only once it serves a `subscriptions/listen` (a stateless
     /// front starts one per request: most never need them).
+    /// The same session, serving `identity` (who authenticated the
+    /// requests, if the front asks for credentials).
+    pub fn with_identity(mut self, identity: Option<Arc<Identity>>) -> GatewaySession {
+        self.pool.identity = identity;
+        self
+    }
+
     pub fn stateless(handle: Handle, options: ServeOptions, outbox: Outbox, caller: &str) -> GatewaySession {
         GatewaySession {
             pool: Pool {
@@ -170,6 +178,7 @@ impl GatewaySession {
                 subscriptions: Arc::default(),
                 notices: outbox.clone(),
                 log_level: Default::default(),
+                identity: None,
             },
             outbox,
             client: None,

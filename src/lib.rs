@@ -21,6 +21,7 @@
 //! | `task_store` | 1 data and wire | the server side of 2025-11-25 tasks, for the demo server and the gateway |
 //! | `civil_date` | 1 data and wire | calendar dates from day counts, for session ids and audit lines (no date-time dependency) |
 //! | `user_dirs` | 1 data and wire | where data and caches live (XDG base directories) |
+//! | `identity` | 1 data and wire | who called the gateway, as authentication proved it (`Identity`), for policies, logs, limits and traces |
 //! | [`transport`] | 2 services | child processes over stdio (process groups, environment, shutdown, orphans, parent-death signal); in-process servers ([`ToolHandler`]); remote servers over Streamable HTTP and HTTP+SSE ([`transport::http`]) with their credentials |
 //! | [`oauth`] | 2 services | OAuth 2.1 for remote servers: discovery, registration, PKCE logins, refresh, step-up, client credentials, tokens on disk |
 //! | `sandbox` | 2 services | sandboxes for the processes mcpvisor starts: Landlock, a network namespace, rlimits, a cgroup, seccomp |
@@ -93,6 +94,7 @@ pub mod protocol; // the JSON-RPC wire; public for tests and fuzz (the API speak
 mod acp; // `mcpvisor acp`, reached through `cli`
 mod catalog_cache;
 mod civil_date;
+mod identity;
 mod runtime;
 mod sandbox; // applied from `config::SandboxSpec`
 mod server; // the MCP server side of the gateway, the demo server and in-process servers

@@ -16,6 +16,7 @@ use crate::actors::gateway::names::{serves, unknown_tool, Routes, RoutesCache};
 use crate::actors::hub::ToServer;
 use crate::actors::operation::{Complete, LogLevel};
 use crate::actors::{CallTool, ProgressSink};
+use crate::identity::Identity;
 use crate::protocol::{error_codes, methods, ErrorObject, RequestId};
 use crate::server::dispatch::string_param;
 use crate::server::errors::{rpc_error, tool_failure};
@@ -46,6 +47,8 @@ pub struct Pool {
     pub caller: Arc<str>,
     /// The handshake-era session's log level ([`logs`]).
     pub log_level: SessionLevel,
+    /// Who the session serves, when the front checked credentials.
+    pub identity: Option<Arc<Identity>>,
 }
 
 impl Pool {

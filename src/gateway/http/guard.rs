@@ -8,14 +8,19 @@
 //!   with 403: a rebound DNS name cannot reach the gateway through a browser;
 //! - when a token is set, every path but `/healthz` needs
 //!   `Authorization: Bearer TOKEN`, compared in constant time; a wrong or
-//!   missing one gets 401 with `WWW-Authenticate: Bearer`.
+//!   missing one gets 401 with `WWW-Authenticate: Bearer`;
+//! - a request that passed with credentials carries the caller's
+//!   [`Identity`] in its extensions (none when no token is set).
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+
+use crate::identity::Identity;
 
 /// Hosts a loopback origin or `Host` may name.
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
@@ -60,28 +65,34 @@ impl Guard {
 
     /// Why a request is refused, or `None` when it may go on.
     pub fn refusal(&self, path: &str, headers: &HeaderMap) -> Option<Response> {
+        self.admit(path, headers).err()
+    }
+
+    /// Who the request comes from (`None` when the gateway asks for no
+    /// credentials, or on `/healthz`), or why it is refused.
+    pub fn admit(&self, path: &str, headers: &HeaderMap) -> Result<Option<Arc<Identity>>, Response> {
         let text = |name: header::HeaderName| headers.get(name).map(|value| value.to_str().unwrap_or("\u{fffd}"));
         if let Some(origin) = text(header::ORIGIN) {
             if !self.origin_allowed(origin) {
                 let message = format!("Forbidden: the origin {origin:?} is not allowed (add it to the gateway's allowed origins)");
-                return Some((StatusCode::FORBIDDEN, message).into_response());
+                return Err((StatusCode::FORBIDDEN, message).into_response());
             }
         }
         if self.loopback_bind {
             if let Some(host) = text(header::HOST).filter(|host| !is_loopback_authority(host)) {
                 let message = format!("Forbidden: the host {host:?} is not a loopback name, and this gateway listens on loopback only");
-                return Some((StatusCode::FORBIDDEN, message).into_response());
+                return Err((StatusCode::FORBIDDEN, message).into_response());
             }
         }
-        let token = self.token.as_deref().filter(|_| path != super::HEALTH_PATH)?;
+        let Some(token) = self.token.as_deref().filter(|_| path != super::HEALTH_PATH) else { return Ok(None) };
         let offered = text(header::AUTHORIZATION).and_then(|value| value.strip_prefix("Bearer ").or(value.strip_prefix("bearer ")));
         match offered {
-            Some(offered) if constant_time_eq(offered.trim().as_bytes(), token.as_bytes()) => None,
+            Some(offered) if constant_time_eq(offered.trim().as_bytes(), token.as_bytes()) => Ok(Some(Arc::new(Identity::shared_token()))),
             _ => {
                 let mut response =
                     (StatusCode::UNAUTHORIZED, "Unauthorized: send the gateway's token as `Authorization: Bearer TOKEN`").into_response();
                 response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                Some(response)
+                Err(response)
             }
         }
     }
@@ -93,10 +104,29 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// The middleware that applies a [`Guard`] to every request.
-pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    match guard.refusal(request.uri().path(), request.headers()) {
-        Some(refusal) => refusal,
-        None => next.run(request).await,
+/// The extractor of the request's caller (`None` when the gateway asks
+/// for no credentials); never fails.
+pub struct Caller(pub Option<Arc<Identity>>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Caller, Self::Rejection> {
+        Ok(Caller(parts.extensions.get::<Arc<Identity>>().cloned()))
+    }
+}
+
+/// A request that passed with credentials carries its caller's
+/// `Arc<Identity>` on to the handlers.
+pub async fn check(State(guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
+    match guard.admit(request.uri().path(), request.headers()) {
+        Err(refusal) => refusal,
+        Ok(identity) => {
+            if let Some(identity) = identity {
+                request.extensions_mut().insert(identity);
+            }
+            next.run(request).await
+        }
     }
 }
 
@@ -140,7 +170,8 @@ mod tests {
         assert_eq!(refusal.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(refusal.headers()[header::WWW_AUTHENTICATE], "Bearer");
         assert!(guard.refusal("/mcp", &headers(&[(header::AUTHORIZATION, "Bearer wrong!")])).is_some());
-        assert!(guard.refusal("/mcp", &headers(&[(header::AUTHORIZATION, "Bearer s3cret")])).is_none());
+        let admitted = guard.admit("/mcp", &headers(&[(header::AUTHORIZATION, "Bearer s3cret")])).ok().flatten();
+        assert_eq!(admitted.as_deref(), Some(&Identity::shared_token()));
         assert!(guard.refusal(super::super::HEALTH_PATH, &HeaderMap::new()).is_none());
         assert!(constant_time_eq(b"abc", b"abc") && !constant_time_eq(b"abc", b"abd") && !constant_time_eq(b"abc", b"ab"));
     }

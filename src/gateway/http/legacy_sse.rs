@@ -17,6 +17,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
+use super::guard::Caller;
 use super::limits::Client;
 use super::streamable::{open_session, stopping};
 use super::{rpc_refusal, Front, MESSAGE_PATH};
@@ -31,7 +32,7 @@ impl Drop for EndOnDrop {
     }
 }
 
-pub(super) async fn open(State(front): State<Arc<Front>>, Client(client): Client) -> Response {
+pub(super) async fn open(State(front): State<Arc<Front>>, Client(client): Client, Caller(caller): Caller) -> Response {
     if front.draining.is_cancelled() {
         return stopping();
     }
@@ -39,7 +40,7 @@ pub(super) async fn open(State(front): State<Arc<Front>>, Client(client): Client
         Ok(permit) => permit,
         Err(refused) => return front.refusals.count(refused).response(None),
     };
-    let session = match open_session(&front, &client, Some(())).await {
+    let session = match open_session(&front, &client, caller, Some(())).await {
         Ok(session) => session,
         Err(refusal) => return *refusal,
     };
@@ -54,7 +55,13 @@ pub(super) async fn open(State(front): State<Arc<Front>>, Client(client): Client
     Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
 }
 
-pub(super) async fn post(State(front): State<Arc<Front>>, RawQuery(query): RawQuery, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn post(
+    State(front): State<Arc<Front>>,
+    Caller(caller): Caller,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     if let Some(refusal) = super::require_json(&headers) {
         return refusal;
     }
@@ -64,7 +71,7 @@ pub(super) async fn post(State(front): State<Arc<Front>>, RawQuery(query): RawQu
     let Some(id) = id else {
         return (StatusCode::BAD_REQUEST, "Bad request: the message URL needs ?sessionId= (from the `endpoint` event)").into_response();
     };
-    let Some(session) = front.sessions.get(&id) else {
+    let Some(session) = front.sessions.get(&id, caller.as_deref()) else {
         return (StatusCode::NOT_FOUND, "Session not found: open a new stream at /sse").into_response();
     };
     if let Err(problem) = Message::parse(&body) {

@@ -45,13 +45,15 @@ use axum::Router;
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use tokio::sync::watch;
+
+use crate::identity::Identity;
 use tokio_util::sync::CancellationToken;
 
 pub use accept::{
     ConnectionLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
     MAX_LINGERING,
 };
-pub use guard::Guard;
+pub use guard::{Caller, Guard};
 pub use tls::{warn_if_key_exposed, Certificates};
 
 use crate::protocol::{error_codes, supported_versions, ErrorObject};
@@ -93,11 +95,13 @@ pub trait Gateway: Send + Sync + 'static {
     /// A session of the `initialize` era whose calls are labelled
     /// `caller` (a session number, never the `Mcp-Session-Id`, which is a
     /// capability and must stay out of logs); messages that belong to no
-    /// request go to `standalone`. `None` when the gateway is stopping.
-    fn open(&self, caller: &str, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
+    /// request go to `standalone`; `identity` is who opened it (the
+    /// session's every request comes from the same caller). `None` when
+    /// the gateway is stopping.
+    fn open(&self, caller: &str, identity: Option<Arc<Identity>>, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
     /// A session for one request of the stateless 2026-07-28 era (closed
-    /// once it is answered, or when its client goes).
-    fn stateless(&self) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
+    /// once it is answered, or when its client goes), from `identity`.
+    fn stateless(&self, identity: Option<Arc<Identity>>) -> BoxFuture<'static, Option<Arc<dyn Port>>>;
     /// Whether the core behind the sessions can serve (`Err` says why not);
     /// `/healthz` answers 503 while it cannot. Resolves within [`CORE_PROBE`].
     fn core(&self) -> BoxFuture<'static, Result<(), String>> {

@@ -11,6 +11,7 @@ use crate::actors::gateway::bridge::ClientBridge;
 use crate::actors::gateway::ServeOptions;
 use crate::actors::gateway::{Closed, GatewaySession, Inbound};
 use crate::actors::hub;
+use crate::identity::Identity;
 use crate::protocol::Message;
 use crate::server::outbox::Outbox;
 use crate::Handle;
@@ -58,16 +59,17 @@ impl PoolGateway {
 }
 
 impl Gateway for PoolGateway {
-    fn open(&self, caller: &str, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
-        self.start(GatewaySession::new(self.handle.clone(), self.options.clone(), standalone, caller))
+    fn open(&self, caller: &str, identity: Option<Arc<Identity>>, standalone: Outbox) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
+        self.start(GatewaySession::new(self.handle.clone(), self.options.clone(), standalone, caller).with_identity(identity))
     }
 
-    fn stateless(&self) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
+    fn stateless(&self, identity: Option<Arc<Identity>>) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
         // The 2026-07-28 era has no stream outside requests: what would go
         // there (list changes) is dropped, never queued.
         let (outbox, frames) = Outbox::with_capacity(1);
         drop(frames);
-        self.start(GatewaySession::stateless(self.handle.clone(), self.options.clone(), outbox, crate::gateway::STATELESS_CALLER))
+        let session = GatewaySession::stateless(self.handle.clone(), self.options.clone(), outbox, crate::gateway::STATELESS_CALLER);
+        self.start(session.with_identity(identity))
     }
 
     fn core(&self) -> BoxFuture<'static, Result<(), String>> {

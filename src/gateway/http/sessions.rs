@@ -31,6 +31,7 @@ use ring::rand::{SecureRandom, SystemRandom};
 use super::event_log::{Budget, EventLog};
 use super::limits::{Bound, ClientKey, Limits, Refused};
 use super::Port;
+use crate::identity::Identity;
 use crate::server::outbox::Outbox;
 
 /// Request streams a session keeps for `Last-Event-ID` resumption.
@@ -42,6 +43,8 @@ pub struct Session {
     pub port: Arc<dyn Port>,
     /// Whose session it is (the per-client bound counts it).
     client: ClientKey,
+    /// The caller that opened it; only the same caller may use it.
+    identity: Option<Arc<Identity>>,
     /// The bytes its streams keep.
     budget: Arc<Budget>,
     /// Messages that belong to no request (the GET stream, or the whole
@@ -69,11 +72,12 @@ impl Drop for Busy {
 }
 
 impl Session {
-    fn new(id: String, port: Arc<dyn Port>, client: ClientKey, budget: Arc<Budget>) -> Arc<Session> {
+    fn new(id: String, port: Arc<dyn Port>, client: ClientKey, identity: Option<Arc<Identity>>, budget: Arc<Budget>) -> Arc<Session> {
         Arc::new(Session {
             id,
             port,
             client,
+            identity,
             standalone: EventLog::counted(0, Some(budget.clone())),
             budget,
             streams: Mutex::default(),
@@ -265,13 +269,19 @@ impl Sessions {
 
     /// Keeps a session `id` (from [`Sessions::new_id`]) of `client` around
     /// `port`, unless a bound is reached meanwhile (then the port is closed).
-    pub fn insert(&self, id: String, port: Arc<dyn Port>, client: ClientKey) -> Result<Arc<Session>, Refused> {
+    pub fn insert(
+        &self,
+        id: String,
+        port: Arc<dyn Port>,
+        client: ClientKey,
+        identity: Option<Arc<Identity>>,
+    ) -> Result<Arc<Session>, Refused> {
         let mut map = self.map();
         if let Err(refused) = self.refusal(&map, &client) {
             port.close();
             return Err(refused);
         }
-        let session = Session::new(id, port, client, Budget::new(self.buffered.clone()));
+        let session = Session::new(id, port, client, identity, Budget::new(self.buffered.clone()));
         map.insert(session.id.clone(), session.clone());
         Ok(session)
     }
@@ -308,8 +318,18 @@ impl Sessions {
     /// The live session `id`. A session whose actor is gone (closed
     /// after a panic) is forgotten here, so its client gets 404 and starts
     /// a new one instead of errors until it idles out.
-    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+    /// Another caller's session is not found either: a session id that
+    /// leaked is no use without its opener's credentials.
+    pub fn get(&self, id: &str, caller: Option<&Identity>) -> Option<Arc<Session>> {
         let session = self.map().get(id.trim()).cloned()?;
+        let same_caller = match (session.identity.as_deref(), caller) {
+            (None, None) => true,
+            (Some(opener), Some(caller)) => opener.same_caller(caller),
+            _ => false,
+        };
+        if !same_caller {
+            return None;
+        }
         if session.port.is_open() {
             return Some(session);
         }

@@ -41,12 +41,14 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::event_log::{parse_event_id, seq_of, EventLog, LoggedEvent};
+use super::guard::Caller;
 use super::limits::{Client, ClientKey, Permit};
 use super::sessions::{Busy, Session};
 use super::{
     header_text, modern, require_json, rpc_error, rpc_refusal, unsupported_version, Front, InFlight, Port, LAST_EVENT_ID, PROTOCOL_VERSION,
     SESSION_ID,
 };
+use crate::identity::Identity;
 use crate::protocol::{error_codes, is_modern_version, is_supported_legacy_version, methods, Message};
 use crate::server::outbox::{Frame, Outbox};
 
@@ -177,7 +179,13 @@ async fn answer(log: Arc<EventLog>, stateless: Option<ClosePort>, permit: Arc<Pe
 
 /// Delivers one message and answers it: a stream for a request (counted
 /// against `client`'s bounds), 202 otherwise.
-async fn serve_message(front: &Arc<Front>, posted: Posted, session: Option<Arc<Session>>, client: &ClientKey) -> Response {
+async fn serve_message(
+    front: &Arc<Front>,
+    posted: Posted,
+    session: Option<Arc<Session>>,
+    client: &ClientKey,
+    caller: Option<Arc<Identity>>,
+) -> Response {
     let permit = match posted.is_request() {
         true => match front.requests.admit(client, posted.method() == Some(methods::SUBSCRIPTIONS_LISTEN)) {
             Ok(permit) => Some(Arc::new(permit)),
@@ -189,7 +197,7 @@ async fn serve_message(front: &Arc<Front>, posted: Posted, session: Option<Arc<S
     let busy: Option<Busy> = session.as_ref().map(|session| session.hold());
     let port = match &session {
         Some(session) => session.port.clone(),
-        None => match front.gateway.stateless().await {
+        None => match front.gateway.stateless(caller).await {
             Some(port) => port,
             None => return stopping(),
         },
@@ -219,7 +227,13 @@ async fn serve_message(front: &Arc<Front>, posted: Posted, session: Option<Arc<S
     with_session_header(answer(log, own, permit).await, session.as_deref())
 }
 
-pub(super) async fn post(State(front): State<Arc<Front>>, Client(client): Client, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn post(
+    State(front): State<Arc<Front>>,
+    Client(client): Client,
+    Caller(caller): Caller,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     if front.draining.is_cancelled() {
         return stopping();
     }
@@ -231,18 +245,18 @@ pub(super) async fn post(State(front): State<Arc<Front>>, Client(client): Client
         Err(refusal) => return *refusal,
     };
     if let Some(id) = header_text(&headers, SESSION_ID) {
-        let Some(session) = front.sessions.get(id) else { return unknown_session(posted.id()) };
+        let Some(session) = front.sessions.get(id, caller.as_deref()) else { return unknown_session(posted.id()) };
         if let Some(version) = header_text(&headers, PROTOCOL_VERSION).map(str::trim) {
             if !is_supported_legacy_version(version) {
                 return rpc_error(StatusCode::BAD_REQUEST, posted.id(), unsupported_version(version));
             }
         }
-        return serve_message(&front, posted, Some(session), &client).await;
+        return serve_message(&front, posted, Some(session), &client, None).await;
     }
     let modern_header = header_text(&headers, PROTOCOL_VERSION).is_some_and(|version| is_modern_version(version.trim()));
     if posted.method() == Some(methods::INITIALIZE) && !modern_header {
-        return match open_session(&front, &client, None).await {
-            Ok(session) => serve_message(&front, posted, Some(session), &client).await,
+        return match open_session(&front, &client, caller, None).await {
+            Ok(session) => serve_message(&front, posted, Some(session), &client, None).await,
             Err(refusal) => *refusal,
         };
     }
@@ -251,7 +265,7 @@ pub(super) async fn post(State(front): State<Arc<Front>>, Client(client): Client
             let status = modern::status_of_error(error.code);
             return rpc_error(status, posted.id(), error);
         }
-        return serve_message(&front, posted, None, &client).await;
+        return serve_message(&front, posted, None, &client, caller).await;
     }
     let message = "Bad request: no Mcp-Session-Id; send `initialize` first (or a 2026-07-28 request with its MCP-Protocol-Version)";
     rpc_refusal(StatusCode::BAD_REQUEST, posted.id(), error_codes::INVALID_REQUEST, message)
@@ -259,7 +273,12 @@ pub(super) async fn post(State(front): State<Arc<Front>>, Client(client): Client
 
 /// Opens a session of `client`, its standalone messages pumped into its GET stream
 /// (or, for a legacy HTTP+SSE session, its outbox kept for every message).
-pub(super) async fn open_session(front: &Arc<Front>, client: &ClientKey, legacy: Option<()>) -> Result<Arc<Session>, Box<Response>> {
+pub(super) async fn open_session(
+    front: &Arc<Front>,
+    client: &ClientKey,
+    caller: Option<Arc<Identity>>,
+    legacy: Option<()>,
+) -> Result<Arc<Session>, Box<Response>> {
     let full = |refused| Box::new(front.refusals.count(refused).response(None));
     front.sessions.has_room(client).map_err(full)?;
     let id = front.sessions.new_id().map_err(|_| {
@@ -267,8 +286,10 @@ pub(super) async fn open_session(front: &Arc<Front>, client: &ClientKey, legacy:
         Box::new(rpc_refusal(StatusCode::SERVICE_UNAVAILABLE, None, error_codes::INTERNAL_ERROR, message))
     })?;
     let (standalone, frames) = Outbox::new();
-    let Some(port) = front.gateway.open(&front.sessions.next_caller(), standalone.clone()).await else { return Err(Box::new(stopping())) };
-    let session = front.sessions.insert(id, port, client.clone()).map_err(full)?;
+    let Some(port) = front.gateway.open(&front.sessions.next_caller(), caller.clone(), standalone.clone()).await else {
+        return Err(Box::new(stopping()));
+    };
+    let session = front.sessions.insert(id, port, client.clone(), caller).map_err(full)?;
     pump(frames, session.standalone.clone(), None, Vec::new(), Some((front.clone(), session.clone())));
     if legacy.is_some() {
         let _ = session.legacy_outbox.set(standalone);
@@ -317,12 +338,12 @@ impl Drop for OpenGet {
     }
 }
 
-pub(super) async fn get(State(front): State<Arc<Front>>, Client(client): Client, headers: HeaderMap) -> Response {
+pub(super) async fn get(State(front): State<Arc<Front>>, Client(client): Client, Caller(caller): Caller, headers: HeaderMap) -> Response {
     let Some(id) = header_text(&headers, SESSION_ID) else {
         let message = "Method not allowed: GET needs an Mcp-Session-Id (the 2026-07-28 era has no GET stream)";
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")], message).into_response();
     };
-    let Some(session) = front.sessions.get(id) else { return unknown_session(None) };
+    let Some(session) = front.sessions.get(id, caller.as_deref()) else { return unknown_session(None) };
     let accepts =
         header_text(&headers, header::ACCEPT.as_str()).is_none_or(|accept| accept.contains("text/event-stream") || accept.contains("*/*"));
     if !accepts {
@@ -372,10 +393,14 @@ fn dropped_events(front: &Front, stream: u64, seq: u64) -> Response {
     (StatusCode::NOT_FOUND, message).into_response()
 }
 
-pub(super) async fn delete(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
+pub(super) async fn delete(State(front): State<Arc<Front>>, Caller(caller): Caller, headers: HeaderMap) -> Response {
     let Some(id) = header_text(&headers, SESSION_ID) else {
         return (StatusCode::BAD_REQUEST, "Bad request: DELETE needs the Mcp-Session-Id of the session to end").into_response();
     };
+    // Only its opener may end a session.
+    if front.sessions.get(id, caller.as_deref()).is_none() {
+        return unknown_session(None);
+    }
     match front.sessions.end(id) {
         true => StatusCode::NO_CONTENT.into_response(),
         false => unknown_session(None),
