@@ -30,6 +30,7 @@
 //! that find their outbox full are dropped (`Outbox::offer`). Memory does
 //! not grow with a slow client.
 
+mod access;
 pub mod bridge;
 mod events;
 mod guarded;

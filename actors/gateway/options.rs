@@ -29,4 +29,7 @@ pub struct ServeOptions {
     /// asked for them: the same record as the [`super::bridge::ClientBridge`]'s
     /// (sessions tell it when their client's roots arrive or change).
     pub client_roots: ClientRoots,
+    /// The access policy (`[serve.policy]`) in force, replaced on SIGHUP;
+    /// each request reads it once.
+    pub policy: crate::policy::Current<crate::policy::Policy>,
 }

@@ -11,12 +11,14 @@ use futures::future::join_all;
 use rmcp::model::{ArgumentInfo, JsonObject, Reference};
 use serde_json::{json, Value};
 
+use super::access::GATEWAY_SERVER;
 use super::ServeOptions;
-use crate::actors::gateway::names::{serves, unknown_tool, Routes, RoutesCache};
+use crate::actors::gateway::names::{serves, unknown_tool, Owner, Routes, RoutesCache};
 use crate::actors::hub::ToServer;
 use crate::actors::operation::{Complete, LogLevel};
 use crate::actors::{CallTool, ProgressSink};
 use crate::identity::Identity;
+use crate::policy::Kind;
 use crate::protocol::{error_codes, methods, ErrorObject, RequestId};
 use crate::server::dispatch::string_param;
 use crate::server::errors::{rpc_error, tool_failure};
@@ -59,7 +61,9 @@ impl Pool {
         match method {
             methods::TOOLS_LIST => {
                 let routes = self.routes().await;
-                let listed = routes.tools.values().map(|(_, tool)| {
+                let (policy, identity) = (self.policy(), self.identity.as_deref());
+                let visible = |owner: &Owner| Pool::may_list(&policy, identity, &owner.server, Kind::Tool, &owner.name);
+                let listed = routes.tools.values().filter(|(owner, _)| visible(owner)).map(|(_, tool)| {
                     let mut tool = json!(tool);
                     tool["execution"] = tasks::execution();
                     tool
@@ -71,25 +75,35 @@ impl Pool {
             method if tasks::answers(method) => tasks::answer(&self.options.tasks, method, &params, &self.caller).await,
             methods::PROMPTS_LIST => {
                 let routes = self.routes().await;
-                page(method, "prompts", routes.prompts.values().map(|(_, prompt)| json!(prompt)).collect(), &params, PAGE_SIZE)
+                let (policy, identity) = (self.policy(), self.identity.as_deref());
+                let visible = |owner: &Owner| Pool::may_list(&policy, identity, &owner.server, Kind::Prompt, &owner.name);
+                let listed = routes.prompts.values().filter(|(owner, _)| visible(owner)).map(|(_, prompt)| json!(prompt));
+                page(method, "prompts", listed.collect(), &params, PAGE_SIZE)
             }
             methods::PROMPTS_GET => self.prompt(params).await,
             methods::RESOURCES_LIST => {
                 let routes = self.routes().await;
+                let (policy, identity) = (self.policy(), self.identity.as_deref());
                 let status = json!({"uri": STATUS_URI, "name": "status", "title": "mcpvisor: every server's status",
                     "mimeType": "application/json"});
-                let listed = std::iter::once(status).chain(routes.resources.values().map(|(_, resource)| json!(resource)));
+                let status = self.may_read_status(&policy).then_some(status);
+                let resources = routes
+                    .resources
+                    .iter()
+                    .filter(|(uri, (server, _))| Pool::may_list(&policy, identity, server, Kind::Resource, uri))
+                    .map(|(_, (_, resource))| json!(resource));
+                let listed = status.into_iter().chain(resources);
                 page(method, "resources", listed.collect(), &params, PAGE_SIZE)
             }
             methods::RESOURCE_TEMPLATES_LIST => {
                 let routes = self.routes().await;
-                page(
-                    method,
-                    "resourceTemplates",
-                    routes.templates.iter().map(|(_, template)| json!(template)).collect(),
-                    &params,
-                    PAGE_SIZE,
-                )
+                let (policy, identity) = (self.policy(), self.identity.as_deref());
+                let listed = routes
+                    .templates
+                    .iter()
+                    .filter(|(server, template)| Pool::may_list(&policy, identity, server, Kind::Resource, &template.uri_template))
+                    .map(|(_, template)| json!(template));
+                page(method, "resourceTemplates", listed.collect(), &params, PAGE_SIZE)
             }
             methods::RESOURCES_READ => self.read(params).await,
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => self.subscription(method, params).await,
@@ -135,6 +149,7 @@ impl Pool {
         let Some(owner) = routes.tools.get(&name).map(|(owner, _)| owner.clone()).or_else(|| self.routes.known_tool(&name)) else {
             return Err(ErrorObject::invalid_params(unknown_tool(&name, &self.handle.status().await, &self.options)));
         };
+        self.check_use(&owner.server, Kind::Tool, &owner.name, &name, params.get("arguments"))?;
         // Before the call: the server's requests during it go to this request's stream.
         let _ = server.set(owner.server.clone());
         let mut call = CallTool::new(owner.name.clone(), params.get_mut("arguments").map(Value::take).unwrap_or(Value::Null))
@@ -214,12 +229,15 @@ impl Pool {
             )));
         };
         let arguments = optional_object(&params, "arguments", methods::PROMPTS_GET)?;
+        let given = arguments.clone().map(Value::Object);
+        self.check_use(&owner.server, Kind::Prompt, &owner.name, &name, given.as_ref())?;
         self.handle.get_prompt(&owner.server, &owner.name, arguments).await.map(|result| json!(result)).map_err(rpc_error)
     }
 
     async fn read(&self, params: Value) -> Answer {
         let uri = string_param(&params, "uri", methods::RESOURCES_READ)?.to_owned();
         if uri == STATUS_URI {
+            self.check_use(GATEWAY_SERVER, Kind::Resource, STATUS_URI, STATUS_URI, None)?;
             let statuses: Vec<_> = self.handle.status().await.into_iter().filter(|status| serves(&self.options, &status.name)).collect();
             let mut statuses = serde_json::to_value(&statuses).unwrap_or_default();
             self.options.redactor.json(&mut statuses);
@@ -227,14 +245,18 @@ impl Pool {
             return Ok(json!({"contents": [{"uri": STATUS_URI, "mimeType": "application/json", "text": text}]}));
         }
         let server = self.resource_server(&uri).await?;
+        self.check_use(&server, Kind::Resource, &uri, &uri, None)?;
         self.handle.read_resource(&server, &uri).await.map(|result| json!(result)).map_err(rpc_error)
     }
 
     async fn subscription(&self, method: &str, params: Value) -> Answer {
         let uri = string_param(&params, "uri", method)?.to_owned();
         let subscribe = method == methods::RESOURCES_SUBSCRIBE;
-        if uri != STATUS_URI {
+        if uri == STATUS_URI {
+            self.check_use(GATEWAY_SERVER, Kind::Resource, STATUS_URI, STATUS_URI, None)?;
+        } else {
             let server = self.resource_server(&uri).await?;
+            self.check_use(&server, Kind::Resource, &uri, &uri, None)?;
             let outcome = match subscribe {
                 true => self.handle.subscribe_resource(&server, &uri).await,
                 false => self.handle.unsubscribe_resource(&server, &uri).await,
@@ -251,6 +273,9 @@ impl Pool {
     pub async fn watch(&self, uris: Vec<String>) {
         for uri in uris.iter().filter(|uri| *uri != STATUS_URI) {
             if let Ok(server) = self.resource_server(uri).await {
+                if self.check_use(&server, Kind::Resource, uri, uri, None).is_err() {
+                    continue;
+                }
                 if let Err(error) = self.handle.subscribe_resource(&server, uri).await {
                     tracing::warn!(%server, %uri, "subscriptions/listen: {error}");
                 }
@@ -284,6 +309,7 @@ impl Pool {
                     .prompts
                     .get(&name)
                     .ok_or_else(|| ErrorObject::invalid_params(format!("completion/complete: unknown prompt `{name}`")))?;
+                self.check_use(&owner.server, Kind::Prompt, &owner.name, &name, None)?;
                 (owner.server.clone(), Reference::for_prompt(owner.name.clone()))
             }
             Some("ref/resource") => {
@@ -291,6 +317,7 @@ impl Pool {
                 let server = routes.template_server(&uri).ok_or_else(|| {
                     ErrorObject::invalid_params(format!("completion/complete: no server has the resource template `{uri}`"))
                 })?;
+                self.check_use(server, Kind::Resource, &uri, &uri, None)?;
                 (server.to_string(), Reference::for_resource(uri))
             }
             _ => {

@@ -40,6 +40,7 @@ mod prompts;
 mod resources;
 mod secrets;
 mod serve;
+mod serve_access;
 mod serve_audit;
 mod serve_http;
 mod servers;

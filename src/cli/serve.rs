@@ -9,7 +9,8 @@
 //! of tool calls is on ([`super::serve_audit`]). `SIGHUP`
 //! reads the configuration again and applies it with `SetServers`: new
 //! servers start, removed ones stop, changed ones restart, unchanged ones
-//! keep running. Exit code 0 when the client closes stdin, once what it
+//! keep running; the `[serve]` table's access policy and named keys are
+//! read again too ([`super::serve_access`]). Exit code 0 when the client closes stdin, once what it
 //! asked is answered (see [`crate::gateway::stdio::DRAIN`]).
 
 use std::time::Duration;
@@ -18,6 +19,7 @@ use clap::Args;
 
 use super::nesting;
 use super::output::{warn, Failure};
+use super::serve_access::Access;
 use super::servers::{env, Servers};
 use super::session::{prepare, Session};
 use super::{interrupted, Cli, EXIT_INTERRUPTED};
@@ -63,7 +65,16 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         // No settling wait: a request made before a server is up waits for it.
         let session = Session::launch_configs(configs, bridge.handlers(), telemetry)?;
         let parked = crate::server::input::ParkedCalls::from_env().map_err(Failure::usage)?;
-        let options = ServeOptions { passthrough: args.server.clone(), redactor: super::secrets::redactor(), parked, client_roots: bridge.client_roots(), ..ServeOptions::default() };
+        let keys = http.as_ref().map(|(_, http)| http.guard.keys.clone());
+        let access = Access::start(servers.serve.as_ref(), keys)?;
+        let options = ServeOptions {
+            passthrough: args.server.clone(),
+            redactor: super::secrets::redactor(),
+            parked,
+            client_roots: bridge.client_roots(),
+            policy: access.policy.clone(),
+            ..ServeOptions::default()
+        };
         if let Some((addr, http)) = http {
             let stop = async {
                 interrupted().await;
@@ -71,7 +82,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
             let served = super::serve_http::serve(session.handle.clone(), options, bridge, addr, http, stop);
             let outcome = tokio::select! {
                 outcome = served => outcome,
-                () = reload_on_hangup(cli, args, &session.handle) => Ok(0),
+                () = reload_on_hangup(cli, args, &session.handle, &access) => Ok(0),
             };
             close(session).await;
             return outcome;
@@ -79,7 +90,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         let served = crate::gateway::stdio::serve_stdio(session.handle.clone(), options, bridge);
         let outcome = tokio::select! {
             () = served => Ok(0),
-            () = reload_on_hangup(cli, args, &session.handle) => Ok(0),
+            () = reload_on_hangup(cli, args, &session.handle, &access) => Ok(0),
             signal = interrupted() => Err(Failure { code: EXIT_INTERRUPTED, message: format!("interrupted by {signal}; the servers were stopped") }),
         };
         close(session).await;
@@ -110,11 +121,12 @@ fn selected(servers: &Servers, args: &ServeArgs) -> Result<Vec<ServerConfig>, Fa
 
 /// Applies the configuration again on every `SIGHUP`; never returns
 /// (pending for ever when SIGHUP cannot be watched).
-async fn reload_on_hangup(cli: &Cli, args: &ServeArgs, handle: &Handle) {
+async fn reload_on_hangup(cli: &Cli, args: &ServeArgs, handle: &Handle, access: &Access) {
     use tokio::signal::unix::{signal, SignalKind};
     let Ok(mut hangups) = signal(SignalKind::hangup()) else { return std::future::pending().await };
     while hangups.recv().await.is_some() {
-        let configs = match Servers::load(cli).and_then(|servers| selected(&servers, args)) {
+        let servers = Servers::load(cli).inspect(|servers| access.reload(servers.serve.as_ref()));
+        let configs = match servers.and_then(|servers| selected(&servers, args)) {
             Ok(configs) => configs,
             Err(failure) => {
                 warn(format_args!("SIGHUP: the configuration was not applied: {}", failure.message));

@@ -4,7 +4,8 @@
 //! Decisions: a bare port means `127.0.0.1:PORT`; the token is read from
 //! `MCPVISOR_SERVE_TOKEN`, else from the `[serve]` table's `token` (the
 //! variable wins: it is set for one run, the file for all), never from a
-//! flag, which `ps` shows; a non-loopback bind without one is refused
+//! flag, which `ps` shows; named keys (`[serve.keys]`) admit their
+//! holders besides; a non-loopback bind without a token or a key is refused
 //! before anything starts. The table's `allowed_origins` add to
 //! `--allow-origin`. The servers without configured `roots` get an empty
 //! list (they are shared by every client, whose `file://` roots name the
@@ -32,6 +33,7 @@ use crate::actors::gateway::bridge::ClientBridge;
 use crate::actors::gateway::ServeOptions;
 use crate::codec::DEFAULT_MAX_FRAME;
 use crate::config::{check_token, ServeSettings};
+use crate::gateway::http::keys::KeyRing;
 use crate::gateway::http::limits::Limits;
 use crate::gateway::http::pool::PoolGateway;
 use crate::gateway::http::{
@@ -135,8 +137,9 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
         check_token(token, source).map_err(Failure::usage)?;
     }
     let token = token.map(|(token, _)| token);
+    let keys = super::serve_access::named_keys(settings).map_err(|why| Failure::usage(format!("cannot serve: {why}")))?;
     let loopback = addr.ip().is_loopback();
-    if !loopback && token.is_none() {
+    if !loopback && token.is_none() && keys.is_empty() {
         return Err(Failure::usage(format!(
             "--http {addr} listens beyond this machine: set {TOKEN_VAR}, or `token = \"${{VAR}}\"` in the [serve] table, \
              to a secret token clients send as `Authorization: Bearer TOKEN` (or listen on 127.0.0.1)"
@@ -160,7 +163,7 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
     let mut allowed_origins = args.allow_origin.clone();
     allowed_origins.extend(settings.into_iter().flat_map(|settings| settings.allowed_origins.iter().cloned()));
     Ok(HttpOptions {
-        guard: Guard { allowed_origins, loopback_origins: true, loopback_bind: loopback, token },
+        guard: Guard { allowed_origins, loopback_origins: true, loopback_bind: loopback, token, keys: KeyRing::new(keys) },
         max_body: DEFAULT_MAX_FRAME,
         max_sessions: args.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS),
         session_idle: args.session_idle.unwrap_or(DEFAULT_SESSION_IDLE),

@@ -73,6 +73,7 @@ mod oauth;
 pub mod redact;
 pub mod sandbox;
 mod serve;
+mod serve_policy;
 pub mod sources;
 
 pub use agent::{AgentSettings, ConfirmMode, ServerConfirm, ToolRule};
@@ -82,7 +83,10 @@ pub use filter::ToolFilter;
 pub use oauth::{Grant, IdentityProvider, OAuthConfig};
 pub use redact::{Redactor, MASK};
 pub use sandbox::{Network, SandboxSpec};
+#[cfg(test)]
+pub(crate) use serve::read as read_serve;
 pub use serve::{check_token, ServeSettings};
+pub use serve_policy::{Effect, KeySettings, PolicySettings, RuleSettings};
 
 /// Back-pressure bounds of one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,10 +23,11 @@ use std::path::{Path, PathBuf};
 
 use toml_edit::Item;
 
-use super::expand::{expand, is_only_reference, Problem, Syntax};
+use super::expand::{is_only_reference, Syntax};
+use super::serve_policy::{expand_secret, read_keys, read_policy, KeySettings, PolicySettings};
 use crate::error::ConfigError;
 
-const KEYS: [&str; 5] = ["token", "allowed_origins", "client_roots", "tls_cert", "tls_key"];
+const KEYS: [&str; 7] = ["token", "allowed_origins", "client_roots", "tls_cert", "tls_key", "keys", "policy"];
 
 /// The `[serve]` table, its references not yet expanded.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -44,6 +45,10 @@ pub struct ServeSettings {
     /// (both or neither; relative paths resolved against `file`'s folder).
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// `[serve.keys.NAME]`: named API keys, each its own identity.
+    pub keys: Vec<KeySettings>,
+    /// `[serve.policy]`: who may list and use what (none: everyone everything).
+    pub policy: Option<PolicySettings>,
 }
 
 impl std::fmt::Debug for ServeSettings {
@@ -55,6 +60,8 @@ impl std::fmt::Debug for ServeSettings {
             .field("client_roots", &self.client_roots)
             .field("tls_cert", &self.tls_cert)
             .field("tls_key", &self.tls_key)
+            .field("keys", &self.keys)
+            .field("policy", &self.policy)
             .finish()
     }
 }
@@ -65,14 +72,7 @@ impl ServeSettings {
     /// error naming the file and the variable (never the value).
     pub fn token(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
         let Some(raw) = &self.token else { return Ok(None) };
-        let invalid = |message: String| ConfigError::InvalidSetting { file: self.file.clone(), field: "serve.token".into(), message };
-        match expand(raw, Syntax::Braced, &lookup) {
-            Ok(token) => Ok(Some(token.trim().to_string()).filter(|token| !token.is_empty())),
-            Err(Problem::Unset(var)) => Err(invalid(format!("refers to ${{{var}}}, which is not set; set it, or remove the key"))),
-            Err(Problem::Malformed(reference)) => {
-                Err(invalid(format!("has `{reference}`, which is not a variable reference; write ${{NAME}}, or $${{ for a literal `${{`")))
-            }
-        }
+        expand_secret(raw, &self.file, "serve.token", lookup)
     }
 }
 
@@ -141,6 +141,8 @@ pub(crate) fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigErro
                     settings.tls_key = Some(resolved);
                 }
             }
+            "keys" => settings.keys = read_keys(path, value)?,
+            "policy" => settings.policy = Some(read_policy(path, value)?),
             _ => {
                 return Err(ConfigError::UnknownKey { file: path.into(), server: None, key: format!("serve.{key}"), known: KEYS.to_vec() })
             }

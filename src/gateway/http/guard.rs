@@ -6,9 +6,10 @@
 //!   (requests without `Origin`, from programs rather than browsers, pass);
 //! - on a loopback bind, a `Host` that is not a loopback name is refused
 //!   with 403: a rebound DNS name cannot reach the gateway through a browser;
-//! - when a token is set, every path but `/healthz` needs
-//!   `Authorization: Bearer TOKEN`, compared in constant time; a wrong or
-//!   missing one gets 401 with `WWW-Authenticate: Bearer`;
+//! - when a token or named keys are set, every path but `/healthz` needs
+//!   `Authorization: Bearer TOKEN` (the token or a key, compared in
+//!   constant time); a wrong or missing one gets 401 with
+//!   `WWW-Authenticate: Bearer`;
 //! - a request that passed with credentials carries the caller's
 //!   [`Identity`] in its extensions (none when no token is set).
 
@@ -20,6 +21,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::keys::{holder, KeyRing};
 use crate::identity::Identity;
 
 /// Hosts a loopback origin or `Host` may name.
@@ -37,6 +39,9 @@ pub struct Guard {
     pub loopback_bind: bool,
     /// The bearer token every request must carry, if any.
     pub token: Option<String>,
+    /// Named keys (`[serve.keys]`), each its own caller; any of them, or
+    /// the token, admits a request.
+    pub keys: KeyRing,
 }
 
 /// `host[:port]` without the port, `[::1]` keeping its brackets.
@@ -84,11 +89,18 @@ impl Guard {
                 return Err((StatusCode::FORBIDDEN, message).into_response());
             }
         }
-        let Some(token) = self.token.as_deref().filter(|_| path != super::HEALTH_PATH) else { return Ok(None) };
+        let keys = self.keys.get();
+        if (self.token.is_none() && keys.is_empty()) || path == super::HEALTH_PATH {
+            return Ok(None);
+        }
         let offered = text(header::AUTHORIZATION).and_then(|value| value.strip_prefix("Bearer ").or(value.strip_prefix("bearer ")));
-        match offered {
-            Some(offered) if constant_time_eq(offered.trim().as_bytes(), token.as_bytes()) => Ok(Some(Arc::new(Identity::shared_token()))),
-            _ => {
+        let offered = offered.map(|offered| offered.trim().as_bytes()).unwrap_or_default();
+        // Both are compared whatever the other gave: the time taken does not tell which matched.
+        let shared = self.token.as_deref().is_some_and(|token| constant_time_eq(offered, token.as_bytes()));
+        match holder(&keys, offered) {
+            Some(identity) => Ok(Some(identity)),
+            None if shared => Ok(Some(Arc::new(Identity::shared_token()))),
+            None => {
                 let mut response =
                     (StatusCode::UNAUTHORIZED, "Unauthorized: send the gateway's token as `Authorization: Bearer TOKEN`").into_response();
                 response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -99,7 +111,7 @@ impl Guard {
 }
 
 /// Equality whose time depends on the lengths only, not on where the bytes differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -140,6 +152,7 @@ mod tests {
             loopback_origins: true,
             loopback_bind: true,
             token: token.map(str::to_owned),
+            keys: KeyRing::default(),
         }
     }
 
@@ -174,5 +187,32 @@ mod tests {
         assert_eq!(admitted.as_deref(), Some(&Identity::shared_token()));
         assert!(guard.refusal(super::super::HEALTH_PATH, &HeaderMap::new()).is_none());
         assert!(constant_time_eq(b"abc", b"abc") && !constant_time_eq(b"abc", b"abd") && !constant_time_eq(b"abc", b"ab"));
+    }
+
+    #[test]
+    fn named_keys_admit_their_holders_besides_the_token() {
+        let settings = crate::config::KeySettings {
+            subject: "alice".into(),
+            token: "${ALICE}".into(),
+            scopes: vec!["tools:call".into()],
+            claims: Default::default(),
+        };
+        let lookup = |_: &str| Some("0f3a9c2e7b1d4a6f8e0c2b4d6f8a0c1e".to_string());
+        let keys = super::super::keys::load(&[settings], std::path::Path::new("servers.toml"), lookup).unwrap();
+        let bearer = |token: &str| headers(&[(header::AUTHORIZATION, &format!("Bearer {token}"))]);
+        let mut only_keys = guard(None);
+        only_keys.keys = KeyRing::new(keys);
+        let alice = only_keys.admit("/mcp", &bearer("0f3a9c2e7b1d4a6f8e0c2b4d6f8a0c1e")).ok().flatten().unwrap();
+        assert_eq!((alice.subject.as_str(), alice.proof), ("alice", crate::identity::Proof::Key));
+        assert_eq!(
+            only_keys.refusal("/mcp", &HeaderMap::new()).unwrap().status(),
+            StatusCode::UNAUTHORIZED,
+            "keys alone require credentials"
+        );
+        let both = Guard { token: Some("s3cret-shared".into()), ..only_keys.clone() };
+        assert_eq!(both.admit("/mcp", &bearer("s3cret-shared")).ok().flatten().as_deref(), Some(&Identity::shared_token()));
+        assert!(both.refusal("/mcp", &bearer("0f3a9c2e7b1d4a6f8e0c2b4d6f8a0c1f")).is_some());
+        only_keys.keys.set(Vec::new());
+        assert!(only_keys.admit("/mcp", &HeaderMap::new()).unwrap().is_none(), "the ring in force is read per request");
     }
 }

@@ -25,6 +25,7 @@
 mod accept;
 mod event_log;
 mod guard;
+pub mod keys;
 mod legacy_sse;
 pub mod limits;
 mod modern;

@@ -1,0 +1,71 @@
+//! The access policy applied to a gateway session's requests
+//! ([`crate::policy`]): lists show only what the caller may use, and a use
+//! outside its rights is refused naming the rule.
+//!
+//! Invariants:
+//! - a list and a use of one thing get the same verdict (with `arguments`
+//!   null in the list), read from the policy in force when the request
+//!   started;
+//! - a refusal names the thing as the client named it and the rule (or
+//!   the default), never the thing's schema or description, and has the
+//!   code of an unknown name (`-32602`, `-32002` for a resource): a hidden
+//!   thing reads like one that is not served, but for the rule named.
+
+use serde_json::{json, Value};
+
+use super::work::Pool;
+use crate::policy::{Kind, Policy, Target};
+use crate::protocol::{error_codes, ErrorObject};
+use crate::server::{SERVER_NAME, STATUS_URI};
+
+/// The server the gateway's own status resource belongs to, for policies.
+pub const GATEWAY_SERVER: &str = SERVER_NAME;
+
+impl Pool {
+    /// The policy in force for this request.
+    pub(super) fn policy(&self) -> std::sync::Arc<Policy> {
+        self.options.policy.get()
+    }
+
+    /// Whether this session's caller may see `name` of `server` in a list.
+    pub(super) fn may_list(policy: &Policy, identity: Option<&crate::identity::Identity>, server: &str, kind: Kind, name: &str) -> bool {
+        policy.check(identity, &Target { server, kind, name, arguments: None }).is_ok()
+    }
+
+    /// Refuses a use of `name` of `server` (served to the client as
+    /// `served`) that the policy does not allow this caller.
+    pub(super) fn check_use(
+        &self,
+        server: &str,
+        kind: Kind,
+        name: &str,
+        served: &str,
+        arguments: Option<&Value>,
+    ) -> Result<(), ErrorObject> {
+        let empty = json!({});
+        let arguments = match kind {
+            Kind::Resource => None,
+            _ => Some(arguments.unwrap_or(&empty)),
+        };
+        let target = Target { server, kind, name, arguments };
+        let Err(denial) = self.policy().check(self.identity.as_deref(), &target) else { return Ok(()) };
+        let who =
+            self.identity.as_ref().map_or_else(|| "this unauthenticated caller".to_string(), |identity| format!("`{}`", identity.subject));
+        let what = match kind {
+            Kind::Tool => "tool",
+            Kind::Prompt => "prompt",
+            Kind::Resource => "resource",
+        };
+        let code = if kind == Kind::Resource { error_codes::RESOURCE_NOT_FOUND } else { error_codes::INVALID_PARAMS };
+        Err(ErrorObject {
+            code,
+            message: format!("Forbidden: the {what} `{served}` is not available to {who}: {}", denial.reason),
+            data: Some(json!({ "policyRule": denial.rule })),
+        })
+    }
+
+    /// Whether the caller may read the gateway's own status resource.
+    pub(super) fn may_read_status(&self, policy: &Policy) -> bool {
+        Pool::may_list(policy, self.identity.as_deref(), GATEWAY_SERVER, Kind::Resource, STATUS_URI)
+    }
+}
