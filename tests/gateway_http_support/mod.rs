@@ -95,6 +95,11 @@ impl Gateway {
         None
     }
 
+    /// The configuration file the gateway was started with (rewrite it, then SIGHUP).
+    pub fn config_file(&self) -> std::path::PathBuf {
+        self._dir.path().join("servers.toml")
+    }
+
     /// Everything the gateway wrote on stderr so far.
     pub fn stderr_text(&self) -> String {
         self.stderr.lock().unwrap().clone()
