@@ -199,3 +199,19 @@ async fn sighup_changes_what_bob_sees_and_a_policy_that_does_not_compile_keeps_t
     assert!(bob.tools().await.contains(&"github__echo".into()), "the old policy stays");
     assert!(!gateway.stderr_text().contains(BOB), "keys are never printed");
 }
+
+#[tokio::test]
+async fn a_rule_that_does_not_compile_stops_serve_naming_the_file_and_the_rule() {
+    let broken = "[[serve.policy.rules]]\nname = \"typo\"\neffect = \"allow\"\nwhen = 'identity.claims.team =='\n";
+    let refused = Gateway::start_with_config(&config(broken), "127.0.0.1:0", &[], &[("ALICE_KEY", ALICE), ("BOB_KEY", BOB)])
+        .err()
+        .expect("no start with a broken rule");
+    assert!(
+        refused.contains("servers.toml") && refused.contains("`serve.policy.rules.typo.when` is not a valid CEL expression"),
+        "{refused}"
+    );
+    let short = Gateway::start_with_config(&config(""), "127.0.0.1:0", &[], &[("ALICE_KEY", "short"), ("BOB_KEY", BOB)])
+        .err()
+        .expect("no start with a weak key");
+    assert!(short.contains("serve.keys.alice.token") && short.contains("is 5 characters long"), "{short}");
+}

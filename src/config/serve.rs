@@ -17,7 +17,9 @@
 //! one run (a container, a unit file), the file for every run. A token is
 //! never accepted on the command line (`ps` shows it) and never printed:
 //! errors name the variable, [`ServeSettings`]' `Debug` masks the value.
-//! A later file's table replaces an earlier one's whole.
+//! `[serve.keys.NAME]` (named API keys) and `[serve.policy]` (access rules)
+//! are read by [`super::serve_policy`]. A later file's table replaces an
+//! earlier one's whole.
 
 use std::path::{Path, PathBuf};
 

@@ -75,6 +75,8 @@ impl Guard {
 
     /// Who the request comes from (`None` when the gateway asks for no
     /// credentials, or on `/healthz`), or why it is refused.
+    // The refusal is the response itself, built only for a refused request: boxing it would buy nothing.
+    #[allow(clippy::result_large_err)]
     pub fn admit(&self, path: &str, headers: &HeaderMap) -> Result<Option<Arc<Identity>>, Response> {
         let text = |name: header::HeaderName| headers.get(name).map(|value| value.to_str().unwrap_or("\u{fffd}"));
         if let Some(origin) = text(header::ORIGIN) {

@@ -1,0 +1,39 @@
+//! The access policy over stdio, where no credentials exist: every request
+//! comes with `identity = null`, which a rule can allow by name, and a rule
+//! that reads the identity's claims fails there and denies.
+
+mod gateway_support;
+
+use gateway_support::{demo_table, Gateway};
+use serde_json::json;
+
+#[tokio::test]
+async fn over_stdio_identity_is_null() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("servers.toml");
+    let policy = r#"
+[serve.policy]
+default = "deny"
+[[serve.policy.rules]]
+name = "local-user"
+effect = "allow"
+servers = ["demo"]
+when = 'identity == null'
+[[serve.policy.rules]]
+name = "red-team"
+effect = "allow"
+servers = ["other"]
+when = 'identity.claims.team == "red"'
+"#;
+    std::fs::write(&config, format!("{}{}{policy}", demo_table("demo", &[]), demo_table("other", &[]))).unwrap();
+    let mut gateway = Gateway::start(&config, &[], json!({})).await;
+    let listed = gateway.result("tools/list", json!({})).await;
+    let names: Vec<&str> = listed["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"demo__echo"), "{names:?}");
+    assert!(!names.iter().any(|name| name.starts_with("other__")), "{names:?}");
+    let echoed = gateway.result("tools/call", json!({"name": "demo__echo", "arguments": {"text": "local"}})).await;
+    assert_eq!(echoed["content"][0]["text"], "local");
+    let refused = gateway.request("tools/call", json!({"name": "other__echo", "arguments": {"text": "x"}})).await;
+    let message = refused["error"]["message"].as_str().unwrap_or_else(|| panic!("{refused}"));
+    assert!(message.contains("this unauthenticated caller") && message.contains("the rule `red-team` could not be evaluated"), "{message}");
+}
