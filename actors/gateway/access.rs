@@ -56,6 +56,7 @@ impl Pool {
             Kind::Prompt => "prompt",
             Kind::Resource => "resource",
         };
+        tracing::info!(caller = %who, rule = ?denial.rule, %served, "policy: refused a use");
         let code = if kind == Kind::Resource { error_codes::RESOURCE_NOT_FOUND } else { error_codes::INVALID_PARAMS };
         Err(ErrorObject {
             code,

@@ -18,7 +18,7 @@
 //! never accepted on the command line (`ps` shows it) and never printed:
 //! errors name the variable, [`ServeSettings`]' `Debug` masks the value.
 //! `[serve.keys.NAME]` (named API keys) and `[serve.policy]` (access rules)
-//! are read by [`super::serve_policy`]. A later file's table replaces an
+//! are read by `serve_policy.rs`. A later file's table replaces an
 //! earlier one's whole.
 
 use std::path::{Path, PathBuf};

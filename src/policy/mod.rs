@@ -198,8 +198,20 @@ fn evaluate(program: &Program, context: &Context) -> Result<bool, String> {
     match program.execute(context) {
         Ok(cel::Value::Bool(answer)) => Ok(answer),
         Ok(other) => Err(format!("it gave {:?}, not true or false", other.type_of())),
-        Err(error) => Err(error.to_string()),
+        Err(error) => Err(bounded(error.to_string())),
     }
+}
+
+/// The longest evaluation error quoted in a denial, in characters: an
+/// error may quote a value, and arguments can be large.
+const MAX_ERROR_CHARS: usize = 200;
+
+fn bounded(mut text: String) -> String {
+    if let Some((cut, _)) = text.char_indices().nth(MAX_ERROR_CHARS) {
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
 }
 
 /// The policy in force, replaced whole on reload: each check reads the one

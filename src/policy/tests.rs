@@ -108,3 +108,11 @@ fn the_current_policy_is_replaced_whole() {
     current.set(policy_text_allowing("false"));
     assert!(before.allows_everything() && !current.get().allows_everything());
 }
+
+#[test]
+fn evaluation_errors_quoted_in_denials_are_bounded() {
+    let policy = policy_text_allowing("arguments.text + 1 == 2");
+    let arguments = json!({"text": "x".repeat(10_000)});
+    let denied = policy.check(None, &Target { server: "s", kind: Kind::Tool, name: "t", arguments: Some(&arguments) }).unwrap_err();
+    assert!(denied.reason.contains("could not be evaluated") && denied.reason.len() < 400, "{}", denied.reason.len());
+}
