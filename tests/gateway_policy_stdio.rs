@@ -37,3 +37,29 @@ when = 'identity.claims.team == "red"'
     let message = refused["error"]["message"].as_str().unwrap_or_else(|| panic!("{refused}"));
     assert!(message.contains("this unauthenticated caller") && message.contains("the rule `red-team` could not be evaluated"), "{message}");
 }
+
+#[tokio::test]
+async fn a_reloaded_policy_is_announced_as_changed_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("servers.toml");
+    let policy = |servers: &str| {
+        format!(
+            "{}[serve.policy]\ndefault = \"deny\"\n[[serve.policy.rules]]\nname = \"local\"\neffect = \"allow\"\nservers = [{servers}]\n",
+            demo_table("demo", &[])
+        )
+    };
+    std::fs::write(&config, policy("\"nothing\"")).unwrap();
+    let mut gateway = Gateway::start(&config, &[], json!({})).await;
+    let listed = gateway.result("tools/list", json!({})).await;
+    assert_eq!(listed["tools"], json!([]), "{listed}");
+    // The start's own announcements (the server connecting) are gathered for 50 ms: let them pass, then forget them.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    gateway.result("ping", json!({})).await;
+    gateway.notifications.clear();
+    std::fs::write(&config, policy("\"demo\"")).unwrap();
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(gateway.child.id().unwrap() as i32, libc::SIGHUP) };
+    gateway_support::within("tools/list_changed after SIGHUP", gateway.notification("notifications/tools/list_changed")).await;
+    let listed = gateway.result("tools/list", json!({})).await;
+    assert!(listed["tools"].as_array().is_some_and(|tools| tools.iter().any(|tool| tool["name"] == "demo__echo")), "{listed}");
+}

@@ -10,7 +10,8 @@
 //! reads the configuration again and applies it with `SetServers`: new
 //! servers start, removed ones stop, changed ones restart, unchanged ones
 //! keep running; the `[serve]` table's access policy and named keys are
-//! read again too ([`super::serve_access`]). Exit code 0 when the client closes stdin, once what it
+//! read again too ([`super::serve_access`]), and a change of them is
+//! announced as changed lists. Exit code 0 when the client closes stdin, once what it
 //! asked is answered (see [`crate::gateway::stdio::DRAIN`]).
 
 use std::time::Duration;
@@ -125,7 +126,10 @@ async fn reload_on_hangup(cli: &Cli, args: &ServeArgs, handle: &Handle, access: 
     use tokio::signal::unix::{signal, SignalKind};
     let Ok(mut hangups) = signal(SignalKind::hangup()) else { return std::future::pending().await };
     while hangups.recv().await.is_some() {
-        let servers = Servers::load(cli).inspect(|servers| access.reload(servers.serve.as_ref()));
+        let servers = Servers::load(cli);
+        if servers.as_ref().is_ok_and(|servers| access.reload(servers.serve.as_ref())) {
+            super::serve_access::announce_lists(handle).await;
+        }
         let configs = match servers.and_then(|servers| selected(&servers, args)) {
             Ok(configs) => configs,
             Err(failure) => {

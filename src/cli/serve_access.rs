@@ -45,8 +45,9 @@ impl Access {
 
     /// Applies the policy and keys of `settings` (a SIGHUP's reading), or
     /// keeps the ones in force when either is bad, saying why. Removing
-    /// every key is refused: it would turn off authentication.
-    pub fn reload(&self, settings: Option<&ServeSettings>) {
+    /// every key is refused: it would turn off authentication. Whether
+    /// the new ones were applied.
+    pub fn reload(&self, settings: Option<&ServeSettings>) -> bool {
         let keys = match &self.keys {
             Some(ring) => match named_keys(settings) {
                 Ok(keys) if keys.is_empty() && !ring.get().is_empty() => {
@@ -67,10 +68,22 @@ impl Access {
                     ring.set(keys);
                 }
                 tracing::info!(rules, keys = count, "SIGHUP: access policy and keys applied");
+                true
             }
             (Err(why), _) | (_, Err(why)) => {
                 warn(format_args!("SIGHUP: the access policy and keys were not changed, the previous ones stay: {why}"));
+                false
             }
+        }
+    }
+}
+
+/// Tells every session that every list may have changed (what a caller
+/// may see did), as a server's `list_changed` would: clients list again.
+pub async fn announce_lists(handle: &crate::Handle) {
+    for status in handle.status().await {
+        for list in ["tools", "prompts", "resources"] {
+            handle.hub().do_send(crate::actors::Event::ListChanged { server: status.name.clone(), list: list.into() });
         }
     }
 }
