@@ -11,8 +11,8 @@
 //! servers start, removed ones stop, changed ones restart, unchanged ones
 //! keep running; the `[serve]` table's access policy and named keys are
 //! read again too ([`super::serve_access`]), and a change of them is
-//! announced as changed lists. Exit code 0 when the client closes stdin, once what it
-//! asked is answered (see [`crate::gateway::stdio::DRAIN`]).
+//! announced as changed lists. Exit code 0 when the client closes stdin,
+//! once what it asked is answered (see [`crate::gateway::stdio::DRAIN`]).
 
 use std::time::Duration;
 
