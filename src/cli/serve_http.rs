@@ -32,6 +32,7 @@ use crate::actors::gateway::bridge::ClientBridge;
 use crate::actors::gateway::ServeOptions;
 use crate::codec::DEFAULT_MAX_FRAME;
 use crate::config::{check_token, ServeSettings};
+use crate::gateway::http::auth::Authenticator;
 use crate::gateway::http::limits::Limits;
 use crate::gateway::http::pool::PoolGateway;
 use crate::gateway::http::{
@@ -135,8 +136,9 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
         check_token(token, source).map_err(Failure::usage)?;
     }
     let token = token.map(|(token, _)| token);
+    let auth = authenticator(settings)?;
     let loopback = addr.ip().is_loopback();
-    if !loopback && token.is_none() {
+    if !loopback && token.is_none() && auth.is_none() {
         return Err(Failure::usage(format!(
             "--http {addr} listens beyond this machine: set {TOKEN_VAR}, or `token = \"${{VAR}}\"` in the [serve] table, \
              to a secret token clients send as `Authorization: Bearer TOKEN` (or listen on 127.0.0.1)"
@@ -160,7 +162,7 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
     let mut allowed_origins = args.allow_origin.clone();
     allowed_origins.extend(settings.into_iter().flat_map(|settings| settings.allowed_origins.iter().cloned()));
     Ok(HttpOptions {
-        guard: Guard { allowed_origins, loopback_origins: true, loopback_bind: loopback, token },
+        guard: Guard { allowed_origins, loopback_origins: true, loopback_bind: loopback, token, auth },
         max_body: DEFAULT_MAX_FRAME,
         max_sessions: args.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS),
         session_idle: args.session_idle.unwrap_or(DEFAULT_SESSION_IDLE),
@@ -170,6 +172,15 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
         connections,
         tls,
     })
+}
+
+/// The checker of `[serve.auth]`'s access tokens, if the table is set.
+fn authenticator(settings: Option<&ServeSettings>) -> Result<Option<Arc<Authenticator>>, Failure> {
+    let Some((settings, auth)) = settings.and_then(|settings| Some((settings, settings.auth.clone()?))) else { return Ok(None) };
+    let client = settings.introspection_client(env)?;
+    let authenticator =
+        Authenticator::new(auth, client).map_err(|why| Failure::usage(format!("[serve.auth] in {}: {why}", settings.file.display())))?;
+    Ok(Some(Arc::new(authenticator)))
 }
 
 /// The TLS pair from the flags, else from the `[serve]` table; loaded now,

@@ -73,6 +73,7 @@ mod oauth;
 pub mod redact;
 pub mod sandbox;
 mod serve;
+pub mod serve_auth;
 pub mod sources;
 
 pub use agent::{AgentSettings, ConfirmMode, ServerConfirm, ToolRule};
@@ -82,7 +83,7 @@ pub use filter::ToolFilter;
 pub use oauth::{Grant, IdentityProvider, OAuthConfig};
 pub use redact::{Redactor, MASK};
 pub use sandbox::{Network, SandboxSpec};
-pub use serve::{check_token, ServeSettings};
+pub use serve::{check_token, AuthSettings, IntrospectionSettings, ServeSettings};
 
 /// Back-pressure bounds of one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -24,9 +24,10 @@ use std::path::{Path, PathBuf};
 use toml_edit::Item;
 
 use super::expand::{expand, is_only_reference, Problem, Syntax};
+pub use super::serve_auth::{AuthSettings, IntrospectionSettings};
 use crate::error::ConfigError;
 
-const KEYS: [&str; 5] = ["token", "allowed_origins", "client_roots", "tls_cert", "tls_key"];
+const KEYS: [&str; 6] = ["token", "allowed_origins", "client_roots", "tls_cert", "tls_key", "auth"];
 
 /// The `[serve]` table, its references not yet expanded.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -44,6 +45,9 @@ pub struct ServeSettings {
     /// (both or neither; relative paths resolved against `file`'s folder).
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// `[serve.auth]`: the access tokens of an OAuth issuer (beside the
+    /// shared token, when both are set).
+    pub auth: Option<AuthSettings>,
 }
 
 impl std::fmt::Debug for ServeSettings {
@@ -55,6 +59,7 @@ impl std::fmt::Debug for ServeSettings {
             .field("client_roots", &self.client_roots)
             .field("tls_cert", &self.tls_cert)
             .field("tls_key", &self.tls_key)
+            .field("auth", &self.auth)
             .finish()
     }
 }
@@ -65,13 +70,36 @@ impl ServeSettings {
     /// error naming the file and the variable (never the value).
     pub fn token(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
         let Some(raw) = &self.token else { return Ok(None) };
-        let invalid = |message: String| ConfigError::InvalidSetting { file: self.file.clone(), field: "serve.token".into(), message };
-        match expand(raw, Syntax::Braced, &lookup) {
-            Ok(token) => Ok(Some(token.trim().to_string()).filter(|token| !token.is_empty())),
-            Err(Problem::Unset(var)) => Err(invalid(format!("refers to ${{{var}}}, which is not set; set it, or remove the key"))),
-            Err(Problem::Malformed(reference)) => {
-                Err(invalid(format!("has `{reference}`, which is not a variable reference; write ${{NAME}}, or $${{ for a literal `${{`")))
-            }
+        expand_secret(&self.file, "serve.token", raw, lookup)
+    }
+
+    /// The introspection client's `(client_id, client_secret)` of
+    /// `[serve.auth]`, expanded by `lookup` (errors as for [`Self::token`]);
+    /// `None` without introspection.
+    pub fn introspection_client(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Option<(String, String)>, ConfigError> {
+        let Some(introspection) = self.auth.as_ref().and_then(|auth| auth.introspection.as_ref()) else { return Ok(None) };
+        let missing = |field: &str| ConfigError::InvalidSetting {
+            file: self.file.clone(),
+            field: format!("serve.auth.introspection.{field}"),
+            message: "expands to nothing; set the variable it names".into(),
+        };
+        let id = expand_secret(&self.file, "serve.auth.introspection.client_id", &introspection.client_id, &lookup)?;
+        let secret = expand_secret(&self.file, "serve.auth.introspection.client_secret", &introspection.client_secret, &lookup)?;
+        Ok(Some((id.ok_or_else(|| missing("client_id"))?, secret.ok_or_else(|| missing("client_secret"))?)))
+    }
+}
+
+/// A secret setting (`field` of `file`) with its `${VAR}` references
+/// expanded by `lookup`, trimmed; `None` when it expands to blanks. An
+/// unset variable is an error naming the file and the variable (never the
+/// value).
+fn expand_secret(file: &Path, field: &str, raw: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
+    let invalid = |message: String| ConfigError::InvalidSetting { file: file.into(), field: field.into(), message };
+    match expand(raw, Syntax::Braced, &lookup) {
+        Ok(value) => Ok(Some(value.trim().to_string()).filter(|value| !value.is_empty())),
+        Err(Problem::Unset(var)) => Err(invalid(format!("refers to ${{{var}}}, which is not set; set it, or remove the key"))),
+        Err(Problem::Malformed(reference)) => {
+            Err(invalid(format!("has `{reference}`, which is not a variable reference; write ${{NAME}}, or $${{ for a literal `${{`")))
         }
     }
 }
@@ -128,6 +156,7 @@ pub(crate) fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigErro
                     .collect::<Option<_>>()
                     .ok_or_else(|| invalid(key, "must hold strings only, such as \"https://app.example.com\""))?;
             }
+            "auth" => settings.auth = Some(super::serve_auth::read(path, value)?),
             "client_roots" => {
                 settings.client_roots = value.as_bool().ok_or_else(|| invalid(key, "must be true or false"))?;
             }

@@ -159,6 +159,29 @@ impl Http {
     }
 
     /// Sends `request` to `url` once that URL is known to be safe.
+    /// POSTs a form with HTTP Basic client authentication and reads a JSON
+    /// answer (RFC 7662 introspection); a redirect is refused.
+    pub async fn post_form<T: DeserializeOwned>(
+        &self,
+        url: &str,
+        form: &[(&str, &str)],
+        client: (&str, &str),
+    ) -> Result<Answer<T>, OAuthError> {
+        let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish();
+        let request = self
+            .client
+            .post(url)
+            .header("Accept", "application/json")
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .basic_auth(client.0, Some(client.1))
+            .body(body);
+        let response = self.send_checked(url, request).await?;
+        if let Some(target) = redirect_target(url, &response) {
+            return Err(refused_redirect(url, response.status().as_u16(), &target.map(|t| origin_of(&t)).unwrap_or_default()));
+        }
+        read_json(url, response).await
+    }
+
     async fn send_checked(&self, url: &str, request: reqwest::RequestBuilder) -> Result<reqwest::Response, OAuthError> {
         require_secure(url, "the OAuth endpoint")?;
         request.send().await.map_err(|e| OAuthError::new(format!("cannot reach {url}: {}", without_url(e))))

@@ -9,8 +9,12 @@
 //! - when a token is set, every path but `/healthz` needs
 //!   `Authorization: Bearer TOKEN`, compared in constant time; a wrong or
 //!   missing one gets 401 with `WWW-Authenticate: Bearer`;
+//! - with `[serve.auth]` ([`Authenticator`]), a bearer token that is not
+//!   the shared one must be an access token of the issuer; its refusals
+//!   carry RFC 9728 challenges, and the resource metadata paths pass
+//!   without credentials like `/healthz`;
 //! - a request that passed with credentials carries the caller's
-//!   [`Identity`] in its extensions (none when no token is set).
+//!   [`Identity`] in its extensions (none when no credentials are asked).
 
 use std::sync::Arc;
 
@@ -20,6 +24,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::auth::{is_metadata_path, Authenticator, Rejection};
 use crate::identity::Identity;
 
 /// Hosts a loopback origin or `Host` may name.
@@ -35,8 +40,10 @@ pub struct Guard {
     pub loopback_origins: bool,
     /// The server listens on a loopback address only.
     pub loopback_bind: bool,
-    /// The bearer token every request must carry, if any.
+    /// The shared bearer token, if any.
     pub token: Option<String>,
+    /// The access tokens of an OAuth issuer, if `[serve.auth]` is set.
+    pub auth: Option<Arc<Authenticator>>,
 }
 
 /// `host[:port]` without the port, `[::1]` keeping its brackets.
@@ -64,13 +71,13 @@ impl Guard {
     }
 
     /// Why a request is refused, or `None` when it may go on.
-    pub fn refusal(&self, path: &str, headers: &HeaderMap) -> Option<Response> {
-        self.admit(path, headers).err()
+    pub async fn refusal(&self, path: &str, headers: &HeaderMap) -> Option<Response> {
+        self.admit(path, headers).await.err()
     }
 
-    /// Who the request comes from (`None` when the gateway asks for no
-    /// credentials, or on `/healthz`), or why it is refused.
-    pub fn admit(&self, path: &str, headers: &HeaderMap) -> Result<Option<Arc<Identity>>, Response> {
+    /// The DNS-rebinding checks: a refusal for a foreign `Origin`, or a
+    /// non-loopback `Host` on a loopback bind.
+    fn screen(&self, headers: &HeaderMap) -> Result<(), Response> {
         let text = |name: header::HeaderName| headers.get(name).map(|value| value.to_str().unwrap_or("\u{fffd}"));
         if let Some(origin) = text(header::ORIGIN) {
             if !self.origin_allowed(origin) {
@@ -84,11 +91,36 @@ impl Guard {
                 return Err((StatusCode::FORBIDDEN, message).into_response());
             }
         }
-        let Some(token) = self.token.as_deref().filter(|_| path != super::HEALTH_PATH) else { return Ok(None) };
-        let offered = text(header::AUTHORIZATION).and_then(|value| value.strip_prefix("Bearer ").or(value.strip_prefix("bearer ")));
-        match offered {
-            Some(offered) if constant_time_eq(offered.trim().as_bytes(), token.as_bytes()) => Ok(Some(Arc::new(Identity::shared_token()))),
-            _ => {
+        Ok(())
+    }
+
+    /// Who the request comes from (`None` when the gateway asks for no
+    /// credentials, or on `/healthz` and the resource metadata), or why it
+    /// is refused.
+    pub async fn admit(&self, path: &str, headers: &HeaderMap) -> Result<Option<Arc<Identity>>, Response> {
+        self.screen(headers)?;
+        let open_path = path == super::HEALTH_PATH || (self.auth.is_some() && is_metadata_path(path));
+        if open_path || (self.token.is_none() && self.auth.is_none()) {
+            return Ok(None);
+        }
+        let authorization = headers.get(header::AUTHORIZATION).map(|value| value.to_str().unwrap_or("\u{fffd}"));
+        let offered = authorization.and_then(|value| value.strip_prefix("Bearer ").or(value.strip_prefix("bearer "))).map(str::trim);
+        if let (Some(token), Some(offered)) = (&self.token, offered) {
+            if constant_time_eq(offered.as_bytes(), token.as_bytes()) {
+                return Ok(Some(Arc::new(Identity::shared_token())));
+            }
+        }
+        match &self.auth {
+            Some(auth) => match auth.identify(offered).await {
+                Ok(identity) => Ok(Some(Arc::new(identity))),
+                Err(rejection) => {
+                    if let Rejection::Invalid(why) = &rejection {
+                        tracing::info!(path, "refused an access token: {why}");
+                    }
+                    Err(auth.refusal(&rejection))
+                }
+            },
+            None => {
                 let mut response =
                     (StatusCode::UNAUTHORIZED, "Unauthorized: send the gateway's token as `Authorization: Bearer TOKEN`").into_response();
                 response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -119,7 +151,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 /// A request that passed with credentials carries its caller's
 /// `Arc<Identity>` on to the handlers.
 pub async fn check(State(guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
-    match guard.admit(request.uri().path(), request.headers()) {
+    match guard.admit(request.uri().path(), request.headers()).await {
         Err(refusal) => refusal,
         Ok(identity) => {
             if let Some(identity) = identity {
@@ -140,6 +172,7 @@ mod tests {
             loopback_origins: true,
             loopback_bind: true,
             token: token.map(str::to_owned),
+            auth: None,
         }
     }
 
@@ -147,32 +180,37 @@ mod tests {
         pairs.iter().map(|(name, value)| (name.clone(), HeaderValue::from_str(value).unwrap())).collect()
     }
 
+    fn refusal_of(guard: &Guard, path: &str, headers: &HeaderMap) -> Option<Response> {
+        futures::executor::block_on(guard.refusal(path, headers))
+    }
+
     #[test]
     fn origins_and_hosts_are_checked() {
         let guard = guard(None);
         for allowed in ["http://localhost:3000", "http://127.0.0.1", "https://[::1]:8443", "https://app.example.com/"] {
-            assert!(guard.refusal("/mcp", &headers(&[(header::ORIGIN, allowed)])).is_none(), "{allowed}");
+            assert!(refusal_of(&guard, "/mcp", &headers(&[(header::ORIGIN, allowed)])).is_none(), "{allowed}");
         }
         for refused in ["http://evil.example.com", "http://localhost.evil.com", "null", "http://127.0.0.1.nip.io"] {
-            let refusal = guard.refusal("/mcp", &headers(&[(header::ORIGIN, refused)])).expect(refused);
+            let refusal = refusal_of(&guard, "/mcp", &headers(&[(header::ORIGIN, refused)])).expect(refused);
             assert_eq!(refusal.status(), StatusCode::FORBIDDEN);
         }
-        assert!(guard.refusal("/mcp", &headers(&[(header::HOST, "localhost:8080")])).is_none());
-        assert!(guard.refusal("/mcp", &headers(&[(header::HOST, "[::1]:8080")])).is_none());
-        assert!(guard.refusal("/mcp", &headers(&[(header::HOST, "127.0.0.2:8080")])).is_none());
-        assert_eq!(guard.refusal("/mcp", &headers(&[(header::HOST, "evil.example.com")])).unwrap().status(), StatusCode::FORBIDDEN);
+        assert!(refusal_of(&guard, "/mcp", &headers(&[(header::HOST, "localhost:8080")])).is_none());
+        assert!(refusal_of(&guard, "/mcp", &headers(&[(header::HOST, "[::1]:8080")])).is_none());
+        assert!(refusal_of(&guard, "/mcp", &headers(&[(header::HOST, "127.0.0.2:8080")])).is_none());
+        assert_eq!(refusal_of(&guard, "/mcp", &headers(&[(header::HOST, "evil.example.com")])).unwrap().status(), StatusCode::FORBIDDEN);
     }
 
     #[test]
     fn the_token_is_required_except_for_health() {
         let guard = guard(Some("s3cret"));
-        let refusal = guard.refusal("/mcp", &HeaderMap::new()).unwrap();
+        let refusal = refusal_of(&guard, "/mcp", &HeaderMap::new()).unwrap();
         assert_eq!(refusal.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(refusal.headers()[header::WWW_AUTHENTICATE], "Bearer");
-        assert!(guard.refusal("/mcp", &headers(&[(header::AUTHORIZATION, "Bearer wrong!")])).is_some());
-        let admitted = guard.admit("/mcp", &headers(&[(header::AUTHORIZATION, "Bearer s3cret")])).ok().flatten();
+        assert!(refusal_of(&guard, "/mcp", &headers(&[(header::AUTHORIZATION, "Bearer wrong!")])).is_some());
+        let admitted =
+            futures::executor::block_on(guard.admit("/mcp", &headers(&[(header::AUTHORIZATION, "Bearer s3cret")]))).ok().flatten();
         assert_eq!(admitted.as_deref(), Some(&Identity::shared_token()));
-        assert!(guard.refusal(super::super::HEALTH_PATH, &HeaderMap::new()).is_none());
+        assert!(refusal_of(&guard, super::super::HEALTH_PATH, &HeaderMap::new()).is_none());
         assert!(constant_time_eq(b"abc", b"abc") && !constant_time_eq(b"abc", b"abd") && !constant_time_eq(b"abc", b"ab"));
     }
 }
