@@ -77,28 +77,30 @@ impl Guard {
 
     /// The DNS-rebinding checks: a refusal for a foreign `Origin`, or a
     /// non-loopback `Host` on a loopback bind.
-    fn screen(&self, headers: &HeaderMap) -> Result<(), Response> {
+    fn screen(&self, headers: &HeaderMap) -> Option<Response> {
         let text = |name: header::HeaderName| headers.get(name).map(|value| value.to_str().unwrap_or("\u{fffd}"));
         if let Some(origin) = text(header::ORIGIN) {
             if !self.origin_allowed(origin) {
                 let message = format!("Forbidden: the origin {origin:?} is not allowed (add it to the gateway's allowed origins)");
-                return Err((StatusCode::FORBIDDEN, message).into_response());
+                return Some((StatusCode::FORBIDDEN, message).into_response());
             }
         }
         if self.loopback_bind {
             if let Some(host) = text(header::HOST).filter(|host| !is_loopback_authority(host)) {
                 let message = format!("Forbidden: the host {host:?} is not a loopback name, and this gateway listens on loopback only");
-                return Err((StatusCode::FORBIDDEN, message).into_response());
+                return Some((StatusCode::FORBIDDEN, message).into_response());
             }
         }
-        Ok(())
+        None
     }
 
     /// Who the request comes from (`None` when the gateway asks for no
     /// credentials, or on `/healthz` and the resource metadata), or why it
     /// is refused.
     pub async fn admit(&self, path: &str, headers: &HeaderMap) -> Result<Option<Arc<Identity>>, Response> {
-        self.screen(headers)?;
+        if let Some(refusal) = self.screen(headers) {
+            return Err(refusal);
+        }
         let open_path = path == super::HEALTH_PATH || (self.auth.is_some() && is_metadata_path(path));
         if open_path || (self.token.is_none() && self.auth.is_none()) {
             return Ok(None);
