@@ -36,17 +36,23 @@ struct Setup {
 }
 
 fn setup() -> Setup {
+    setup_with("", &[])
+}
+
+/// [`setup`] with `extra` lines in `[serve.auth]` and `env` for the gateway.
+fn setup_with(extra: &str, env: &[(&str, &str)]) -> Setup {
     let idp = HttpServer::start("idp");
     let port = free_port();
     let audience = format!("http://127.0.0.1:{port}/mcp");
     let toml = format!(
         "[servers.demo]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n\n[serve.auth]\nissuer = {:?}\naudience = {audience:?}\n\
-         required_scopes = [{SCOPE:?}]\nclaims = [\"email\"]\njwks_min_refresh = \"{}s\"\n",
+         required_scopes = [{SCOPE:?}]\nclaims = [\"email\"]\njwks_min_refresh = \"{}s\"\n{extra}\n",
         idp.url,
         MIN_REFRESH.as_secs()
     );
     let state = tempfile::tempdir().unwrap();
-    let env = [("XDG_STATE_HOME", state.path().to_str().unwrap())];
+    let mut env = env.to_vec();
+    env.push(("XDG_STATE_HOME", state.path().to_str().unwrap()));
     let gateway = Gateway::start_with_config(&toml, &format!("127.0.0.1:{port}"), &[], &env).expect("the gateway starts");
     let audit = state.path().join("mcpvisor/audit.jsonl");
     Setup { idp, gateway, audience, audit, _state: state }
@@ -215,4 +221,38 @@ async fn mcpvisor_logs_in_to_the_gateway_through_the_provider_and_calls_a_tool()
     assert_eq!(stdout, "through the provider\n");
     let line = audit_line(&setup.audit, "echo");
     assert_eq!((&line["subject"], &line["client_id"]), (&json!("robot"), &json!("robot")), "{line}");
+}
+
+const INTROSPECTION: &str = "introspection = { client_id = \"${INTRO_ID}\", client_secret = \"${INTRO_SECRET}\" }";
+
+#[tokio::test]
+#[ignore = "needs MCPVISOR_INTEROP=1 and .ci/interop-setup"]
+async fn opaque_tokens_are_introspected_with_the_gateways_credentials() {
+    let setup = setup_with(INTROSPECTION, &[("INTRO_ID", "introspector"), ("INTRO_SECRET", "intro-s3cret")]);
+    let register = |token: &'static str, claims: Value| {
+        let body = json!({"token": token, "claims": claims});
+        let url = format!("{}/test/opaque", setup.idp.url);
+        async move { client().post(url).header("content-type", "application/json").body(body.to_string()).send().await.unwrap() }
+    };
+    register("opaque-carol", json!({"sub": "carol", "scope": SCOPE, "aud": setup.audience, "client_id": "carol-app"})).await;
+    register("opaque-elsewhere", json!({"sub": "carol", "scope": SCOPE, "aud": "https://other.example/mcp"})).await;
+    register("opaque-unscoped", json!({"sub": "carol", "scope": "profile"})).await;
+    assert_eq!(setup.initialize(Some("opaque-carol")).await.status(), 200, "{}", setup.gateway.stderr_text());
+    for (token, why) in [("opaque-unknown", "not active"), ("opaque-elsewhere", "another audience")] {
+        let refused = setup.initialize(Some(token)).await;
+        assert_eq!(refused.status(), 401, "{why}");
+        assert!(challenge(&refused).contains("invalid_token") && challenge(&refused).contains(why), "{}", challenge(&refused));
+    }
+    assert_eq!(setup.initialize(Some("opaque-unscoped")).await.status(), 403);
+    // JWTs are still verified locally beside introspection.
+    assert_eq!(setup.initialize(Some(&setup.mint(json!({}), json!({})).await)).await.status(), 200);
+
+    // Wrong introspection credentials: the issuer refuses the gateway, which says it cannot check (503), never 200.
+    let wrong = setup_with(INTROSPECTION, &[("INTRO_ID", "introspector"), ("INTRO_SECRET", "not-the-secret")]);
+    let refused = wrong.initialize(Some("opaque-carol")).await;
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    let said = refused.text().await.unwrap() + &wrong.gateway.stderr_text();
+    assert!(said.contains("/test/introspect answered HTTP 401"), "{said}");
+    assert!(!said.contains("not-the-secret") && !said.contains("opaque-carol"), "{said}");
 }

@@ -8,6 +8,11 @@
 //        this provider never publishes; the current key signs otherwise
 //   POST /test/rotate                                   -> {kid}
 //        adds a new key to the JWKS and signs with it from now on
+//   POST /test/opaque {token, claims}                   -> {}
+//        registers an opaque token: introspection (RFC 7662, at
+//        /test/introspect, which the metadata names; for the client
+//        introspector:intro-s3cret only, else 401) says it is active with
+//        these claims; any other token is inactive
 //   GET  /test/jwks-fetches                             -> {count}
 //        how often the JWKS was fetched (the discovery documents point
 //        jwks_uri at /test/jwks, which counts)
@@ -40,6 +45,7 @@ const send = (res, status, body) => {
 const service = server.service;
 service.on(Events.BeforeWellKnownOpenIdConfiguration, (response) => {
   response.body.jwks_uri = `${server.issuer.url}/test/jwks`;
+  response.body.introspection_endpoint = `${server.issuer.url}/test/introspect`;
   // Confidential clients authenticate with their secret (the mock accepts any).
   response.body.token_endpoint_auth_methods_supported = ["client_secret_basic", "client_secret_post", "none"];
 });
@@ -76,6 +82,20 @@ service.addRoute("POST", "/test/mint", async (req, res) => {
     scopesOrTransform: (header, payload) => Object.assign(payload, claims),
   });
   send(res, 200, { token });
+});
+
+const opaque = new Map();
+service.addRoute("POST", "/test/opaque", (req, res) => {
+  opaque.set(req.body.token, req.body.claims);
+  send(res, 200, {});
+});
+// The mock's own /introspect reads no request body (it answers every token
+// active), so the metadata points at this one, which reads the form.
+service.addRoute("POST", "/test/introspect", (req, res) => {
+  const expected = "Basic " + Buffer.from("introspector:intro-s3cret").toString("base64");
+  if (req.headers.authorization !== expected) return send(res, 401, { error: "invalid_client" });
+  const claims = opaque.get(req.body?.token);
+  send(res, 200, claims ? { active: true, ...claims } : { active: false });
 });
 
 await server.start(Number(port), "127.0.0.1");

@@ -213,9 +213,8 @@ impl Authenticator {
             }
             Rejection::Unavailable(why) => {
                 tracing::warn!("cannot check an access token: {why}");
-                let mut response =
-                    (StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable: the token issuer cannot be reached; retry later")
-                        .into_response();
+                let message = format!("Service Unavailable: the access token cannot be checked now ({why}); retry later");
+                let mut response = (StatusCode::SERVICE_UNAVAILABLE, message).into_response();
                 response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(super::limits::RETRY_AFTER_SECS));
                 return response;
             }
@@ -287,6 +286,7 @@ pub fn is_metadata_path(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::AuthSettings;
 
     fn claims(value: Value) -> Map<String, Value> {
         value.as_object().unwrap().clone()
@@ -306,6 +306,50 @@ mod tests {
         assert_eq!((scp.client_id.as_deref(), scp.scopes), (Some("c"), vec!["x".into(), "y".into()]));
         let machine = identity_of(&claims(json!({"client_id": "svc", "scp": "r w"})), &[], Proof::Introspection);
         assert_eq!((machine.subject.as_str(), machine.scopes.len()), ("svc", 2));
+    }
+
+    fn jwt_shaped(header: &str) -> String {
+        use base64::Engine;
+        let b64 = |text: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text);
+        format!("{}.{}.c2ln", b64(header), b64(r#"{"sub":"x"}"#))
+    }
+
+    #[tokio::test]
+    async fn refusals_without_a_reachable_issuer() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let settings = AuthSettings {
+            issuer: format!("http://127.0.0.1:{port}"),
+            audience: "https://gw.example/mcp".into(),
+            algorithms: vec!["RS256".into()],
+            leeway: std::time::Duration::from_secs(60),
+            required_scopes: vec!["mcp".into()],
+            claims: Vec::new(),
+            introspection: None,
+            jwks_min_refresh: std::time::Duration::from_secs(30),
+        };
+        let auth = Authenticator::new(settings.clone(), None).unwrap();
+        let missing = auth.refusal(&auth.identify(None).await.unwrap_err());
+        assert_eq!(missing.status(), StatusCode::UNAUTHORIZED);
+        let challenge = missing.headers()[header::WWW_AUTHENTICATE].to_str().unwrap().to_string();
+        assert_eq!(challenge, "Bearer resource_metadata=\"https://gw.example/.well-known/oauth-protected-resource/mcp\", scope=\"mcp\"");
+        // Refused before any key is looked for: another algorithm, no JWT, too long.
+        for (token, says) in [
+            (jwt_shaped(r#"{"alg":"HS256"}"#), "HS256"),
+            (jwt_shaped(r#"{"alg":"none"}"#), "not a JWT"),
+            ("x".repeat(MAX_TOKEN_BYTES + 1), "longer than"),
+        ] {
+            match auth.identify(Some(&token)).await {
+                Err(Rejection::Invalid(why)) => assert!(why.contains(says), "{why}"),
+                other => panic!("{says}: {other:?}"),
+            }
+        }
+        assert_eq!(auth.key_fetches(), 0);
+        // An RS256 token while the issuer is down: 503, never a pass, and the port is said.
+        let rejection = auth.identify(Some(&jwt_shaped(r#"{"alg":"RS256","kid":"k"}"#))).await.unwrap_err();
+        assert!(matches!(&rejection, Rejection::Unavailable(why) if why.contains(&port.to_string())), "{rejection:?}");
+        assert_eq!(auth.refusal(&rejection).status(), StatusCode::SERVICE_UNAVAILABLE);
+        let plain = Authenticator::new(AuthSettings { issuer: "http://idp.example".into(), ..settings }, None).unwrap_err();
+        assert!(plain.contains("https"), "{plain}");
     }
 
     #[test]

@@ -50,7 +50,9 @@ struct Known {
     metadata: Option<Metadata>,
     keys: Vec<Arc<Key>>,
     fetched: Option<Instant>,
-    last_attempt: Option<Instant>,
+    /// The last tries to fetch the metadata and the keys (each rate-limited on its own).
+    metadata_attempt: Option<Instant>,
+    keys_attempt: Option<Instant>,
 }
 
 /// The issuer's metadata and keys, shared by every request.
@@ -93,11 +95,11 @@ impl Issuer {
         if let Some(metadata) = &known.metadata {
             return Ok(metadata.clone());
         }
-        if known.last_attempt.is_some_and(|at| at.elapsed() < self.min_refresh) {
+        if known.metadata_attempt.is_some_and(|at| at.elapsed() < self.min_refresh) {
             let every = self.min_refresh;
             return Err(format!("the metadata of the issuer {} could not be fetched lately; retrying in at most {every:?}", self.url));
         }
-        known.last_attempt = Some(Instant::now());
+        known.metadata_attempt = Some(Instant::now());
         let mut failures = Vec::new();
         for path in ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"] {
             let url = well_known(&self.url, path);
@@ -133,7 +135,7 @@ impl Issuer {
         if fresh && !found.is_empty() {
             return Ok(found);
         }
-        if known.last_attempt.is_some_and(|at| at.elapsed() < self.min_refresh) {
+        if known.keys_attempt.is_some_and(|at| at.elapsed() < self.min_refresh) {
             return match (found.is_empty(), known.fetched) {
                 (false, _) => Ok(found),
                 (true, Some(_)) => Err(KeyError::Unknown),
@@ -155,8 +157,8 @@ impl Issuer {
     }
 
     async fn refetch(&self, known: &mut Known) -> Result<(), String> {
+        known.keys_attempt = Some(Instant::now());
         let metadata = self.metadata_locked(known).await?;
-        known.last_attempt = Some(Instant::now());
         let jwks_uri = metadata.jwks_uri.ok_or_else(|| format!("the metadata of the issuer {} has no jwks_uri", self.url))?;
         self.fetches.fetch_add(1, Ordering::Relaxed);
         let document = match self.http.get_json::<Value>(&jwks_uri).await.map_err(|e| e.to_string())? {
