@@ -18,7 +18,7 @@ mod interop_support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gateway_http_support::{client, initialize, json_of, post, request, Gateway, BIN, LEGACY};
+use gateway_http_support::{client, client_from, initialize, json_of, post, request, Gateway, BIN, LEGACY};
 use interop_support::http::{free_port, HttpServer};
 use serde_json::{json, Value};
 
@@ -36,11 +36,11 @@ struct Setup {
 }
 
 fn setup() -> Setup {
-    setup_with("", &[])
+    setup_with("", &[], &[])
 }
 
-/// [`setup`] with `extra` lines in `[serve.auth]` and `env` for the gateway.
-fn setup_with(extra: &str, env: &[(&str, &str)]) -> Setup {
+/// [`setup`] with `extra` lines in `[serve.auth]`, `env` and `flags` for the gateway.
+fn setup_with(extra: &str, env: &[(&str, &str)], flags: &[&str]) -> Setup {
     let idp = HttpServer::start("idp");
     let port = free_port();
     let audience = format!("http://127.0.0.1:{port}/mcp");
@@ -53,7 +53,7 @@ fn setup_with(extra: &str, env: &[(&str, &str)]) -> Setup {
     let state = tempfile::tempdir().unwrap();
     let mut env = env.to_vec();
     env.push(("XDG_STATE_HOME", state.path().to_str().unwrap()));
-    let gateway = Gateway::start_with_config(&toml, &format!("127.0.0.1:{port}"), &[], &env).expect("the gateway starts");
+    let gateway = Gateway::start_with_config(&toml, &format!("127.0.0.1:{port}"), flags, &env).expect("the gateway starts");
     let audit = state.path().join("mcpvisor/audit.jsonl");
     Setup { idp, gateway, audience, audit, _state: state }
 }
@@ -228,7 +228,7 @@ const INTROSPECTION: &str = "introspection = { client_id = \"${INTRO_ID}\", clie
 #[tokio::test]
 #[ignore = "needs MCPVISOR_INTEROP=1 and .ci/interop-setup"]
 async fn opaque_tokens_are_introspected_with_the_gateways_credentials() {
-    let setup = setup_with(INTROSPECTION, &[("INTRO_ID", "introspector"), ("INTRO_SECRET", "intro-s3cret")]);
+    let setup = setup_with(INTROSPECTION, &[("INTRO_ID", "introspector"), ("INTRO_SECRET", "intro-s3cret")], &[]);
     let register = |token: &'static str, claims: Value| {
         let body = json!({"token": token, "claims": claims});
         let url = format!("{}/test/opaque", setup.idp.url);
@@ -248,11 +248,43 @@ async fn opaque_tokens_are_introspected_with_the_gateways_credentials() {
     assert_eq!(setup.initialize(Some(&setup.mint(json!({}), json!({})).await)).await.status(), 200);
 
     // Wrong introspection credentials: the issuer refuses the gateway, which says it cannot check (503), never 200.
-    let wrong = setup_with(INTROSPECTION, &[("INTRO_ID", "introspector"), ("INTRO_SECRET", "not-the-secret")]);
+    let wrong = setup_with(INTROSPECTION, &[("INTRO_ID", "introspector"), ("INTRO_SECRET", "not-the-secret")], &[]);
     let refused = wrong.initialize(Some("opaque-carol")).await;
     assert_eq!(refused.status(), 503);
     assert!(refused.headers().contains_key("retry-after"));
     let said = refused.text().await.unwrap() + &wrong.gateway.stderr_text();
     assert!(said.contains("/test/introspect answered HTTP 401"), "{said}");
     assert!(!said.contains("not-the-secret") && !said.contains("opaque-carol"), "{said}");
+}
+
+#[tokio::test]
+#[ignore = "needs MCPVISOR_INTEROP=1 and .ci/interop-setup"]
+async fn per_client_bounds_count_per_subject_not_per_address() {
+    let setup = setup_with("", &[], &["--max-sessions-per-client", "1"]);
+    let (alice, bob) = (setup.mint(json!({}), json!({})).await, setup.mint(json!({"sub": "bob"}), json!({})).await);
+    let open = |from: u8, token: String| {
+        let url = setup.gateway.mcp();
+        async move {
+            let opened = post(&client_from(from), &url, &initialize(LEGACY)).bearer_auth(token).send().await.unwrap();
+            assert_eq!(opened.status(), 200);
+            opened.headers()["mcp-session-id"].to_str().unwrap().to_string()
+        }
+    };
+    let status = |session: String, token: String| {
+        let url = setup.gateway.mcp();
+        async move {
+            let list = request(1, "tools/list", json!({}));
+            let answer =
+                post(&client(), &url, &list).bearer_auth(token).header("mcp-session-id", session).header("mcp-protocol-version", LEGACY);
+            answer.send().await.unwrap().status().as_u16()
+        }
+    };
+    let first = open(1, alice.clone()).await;
+    // Alice again, from another address: her bound is hers wherever she connects from, so her idle first session makes room.
+    let second = open(2, alice.clone()).await;
+    assert_eq!(status(first, alice.clone()).await, 404, "alice's first session ended for her second");
+    // Bob, from the address of alice's second session: his own bound, hers untouched.
+    let third = open(2, bob.clone()).await;
+    assert_eq!(status(second, alice).await, 200, "bob's session does not count against alice");
+    assert_eq!(status(third, bob).await, 200);
 }
