@@ -215,4 +215,31 @@ mod tests {
         assert!(refusal_of(&guard, super::super::HEALTH_PATH, &HeaderMap::new()).is_none());
         assert!(constant_time_eq(b"abc", b"abc") && !constant_time_eq(b"abc", b"abd") && !constant_time_eq(b"abc", b"ab"));
     }
+
+    #[test]
+    fn with_auth_the_shared_token_still_passes_and_the_metadata_is_open() {
+        let settings = crate::config::AuthSettings {
+            issuer: "http://127.0.0.1:9".into(),
+            audience: "https://gw.example/mcp".into(),
+            algorithms: vec!["RS256".into()],
+            leeway: std::time::Duration::from_secs(60),
+            required_scopes: Vec::new(),
+            claims: Vec::new(),
+            introspection: None,
+            jwks_min_refresh: std::time::Duration::from_secs(30),
+        };
+        let guard = Guard { auth: Some(Arc::new(Authenticator::new(settings, None).unwrap())), ..guard(Some("s3cret")) };
+        let admit = |path: &str, pairs: &[(header::HeaderName, &str)]| futures::executor::block_on(guard.admit(path, &headers(pairs)));
+        assert_eq!(admit("/mcp", &[(header::AUTHORIZATION, "Bearer s3cret")]).ok().flatten().as_deref(), Some(&Identity::shared_token()));
+        for open in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp", "/healthz"] {
+            assert!(matches!(admit(open, &[]), Ok(None)), "{open}");
+        }
+        let refused = admit("/mcp", &[]).unwrap_err();
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+        let challenge = refused.headers()[header::WWW_AUTHENTICATE].to_str().unwrap();
+        assert!(challenge.contains("resource_metadata=\"https://gw.example/.well-known/oauth-protected-resource/mcp\""), "{challenge}");
+        let wrong = admit("/mcp", &[(header::AUTHORIZATION, "Bearer wrong-and-opaque")]).unwrap_err();
+        assert!(wrong.headers()[header::WWW_AUTHENTICATE].to_str().unwrap().contains("error=\"invalid_token\""));
+        assert!(admit("/.well-known/oauth-protected-resource", &[(header::ORIGIN, "http://evil.example")]).is_err(), "origins still apply");
+    }
 }
