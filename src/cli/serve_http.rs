@@ -49,7 +49,7 @@ pub struct HttpArgs {
     /// Serve Streamable HTTP at http://ADDR/mcp (and legacy SSE at /sse)
     /// instead of stdio. ADDR is HOST:PORT, or a port on 127.0.0.1.
     /// Any non-loopback address needs a token: $MCPVISOR_SERVE_TOKEN, or
-    /// `token` in the [serve] table.
+    /// `token` in the [serve] table, or an OAuth issuer in [serve.auth].
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
     /// Allow this Origin besides the loopback ones (repeatable), e.g. https://app.example.com.
@@ -141,7 +141,8 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
     if !loopback && token.is_none() && auth.is_none() {
         return Err(Failure::usage(format!(
             "--http {addr} listens beyond this machine: set {TOKEN_VAR}, or `token = \"${{VAR}}\"` in the [serve] table, \
-             to a secret token clients send as `Authorization: Bearer TOKEN` (or listen on 127.0.0.1)"
+             to a secret token clients send as `Authorization: Bearer TOKEN`, or name an OAuth issuer in [serve.auth] \
+             (docs/gateway.md, \"Identities\"), or listen on 127.0.0.1"
         )));
     }
     let tls = certificates(args, settings)?;

@@ -173,7 +173,7 @@ impl Http {
             .post(url)
             .header("Accept", "application/json")
             .header("Content-Type", "application/x-www-form-urlencoded")
-            .basic_auth(client.0, Some(client.1))
+            .basic_auth(form_encoded(client.0), Some(form_encoded(client.1)))
             .body(body);
         let response = self.send_checked(url, request).await?;
         if let Some(target) = redirect_target(url, &response) {
@@ -275,6 +275,11 @@ async fn read_limited(mut response: reqwest::Response) -> Result<Vec<u8>, String
         body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+/// `text` form-urlencoded, as HTTP Basic client credentials must be (RFC 6749 §2.3.1).
+fn form_encoded(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 /// The start of an error body, with anything shaped like a secret masked.
