@@ -229,17 +229,26 @@ mod tests {
             jwks_min_refresh: std::time::Duration::from_secs(30),
         };
         let guard = Guard { auth: Some(Arc::new(Authenticator::new(settings, None).unwrap())), ..guard(Some("s3cret")) };
-        let admit = |path: &str, pairs: &[(header::HeaderName, &str)]| futures::executor::block_on(guard.admit(path, &headers(pairs)));
-        assert_eq!(admit("/mcp", &[(header::AUTHORIZATION, "Bearer s3cret")]).ok().flatten().as_deref(), Some(&Identity::shared_token()));
+        // (status, challenge, identity) of a request to `path` with headers `pairs`.
+        let admit = |path: &str, pairs: &[(header::HeaderName, &str)]| match futures::executor::block_on(guard.admit(path, &headers(pairs)))
+        {
+            Ok(identity) => (StatusCode::OK, String::new(), identity),
+            Err(refusal) => {
+                let challenge = refusal.headers().get(header::WWW_AUTHENTICATE).map(|value| value.to_str().unwrap().to_string());
+                (refusal.status(), challenge.unwrap_or_default(), None)
+            }
+        };
+        assert_eq!(admit("/mcp", &[(header::AUTHORIZATION, "Bearer s3cret")]).2.as_deref(), Some(&Identity::shared_token()));
         for open in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp", "/healthz"] {
-            assert!(matches!(admit(open, &[]), Ok(None)), "{open}");
+            assert_eq!((admit(open, &[]).0, admit(open, &[]).2), (StatusCode::OK, None), "{open}");
         }
-        let refused = admit("/mcp", &[]).unwrap_err();
-        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
-        let challenge = refused.headers()[header::WWW_AUTHENTICATE].to_str().unwrap();
+        let (status, challenge, _) = admit("/mcp", &[]);
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
         assert!(challenge.contains("resource_metadata=\"https://gw.example/.well-known/oauth-protected-resource/mcp\""), "{challenge}");
-        let wrong = admit("/mcp", &[(header::AUTHORIZATION, "Bearer wrong-and-opaque")]).unwrap_err();
-        assert!(wrong.headers()[header::WWW_AUTHENTICATE].to_str().unwrap().contains("error=\"invalid_token\""));
-        assert!(admit("/.well-known/oauth-protected-resource", &[(header::ORIGIN, "http://evil.example")]).is_err(), "origins still apply");
+        let (status, challenge, _) = admit("/mcp", &[(header::AUTHORIZATION, "Bearer wrong-and-opaque")]);
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+        let (status, _, _) = admit("/.well-known/oauth-protected-resource", &[(header::ORIGIN, "http://evil.example")]);
+        assert_eq!(status, StatusCode::FORBIDDEN, "origins still apply");
     }
 }
