@@ -14,7 +14,8 @@
 //!   issuer says it is `active`, for this audience when it says one;
 //! - every token must grant all `required_scopes`: else 403
 //!   `insufficient_scope` naming them;
-//! - a token longer than [`MAX_TOKEN_BYTES`] is refused unread; no token,
+//! - a token longer than [`MAX_TOKEN_BYTES`] is refused unread, and one
+//!   without `kid` is tried against at most 4 keys; no token,
 //!   claim value or secret goes into a log line or an answer.
 
 use axum::http::{header, HeaderValue, StatusCode};
@@ -30,6 +31,8 @@ use crate::oauth::http::{Answer, Http};
 /// The protected resource metadata's path (RFC 9728 §3); its path-aware
 /// form for `/mcp` is [`METADATA_PATH`] followed by [`super::MCP_PATH`].
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+/// The most keys a token without `kid` is tried against.
+const MAX_KEYS_WITHOUT_KID: usize = 4;
 /// The longest token read, in bytes.
 pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
 
@@ -134,7 +137,8 @@ impl Authenticator {
         validation.set_audience(&[&self.settings.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         let mut last = None;
-        for key in keys {
+        // A token without `kid` is tried against a few keys only: each try is a signature check.
+        for key in keys.iter().take(if header.kid.is_some() { keys.len() } else { MAX_KEYS_WITHOUT_KID }) {
             match jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation) {
                 Ok(data) => return Ok(self.identity(&data.claims, Proof::Jwt)),
                 Err(error) => last = Some(error),
