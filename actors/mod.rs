@@ -99,6 +99,9 @@ pub struct CallTool {
     pub arguments_error: Option<String>,
     /// Who asks, for the audit log (a gateway puts its client's session here).
     pub caller: Option<String>,
+    /// The caller's identity, when a gateway checked its credentials (the
+    /// audit log names its subject and client).
+    pub identity: Option<std::sync::Arc<crate::identity::Identity>>,
     /// The least severe log messages a 2026-07-28 server sends during this
     /// call (`_meta["io.modelcontextprotocol/logLevel"]`), over the
     /// connection's own level; not sent to a handshake-era server.
@@ -113,7 +116,16 @@ impl CallTool {
             Ok(arguments) => (arguments, None),
             Err(message) => (None, Some(message)),
         };
-        CallTool { name: name.into(), arguments, timeout: None, progress: None, arguments_error, caller: None, log_level: None }
+        CallTool {
+            name: name.into(),
+            arguments,
+            timeout: None,
+            progress: None,
+            arguments_error,
+            caller: None,
+            identity: None,
+            log_level: None,
+        }
     }
 
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
@@ -135,6 +147,12 @@ impl CallTool {
     /// Labels the call with who made it; the audit log records it.
     pub fn with_caller(mut self, caller: impl Into<String>) -> Self {
         self.caller = Some(caller.into());
+        self
+    }
+
+    /// The identity the caller proved; the audit log records its subject and client.
+    pub fn with_identity(mut self, identity: Option<std::sync::Arc<crate::identity::Identity>>) -> Self {
+        self.identity = identity;
         self
     }
 }

@@ -1,10 +1,11 @@
 //! The `[serve]` table of the configuration, read by a real
 //! `mcpvisor serve --http`: the bearer token (a `${VAR}` reference, or the
-//! environment's `MCPVISOR_SERVE_TOKEN`, which wins) and allowed origins.
+//! environment's `MCPVISOR_SERVE_TOKEN`, which wins), allowed origins, and
+//! `[serve.auth]` (an OAuth issuer instead of the token).
 
 mod gateway_http_support;
 
-use gateway_http_support::{client, initialize, post, Gateway, BIN, LEGACY};
+use gateway_http_support::{client, initialize, json_of, post, Gateway, BIN, LEGACY};
 
 fn demo_with(serve_table: &str) -> String {
     format!("[servers.demo]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n\n[serve]\n{serve_table}")
@@ -53,4 +54,27 @@ async fn without_any_token_a_non_loopback_bind_is_refused() {
         .err()
         .expect("a token whose variable is unset, no start");
     assert!(unset.contains("serve.token") && unset.contains("${GW_UNSET_TOKEN}"), "{unset}");
+}
+
+#[tokio::test]
+async fn an_oauth_issuer_lets_a_non_loopback_bind_start_and_its_metadata_is_served() {
+    let auth = "[serve.auth]\nissuer = \"http://127.0.0.1:9\"\naudience = \"https://mcp.example.com/mcp\"\nrequired_scopes = [\"mcp\"]\n";
+    let gateway = Gateway::start_with_config(&demo_with(auth), "0.0.0.0:0", &[], &[]).expect("starts with [serve.auth] alone");
+    let port = gateway.base.rsplit(':').next().unwrap().to_string();
+    let refused = post(&client(), &format!("http://127.0.0.1:{port}/mcp"), &initialize(LEGACY)).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let challenge = refused.headers()["www-authenticate"].to_str().unwrap().to_string();
+    let metadata_url = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
+    assert_eq!(challenge, format!("Bearer resource_metadata=\"{metadata_url}\", scope=\"mcp\""));
+    let url = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp");
+    let metadata = json_of(client().get(url).send().await.unwrap()).await;
+    assert_eq!(metadata["resource"], "https://mcp.example.com/mcp");
+    assert_eq!(metadata["authorization_servers"][0], "http://127.0.0.1:9");
+
+    let remote_http = demo_with("[serve.auth]\nissuer = \"http://idp.example.com\"\naudience = \"https://mcp.example.com/mcp\"\n");
+    let refused = Gateway::start_with_config(&remote_http, "127.0.0.1:0", &[], &[]).err().expect("a plain http issuer off loopback");
+    assert!(refused.contains("[serve.auth]") && refused.contains("https"), "{refused}");
+    let unset = format!("{auth}introspection = {{ client_id = \"${{GW_INTRO_ID}}\", client_secret = \"${{GW_INTRO_SECRET}}\" }}\n");
+    let refused = Gateway::start_with_config(&demo_with(&unset), "127.0.0.1:0", &[], &[]).err().expect("unset introspection variables");
+    assert!(refused.contains("serve.auth.introspection.client_id") && refused.contains("${GW_INTRO_ID}"), "{refused}");
 }

@@ -150,6 +150,7 @@ impl Connection {
             server,
             tool: &call.name,
             caller: call.caller.as_deref(),
+            identity: call.identity.as_deref(),
             arguments: call.arguments.as_ref(),
             redactor: &self.redactor,
             stats,

@@ -153,7 +153,8 @@ impl Pool {
         // Before the call: the server's requests during it go to this request's stream.
         let _ = server.set(owner.server.clone());
         let mut call = CallTool::new(owner.name.clone(), params.get_mut("arguments").map(Value::take).unwrap_or(Value::Null))
-            .with_caller(&*self.caller);
+            .with_caller(&*self.caller)
+            .with_identity(self.identity.clone());
         let token = params.pointer("/_meta/progressToken").cloned();
         let mut logs = RequestLogs::of(&params, &self.handle);
         // The level goes upstream in the call's own `_meta` (a 2026-07-28 server logs only for requests that ask).

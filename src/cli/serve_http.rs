@@ -33,6 +33,7 @@ use crate::actors::gateway::bridge::ClientBridge;
 use crate::actors::gateway::ServeOptions;
 use crate::codec::DEFAULT_MAX_FRAME;
 use crate::config::{check_token, ServeSettings};
+use crate::gateway::http::auth::Authenticator;
 use crate::gateway::http::keys::KeyRing;
 use crate::gateway::http::limits::Limits;
 use crate::gateway::http::pool::PoolGateway;
@@ -50,7 +51,7 @@ pub struct HttpArgs {
     /// Serve Streamable HTTP at http://ADDR/mcp (and legacy SSE at /sse)
     /// instead of stdio. ADDR is HOST:PORT, or a port on 127.0.0.1.
     /// Any non-loopback address needs a token: $MCPVISOR_SERVE_TOKEN, or
-    /// `token` in the [serve] table.
+    /// `token` in the [serve] table, or an OAuth issuer in [serve.auth].
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
     /// Allow this Origin besides the loopback ones (repeatable), e.g. https://app.example.com.
@@ -138,11 +139,13 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
     }
     let token = token.map(|(token, _)| token);
     let keys = super::serve_access::named_keys(settings).map_err(|why| Failure::usage(format!("cannot serve: {why}")))?;
+    let auth = authenticator(settings)?;
     let loopback = addr.ip().is_loopback();
-    if !loopback && token.is_none() && keys.is_empty() {
+    if !loopback && token.is_none() && keys.is_empty() && auth.is_none() {
         return Err(Failure::usage(format!(
             "--http {addr} listens beyond this machine: set {TOKEN_VAR}, or `token = \"${{VAR}}\"` in the [serve] table, \
-             to a secret token clients send as `Authorization: Bearer TOKEN` (or listen on 127.0.0.1)"
+             to a secret token clients send as `Authorization: Bearer TOKEN`, or name an OAuth issuer in [serve.auth] \
+             (docs/gateway.md, \"Identities\"), or listen on 127.0.0.1"
         )));
     }
     let tls = certificates(args, settings)?;
@@ -163,7 +166,7 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
     let mut allowed_origins = args.allow_origin.clone();
     allowed_origins.extend(settings.into_iter().flat_map(|settings| settings.allowed_origins.iter().cloned()));
     Ok(HttpOptions {
-        guard: Guard { allowed_origins, loopback_origins: true, loopback_bind: loopback, token, keys: KeyRing::new(keys) },
+        guard: Guard { allowed_origins, loopback_origins: true, loopback_bind: loopback, token, keys: KeyRing::new(keys), auth },
         max_body: DEFAULT_MAX_FRAME,
         max_sessions: args.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS),
         session_idle: args.session_idle.unwrap_or(DEFAULT_SESSION_IDLE),
@@ -173,6 +176,15 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
         connections,
         tls,
     })
+}
+
+/// The checker of `[serve.auth]`'s access tokens, if the table is set.
+fn authenticator(settings: Option<&ServeSettings>) -> Result<Option<Arc<Authenticator>>, Failure> {
+    let Some((settings, auth)) = settings.and_then(|settings| Some((settings, settings.auth.clone()?))) else { return Ok(None) };
+    let client = settings.introspection_client(env)?;
+    let authenticator =
+        Authenticator::new(auth, client).map_err(|why| Failure::usage(format!("[serve.auth] in {}: {why}", settings.file.display())))?;
+    Ok(Some(Arc::new(authenticator)))
 }
 
 /// The TLS pair from the flags, else from the `[serve]` table; loaded now,

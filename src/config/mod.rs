@@ -73,6 +73,7 @@ mod oauth;
 pub mod redact;
 pub mod sandbox;
 mod serve;
+pub mod serve_auth;
 mod serve_policy;
 pub mod sources;
 
@@ -85,7 +86,7 @@ pub use redact::{Redactor, MASK};
 pub use sandbox::{Network, SandboxSpec};
 #[cfg(test)]
 pub(crate) use serve::read as read_serve;
-pub use serve::{check_token, ServeSettings};
+pub use serve::{check_token, AuthSettings, IntrospectionSettings, ServeSettings};
 pub use serve_policy::{Effect, KeySettings, PolicySettings, RuleSettings};
 
 /// Back-pressure bounds of one connection.

@@ -26,10 +26,11 @@ use std::path::{Path, PathBuf};
 use toml_edit::Item;
 
 use super::expand::{is_only_reference, Syntax};
+pub use super::serve_auth::{AuthSettings, IntrospectionSettings};
 use super::serve_policy::{expand_secret, read_keys, read_policy, KeySettings, PolicySettings};
 use crate::error::ConfigError;
 
-const KEYS: [&str; 7] = ["token", "allowed_origins", "client_roots", "tls_cert", "tls_key", "keys", "policy"];
+const KEYS: [&str; 8] = ["token", "allowed_origins", "client_roots", "tls_cert", "tls_key", "auth", "keys", "policy"];
 
 /// The `[serve]` table, its references not yet expanded.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -47,6 +48,9 @@ pub struct ServeSettings {
     /// (both or neither; relative paths resolved against `file`'s folder).
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// `[serve.auth]`: the access tokens of an OAuth issuer (beside the
+    /// shared token, when both are set).
+    pub auth: Option<AuthSettings>,
     /// `[serve.keys.NAME]`: named API keys, each its own identity.
     pub keys: Vec<KeySettings>,
     /// `[serve.policy]`: who may list and use what (none: everyone everything).
@@ -62,6 +66,7 @@ impl std::fmt::Debug for ServeSettings {
             .field("client_roots", &self.client_roots)
             .field("tls_cert", &self.tls_cert)
             .field("tls_key", &self.tls_key)
+            .field("auth", &self.auth)
             .field("keys", &self.keys)
             .field("policy", &self.policy)
             .finish()
@@ -75,6 +80,21 @@ impl ServeSettings {
     pub fn token(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
         let Some(raw) = &self.token else { return Ok(None) };
         expand_secret(raw, &self.file, "serve.token", lookup)
+    }
+
+    /// The introspection client's `(client_id, client_secret)` of
+    /// `[serve.auth]`, expanded by `lookup` (errors as for [`Self::token`]);
+    /// `None` without introspection.
+    pub fn introspection_client(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Option<(String, String)>, ConfigError> {
+        let Some(introspection) = self.auth.as_ref().and_then(|auth| auth.introspection.as_ref()) else { return Ok(None) };
+        let missing = |field: &str| ConfigError::InvalidSetting {
+            file: self.file.clone(),
+            field: format!("serve.auth.introspection.{field}"),
+            message: "expands to nothing; set the variable it names".into(),
+        };
+        let id = expand_secret(&introspection.client_id, &self.file, "serve.auth.introspection.client_id", &lookup)?;
+        let secret = expand_secret(&introspection.client_secret, &self.file, "serve.auth.introspection.client_secret", &lookup)?;
+        Ok(Some((id.ok_or_else(|| missing("client_id"))?, secret.ok_or_else(|| missing("client_secret"))?)))
     }
 }
 
@@ -130,6 +150,7 @@ pub(crate) fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigErro
                     .collect::<Option<_>>()
                     .ok_or_else(|| invalid(key, "must hold strings only, such as \"https://app.example.com\""))?;
             }
+            "auth" => settings.auth = Some(super::serve_auth::read(path, value)?),
             "client_roots" => {
                 settings.client_roots = value.as_bool().ok_or_else(|| invalid(key, "must be true or false"))?;
             }

@@ -159,6 +159,29 @@ impl Http {
     }
 
     /// Sends `request` to `url` once that URL is known to be safe.
+    /// POSTs a form with HTTP Basic client authentication and reads a JSON
+    /// answer (RFC 7662 introspection); a redirect is refused.
+    pub async fn post_form<T: DeserializeOwned>(
+        &self,
+        url: &str,
+        form: &[(&str, &str)],
+        client: (&str, &str),
+    ) -> Result<Answer<T>, OAuthError> {
+        let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish();
+        let request = self
+            .client
+            .post(url)
+            .header("Accept", "application/json")
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .basic_auth(form_encoded(client.0), Some(form_encoded(client.1)))
+            .body(body);
+        let response = self.send_checked(url, request).await?;
+        if let Some(target) = redirect_target(url, &response) {
+            return Err(refused_redirect(url, response.status().as_u16(), &target.map(|t| origin_of(&t)).unwrap_or_default()));
+        }
+        read_json(url, response).await
+    }
+
     async fn send_checked(&self, url: &str, request: reqwest::RequestBuilder) -> Result<reqwest::Response, OAuthError> {
         require_secure(url, "the OAuth endpoint")?;
         request.send().await.map_err(|e| OAuthError::new(format!("cannot reach {url}: {}", without_url(e))))
@@ -252,6 +275,11 @@ async fn read_limited(mut response: reqwest::Response) -> Result<Vec<u8>, String
         body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+/// `text` form-urlencoded, as HTTP Basic client credentials must be (RFC 6749 §2.3.1).
+fn form_encoded(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 /// The start of an error body, with anything shaped like a secret masked.

@@ -26,7 +26,7 @@ mod discovery;
 mod dpop;
 mod flow;
 mod grants;
-mod http;
+pub(crate) mod http;
 mod jwt;
 mod login;
 mod registration;

@@ -5,7 +5,9 @@
 //! "tool":"read","arguments":{"sha256":"…"},"duration_ms":12.5,
 //! "outcome":"ok","error_kind":null}`. `caller` is the label the call
 //! carried (`CallTool::with_caller`: a gateway puts its client session
-//! there), `null` if none. `arguments` is the SHA-256 of the arguments'
+//! there), `null` if none; `subject` and `client_id` are those of the
+//! identity the caller proved to the gateway (`[serve.auth]` tokens, keys;
+//! `"token"` for the shared token), both absent without one. `arguments` is the SHA-256 of the arguments'
 //! JSON (keys sorted), or, with [`AuditArguments::Redacted`], the arguments
 //! with secrets masked by the crate's one rule ([`Redactor::named_json`]):
 //! values under secret-looking keys (`token`, `password`, `api_key`, ...)
@@ -94,6 +96,8 @@ impl AuditLog {
         Draft {
             time: SystemTime::now(),
             caller: call.caller.map(str::to_owned),
+            subject: call.identity.map(|identity| identity.subject.clone()),
+            client_id: call.identity.and_then(|identity| identity.client_id.clone()),
             server: call.server.to_owned(),
             tool: call.tool.to_owned(),
             arguments,
@@ -111,6 +115,8 @@ impl AuditLog {
 pub(super) struct Draft {
     time: SystemTime,
     caller: Option<String>,
+    subject: Option<String>,
+    client_id: Option<String>,
     server: String,
     tool: String,
     arguments: Value,
@@ -120,6 +126,10 @@ pub(super) struct Draft {
 struct Line<'a> {
     time: String,
     caller: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    subject: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_id: &'a Option<String>,
     server: &'a str,
     tool: &'a str,
     arguments: &'a Value,
@@ -133,6 +143,8 @@ impl Draft {
         let line = Line {
             time: rfc3339(self.time),
             caller: &self.caller,
+            subject: &self.subject,
+            client_id: &self.client_id,
             server: &self.server,
             tool: &self.tool,
             arguments: &self.arguments,

@@ -64,6 +64,8 @@ pub(crate) struct CallStart<'a> {
     pub server: &'a str,
     pub tool: &'a str,
     pub caller: Option<&'a str>,
+    /// Who the caller proved to be, if a gateway checked.
+    pub identity: Option<&'a crate::identity::Identity>,
     pub arguments: Option<&'a JsonObject>,
     /// Masks the server's configured secrets in redacted arguments.
     pub redactor: &'a Redactor,

@@ -6,12 +6,15 @@
 //!   (requests without `Origin`, from programs rather than browsers, pass);
 //! - on a loopback bind, a `Host` that is not a loopback name is refused
 //!   with 403: a rebound DNS name cannot reach the gateway through a browser;
-//! - when a token or named keys are set, every path but `/healthz` needs
-//!   `Authorization: Bearer TOKEN` (the token or a key, compared in
-//!   constant time); a wrong or missing one gets 401 with
-//!   `WWW-Authenticate: Bearer`;
+//! - when a token, named keys or `[serve.auth]` are set, every path but
+//!   `/healthz` needs `Authorization: Bearer TOKEN`: the shared token or a
+//!   key (all compared in constant time), else an access token of the
+//!   issuer ([`Authenticator`]); a wrong or missing one gets 401 with
+//!   `WWW-Authenticate: Bearer` (with `[serve.auth]`, RFC 9728 challenges,
+//!   and the resource metadata paths pass without credentials like
+//!   `/healthz`);
 //! - a request that passed with credentials carries the caller's
-//!   [`Identity`] in its extensions (none when no token is set).
+//!   [`Identity`] in its extensions (none when no credentials are asked).
 
 use std::sync::Arc;
 
@@ -21,6 +24,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::auth::{is_metadata_path, Authenticator, Rejection};
 use super::keys::{holder, KeyRing};
 use crate::identity::Identity;
 
@@ -37,11 +41,13 @@ pub struct Guard {
     pub loopback_origins: bool,
     /// The server listens on a loopback address only.
     pub loopback_bind: bool,
-    /// The bearer token every request must carry, if any.
+    /// The shared bearer token, if any.
     pub token: Option<String>,
     /// Named keys (`[serve.keys]`), each its own caller; any of them, or
     /// the token, admits a request.
     pub keys: KeyRing,
+    /// The access tokens of an OAuth issuer, if `[serve.auth]` is set.
+    pub auth: Option<Arc<Authenticator>>,
 }
 
 /// `host[:port]` without the port, `[::1]` keeping its brackets.
@@ -69,39 +75,62 @@ impl Guard {
     }
 
     /// Why a request is refused, or `None` when it may go on.
-    pub fn refusal(&self, path: &str, headers: &HeaderMap) -> Option<Response> {
-        self.admit(path, headers).err()
+    pub async fn refusal(&self, path: &str, headers: &HeaderMap) -> Option<Response> {
+        self.admit(path, headers).await.err()
     }
 
-    /// Who the request comes from (`None` when the gateway asks for no
-    /// credentials, or on `/healthz`), or why it is refused.
-    // The refusal is the response itself, built only for a refused request: boxing it would buy nothing.
-    #[allow(clippy::result_large_err)]
-    pub fn admit(&self, path: &str, headers: &HeaderMap) -> Result<Option<Arc<Identity>>, Response> {
+    /// The DNS-rebinding checks: a refusal for a foreign `Origin`, or a
+    /// non-loopback `Host` on a loopback bind.
+    fn screen(&self, headers: &HeaderMap) -> Option<Response> {
         let text = |name: header::HeaderName| headers.get(name).map(|value| value.to_str().unwrap_or("\u{fffd}"));
         if let Some(origin) = text(header::ORIGIN) {
             if !self.origin_allowed(origin) {
                 let message = format!("Forbidden: the origin {origin:?} is not allowed (add it to the gateway's allowed origins)");
-                return Err((StatusCode::FORBIDDEN, message).into_response());
+                return Some((StatusCode::FORBIDDEN, message).into_response());
             }
         }
         if self.loopback_bind {
             if let Some(host) = text(header::HOST).filter(|host| !is_loopback_authority(host)) {
                 let message = format!("Forbidden: the host {host:?} is not a loopback name, and this gateway listens on loopback only");
-                return Err((StatusCode::FORBIDDEN, message).into_response());
+                return Some((StatusCode::FORBIDDEN, message).into_response());
             }
         }
+        None
+    }
+
+    /// Who the request comes from (`None` when the gateway asks for no
+    /// credentials, or on `/healthz` and the resource metadata), or why it
+    /// is refused.
+    pub async fn admit(&self, path: &str, headers: &HeaderMap) -> Result<Option<Arc<Identity>>, Response> {
+        if let Some(refusal) = self.screen(headers) {
+            return Err(refusal);
+        }
+        let open_path = path == super::HEALTH_PATH || (self.auth.is_some() && is_metadata_path(path));
         let keys = self.keys.get();
-        if (self.token.is_none() && keys.is_empty()) || path == super::HEALTH_PATH {
+        if open_path || (self.token.is_none() && keys.is_empty() && self.auth.is_none()) {
             return Ok(None);
         }
-        let offered = text(header::AUTHORIZATION).and_then(|value| value.strip_prefix("Bearer ").or(value.strip_prefix("bearer ")));
-        let offered = offered.map(|offered| offered.trim().as_bytes()).unwrap_or_default();
-        // Both are compared whatever the other gave: the time taken does not tell which matched.
-        let shared = self.token.as_deref().is_some_and(|token| constant_time_eq(offered, token.as_bytes()));
-        match holder(&keys, offered) {
-            Some(identity) => Ok(Some(identity)),
-            None if shared => Ok(Some(Arc::new(Identity::shared_token()))),
+        let authorization = headers.get(header::AUTHORIZATION).map(|value| value.to_str().unwrap_or("\u{fffd}"));
+        let offered = authorization.and_then(|value| value.strip_prefix("Bearer ").or(value.strip_prefix("bearer "))).map(str::trim);
+        let bytes = offered.map(str::as_bytes).unwrap_or_default();
+        // The token and every key are compared whatever the others gave: the time taken does not tell which matched.
+        let shared = self.token.as_deref().is_some_and(|token| constant_time_eq(bytes, token.as_bytes()));
+        if let Some(identity) = holder(&keys, bytes) {
+            return Ok(Some(identity));
+        }
+        if shared {
+            return Ok(Some(Arc::new(Identity::shared_token())));
+        }
+        match &self.auth {
+            Some(auth) => match auth.identify(offered).await {
+                Ok(identity) => Ok(Some(Arc::new(identity))),
+                Err(rejection) => {
+                    if let Rejection::Invalid(why) = &rejection {
+                        tracing::info!(path, "refused an access token: {why}");
+                    }
+                    Err(auth.refusal(&rejection))
+                }
+            },
             None => {
                 let mut response =
                     (StatusCode::UNAUTHORIZED, "Unauthorized: send the gateway's token as `Authorization: Bearer TOKEN`").into_response();
@@ -117,7 +146,6 @@ pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The middleware that applies a [`Guard`] to every request.
 /// The extractor of the request's caller (`None` when the gateway asks
 /// for no credentials); never fails.
 pub struct Caller(pub Option<Arc<Identity>>);
@@ -130,10 +158,11 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     }
 }
 
-/// A request that passed with credentials carries its caller's
+/// The middleware that applies a [`Guard`] to every request. A request
+/// that passed with credentials carries its caller's
 /// `Arc<Identity>` on to the handlers.
 pub async fn check(State(guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
-    match guard.admit(request.uri().path(), request.headers()) {
+    match guard.admit(request.uri().path(), request.headers()).await {
         Err(refusal) => refusal,
         Ok(identity) => {
             if let Some(identity) = identity {
@@ -147,6 +176,7 @@ pub async fn check(State(guard): State<Arc<Guard>>, mut request: Request, next: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::executor::block_on;
 
     fn guard(token: Option<&str>) -> Guard {
         Guard {
@@ -155,6 +185,7 @@ mod tests {
             loopback_bind: true,
             token: token.map(str::to_owned),
             keys: KeyRing::default(),
+            auth: None,
         }
     }
 
@@ -162,32 +193,37 @@ mod tests {
         pairs.iter().map(|(name, value)| (name.clone(), HeaderValue::from_str(value).unwrap())).collect()
     }
 
+    fn refusal_of(guard: &Guard, path: &str, headers: &HeaderMap) -> Option<Response> {
+        futures::executor::block_on(guard.refusal(path, headers))
+    }
+
     #[test]
     fn origins_and_hosts_are_checked() {
         let guard = guard(None);
         for allowed in ["http://localhost:3000", "http://127.0.0.1", "https://[::1]:8443", "https://app.example.com/"] {
-            assert!(guard.refusal("/mcp", &headers(&[(header::ORIGIN, allowed)])).is_none(), "{allowed}");
+            assert!(refusal_of(&guard, "/mcp", &headers(&[(header::ORIGIN, allowed)])).is_none(), "{allowed}");
         }
         for refused in ["http://evil.example.com", "http://localhost.evil.com", "null", "http://127.0.0.1.nip.io"] {
-            let refusal = guard.refusal("/mcp", &headers(&[(header::ORIGIN, refused)])).expect(refused);
+            let refusal = refusal_of(&guard, "/mcp", &headers(&[(header::ORIGIN, refused)])).expect(refused);
             assert_eq!(refusal.status(), StatusCode::FORBIDDEN);
         }
-        assert!(guard.refusal("/mcp", &headers(&[(header::HOST, "localhost:8080")])).is_none());
-        assert!(guard.refusal("/mcp", &headers(&[(header::HOST, "[::1]:8080")])).is_none());
-        assert!(guard.refusal("/mcp", &headers(&[(header::HOST, "127.0.0.2:8080")])).is_none());
-        assert_eq!(guard.refusal("/mcp", &headers(&[(header::HOST, "evil.example.com")])).unwrap().status(), StatusCode::FORBIDDEN);
+        assert!(refusal_of(&guard, "/mcp", &headers(&[(header::HOST, "localhost:8080")])).is_none());
+        assert!(refusal_of(&guard, "/mcp", &headers(&[(header::HOST, "[::1]:8080")])).is_none());
+        assert!(refusal_of(&guard, "/mcp", &headers(&[(header::HOST, "127.0.0.2:8080")])).is_none());
+        assert_eq!(refusal_of(&guard, "/mcp", &headers(&[(header::HOST, "evil.example.com")])).unwrap().status(), StatusCode::FORBIDDEN);
     }
 
     #[test]
     fn the_token_is_required_except_for_health() {
         let guard = guard(Some("s3cret"));
-        let refusal = guard.refusal("/mcp", &HeaderMap::new()).unwrap();
+        let refusal = refusal_of(&guard, "/mcp", &HeaderMap::new()).unwrap();
         assert_eq!(refusal.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(refusal.headers()[header::WWW_AUTHENTICATE], "Bearer");
-        assert!(guard.refusal("/mcp", &headers(&[(header::AUTHORIZATION, "Bearer wrong!")])).is_some());
-        let admitted = guard.admit("/mcp", &headers(&[(header::AUTHORIZATION, "Bearer s3cret")])).ok().flatten();
+        assert!(refusal_of(&guard, "/mcp", &headers(&[(header::AUTHORIZATION, "Bearer wrong!")])).is_some());
+        let admitted =
+            futures::executor::block_on(guard.admit("/mcp", &headers(&[(header::AUTHORIZATION, "Bearer s3cret")]))).ok().flatten();
         assert_eq!(admitted.as_deref(), Some(&Identity::shared_token()));
-        assert!(guard.refusal(super::super::HEALTH_PATH, &HeaderMap::new()).is_none());
+        assert!(refusal_of(&guard, super::super::HEALTH_PATH, &HeaderMap::new()).is_none());
         assert!(constant_time_eq(b"abc", b"abc") && !constant_time_eq(b"abc", b"abd") && !constant_time_eq(b"abc", b"ab"));
     }
 
@@ -204,17 +240,53 @@ mod tests {
         let bearer = |token: &str| headers(&[(header::AUTHORIZATION, &format!("Bearer {token}"))]);
         let mut only_keys = guard(None);
         only_keys.keys = KeyRing::new(keys);
-        let alice = only_keys.admit("/mcp", &bearer("0f3a9c2e7b1d4a6f8e0c2b4d6f8a0c1e")).ok().flatten().unwrap();
+        let alice = block_on(only_keys.admit("/mcp", &bearer("0f3a9c2e7b1d4a6f8e0c2b4d6f8a0c1e"))).ok().flatten().unwrap();
         assert_eq!((alice.subject.as_str(), alice.proof), ("alice", crate::identity::Proof::Key));
         assert_eq!(
-            only_keys.refusal("/mcp", &HeaderMap::new()).unwrap().status(),
+            block_on(only_keys.refusal("/mcp", &HeaderMap::new())).unwrap().status(),
             StatusCode::UNAUTHORIZED,
             "keys alone require credentials"
         );
         let both = Guard { token: Some("s3cret-shared".into()), ..only_keys.clone() };
-        assert_eq!(both.admit("/mcp", &bearer("s3cret-shared")).ok().flatten().as_deref(), Some(&Identity::shared_token()));
-        assert!(both.refusal("/mcp", &bearer("0f3a9c2e7b1d4a6f8e0c2b4d6f8a0c1f")).is_some());
+        assert_eq!(block_on(both.admit("/mcp", &bearer("s3cret-shared"))).ok().flatten().as_deref(), Some(&Identity::shared_token()));
+        assert!(block_on(both.refusal("/mcp", &bearer("0f3a9c2e7b1d4a6f8e0c2b4d6f8a0c1f"))).is_some());
         only_keys.keys.set(Vec::new());
-        assert!(only_keys.admit("/mcp", &HeaderMap::new()).unwrap().is_none(), "the ring in force is read per request");
+        assert!(block_on(only_keys.admit("/mcp", &HeaderMap::new())).unwrap().is_none(), "the ring in force is read per request");
+    }
+
+    #[test]
+    fn with_auth_the_shared_token_still_passes_and_the_metadata_is_open() {
+        let settings = crate::config::AuthSettings {
+            issuer: "http://127.0.0.1:9".into(),
+            audience: "https://gw.example/mcp".into(),
+            algorithms: vec!["RS256".into()],
+            leeway: std::time::Duration::from_secs(60),
+            required_scopes: Vec::new(),
+            claims: Vec::new(),
+            introspection: None,
+            jwks_min_refresh: std::time::Duration::from_secs(30),
+        };
+        let guard = Guard { auth: Some(Arc::new(Authenticator::new(settings, None).unwrap())), ..guard(Some("s3cret")) };
+        // (status, challenge, identity) of a request to `path` with headers `pairs`.
+        let admit = |path: &str, pairs: &[(header::HeaderName, &str)]| match futures::executor::block_on(guard.admit(path, &headers(pairs)))
+        {
+            Ok(identity) => (StatusCode::OK, String::new(), identity),
+            Err(refusal) => {
+                let challenge = refusal.headers().get(header::WWW_AUTHENTICATE).map(|value| value.to_str().unwrap().to_string());
+                (refusal.status(), challenge.unwrap_or_default(), None)
+            }
+        };
+        assert_eq!(admit("/mcp", &[(header::AUTHORIZATION, "Bearer s3cret")]).2.as_deref(), Some(&Identity::shared_token()));
+        for open in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp", "/healthz"] {
+            assert_eq!((admit(open, &[]).0, admit(open, &[]).2), (StatusCode::OK, None), "{open}");
+        }
+        let (status, challenge, _) = admit("/mcp", &[]);
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert!(challenge.contains("resource_metadata=\"https://gw.example/.well-known/oauth-protected-resource/mcp\""), "{challenge}");
+        let (status, challenge, _) = admit("/mcp", &[(header::AUTHORIZATION, "Bearer wrong-and-opaque")]);
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+        let (status, _, _) = admit("/.well-known/oauth-protected-resource", &[(header::ORIGIN, "http://evil.example")]);
+        assert_eq!(status, StatusCode::FORBIDDEN, "origins still apply");
     }
 }

@@ -5,10 +5,12 @@
 //! requests are counted here.
 //!
 //! Invariants:
-//! - a client is a [`ClientKey`] (its address today; an identity once the
-//!   gateway knows token holders apart), read from the request's
+//! - a client is a [`ClientKey`]: the caller's identity when its
+//!   credentials tell callers apart (an access token's subject and client,
+//!   a named key), else its address, read from the request's
 //!   `ConnectInfo<SocketAddr>` extension, which whatever accepts the
-//!   connections inserts;
+//!   connections inserts (every holder of the shared token is one
+//!   identity, so those are counted by address);
 //! - past a bound the answer is 503 with `Retry-After` and a JSON-RPC
 //!   error whose `data.bound` names the bound; each refusal is counted;
 //! - a [`Permit`] counts one open request until it is dropped, and the
@@ -25,12 +27,16 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::json;
 
+use crate::identity::{Identity, Proof};
 use crate::protocol::ErrorObject;
 use crate::server::errors::SERVER_ERROR;
 
 /// Who a request counts against.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ClientKey {
+    /// A caller its credentials name: `(proof, subject, client id)`, from
+    /// any address.
+    Identity(Proof, String, Option<String>),
     /// The peer's IP address (the port changes with every connection).
     Address(IpAddr),
     /// No peer address was recorded (an embedding that serves the router
@@ -45,6 +51,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Client {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Client, Self::Rejection> {
+        if let Some(identity) = parts.extensions.get::<Arc<Identity>>().filter(|identity| identity.proof != Proof::SharedToken) {
+            return Ok(Client(ClientKey::Identity(identity.proof, identity.subject.clone(), identity.client_id.clone())));
+        }
         let key = parts.extensions.get::<ConnectInfo<SocketAddr>>().map_or(ClientKey::Unknown, |info| ClientKey::Address(info.0.ip()));
         Ok(Client(key))
     }
@@ -259,5 +268,23 @@ mod tests {
         assert_eq!(requests.counts(), (2, 0));
         assert!(requests.admit(&b, false).is_ok(), "a released slot is free again");
         assert_eq!(requests.lock().by_client.len(), 2);
+    }
+
+    fn client_of(identity: Option<Identity>) -> ClientKey {
+        let (mut parts, ()) = axum::http::Request::new(()).into_parts();
+        parts.extensions.insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 7], 4000))));
+        if let Some(identity) = identity {
+            parts.extensions.insert(Arc::new(identity));
+        }
+        futures::executor::block_on(Client::from_request_parts(&mut parts, &())).map(|client| client.0).unwrap_or(ClientKey::Unknown)
+    }
+
+    #[test]
+    fn token_holders_count_per_identity_and_the_shared_token_per_address() {
+        let address = ClientKey::Address([127, 0, 0, 7].into());
+        assert_eq!(client_of(None), address);
+        assert_eq!(client_of(Some(Identity::shared_token())), address);
+        let alice = Identity { subject: "alice".into(), client_id: Some("cli".into()), proof: Proof::Jwt, ..Identity::shared_token() };
+        assert_eq!(client_of(Some(alice)), ClientKey::Identity(Proof::Jwt, "alice".into(), Some("cli".into())));
     }
 }

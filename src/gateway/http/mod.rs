@@ -5,6 +5,7 @@
 //! | `/mcp` | Streamable HTTP, both eras (`streamable`) |
 //! | `/sse`, `/message` | the legacy HTTP+SSE transport of 2024-11-05 (`legacy_sse`) |
 //! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining or while the core (Hub, Registry) cannot serve (`"status": "core_down"`, `"error"`) |
+//! | `/.well-known/oauth-protected-resource`, `…/mcp` | the protected resource metadata (RFC 9728) with `[serve.auth]` (`auth`), else 404 |
 //! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states; the front's connections, sessions, open requests, buffered bytes and refusals by bound), when given a renderer |
 //!
 //! The front knows HTTP only: each downstream session is a [`Port`] made
@@ -23,8 +24,10 @@
 //!   `drain`), then ends every session.
 
 mod accept;
+pub mod auth;
 mod event_log;
 mod guard;
+mod jwks;
 pub mod keys;
 mod legacy_sse;
 pub mod limits;
@@ -156,6 +159,8 @@ struct Front {
     /// Requests open, in all and by client.
     requests: Arc<Requests>,
     refusals: Refusals,
+    /// `[serve.auth]`'s checker, for the resource metadata.
+    auth: Option<Arc<auth::Authenticator>>,
 }
 
 /// Counts one request in flight while it lives.
@@ -197,6 +202,7 @@ impl Server {
             connections: accept::Connections::new(options.connections),
             requests: Requests::new(&options.limits),
             refusals: Refusals::default(),
+            auth: options.guard.auth.clone(),
         });
         let guard = Arc::new(options.guard.clone());
         let router = Router::new()
@@ -205,6 +211,8 @@ impl Server {
             .route(MESSAGE_PATH, axum::routing::post(legacy_sse::post))
             .route(HEALTH_PATH, get(health))
             .route(METRICS_PATH, get(metrics))
+            .route(auth::METADATA_PATH, get(resource_metadata))
+            .route(&format!("{}{MCP_PATH}", auth::METADATA_PATH), get(resource_metadata))
             .layer(DefaultBodyLimit::max(options.max_body))
             .layer(axum::middleware::from_fn_with_state(guard, guard::check))
             .with_state(front.clone());
@@ -287,6 +295,14 @@ async fn metrics(State(front): State<Arc<Front>>) -> Response {
             ([(header::CONTENT_TYPE, crate::telemetry::prometheus::CONTENT_TYPE)], text).into_response()
         }
         None => (StatusCode::NOT_FOUND, "Not Found: this gateway has no metrics").into_response(),
+    }
+}
+
+/// The protected resource metadata (RFC 9728), or 404 without `[serve.auth]`.
+async fn resource_metadata(State(front): State<Arc<Front>>) -> Response {
+    match &front.auth {
+        Some(auth) => axum::Json(auth.metadata()).into_response(),
+        None => (StatusCode::NOT_FOUND, "Not Found: this gateway takes no OAuth access tokens ([serve.auth] is not set)").into_response(),
     }
 }
 
