@@ -19,10 +19,8 @@
 //! `cargo test --bench memory` (debug build; the heap counts are the same).
 //! Arguments `N K M` change the sizes (defaults 20000 20 20000).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcpvisor::config::{RuntimeConfig, ServerConfig};
@@ -32,59 +30,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_mcpvisor");
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/misbehaving_server.py");
 const READY: Duration = Duration::from_secs(120);
 
-/// The system allocator, counting the bytes live now and at the peak.
-struct Counting;
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is passed to the system allocator unchanged; only counters are added.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let pointer = unsafe { System.alloc(layout) };
-        if !pointer.is_null() {
-            grew(layout.size());
-        }
-        pointer
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(pointer, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, size: usize) -> *mut u8 {
-        let moved = unsafe { System.realloc(pointer, layout, size) };
-        if !moved.is_null() {
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-            grew(size);
-        }
-        moved
-    }
-}
-
-fn grew(size: usize) {
-    let live = LIVE.fetch_add(size, Ordering::Relaxed) + size;
-    PEAK.fetch_max(live, Ordering::Relaxed);
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-fn live() -> usize {
-    LIVE.load(Ordering::Relaxed)
-}
-
-/// Starts a new peak measurement from the bytes live now.
-fn reset_peak() -> usize {
-    let now = live();
-    PEAK.store(now, Ordering::Relaxed);
-    now
-}
-
-fn peak() -> usize {
-    PEAK.load(Ordering::Relaxed)
-}
+use counting_alloc::{live, peak, reset_peak};
 
 fn main() {
     let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
