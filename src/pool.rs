@@ -59,22 +59,17 @@ impl KeptTool {
         KeptTool { head: Box::new(tool), input_schema, output_schema }
     }
 
-    /// Keeps `tool`, writing its schemas as text.
-    pub fn of(tool: Tool) -> KeptTool {
-        let input: Arc<str> = serde_json::to_string(&*tool.input_schema).unwrap_or_default().into();
-        let output = tool.output_schema.as_ref().map(|schema| serde_json::to_string(&**schema).unwrap_or_default().into());
-        KeptTool::new(tool, input, output)
-    }
-
     /// The tool's name on its server.
     pub fn name(&self) -> &str {
         &self.head.name
     }
 
+    /// The `inputSchema` as compact JSON text.
     pub fn input_schema_text(&self) -> &Arc<str> {
         &self.input_schema
     }
 
+    /// The `outputSchema` as compact JSON text, if the tool has one.
     pub fn output_schema_text(&self) -> Option<&Arc<str>> {
         self.output_schema.as_ref()
     }
