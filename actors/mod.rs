@@ -70,12 +70,12 @@ pub mod skills;
 use std::time::Duration;
 
 use actix::prelude::*;
-use rmcp::model::{CallToolResult, JsonObject, Tool};
+use rmcp::model::{CallToolResult, JsonObject};
 use serde::Serialize;
 
 use crate::error::CallError;
 
-pub use crate::pool::{ServerState, ServerStatus, ToolEntry};
+pub use crate::pool::{KeptTool, ServerState, ServerStatus, ToolEntry};
 pub use connection::Connection;
 pub use handle::hub_of;
 pub use hub::Hub;
@@ -208,7 +208,7 @@ pub struct ToolsStale {
 #[rtype(result = "()")]
 pub struct ToolsChanged {
     pub server: String,
-    pub tools: Vec<Tool>,
+    pub tools: Vec<KeptTool>,
 }
 
 /// A connection's server went down; its tools leave the listing but calls

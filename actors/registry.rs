@@ -27,8 +27,10 @@ use tokio::sync::oneshot;
 
 use super::connection::{Connection, Routed};
 use super::guard::{KeepsStateOnPanic, PanicSwitch, Panicked};
-use super::{CallTool, Event, ListTools, ServerDown, ServerState, Subscribe, ToolEntry, ToolsChanged, ToolsStale};
+use super::{CallTool, Event, KeptTool, ListTools, ServerDown, ServerState, Subscribe, ToolEntry, ToolsChanged, ToolsStale};
 use crate::error::CallError;
+use crate::pool::ParsedSchemas;
+
 use catalog::{Catalog, Change};
 
 struct ServerRoutes {
@@ -61,7 +63,7 @@ pub const STALE_WAIT: Duration = Duration::from_secs(5);
 
 #[derive(Default)]
 pub struct Registry {
-    catalog: Catalog,
+    catalog: Catalog<KeptTool>,
     servers: HashMap<String, ServerRoutes>,
     waiting: BTreeMap<u64, Waiting>,
     next_waiting: u64,
@@ -189,7 +191,7 @@ impl Registry {
             return Err(self.unlisted_refusal(&call.name).unwrap_or(CallError::UnknownTool { name: call.name }));
         };
         let server = route.server.clone();
-        let tool = route.tool.name.to_string();
+        let tool = route.tool.name().to_string();
         let Some(connection) = self.servers.get(&server).and_then(|s| s.connection.upgrade()) else {
             return Err(CallError::Stopped { server, tool });
         };
@@ -225,10 +227,11 @@ impl Registry {
     /// The tools of the servers that are up, sorted by name.
     fn listing(&self) -> Vec<ToolEntry> {
         let up = |server: &str| self.servers.get(server).is_some_and(|s| s.up);
+        let mut parsed = ParsedSchemas::default();
         self.catalog
             .routes()
             .filter(|(_, route)| up(&route.server))
-            .map(|(name, route)| ToolEntry { name: name.clone(), server: route.server.clone(), tool: route.tool.clone() })
+            .map(|(name, route)| ToolEntry { name: name.clone(), server: route.server.clone(), tool: route.tool.tool_with(&mut parsed) })
             .collect()
     }
 

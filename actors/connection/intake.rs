@@ -12,14 +12,17 @@
 //!   with a warning;
 //! - tools excluded by the server's allow/deny lists leave silently: the
 //!   user asked for it;
-//! - tools whose schemas have the same text share one parsed schema: a
-//!   parsed schema costs 10 to 20 times its text, and servers with many
-//!   tools often repeat the same argument shapes.
+//! - a tool's schemas are kept as compact JSON text ([`KeptTool`]): a
+//!   parsed schema costs 10 to 20 times its text; tools whose schemas have
+//!   the same text share one copy, as servers with many tools often repeat
+//!   the same argument shapes.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use rmcp::model::{JsonObject, Tool};
+
+use crate::pool::KeptTool;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -30,7 +33,7 @@ use crate::protocol::schema::ToolContract;
 /// The tools of one listing, judged page by page as the pages come.
 #[derive(Default)]
 pub(super) struct ToolIntake {
-    pub(super) tools: Vec<Tool>,
+    pub(super) tools: Vec<KeptTool>,
     /// What calls to each tool are checked against, by the server's tool name.
     pub(super) contracts: HashMap<String, Arc<ToolContract>>,
     /// One sentence per tool left out or changed.
@@ -53,14 +56,13 @@ impl ToolIntake {
     fn take_one(&mut self, item: &RawValue, filter: &ToolFilter) {
         let position = self.taken;
         let extras = Extras::of(item);
-        let ReadTool { mut tool, repairs, task_required } = match read_tool(item, &extras) {
+        let ReadTool { tool, repairs, task_required } = match read_tool(item, &extras) {
             Ok(read) => read,
             Err(Unreadable { name, problem }) => {
                 let who = name.map_or(format!("tool #{position}"), |name| format!("tool `{name}` (#{position})"));
                 return self.warnings.push(format!("{who} was left out: {problem}"));
             }
         };
-        self.schemas.share(&extras, &mut tool);
         let name = tool.name.to_string();
         self.warnings.extend(repairs.into_iter().map(|repair| format!("tool `{name}`: {repair}")));
         if name.is_empty() {
@@ -71,8 +73,10 @@ impl ToolIntake {
             return self.warnings.push(warning);
         }
         if filter.permits(&name) {
-            self.contracts.insert(name, Arc::new(ToolContract::of(&tool, task_required)));
-            self.tools.push(tool);
+            let kept = self.schemas.keep(tool);
+            let contract = ToolContract::new(Some(kept.input_schema_text().clone()), kept.output_schema_text().cloned(), task_required);
+            self.contracts.insert(name, Arc::new(contract));
+            self.tools.push(kept);
         }
     }
 }
@@ -127,41 +131,35 @@ fn read_tool(raw: &RawValue, extras: &Extras) -> Result<ReadTool, Unreadable> {
     }
 }
 
-/// Parsed schemas by their text, while one listing is taken in.
+/// Schema texts already kept, while one listing is taken in.
 #[derive(Default)]
 struct SharedSchemas {
-    by_text: HashMap<Box<str>, Arc<JsonObject>>,
+    texts: HashSet<Arc<str>>,
 }
 
 impl SharedSchemas {
-    /// Makes `tool` use the schemas already parsed for the same text.
-    fn share(&mut self, texts: &Extras, tool: &mut Tool) {
-        if let Some(text) = texts.input {
-            self.share_one(text.get(), &mut tool.input_schema);
-        }
-        if let (Some(text), Some(schema)) = (texts.output, tool.output_schema.as_mut()) {
-            self.share_one(text.get(), schema);
-        }
+    /// Keeps `tool` with its schemas as text, sharing a text already kept.
+    fn keep(&mut self, tool: Tool) -> KeptTool {
+        let input = self.text_of(&tool.input_schema);
+        let output = tool.output_schema.as_deref().map(|schema| self.text_of(schema));
+        KeptTool::new(tool, input, output)
     }
 
-    fn share_one(&mut self, text: &str, schema: &mut Arc<JsonObject>) {
-        match self.by_text.get(text) {
-            Some(shared) => *schema = shared.clone(),
-            None => {
-                self.by_text.insert(text.into(), schema.clone());
-            }
+    fn text_of(&mut self, schema: &JsonObject) -> Arc<str> {
+        let text = serde_json::to_string(schema).unwrap_or_default();
+        if let Some(shared) = self.texts.get(text.as_str()) {
+            return shared.clone();
         }
+        let text: Arc<str> = text.into();
+        self.texts.insert(text.clone());
+        text
     }
 }
 
 /// What a listed tool's text tells besides `rmcp::model::Tool`, read in
-/// one pass without copying: its schemas' texts and its task support.
+/// one pass without copying: its task support.
 #[derive(Default, serde::Deserialize)]
 struct Extras<'a> {
-    #[serde(borrow, rename = "inputSchema")]
-    input: Option<&'a RawValue>,
-    #[serde(borrow, rename = "outputSchema")]
-    output: Option<&'a RawValue>,
     #[serde(borrow)]
     execution: Option<&'a RawValue>,
 }
@@ -206,7 +204,7 @@ mod tests {
             r#"{"name":7,"inputSchema":{}}"#,
             r#""a string""#,
         ]);
-        let names: Vec<_> = intake.tools.iter().map(|t| t.name.to_string()).collect();
+        let names: Vec<_> = intake.tools.iter().map(|t| t.name().to_string()).collect();
         assert_eq!(names, ["ok", "no_schema", "null_schema", "text_schema"]);
         let warnings = intake.warnings.join("\n");
         for expected in [
@@ -225,14 +223,17 @@ mod tests {
     }
 
     #[test]
-    fn tools_with_the_same_schema_text_share_one_parsed_schema() {
+    fn tools_with_the_same_schema_text_share_one_kept_text() {
         let intake = judge(&[
             r#"{"name":"a","inputSchema":{"type":"object","properties":{"x":{"type":"string"}}}}"#,
             r#"{"name":"b","inputSchema":{"type":"object","properties":{"x":{"type":"string"}}}}"#,
             r#"{"name":"c","inputSchema":{"type":"object"}}"#,
         ]);
-        let [a, b, c] = [0, 1, 2].map(|i| &intake.tools[i].input_schema);
+        let [a, b, c] = [0, 1, 2].map(|i| intake.tools[i].input_schema_text());
         assert!(Arc::ptr_eq(a, b));
         assert!(!Arc::ptr_eq(a, c));
+        assert_eq!(&**c, r#"{"type":"object"}"#);
+        let contract = &intake.contracts["a"];
+        assert_eq!(contract.check_arguments(&serde_json::json!({"x": 1})), Err("argument `x`: expected string, got a number (1)".into()));
     }
 }

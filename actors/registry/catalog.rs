@@ -18,12 +18,32 @@ use std::collections::BTreeMap;
 use rmcp::model::Tool;
 
 use crate::naming::{self, ExposedName, NameRule};
+use crate::pool::KeptTool;
+
+/// A tool as a catalog holds it: rmcp's [`Tool`] (the gateway's tables) or
+/// a [`KeptTool`] (the registry's, schemas as text).
+pub trait Listed: Clone {
+    /// The tool's name on its server.
+    fn listed_name(&self) -> &str;
+}
+
+impl Listed for Tool {
+    fn listed_name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Listed for KeptTool {
+    fn listed_name(&self) -> &str {
+        self.name()
+    }
+}
 
 /// Where an exposed name leads.
 #[derive(Debug, Clone)]
-pub struct Route {
+pub struct Route<T = Tool> {
     pub server: String,
-    pub tool: Tool,
+    pub tool: T,
 }
 
 /// Exposed names one server gained and lost in one change.
@@ -53,27 +73,33 @@ pub struct Collision {
     pub rejected: String,
 }
 
-#[derive(Debug, Default)]
-pub struct Catalog {
+#[derive(Debug)]
+pub struct Catalog<T = Tool> {
     /// How names begin (the registry's rule by default).
     rule: NameRule,
-    routes: BTreeMap<String, Route>,
+    routes: BTreeMap<String, Route<T>>,
     servers: BTreeMap<String, Entry>,
     /// Collisions found since the last [`Catalog::take_collisions`].
     collisions: Vec<Collision>,
 }
 
-impl Catalog {
+impl<T> Default for Catalog<T> {
+    fn default() -> Catalog<T> {
+        Catalog { rule: NameRule::default(), routes: BTreeMap::new(), servers: BTreeMap::new(), collisions: Vec::new() }
+    }
+}
+
+impl<T: Listed> Catalog<T> {
     /// An empty catalog whose names follow `rule`.
-    pub fn with_rule(rule: NameRule) -> Catalog {
+    pub fn with_rule(rule: NameRule) -> Catalog<T> {
         Catalog { rule, ..Catalog::default() }
     }
 
-    pub fn route(&self, name: &str) -> Option<&Route> {
+    pub fn route(&self, name: &str) -> Option<&Route<T>> {
         self.routes.get(name)
     }
 
-    pub fn routes(&self) -> impl Iterator<Item = (&String, &Route)> {
+    pub fn routes(&self) -> impl Iterator<Item = (&String, &Route<T>)> {
         self.routes.iter()
     }
 
@@ -109,7 +135,7 @@ impl Catalog {
     }
 
     /// Replaces a server's tools with `tools`.
-    pub fn install(&mut self, server: &str, tools: Vec<Tool>) -> Vec<Change> {
+    pub fn install(&mut self, server: &str, tools: Vec<T>) -> Vec<Change> {
         let Some(segment) = self.segment(server).map(str::to_string) else { return Vec::new() };
         let old = self.clear(server);
         let mut warnings = Vec::new();
@@ -178,7 +204,7 @@ impl Catalog {
                 self.collisions.push(Collision { name: self.rule.server_prefix(sanitised), kept, rejected: server.clone() });
             }
             let entry = self.servers.entry(server.clone()).or_default();
-            let tools: Vec<Tool> = entry.names.iter().filter_map(|n| self.routes.get(n)).map(|r| r.tool.clone()).collect();
+            let tools: Vec<T> = entry.names.iter().filter_map(|n| self.routes.get(n)).map(|r| r.tool.clone()).collect();
             if !entry.names.is_empty() {
                 changes.extend(self.install(server, tools));
             }
@@ -187,24 +213,25 @@ impl Catalog {
     }
 
     /// Puts `tool` of `server` under `name`, settling a clash with another server.
-    fn claim(&mut self, server: &str, name: String, tool: Tool, warnings: &mut Vec<String>, changes: &mut Vec<Change>) {
+    fn claim(&mut self, server: &str, name: String, tool: T, warnings: &mut Vec<String>, changes: &mut Vec<Change>) {
         let Some(holder) = self.routes.get(&name).map(|route| route.server.clone()) else {
             return self.insert(server, name, tool);
         };
         if holder == server {
-            warnings.push(format!("tool `{}` reads as `{name}` like another of its tools: it is left out of the catalog", tool.name));
+            warnings
+                .push(format!("tool `{}` reads as `{name}` like another of its tools: it is left out of the catalog", tool.listed_name()));
             return;
         }
         let rule = self.rule;
         let hashed = |server: &str, segment: &str, tool: &str| ExposedName { rule, server, segment, tool, tool_hashed: true }.build();
         if holder.as_str() < server {
-            let other = hashed(server, &self.servers[server].segment, &tool.name);
+            let other = hashed(server, &self.servers[server].segment, tool.listed_name());
             self.collisions.push(Collision {
                 name: name.clone(),
-                kept: format!("{holder}/{}", self.routes[&name].tool.name),
-                rejected: format!("{server}/{}", tool.name),
+                kept: format!("{holder}/{}", self.routes[&name].tool.listed_name()),
+                rejected: format!("{server}/{}", tool.listed_name()),
             });
-            let what = format!("tool `{}` reads as `{name}`, which server `{holder}` already exposes", tool.name);
+            let what = format!("tool `{}` reads as `{name}`, which server `{holder}` already exposes", tool.listed_name());
             self.insert_instead(server, other, tool, what, warnings);
             return;
         }
@@ -212,12 +239,12 @@ impl Catalog {
         let Some(moved) = self.routes.remove(&name) else { return };
         let Some(entry) = self.servers.get_mut(&holder) else { return };
         entry.names.retain(|n| n != &name);
-        let other = hashed(&holder, &entry.segment, &moved.tool.name);
-        let what = format!("tool `{}` reads as `{name}`, which server `{server}` exposes too", moved.tool.name);
+        let other = hashed(&holder, &entry.segment, moved.tool.listed_name());
+        let what = format!("tool `{}` reads as `{name}`, which server `{server}` exposes too", moved.tool.listed_name());
         self.collisions.push(Collision {
             name: name.clone(),
-            kept: format!("{server}/{}", tool.name),
-            rejected: format!("{holder}/{}", moved.tool.name),
+            kept: format!("{server}/{}", tool.listed_name()),
+            rejected: format!("{holder}/{}", moved.tool.listed_name()),
         });
         let mut their_warnings = Vec::new();
         let added = self.insert_instead(&holder, other.clone(), moved.tool, what, &mut their_warnings);
@@ -225,13 +252,13 @@ impl Catalog {
             entry.warnings.extend(their_warnings);
         }
         changes.push(Change { server: holder, added: added.into_iter().collect(), removed: vec![name.clone()] });
-        warnings.push(format!("tool `{}` reads as `{name}` like a tool of another server, which was renamed", tool.name));
+        warnings.push(format!("tool `{}` reads as `{name}` like a tool of another server, which was renamed", tool.listed_name()));
         self.insert(server, name, tool);
     }
 
     /// Puts a tool under its disambiguated `name`, warning with `what`;
     /// leaves it out (with a warning) if even that name is taken.
-    fn insert_instead(&mut self, server: &str, name: String, tool: Tool, what: String, warnings: &mut Vec<String>) -> Option<String> {
+    fn insert_instead(&mut self, server: &str, name: String, tool: T, what: String, warnings: &mut Vec<String>) -> Option<String> {
         if self.routes.contains_key(&name) {
             warnings.push(format!("{what}, and `{name}` is taken too: the tool is left out of the catalog"));
             return None;
@@ -241,7 +268,7 @@ impl Catalog {
         Some(name)
     }
 
-    fn insert(&mut self, server: &str, name: String, tool: Tool) {
+    fn insert(&mut self, server: &str, name: String, tool: T) {
         self.routes.insert(name.clone(), Route { server: server.to_string(), tool });
         self.servers.entry(server.to_string()).or_default().names.push(name);
     }
@@ -252,23 +279,23 @@ impl Catalog {
 /// is kept once. Each such case adds a warning. (A connection already leaves
 /// out repeated and empty names when it reads a listing; the catalog stays
 /// unambiguous even when handed them.)
-fn assign(
+fn assign<T: Listed>(
     rule: NameRule,
     server: &str,
     segment: &str,
-    tools: Vec<Tool>,
+    tools: Vec<T>,
     warnings: &mut Vec<String>,
     collisions: &mut Vec<Collision>,
-) -> Vec<(String, Tool)> {
+) -> Vec<(String, T)> {
     let plain = |tool: &str| ExposedName { rule, server, segment, tool, tool_hashed: false }.build();
-    let mut groups: BTreeMap<String, Vec<Tool>> = BTreeMap::new();
+    let mut groups: BTreeMap<String, Vec<T>> = BTreeMap::new();
     for tool in tools {
-        if tool.name.is_empty() {
+        if tool.listed_name().is_empty() {
             warnings.push(format!("the server lists a tool with an empty name; it is exposed as `{}`", plain("")));
         }
-        let group = groups.entry(plain(&tool.name)).or_default();
-        if group.iter().any(|kept| kept.name == tool.name) {
-            warnings.push(format!("the server lists tool `{}` more than once; the first is kept", tool.name));
+        let group = groups.entry(plain(tool.listed_name())).or_default();
+        if group.iter().any(|kept| kept.listed_name() == tool.listed_name()) {
+            warnings.push(format!("the server lists tool `{}` more than once; the first is kept", tool.listed_name()));
             continue;
         }
         group.push(tool);
@@ -279,16 +306,20 @@ fn assign(
             named.extend(group.into_iter().map(|tool| (base.clone(), tool)));
             continue;
         }
-        let alike: Vec<String> = group.iter().map(|tool| format!("`{}`", tool.name)).collect();
-        let kept = group.iter().find(|tool| naming::is_exact(&tool.name)).map(|tool| format!("{server}/{}", tool.name)).unwrap_or_default();
+        let alike: Vec<String> = group.iter().map(|tool| format!("`{}`", tool.listed_name())).collect();
+        let kept = group
+            .iter()
+            .find(|tool| naming::is_exact(tool.listed_name()))
+            .map(|tool| format!("{server}/{}", tool.listed_name()))
+            .unwrap_or_default();
         for tool in group {
-            if naming::is_exact(&tool.name) {
+            if naming::is_exact(tool.listed_name()) {
                 named.push((base.clone(), tool));
                 continue;
             }
-            let name = ExposedName { rule, server, segment, tool: &tool.name, tool_hashed: true }.build();
-            warnings.push(format!("tools {} all read as `{base}`; `{}` is exposed as `{name}`", alike.join(", "), tool.name));
-            collisions.push(Collision { name: base.clone(), kept: kept.clone(), rejected: format!("{server}/{}", tool.name) });
+            let name = ExposedName { rule, server, segment, tool: tool.listed_name(), tool_hashed: true }.build();
+            warnings.push(format!("tools {} all read as `{base}`; `{}` is exposed as `{name}`", alike.join(", "), tool.listed_name()));
+            collisions.push(Collision { name: base.clone(), kept: kept.clone(), rejected: format!("{server}/{}", tool.listed_name()) });
             named.push((name, tool));
         }
     }

@@ -1,0 +1,167 @@
+//! Memory that grows with what is kept, not with how it is parsed (issue 22,
+//! goal 6): three measures, each against what it reads, with its aim.
+//!
+//! - `catalog`: a server listing N tools in one `tools/list` answer
+//!   (`tests/fixtures/misbehaving_server.py many-tools N [distinct]`); the
+//!   heap this process holds once the runtime is ready (a counting global
+//!   allocator), and its peak while the listing is taken in and while
+//!   `list_tools` hands the catalog out, each divided by the answer's size.
+//!   Aim: the kept catalog ≤ 5× the answer. Floor: the answer's text, 1×.
+//! - `idle connection`: the heap held by K idle stdio connections to
+//!   one-tool servers minus that of one, per connection. Aim ≤ 64 KiB.
+//! - `list`: peak RSS of `mcpvisor list` on a generated Claude Code
+//!   `.mcp.json` of M servers minus its peak on a one-server file (the
+//!   floor: the binary, its runtime and libraries), divided by the file's
+//!   size. Aim ≤ 5×.
+//!
+//! Memory is counted, not timed, so the numbers hardly move between runs
+//! or builds: `cargo bench --bench memory` (release) or, quicker,
+//! `cargo test --bench memory` (debug build; the heap counts are the same).
+//! Arguments `N K M` change the sizes (defaults 20000 20 20000).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use mcpvisor::config::{RuntimeConfig, ServerConfig};
+use mcpvisor::Runtime;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcpvisor");
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/misbehaving_server.py");
+const READY: Duration = Duration::from_secs(120);
+
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+
+use counting_alloc::{live, peak, reset_peak};
+
+fn main() {
+    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let size = |i: usize, default: usize| args.get(i).copied().unwrap_or(default);
+    let (tools, connections, servers) = (size(0, 20_000), size(1, 20), size(2, 20_000));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a tokio runtime");
+    println!("| measure | input | kept | peak | kept / input | peak / input | aim |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    // First: a child's peak RSS counts this process's at the spawn.
+    list(servers);
+    for distinct in [false, true] {
+        runtime.block_on(catalog(tools, distinct));
+    }
+    runtime.block_on(idle_connections(connections));
+}
+
+fn kib(bytes: usize) -> String {
+    format!("{:.0} KiB", bytes as f64 / 1024.0)
+}
+
+fn many_tools(tools: usize, distinct: bool) -> Vec<String> {
+    let mut args = vec![FIXTURE.to_string(), "many-tools".into(), tools.to_string()];
+    args.extend(distinct.then(|| "distinct".to_string()));
+    args
+}
+
+/// The size of the fixture's `tools/list` answer in bytes.
+fn answer_size(args: &[String]) -> usize {
+    let mut child =
+        Command::new("python3").args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("python3 runs the fixture");
+    let request = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), &[&request[..], b"\n"].concat()).expect("the request is written");
+    child.wait_with_output().expect("the fixture answers").stdout.len()
+}
+
+async fn catalog(tools: usize, distinct: bool) {
+    let args = many_tools(tools, distinct);
+    let answer = answer_size(&args);
+    let before = reset_peak();
+    let handle = Runtime::start(RuntimeConfig::new([ServerConfig::stdio("many", "python3", args)])).expect("the runtime starts");
+    assert!(handle.wait_ready(READY).await, "the server did not settle");
+    // Let the connection finish its work after the listing.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (kept, taken_in) = (live().saturating_sub(before), peak().saturating_sub(before));
+    let listed = handle.list_tools().await;
+    assert_eq!(listed.len(), tools, "every tool is listed");
+    let handed_out = peak().saturating_sub(before);
+    drop(listed);
+    handle.shutdown().await;
+    let name = format!("catalog, {tools} tools{}", if distinct { ", distinct schemas" } else { "" });
+    let ratio = |bytes: usize| bytes as f64 / answer as f64;
+    println!(
+        "| {name} | {} | {} | {} (list_tools: {}) | {:.1}× | {:.1}× ({:.1}×) | ≤ 5× kept |",
+        kib(answer),
+        kib(kept),
+        kib(taken_in),
+        kib(handed_out),
+        ratio(kept),
+        ratio(taken_in),
+        ratio(handed_out)
+    );
+}
+
+/// The heap held by `count` idle connections once they are ready.
+async fn held_by(count: usize) -> usize {
+    let before = live();
+    let servers = (0..count).map(|i| ServerConfig::stdio(format!("s{i}"), "python3", many_tools(1, false)));
+    let handle = Runtime::start(RuntimeConfig::new(servers)).expect("the runtime starts");
+    assert!(handle.wait_ready(READY).await, "the servers did not settle");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held = live().saturating_sub(before);
+    handle.shutdown().await;
+    held
+}
+
+async fn idle_connections(count: usize) {
+    let one = held_by(1).await;
+    let many = held_by(count).await;
+    let per = many.saturating_sub(one) / count.saturating_sub(1).max(1);
+    println!("| idle stdio connection ({count} vs 1) | | {} each | | | | ≤ 64 KiB |", kib(per));
+}
+
+/// Peak RSS in KiB of `mcpvisor list` run in `dir` (its project and home).
+#[allow(clippy::zombie_processes, reason = "the child is reaped by wait4, which also reports its peak memory")]
+fn list_peak_kib(dir: &Path) -> i64 {
+    let child = Command::new(BIN)
+        .arg("list")
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir.join("xdg"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("MCPVISOR_CONFIG", dir.join("none.toml"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mcpvisor runs");
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: waits for our own child, once; status and usage are valid for writes.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32, "wait4: {}", std::io::Error::last_os_error());
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "mcpvisor list failed: {status}");
+    usage.ru_maxrss
+}
+
+/// Writes a Claude Code `.mcp.json` of `servers` servers; returns its size.
+fn editor_file(dir: &Path, servers: usize) -> usize {
+    let entries: Vec<String> = (0..servers)
+        .map(|i| format!(r#""s{i:06}": {{"command": "npx", "args": ["@scope/server-fs", "/tmp"], "env": {{"LEVEL": "info"}}}}"#))
+        .collect();
+    let text = format!(r#"{{"mcpServers": {{{}}}}}"#, entries.join(", "));
+    std::fs::write(dir.join(".mcp.json"), &text).expect("the editor file is written");
+    text.len()
+}
+
+fn list(servers: usize) {
+    let dir = std::env::temp_dir().join(format!("mcpvisor-memory-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    editor_file(&dir, 1);
+    let floor = list_peak_kib(&dir);
+    let size = editor_file(&dir, servers);
+    let peak = list_peak_kib(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let grown = (peak - floor).max(0) as usize * 1024;
+    println!(
+        "| `list`, {servers} servers (floor: one server, {floor} KiB RSS) | {} | | {} | | {:.1}× | ≤ 5× peak |",
+        kib(size),
+        kib(grown),
+        grown as f64 / size as f64
+    );
+}

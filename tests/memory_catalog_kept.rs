@@ -1,0 +1,60 @@
+//! A server listing 20,000 tools, no two with the same `inputSchema`: the
+//! catalog the runtime keeps once ready is at most 5 times the listing's
+//! size (schemas are kept as text), the tools it hands out are whole, and
+//! calls are still checked against the schemas. Alone in its test binary:
+//! its global allocator counts this test's heap.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use mcpvisor::config::{RuntimeConfig, ServerConfig};
+use mcpvisor::{CallError, Runtime};
+use serde_json::json;
+
+#[path = "../benches/support/counting_alloc.rs"]
+mod counting_alloc;
+
+const TOOLS: usize = 20_000;
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/misbehaving_server.py");
+
+fn fixture_args() -> Vec<String> {
+    vec![FIXTURE.to_string(), "many-tools".into(), TOOLS.to_string(), "distinct".into()]
+}
+
+/// The size of the fixture's `tools/list` answer in bytes.
+fn answer_size() -> usize {
+    let mut child =
+        Command::new("python3").args(fixture_args()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("python3 runs");
+    let request = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n";
+    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), request).expect("the request is written");
+    child.wait_with_output().expect("the fixture answers").stdout.len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kept_catalog_is_a_small_multiple_of_its_listing() {
+    let answer = answer_size();
+    let before = counting_alloc::reset_peak();
+    let handle = Runtime::start(RuntimeConfig::new([ServerConfig::stdio("many", "python3", fixture_args())])).unwrap();
+    assert!(handle.wait_ready(Duration::from_secs(60)).await, "the server did not settle");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let kept = counting_alloc::live().saturating_sub(before);
+    let peak = counting_alloc::peak().saturating_sub(before);
+    eprintln!("kept {kept} bytes (peak {peak}) for a {answer}-byte listing");
+    // Parsed schemas were kept before: 16 times the listing (docs/benchmarks.md).
+    assert!(kept <= 5 * answer, "the catalog keeps {kept} bytes for a {answer}-byte listing");
+
+    let tools = handle.list_tools().await;
+    assert_eq!(tools.len(), TOOLS);
+    let tool = &tools.iter().find(|entry| entry.tool.name == "tool_000007").expect("tool_000007 is listed").tool;
+    let expected = json!({"type": "object", "properties": {"text_7": {"type": "string"}}});
+    assert_eq!(serde_json::Value::Object((*tool.input_schema).clone()), expected);
+    assert_eq!(tool.description.as_deref(), Some("Tool number 7 of a large catalog."));
+    drop(tools);
+
+    let refused = handle.call_tool("mcp__many__tool_000007", json!({"text_7": 5})).await;
+    match refused {
+        Err(CallError::InvalidArguments { message, .. }) => assert!(message.contains("text_7"), "{message}"),
+        other => panic!("a number for a string argument was not refused: {other:?}"),
+    }
+    handle.shutdown().await;
+}
