@@ -238,7 +238,7 @@ async fn a_session_reaches_its_replica_through_nginx_whatever_address_it_comes_f
     let replicas = start_replicas();
     let nginx = Nginx::start(&replicas);
     let mut sessions = Vec::new();
-    for n in 2..=9u8 {
+    for n in 2..=13u8 {
         sessions.push(open_session(&client_from(n), &nginx.mcp()).await);
     }
     let placed: BTreeSet<&str> = sessions.iter().map(|session| replica_of(session)).collect();
