@@ -38,8 +38,8 @@ use crate::gateway::http::keys::KeyRing;
 use crate::gateway::http::limits::Limits;
 use crate::gateway::http::pool::PoolGateway;
 use crate::gateway::http::{
-    warn_if_key_exposed, Certificates, ConnectionLimits, Guard, HttpOptions, MetricsRenderer, Server, DEFAULT_DRAIN, DEFAULT_MAX_SESSIONS,
-    DEFAULT_SESSION_IDLE,
+    replica_name, warn_if_key_exposed, Certificates, ConnectionLimits, Guard, HttpOptions, MetricsRenderer, Server, DEFAULT_DRAIN,
+    DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE,
 };
 use crate::Handle;
 
@@ -107,6 +107,10 @@ pub struct HttpArgs {
     /// Most connections from one address; behind a proxy, raise it to --max-connections (default 256).
     #[arg(long, value_name = "N", requires = "http")]
     pub max_connections_per_client: Option<usize>,
+    /// Name this replica: every session id begins with `NAME.`, so an
+    /// ingress routes a session to the replica that opened it (docs/deploy.md).
+    #[arg(long, value_name = "NAME", requires = "http")]
+    pub replica: Option<String>,
 }
 
 /// Whether the client's roots reach the servers over HTTP: `--client-roots`
@@ -175,6 +179,7 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
         metrics: None,
         connections,
         tls,
+        replica: args.replica.as_deref().map(replica_name).transpose().map_err(Failure::usage)?.map(str::to_string),
     })
 }
 

@@ -138,6 +138,26 @@ pub struct HttpOptions {
     pub connections: ConnectionLimits,
     /// Serve HTTPS with these, else plain HTTP.
     pub tls: Option<Certificates>,
+    /// This replica's name (checked by [`replica_name`]): every session id
+    /// begins with `NAME.`, which an ingress routes on (docs/deploy.md).
+    pub replica: Option<String>,
+}
+
+/// Longest replica name: a Kubernetes pod name fits.
+pub const MAX_REPLICA_NAME: usize = 63;
+
+/// `name` if it can begin a session id and a regular expression of an
+/// ingress matches it literally: 1 to [`MAX_REPLICA_NAME`] lowercase
+/// letters, digits and `-`; else what is wrong with it.
+pub fn replica_name(name: &str) -> Result<&str, String> {
+    let fits = !name.is_empty() && name.len() <= MAX_REPLICA_NAME;
+    if fits && name.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-') {
+        Ok(name)
+    } else {
+        Err(format!(
+            "--replica {name:?}: a replica's name is 1 to {MAX_REPLICA_NAME} lowercase letters, digits and `-` (a pod's name fits)"
+        ))
+    }
 }
 
 /// Defaults: 1024 sessions, 30 minutes idle, 20 s of draining (inside
@@ -195,7 +215,7 @@ impl Server {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let front = Arc::new(Front {
             gateway,
-            sessions: Sessions::new(options.max_sessions.max(1), options.session_idle, options.limits),
+            sessions: Sessions::new(options.max_sessions.max(1), options.session_idle, options.limits, options.replica.as_deref()),
             draining: CancellationToken::new(),
             in_flight: watch::channel(0).0,
             metrics: options.metrics.clone(),

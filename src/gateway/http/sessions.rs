@@ -172,6 +172,8 @@ pub struct Sessions {
     buffered: Arc<AtomicUsize>,
     idle: Duration,
     random: SystemRandom,
+    /// What every id begins with: `REPLICA.` when the replica is named, else nothing.
+    id_prefix: String,
     /// Sessions opened so far: the number in each one's caller label.
     opened: std::sync::atomic::AtomicU64,
 }
@@ -186,7 +188,9 @@ fn fill_random(random: &SystemRandom, bytes: &mut [u8]) -> Result<(), NoRandom> 
 }
 
 impl Sessions {
-    pub fn new(max: usize, idle: Duration, limits: Limits) -> Sessions {
+    /// `replica` (a checked [`super::replica_name`]) begins every id, so an
+    /// ingress can route a session to the replica that opened it.
+    pub fn new(max: usize, idle: Duration, limits: Limits, replica: Option<&str>) -> Sessions {
         let limits = Limits { sessions_per_client: limits.sessions_per_client.clamp(1, max), ..limits };
         Sessions {
             map: Mutex::default(),
@@ -195,6 +199,7 @@ impl Sessions {
             buffered: Arc::default(),
             idle,
             random: SystemRandom::new(),
+            id_prefix: replica.map(|name| format!("{name}.")).unwrap_or_default(),
             opened: Default::default(),
         }
     }
@@ -203,14 +208,18 @@ impl Sessions {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A fresh id: 128 bits of the operating system's generator, hex
-    /// (visible ASCII, as the specification requires). An id is a
-    /// capability, so there is no weaker fallback: without the system's
-    /// generator no session opens.
+    /// A fresh id: the replica's prefix, then 128 bits of the operating
+    /// system's generator, hex (visible ASCII, as the specification
+    /// requires). An id is a capability, so there is no weaker fallback:
+    /// without the system's generator no session opens. The prefix is not
+    /// secret; the random part alone makes the id unguessable.
     pub fn new_id(&self) -> Result<String, NoRandom> {
         let mut bytes = [0u8; 16];
         fill_random(&self.random, &mut bytes)?;
-        Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+        Ok(bytes.iter().fold(self.id_prefix.clone(), |mut id, byte| {
+            id.push_str(&format!("{byte:02x}"));
+            id
+        }))
     }
 
     /// The caller label of the next session (`http:session-N`): what the
