@@ -5,6 +5,7 @@
 //! | `/mcp` | Streamable HTTP, both eras (`streamable`) |
 //! | `/sse`, `/message` | the legacy HTTP+SSE transport of 2024-11-05 (`legacy_sse`) |
 //! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining or while the core (Hub, Registry) cannot serve (`"status": "core_down"`, `"error"`) |
+//! | `/admin/status`, `/admin/calls`, `/admin/servers/{name}/{action}` | the pool's state, last calls, restart/enable/disable (`admin`), for `mcpvisor top --url` |
 //! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states; the front's connections, sessions, open requests, buffered bytes and refusals by bound), when given a renderer |
 //!
 //! The front knows HTTP only: each downstream session is a [`Port`] made
@@ -23,6 +24,7 @@
 //!   `drain`), then ends every session.
 
 mod accept;
+pub mod admin;
 mod event_log;
 mod guard;
 mod legacy_sse;
@@ -107,6 +109,10 @@ pub trait Gateway: Send + Sync + 'static {
     fn core(&self) -> BoxFuture<'static, Result<(), String>> {
         Box::pin(async { Ok(()) })
     }
+    /// The pool `/admin` shows and acts on; `None`: `/admin` answers 404.
+    fn admin(&self) -> Option<Arc<dyn admin::Admin>> {
+        None
+    }
 }
 
 /// How long `/healthz` waits for the core to answer before it reports it down.
@@ -155,6 +161,9 @@ struct Front {
     /// Requests open, in all and by client.
     requests: Arc<Requests>,
     refusals: Refusals,
+    admin: Option<Arc<dyn admin::Admin>>,
+    /// `/admin` is served: the gateway has a token, or listens on loopback only.
+    admin_open: bool,
 }
 
 /// Counts one request in flight while it lives.
@@ -187,6 +196,7 @@ impl Server {
     /// it: this only reports what it bound).
     pub async fn bind(addr: SocketAddr, gateway: Arc<dyn Gateway>, options: HttpOptions) -> std::io::Result<Server> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
+        let admin = gateway.admin();
         let front = Arc::new(Front {
             gateway,
             sessions: Sessions::new(options.max_sessions.max(1), options.session_idle, options.limits),
@@ -196,6 +206,8 @@ impl Server {
             connections: accept::Connections::new(options.connections),
             requests: Requests::new(&options.limits),
             refusals: Refusals::default(),
+            admin,
+            admin_open: options.guard.token.is_some() || options.guard.loopback_bind,
         });
         let guard = Arc::new(options.guard.clone());
         let router = Router::new()
@@ -204,6 +216,9 @@ impl Server {
             .route(MESSAGE_PATH, axum::routing::post(legacy_sse::post))
             .route(HEALTH_PATH, get(health))
             .route(METRICS_PATH, get(metrics))
+            .route(admin::STATUS_PATH, get(admin::status))
+            .route(admin::CALLS_PATH, get(admin::calls))
+            .route(admin::ACTION_PATH, axum::routing::post(admin::act))
             .layer(DefaultBodyLimit::max(options.max_body))
             .layer(axum::middleware::from_fn_with_state(guard, guard::check))
             .with_state(front.clone());
