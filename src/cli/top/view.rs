@@ -179,3 +179,45 @@ pub fn bytes(bytes: Option<u64>) -> String {
         None => format!("{bytes}B"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ratatui::backend::TestBackend;
+    use ratatui::style::Modifier;
+    use ratatui::Terminal;
+    use serde_json::json;
+
+    use super::super::app::App;
+    use super::super::model::Sample;
+
+    /// The selected row's line on an 80×24 screen, and whether it is in reverse video.
+    fn selected_line(colour: bool) -> (String, bool) {
+        let mut app = App::new("test", colour);
+        let servers = ["alpha", "beta"].map(|name| json!({"name": name, "state": "connected", "pid": 4242}));
+        app.update(None, Sample::parse(&json!({"servers": servers})));
+        let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        terminal.draw(|frame| super::draw(frame, &app)).unwrap();
+        let buffer = terminal.backend().buffer();
+        let y = (0..24).find(|y| buffer[(0, *y)].symbol() == ">").expect("a selected row");
+        let line: String = (0..80).map(|x| buffer[(x, y)].symbol()).collect();
+        (line, buffer[(2, y)].modifier.contains(Modifier::REVERSED))
+    }
+
+    #[test]
+    fn the_selection_is_a_marker_and_reverse_video_only_with_colour() {
+        let (line, reversed) = selected_line(true);
+        assert!(line.starts_with("> alpha") && line.contains("4242"), "{line}");
+        assert!(reversed);
+        let (line, reversed) = selected_line(false);
+        assert!(line.starts_with("> alpha"), "{line}");
+        assert!(!reversed, "NO_COLOR: the marker alone shows the selection");
+    }
+
+    #[test]
+    fn sizes_and_times_are_short() {
+        assert_eq!([super::bytes(Some(512)), super::bytes(Some(3 << 20)), super::bytes(Some(25 << 20)), super::bytes(None)], ["512B", "3.0M", "25M", "-"]);
+        assert_eq!([super::duration(5.0), super::duration(125.0), super::duration(7300.0)], ["5s", "2m", "2h"]);
+        assert_eq!([super::millis(Some(2.345)), super::millis(Some(250.0)), super::millis(None)], ["2.3", "250", "-"]);
+        assert_eq!(super::clock(3_723_000), "01:02:03");
+    }
+}
