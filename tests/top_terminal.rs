@@ -53,7 +53,7 @@ impl Pty {
         }
         let child = command.spawn().expect("mcpvisor top starts");
         let master = File::from(master);
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(24, 80, 0)));
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(std::num::NonZeroU16::MIN.saturating_add(23), std::num::NonZeroU16::MIN.saturating_add(79), 0)));
         let raw = Arc::new(Mutex::new(Vec::new()));
         let mut reader = master.try_clone().unwrap();
         let (parser, kept) = (screen.clone(), raw.clone());
