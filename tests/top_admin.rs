@@ -58,7 +58,8 @@ async fn the_admin_endpoint_shows_the_pool_and_restarts_disables_and_enables_a_s
     let opened = post(&http, &mcp, &initialize(LEGACY)).bearer_auth(TOKEN).send().await.unwrap();
     assert_eq!(opened.status(), 200);
     let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_string();
-    let in_session = |body: &Value| post(&http, &mcp, body).bearer_auth(TOKEN).header("mcp-session-id", &session).header("mcp-protocol-version", LEGACY);
+    let in_session =
+        |body: &Value| post(&http, &mcp, body).bearer_auth(TOKEN).header("mcp-session-id", &session).header("mcp-protocol-version", LEGACY);
     let initialized = in_session(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).send().await.unwrap();
     assert_eq!(initialized.status(), 202);
     let call = request(1, "tools/call", json!({"name": "demo__echo", "arguments": {"text": "a-secret-argument"}}));

@@ -38,10 +38,7 @@ impl Pty {
         for (key, value) in env {
             command.env(key, value);
         }
-        command
-            .stdin(Stdio::from(slave.try_clone().unwrap()))
-            .stdout(Stdio::from(slave.try_clone().unwrap()))
-            .stderr(Stdio::from(slave));
+        command.stdin(Stdio::from(slave.try_clone().unwrap())).stdout(Stdio::from(slave.try_clone().unwrap())).stderr(Stdio::from(slave));
         // SAFETY: setsid and ioctl are async-signal-safe; the child makes the pty its controlling terminal.
         unsafe {
             command.pre_exec(|| {
@@ -53,7 +50,11 @@ impl Pty {
         }
         let child = command.spawn().expect("mcpvisor top starts");
         let master = File::from(master);
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(std::num::NonZeroU16::MIN.saturating_add(23), std::num::NonZeroU16::MIN.saturating_add(79), 0)));
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(
+            std::num::NonZeroU16::MIN.saturating_add(23),
+            std::num::NonZeroU16::MIN.saturating_add(79),
+            0,
+        )));
         let raw = Arc::new(Mutex::new(Vec::new()));
         let mut reader = master.try_clone().unwrap();
         let (parser, kept) = (screen.clone(), raw.clone());
@@ -121,7 +122,8 @@ fn top_in_a_terminal_sorts_filters_restarts_and_quits() {
     let home = dir.path().to_str().unwrap();
     let mut top = Pty::spawn(&["--config", config.to_str().unwrap(), "top", "--interval", "0.2"], &[("HOME", home), ("NO_COLOR", "1")]);
 
-    let connected = |rows: &[String], name: &str| row_of(rows, name).is_some_and(|row| row.contains("connected")) && pid_of(rows, name).is_some();
+    let connected =
+        |rows: &[String], name: &str| row_of(rows, name).is_some_and(|row| row.contains("connected")) && pid_of(rows, name).is_some();
     top.wait_for("both servers connected", |rows| connected(rows, "alpha") && connected(rows, "beta"));
     let rows = top.rows();
     assert!(rows[0].contains("sort: name") && rows[1].contains("2 servers (2 up)"), "{}", top.text());
@@ -138,12 +140,16 @@ fn top_in_a_terminal_sorts_filters_restarts_and_quits() {
 
     top.keys("r");
     top.wait_for("beta restarted under a new pid", |rows| {
-        connected(rows, "beta") && pid_of(rows, "beta").is_some_and(|pid| pid != beta) && rows.iter().any(|r| r.contains("restart of beta: done"))
+        connected(rows, "beta")
+            && pid_of(rows, "beta").is_some_and(|pid| pid != beta)
+            && rows.iter().any(|r| r.contains("restart of beta: done"))
     });
 
     let restarted = pid_of(&top.rows(), "beta").expect("beta's new pid");
     top.keys("\r");
-    top.wait_for("beta's log", |rows| rows.iter().any(|r| r.starts_with("beta - connected - stderr")) && rows.iter().any(|r| r.contains("demo-server: started")));
+    top.wait_for("beta's log", |rows| {
+        rows.iter().any(|r| r.starts_with("beta - connected - stderr")) && rows.iter().any(|r| r.contains("demo-server: started"))
+    });
     top.keys("\x1b");
     top.wait_for("the table again", |rows| row_of(rows, "beta").is_some());
 

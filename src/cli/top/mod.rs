@@ -148,7 +148,8 @@ pub async fn run(cli: &Cli, out: &Out, args: &TopArgs) -> Result<u8, Failure> {
     if out.json && !args.once {
         return Err(Failure::usage("top --json prints one snapshot: add --once"));
     }
-    if !args.once && !(std::io::stdout().is_terminal() && std::io::stdin().is_terminal()) {
+    let terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+    if !args.once && !terminal {
         return Err(Failure::usage("top needs a terminal; use `top --once` (or `top --once --json`) in scripts"));
     }
     let interval = args.interval.unwrap_or(Duration::from_secs(1));

@@ -85,7 +85,9 @@ impl Sample {
             sample.calls += latency.and_then(|l| u64_of(l, "count")).unwrap_or(0);
             let buckets = latency.and_then(|l| l.get("buckets")).and_then(Value::as_array);
             for (i, bucket) in buckets.into_iter().flatten().enumerate() {
-                let (Some(bound), Some(n)) = (bucket.get(0).and_then(Value::as_f64), bucket.get(1).and_then(Value::as_u64)) else { continue };
+                let (Some(bound), Some(n)) = (bucket.get(0).and_then(Value::as_f64), bucket.get(1).and_then(Value::as_u64)) else {
+                    continue;
+                };
                 match sample.latency.get_mut(i) {
                     Some(slot) if slot.0 == bound => slot.1 += n,
                     Some(_) => {}
@@ -162,9 +164,9 @@ pub fn rows(before: Option<&Sample>, now: &Sample) -> Vec<Row> {
             };
             // CPU% only across one process: a new pid restarts the count.
             let cpu_percent = match (previous.filter(|p| p.pid == server.pid), seconds, server.cpu_ticks) {
-                (Some(previous), Some(seconds), Some(ticks)) => previous
-                    .cpu_ticks
-                    .map(|was| ticks.saturating_sub(was) as f64 / now.ticks_per_second.max(1) as f64 / seconds * 100.0),
+                (Some(previous), Some(seconds), Some(ticks)) => {
+                    previous.cpu_ticks.map(|was| ticks.saturating_sub(was) as f64 / now.ticks_per_second.max(1) as f64 / seconds * 100.0)
+                }
                 _ => None,
             };
             let ms = |q| percentile(&server.latency, server.calls, q).map(|s| s * 1000.0);

@@ -140,7 +140,13 @@ fn draw_detail(frame: &mut Frame, app: &App, area: Rect) {
     lines.push(Line::from(format!("recent calls ({} kept):", calls.len())));
     let call_room = room.saturating_sub(lines.len().saturating_sub(1));
     for call in &calls[calls.len().saturating_sub(call_room)..] {
-        lines.push(Line::from(format!("  {} {:<24} {:<12} {:>9.1} ms", clock(call.ended_at_ms), call.tool, call.outcome, call.duration_ms)));
+        lines.push(Line::from(format!(
+            "  {} {:<24} {:<12} {:>9.1} ms",
+            clock(call.ended_at_ms),
+            call.tool,
+            call.outcome,
+            call.duration_ms
+        )));
     }
     frame.render_widget(Paragraph::new(lines), area);
 }
@@ -215,7 +221,10 @@ mod tests {
 
     #[test]
     fn sizes_and_times_are_short() {
-        assert_eq!([super::bytes(Some(512)), super::bytes(Some(3 << 20)), super::bytes(Some(25 << 20)), super::bytes(None)], ["512B", "3.0M", "25M", "-"]);
+        assert_eq!(
+            [super::bytes(Some(512)), super::bytes(Some(3 << 20)), super::bytes(Some(25 << 20)), super::bytes(None)],
+            ["512B", "3.0M", "25M", "-"]
+        );
         assert_eq!([super::duration(5.0), super::duration(125.0), super::duration(7300.0)], ["5s", "2m", "2h"]);
         assert_eq!([super::millis(Some(2.345)), super::millis(Some(250.0)), super::millis(None)], ["2.3", "250", "-"]);
         assert_eq!(super::clock(3_723_000), "01:02:03");

@@ -109,7 +109,8 @@ pub async fn pool_snapshot(handle: &Handle) -> Value {
         .iter()
         .map(|status| {
             let mut value = serde_json::to_value(status).unwrap_or_else(|_| json!({"name": status.name}));
-            let usage = status.pid.and_then(process_usage).map(|(cpu_ticks, rss_bytes)| json!({"cpu_ticks": cpu_ticks, "rss_bytes": rss_bytes}));
+            let usage =
+                status.pid.and_then(process_usage).map(|(cpu_ticks, rss_bytes)| json!({"cpu_ticks": cpu_ticks, "rss_bytes": rss_bytes}));
             value["process"] = usage.unwrap_or(Value::Null);
             value
         })
@@ -150,14 +151,14 @@ fn page_size() -> u64 {
 }
 
 /// The admin of `front`, or why this request may not use it.
-fn admin_of(front: &Front) -> Result<&Arc<dyn Admin>, Response> {
+fn admin_of(front: &Front) -> Result<&Arc<dyn Admin>, Box<Response>> {
     let Some(admin) = &front.admin else {
-        return Err((StatusCode::NOT_FOUND, "Not Found: this gateway has no admin endpoint").into_response());
+        return Err(Box::new((StatusCode::NOT_FOUND, "Not Found: this gateway has no admin endpoint").into_response()));
     };
     if !front.admin_open {
         let message = "Forbidden: /admin needs the gateway's token when it listens beyond loopback: set MCPVISOR_SERVE_TOKEN \
                        (or `token` in the [serve] table), or listen on 127.0.0.1";
-        return Err((StatusCode::FORBIDDEN, message).into_response());
+        return Err(Box::new((StatusCode::FORBIDDEN, message).into_response()));
     }
     Ok(admin)
 }
@@ -165,7 +166,7 @@ fn admin_of(front: &Front) -> Result<&Arc<dyn Admin>, Response> {
 pub(super) async fn status(State(front): State<Arc<Front>>) -> Response {
     match admin_of(&front) {
         Ok(admin) => axum::Json(admin.snapshot().await).into_response(),
-        Err(refusal) => refusal,
+        Err(refusal) => *refusal,
     }
 }
 
@@ -174,14 +175,14 @@ pub(super) async fn calls(State(front): State<Arc<Front>>, uri: Uri) -> Response
     let server = url::form_urlencoded::parse(query).find(|(key, _)| key == "server").map(|(_, value)| value.into_owned());
     match admin_of(&front) {
         Ok(admin) => axum::Json(json!({"calls": admin.calls(server.as_deref())})).into_response(),
-        Err(refusal) => refusal,
+        Err(refusal) => *refusal,
     }
 }
 
 pub(super) async fn act(State(front): State<Arc<Front>>, Path((name, action)): Path<(String, String)>) -> Response {
     let admin = match admin_of(&front) {
         Ok(admin) => admin,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     let Some(action) = AdminAction::parse(&action) else {
         let message = format!("Not Found: `{action}` is not an admin action; use restart, enable or disable");
@@ -196,7 +197,8 @@ pub(super) async fn act(State(front): State<Arc<Front>>, Path((name, action)): P
                 ManageError::RuntimeStopped => StatusCode::SERVICE_UNAVAILABLE,
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             };
-            (status, axum::Json(json!({"server": name, "action": action.as_str(), "ok": false, "error": error.to_string()}))).into_response()
+            (status, axum::Json(json!({"server": name, "action": action.as_str(), "ok": false, "error": error.to_string()})))
+                .into_response()
         }
     }
 }
