@@ -35,6 +35,8 @@ use model::Sample;
 
 /// How long one snapshot or action may take before `top` says so.
 const REQUEST_LIMIT: Duration = Duration::from_secs(10);
+/// The largest answer read from a gateway (a bound against a peer that never stops; real snapshots are far smaller).
+const MAX_ANSWER: usize = 16 << 20;
 /// The frame `--once` prints when stdout is not a terminal.
 const ONCE_SIZE: (u16, u16) = (80, 24);
 
@@ -119,7 +121,19 @@ impl Remote {
             let had = if self.token.is_some() { "refused the token in" } else { "needs a token; set" };
             return Err(format!("the gateway at {} {had} ${} (or name another variable with --token-env)", self.base, self.token_var));
         }
-        let text = response.text().await.map_err(|e| format!("the gateway at {} broke off its answer: {e}", self.base))?;
+        let mut response = response;
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| format!("the gateway at {} broke off its answer: {e}", self.base))? {
+            if body.len() + chunk.len() > MAX_ANSWER {
+                return Err(format!(
+                    "the gateway at {} answered more than {} MiB: is --url a mcpvisor gateway?",
+                    self.base,
+                    MAX_ANSWER >> 20
+                ));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8_lossy(&body);
         if !status.is_success() {
             let why: String = text.chars().take(300).collect();
             return Err(format!("the gateway at {} answered {status}: {why}", self.base));
