@@ -169,3 +169,17 @@ fn top_once_json_and_text_start_the_configured_servers() {
     assert_eq!(code, 2, "no terminal, no live view: {output}");
     assert!(output.contains("--once"), "{output}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loopback_gateway_without_a_token_serves_admin_and_top_reads_it() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let status = http.get(format!("{}/admin/status", gateway.base)).send().await.unwrap();
+    assert_eq!(status.status(), 200, "loopback without a token: the machine's own users");
+    let args = ["top", "--once", "--json", "--interval", "0.1", "--url", &gateway.base];
+    let (code, snapshot, output) = tokio::task::block_in_place(|| top(&args, &[]));
+    assert_eq!((code, &snapshot["servers"][0]["name"]), (0, &json!("demo")), "{output}");
+    let (code, _, output) = tokio::task::block_in_place(|| top(&["top", "--once", "--url", "ftp://example"], &[]));
+    assert_eq!(code, 2, "{output}");
+    assert!(output.contains("http://HOST:PORT"), "{output}");
+}
