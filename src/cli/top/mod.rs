@@ -24,10 +24,10 @@ use ratatui::Terminal;
 use serde_json::{json, Value};
 
 use super::output::{Failure, Out};
-use super::parse_seconds;
 use super::serve_http::TOKEN_VAR;
 use super::servers::Servers;
 use super::session::Session;
+use super::{parse_seconds, secrets};
 use super::{Cli, EXIT_OUTPUT};
 use crate::gateway::http::admin::{pool_snapshot, Admin, AdminAction, PoolAdmin};
 use app::{App, Command};
@@ -196,7 +196,11 @@ async fn show(source: &dyn Source, out: &Out, once: bool, interval: Duration) ->
 
 async fn snapshot(source: &dyn Source) -> Result<Sample, String> {
     match tokio::time::timeout(REQUEST_LIMIT, source.snapshot()).await {
-        Ok(snapshot) => snapshot.map(|snapshot| Sample::parse(&snapshot)),
+        // The frame is drawn past `Out`, so its texts (errors, stderr lines) are scrubbed here.
+        Ok(snapshot) => snapshot.map(|mut snapshot| {
+            secrets::scrub_json(&mut snapshot);
+            Sample::parse(&snapshot)
+        }),
         Err(_) => Err(format!("{} did not answer within {REQUEST_LIMIT:?}", source.label())),
     }
 }
