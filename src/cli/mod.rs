@@ -6,6 +6,7 @@
 //! | `import` | `import` (list other tools' configurations, or copy them) |
 //! | `show` | `list`, `info` (configuration only, nothing is started) |
 //! | `status` | `status`, `test` |
+//! | `top` | `top` (a live view of the pool, local or a gateway's through `/admin`) |
 //! | `tools` | `tools`, `call` |
 //! | `resources` | `resources`, `read` |
 //! | `prompts` | `prompts`, `prompt` |
@@ -48,6 +49,7 @@ mod session;
 mod show;
 mod status;
 mod tools;
+mod top;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -102,6 +104,8 @@ pub enum Command {
     Status,
     /// Connect to one server step by step, timing each step and explaining failures.
     Test(status::TestArgs),
+    /// A live view of the servers (state, calls/s, latency, errors, CPU, memory), started here or a gateway's (`--url`); keys to sort, filter, restart, enable, disable.
+    Top(top::TopArgs),
     /// List the tools of every server (or one), optionally searching names and descriptions.
     Tools(tools::ToolsArgs),
     /// Call a tool: `call SERVER TOOL [JSON] [--arg k=v]...`.
@@ -168,6 +172,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         Command::Info(args) => show::info(cli, &out, args),
         Command::Status => with_runtime(|| status::status(cli, &out)),
         Command::Test(args) => with_runtime(|| status::test(cli, &out, args)),
+        Command::Top(args) => with_runtime(|| top::run(cli, &out, args)),
         Command::Tools(args) => with_runtime(|| tools::tools(cli, &out, args)),
         Command::Call(args) => with_runtime(|| tools::call(cli, &out, args)),
         Command::Resources(args) => with_runtime(|| resources::resources(cli, &out, args)),

@@ -19,6 +19,7 @@
 pub mod audit;
 pub mod metrics;
 pub mod prometheus;
+pub mod recent;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,12 +30,14 @@ use crate::config::redact::Redactor;
 use crate::error::CallError;
 pub use audit::{AuditArguments, AuditConfig, AuditLog, AuditTarget};
 pub use metrics::{Histogram, Metrics, MetricsSnapshot, Outcome, ServerGauges, ToolCalls, ToolStats};
+pub use recent::{RecentCall, RecentCalls};
 
 /// The metrics and the audit log of one runtime; cheap to clone.
 #[derive(Clone, Default, Debug)]
 pub struct Telemetry {
     metrics: Arc<Metrics>,
     audit: Option<AuditLog>,
+    recent: Arc<RecentCalls>,
 }
 
 impl Telemetry {
@@ -52,10 +55,16 @@ impl Telemetry {
         self.audit.as_ref()
     }
 
+    /// The last calls (at most [`recent::RECENT_CALLS`]), without arguments.
+    pub fn recent(&self) -> &RecentCalls {
+        &self.recent
+    }
+
     /// Starts watching one call of `tool` on `server`.
     pub(crate) fn watch(&self, call: CallStart<'_>) -> CallWatch {
         let audit = self.audit.as_ref().map(|log| (log.clone(), log.draft(&call)));
-        CallWatch { stats: call.stats, started: Instant::now(), audit, finished: false }
+        let recent = (self.recent.clone(), call.server.to_string(), call.tool.to_string());
+        CallWatch { stats: call.stats, started: Instant::now(), audit, recent, finished: false }
     }
 }
 
@@ -77,6 +86,8 @@ pub(crate) struct CallWatch {
     stats: Arc<ToolStats>,
     started: Instant,
     audit: Option<(AuditLog, audit::Draft)>,
+    /// Where the call is listed when it ends, and its server and tool.
+    recent: (Arc<RecentCalls>, String, String),
     finished: bool,
 }
 
@@ -89,6 +100,8 @@ impl CallWatch {
         self.finished = true;
         let took = self.started.elapsed();
         self.stats.record(outcome, took);
+        let (recent, server, tool) = &self.recent;
+        recent.record(server, tool, outcome, took);
         if let Some((log, draft)) = self.audit.take() {
             log.write(draft.finish(took, outcome, error_kind));
         }

@@ -6,6 +6,7 @@
 //! | `/sse`, `/message` | the legacy HTTP+SSE transport of 2024-11-05 (`legacy_sse`) |
 //! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining or while the core (Hub, Registry) cannot serve (`"status": "core_down"`, `"error"`) |
 //! | `/.well-known/oauth-protected-resource`, `…/mcp` | the protected resource metadata (RFC 9728) with `[serve.auth]` (`auth`), else 404 |
+//! | `/admin/status`, `/admin/calls`, `/admin/servers/{name}/{action}` | the pool's state, last calls, restart/enable/disable (`admin`), for `mcpvisor top --url` |
 //! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states; the front's connections, sessions, open requests, buffered bytes and refusals by bound), when given a renderer |
 //!
 //! The front knows HTTP only: each downstream session is a [`Port`] made
@@ -25,6 +26,7 @@
 
 mod accept;
 pub mod auth;
+pub mod admin;
 mod event_log;
 mod guard;
 mod jwks;
@@ -111,6 +113,10 @@ pub trait Gateway: Send + Sync + 'static {
     fn core(&self) -> BoxFuture<'static, Result<(), String>> {
         Box::pin(async { Ok(()) })
     }
+    /// The pool `/admin` shows and acts on; `None`: `/admin` answers 404.
+    fn admin(&self) -> Option<Arc<dyn admin::Admin>> {
+        None
+    }
 }
 
 /// How long `/healthz` waits for the core to answer before it reports it down.
@@ -181,6 +187,10 @@ struct Front {
     refusals: Refusals,
     /// `[serve.auth]`'s checker, for the resource metadata.
     auth: Option<Arc<auth::Authenticator>>,
+    admin: Option<Arc<dyn admin::Admin>>,
+    /// `/admin` is served to callers without credentials: the gateway
+    /// asks for none and listens on loopback only.
+    admin_open: bool,
 }
 
 /// Counts one request in flight while it lives.
@@ -213,6 +223,7 @@ impl Server {
     /// it: this only reports what it bound).
     pub async fn bind(addr: SocketAddr, gateway: Arc<dyn Gateway>, options: HttpOptions) -> std::io::Result<Server> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
+        let admin = gateway.admin();
         let front = Arc::new(Front {
             gateway,
             sessions: Sessions::new(options.max_sessions.max(1), options.session_idle, options.limits, options.replica.as_deref()),
@@ -223,6 +234,8 @@ impl Server {
             requests: Requests::new(&options.limits),
             refusals: Refusals::default(),
             auth: options.guard.auth.clone(),
+            admin,
+            admin_open: options.guard.loopback_bind,
         });
         let guard = Arc::new(options.guard.clone());
         let router = Router::new()
@@ -233,6 +246,9 @@ impl Server {
             .route(METRICS_PATH, get(metrics))
             .route(auth::METADATA_PATH, get(resource_metadata))
             .route(&format!("{}{MCP_PATH}", auth::METADATA_PATH), get(resource_metadata))
+            .route(admin::STATUS_PATH, get(admin::status))
+            .route(admin::CALLS_PATH, get(admin::calls))
+            .route(admin::ACTION_PATH, axum::routing::post(admin::act))
             .layer(DefaultBodyLimit::max(options.max_body))
             .layer(axum::middleware::from_fn_with_state(guard, guard::check))
             .with_state(front.clone());

@@ -72,6 +72,10 @@ impl Gateway for PoolGateway {
         self.start(session.with_identity(identity))
     }
 
+    fn admin(&self) -> Option<Arc<dyn super::admin::Admin>> {
+        Some(Arc::new(super::admin::PoolAdmin(self.handle.clone())))
+    }
+
     fn core(&self) -> BoxFuture<'static, Result<(), String>> {
         let probe = self.handle.hub().send(hub::CoreHealth);
         Box::pin(async move { probe.await.unwrap_or_else(|_| Err("the hub stopped (a panic escaped its guard); restart mcpvisor".into())) })
