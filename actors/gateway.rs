@@ -37,6 +37,7 @@ mod logs;
 pub mod names;
 mod options;
 pub mod roots;
+mod traced;
 mod work;
 
 pub use bridge::ClientBridge;
@@ -334,6 +335,8 @@ impl GatewaySession {
             _ => (Arc::new(OnceLock::new()), None),
         };
         let target = server.clone();
+        let trace = traced::request_span(&self.pool, &id, &method, &params);
+        let ending = trace.clone();
         let work = async move {
             let outcome = match (immediate, served, asking) {
                 (Some(outcome), _, _) => outcome,
@@ -346,10 +349,14 @@ impl GatewaySession {
                 }
                 (None, Err(error), _) => Err(error),
             };
+            if let Some(trace) = &ending {
+                traced::end(trace, &outcome);
+            }
             // Responses wait for room: a client that does not read keeps its requests open.
             answer_to.send(Frame::response(&id, outcome)).await;
             drop(permit);
         };
+        let work = traced::within(trace, work);
         let done = key.clone();
         if self.open.contains_key(&key) {
             // The answer to a reused id: the first request keeps its entry (and can still be cancelled).

@@ -137,8 +137,11 @@ impl Pool {
         };
         // Before the call: the server's requests during it go to this request's stream.
         let _ = server.set(owner.server.clone());
+        // The request's span (OpenTelemetry on) is current here: the call becomes its child.
+        let trace = self.handle.telemetry().otel().map(|_| opentelemetry::Context::current());
         let mut call = CallTool::new(owner.name.clone(), params.get_mut("arguments").map(Value::take).unwrap_or(Value::Null))
-            .with_caller(&*self.caller);
+            .with_caller(&*self.caller)
+            .with_trace(trace);
         let token = params.pointer("/_meta/progressToken").cloned();
         let mut logs = RequestLogs::of(&params, &self.handle);
         // The level goes upstream in the call's own `_meta` (a 2026-07-28 server logs only for requests that ask).

@@ -6,7 +6,9 @@
 //! left out, and chains are cut at [`nesting::MAX_DEPTH`] ([`nesting`]).
 //!
 //! stdout carries only protocol frames; logs go to stderr. The audit log
-//! of tool calls is on ([`super::serve_audit`]). `SIGHUP`
+//! of tool calls is on ([`super::serve_audit`]); OpenTelemetry is on when
+//! `[telemetry]` or the `OTEL_EXPORTER_OTLP_*` variables name a collector
+//! ([`crate::telemetry::otel`]), flushed at exit within the grace period. `SIGHUP`
 //! reads the configuration again and applies it with `SetServers`: new
 //! servers start, removed ones stop, changed ones restart, unchanged ones
 //! keep running. Exit code 0 when the client closes stdin, once what it
@@ -25,6 +27,7 @@ use crate::actors::gateway::bridge::ClientBridge;
 use crate::actors::gateway::roots::ClientRoots;
 use crate::actors::gateway::ServeOptions;
 use crate::config::ServerConfig;
+use crate::telemetry::Otel;
 use crate::Handle;
 
 /// Time for the servers to stop after stdin closed or a signal.
@@ -53,6 +56,14 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         None => None,
     };
     let telemetry = super::serve_audit::telemetry(&args.audit, servers.audit.as_ref(), http.is_none())?;
+    // Before the runtime: the exporters' threads are their own.
+    let telemetry = match Otel::start(servers.telemetry.as_ref(), env).map_err(|e| Failure::usage(e.to_string()))? {
+        Some(otel) => {
+            eprintln!("mcpvisor: OpenTelemetry on: traces and metrics of service `{}` go over OTLP", otel.service_name());
+            telemetry.with_otel(otel)
+        }
+        None => telemetry,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -90,10 +101,18 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
     outcome
 }
 
-/// Stops the servers, then waits for the audit log to be written out.
+/// Stops the servers, then waits for the audit log to be written out
+/// and OpenTelemetry's last spans and metrics to be sent.
 async fn close(session: Session) {
-    let audit = session.handle.telemetry().audit().cloned();
+    let telemetry = session.handle.telemetry().clone();
+    let audit = telemetry.audit().cloned();
     session.close().await;
+    if telemetry.otel().is_some() {
+        let flushed = tokio::task::spawn_blocking(move || telemetry.otel().map_or(Ok(()), |otel| otel.shutdown(STOP_GRACE)));
+        if let Err(problem) = flushed.await.unwrap_or_else(|e| Err(e.to_string())) {
+            warn(format_args!("OpenTelemetry: {problem}; check the collector"));
+        }
+    }
     if let Some(audit) = audit {
         if !tokio::task::spawn_blocking(move || audit.flush(STOP_GRACE)).await.unwrap_or(false) {
             warn("the audit log could not be written out in time; its last lines may be missing");

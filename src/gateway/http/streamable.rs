@@ -72,7 +72,34 @@ impl Posted {
     fn is_request(&self) -> bool {
         self.method().is_some() && self.id().is_some()
     }
+
+    /// Copies a request's W3C `traceparent` (and `tracestate`) header into
+    /// its `params._meta`, where the gateway reads trace context (SEP-414),
+    /// unless `_meta` has its own. Without the header nothing changes.
+    fn take_trace_context(&mut self, headers: &HeaderMap) {
+        let Some(parent) = header_text(headers, TRACEPARENT) else { return };
+        if !self.is_request() || self.value.get("params").is_some_and(|params| !params.is_object()) {
+            return;
+        }
+        let meta = self.value.as_object_mut().map(|message| message.entry("params").or_insert_with(|| serde_json::json!({})));
+        let Some(meta) = meta.and_then(Value::as_object_mut).map(|params| params.entry("_meta").or_insert_with(|| serde_json::json!({})))
+        else {
+            return;
+        };
+        let Some(meta) = meta.as_object_mut().filter(|meta| !meta.contains_key(TRACEPARENT)) else { return };
+        meta.insert(TRACEPARENT.into(), parent.into());
+        if let Some(state) = header_text(headers, TRACESTATE) {
+            meta.insert(TRACESTATE.into(), state.into());
+        }
+        if let Ok(bytes) = serde_json::to_vec(&self.value) {
+            self.bytes = bytes;
+        }
+    }
 }
+
+/// The W3C trace context headers.
+const TRACEPARENT: &str = "traceparent";
+const TRACESTATE: &str = "tracestate";
 
 /// Parses one JSON-RPC message, or the HTTP answer refusing it.
 fn parse(body: &Bytes) -> Result<Posted, Box<Response>> {
@@ -240,10 +267,11 @@ pub(super) async fn post(
     if let Some(refusal) = require_json(&headers) {
         return refusal;
     }
-    let posted = match parse(&body) {
+    let mut posted = match parse(&body) {
         Ok(posted) => posted,
         Err(refusal) => return *refusal,
     };
+    posted.take_trace_context(&headers);
     if let Some(id) = header_text(&headers, SESSION_ID) {
         let Some(session) = front.sessions.get(id, caller.as_deref()) else { return unknown_session(posted.id()) };
         if let Some(version) = header_text(&headers, PROTOCOL_VERSION).map(str::trim) {

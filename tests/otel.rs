@@ -1,0 +1,272 @@
+//! OpenTelemetry across the gateway hop: `mcpvisor serve --http` (a real
+//! process) in front of the demo server, exporting over OTLP/HTTP to a
+//! receiver on loopback that decodes with the official protocol
+//! definitions (`opentelemetry-proto`). A client's `traceparent` header
+//! becomes the parent of the gateway's request span, whose child is the
+//! upstream call's span, whose context the demo server receives in
+//! `_meta.traceparent`; the call counters arrive as OTLP metrics; and
+//! nothing is exported, or sent on, when nothing is configured.
+
+mod gateway_http_support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::routing::post;
+use gateway_http_support as http;
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcpvisor");
+/// The client's own trace and span (W3C `traceparent`).
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+/// Long enough for a loaded machine; every wait below ends by then.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// What the receiver was sent, decoded.
+#[derive(Default)]
+struct Received {
+    traces: Vec<ExportTraceServiceRequest>,
+    metrics: Vec<ExportMetricsServiceRequest>,
+}
+
+/// An OTLP/HTTP receiver on 127.0.0.1: its base URL and what it got.
+async fn receiver() -> (String, Arc<Mutex<Received>>) {
+    let received = Arc::new(Mutex::new(Received::default()));
+    let (traces, metrics) = (received.clone(), received.clone());
+    let app = axum::Router::new()
+        .route(
+            "/v1/traces",
+            post(move |body: Bytes| async move {
+                let request = ExportTraceServiceRequest::decode(body).expect("an ExportTraceServiceRequest");
+                traces.lock().unwrap().traces.push(request);
+                ([("content-type", "application/x-protobuf")], Vec::new())
+            }),
+        )
+        .route(
+            "/v1/metrics",
+            post(move |body: Bytes| async move {
+                let request = ExportMetricsServiceRequest::decode(body).expect("an ExportMetricsServiceRequest");
+                metrics.lock().unwrap().metrics.push(request);
+                ([("content-type", "application/x-protobuf")], Vec::new())
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, received)
+}
+
+/// A config with the demo server logging each request (and its `_meta`
+/// trace context) to `log`, plus `extra` tables.
+fn config(log: &std::path::Path, extra: &str) -> String {
+    format!("[servers.demo]\ncommand = {BIN:?}\nargs = [\"demo-server\", \"--request-log\", {:?}]\n{extra}", log.to_str().unwrap())
+}
+
+/// One `demo__echo` call in a session, sent with `headers`; checks the answer.
+async fn echo(gateway: &http::Gateway, session: &str, id: u64, headers: &[(&str, &str)]) {
+    let client = http::client();
+    let call = http::request(id, "tools/call", json!({"name": "demo__echo", "arguments": {"text": "hi"}}));
+    let mut request = http::post(&client, &gateway.mcp(), &call).header("mcp-session-id", session);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let answer = http::json_of(request.send().await.unwrap()).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "hi", "{answer}");
+}
+
+/// Stops the gateway with SIGTERM (it flushes its exporters) and waits for
+/// it; blocks its thread, so the receiver needs a runtime with another one.
+fn stop(mut gateway: http::Gateway) -> String {
+    gateway.terminate();
+    let code = gateway.wait_exit(PATIENCE);
+    let stderr = gateway.stderr_text();
+    assert_eq!(code, Some(0), "the gateway stops cleanly: {stderr}");
+    stderr
+}
+
+fn attribute<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a any_value::Value> {
+    attributes.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.as_ref()).and_then(|value| value.value.as_ref())
+}
+
+fn text<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a str> {
+    match attribute(attributes, key) {
+        Some(any_value::Value::StringValue(text)) => Some(text),
+        _ => None,
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One line per span: name, kind, ids, parent, attributes (for the eye).
+fn describe(span: &Span) -> String {
+    let attributes: Vec<String> =
+        span.attributes.iter().map(|kv| format!("{}={:?}", kv.key, kv.value.as_ref().and_then(|v| v.value.as_ref()))).collect();
+    format!(
+        "{} kind={:?} trace={} span={} parent={} status={:?} [{}]",
+        span.name,
+        SpanKind::try_from(span.kind).unwrap_or(SpanKind::Unspecified),
+        hex(&span.trace_id),
+        hex(&span.span_id),
+        hex(&span.parent_span_id),
+        span.status.as_ref().map(|s| s.code),
+        attributes.join(", ")
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_through_the_gateway_is_one_trace_from_the_client_to_the_server() {
+    let (url, received) = receiver().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.log");
+    let env =
+        [("OTEL_EXPORTER_OTLP_ENDPOINT", url.as_str()), ("OTEL_SERVICE_NAME", "gateway-under-test"), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
+    let gateway = http::Gateway::start_with_config(&config(&log, ""), "127.0.0.1:0", &["--no-audit"], &env).expect("the gateway starts");
+    assert!(gateway.stderr_text().contains("OpenTelemetry on"), "{}", gateway.stderr_text());
+    let session = http::open_session(&http::client(), &gateway.mcp()).await;
+    let parent = format!("00-{TRACE_ID}-{CLIENT_SPAN}-01");
+    echo(&gateway, &session, 7, &[("traceparent", &parent), ("tracestate", "client=1")]).await;
+    stop(gateway);
+
+    let received = received.lock().unwrap();
+    let spans: Vec<(&Span, Option<&str>)> = received
+        .traces
+        .iter()
+        .flat_map(|request| &request.resource_spans)
+        .flat_map(|resource| {
+            let service = resource.resource.as_ref().and_then(|r| text(&r.attributes, "service.name"));
+            resource.scope_spans.iter().flat_map(move |scope| scope.spans.iter().map(move |span| (span, service)))
+        })
+        .collect();
+    for (span, _) in &spans {
+        eprintln!("span: {}", describe(span));
+    }
+    let find =
+        |name: &str| spans.iter().find(|(span, _)| span.name == name).unwrap_or_else(|| panic!("no span `{name}` among {}", spans.len()));
+    let (request, service) = find("tools/call demo__echo");
+    assert_eq!(*service, Some("gateway-under-test"));
+    assert_eq!(request.kind, SpanKind::Server as i32);
+    assert_eq!(
+        (hex(&request.trace_id), hex(&request.parent_span_id)),
+        (TRACE_ID.to_string(), CLIENT_SPAN.to_string()),
+        "the client's trace and span"
+    );
+    assert_eq!(text(&request.attributes, "mcp.method.name"), Some("tools/call"));
+    assert_eq!(text(&request.attributes, "jsonrpc.request.id"), Some("7"));
+
+    let (call, _) = find("tools/call echo");
+    assert_eq!(call.kind, SpanKind::Client as i32);
+    assert_eq!((hex(&call.trace_id), &call.parent_span_id), (TRACE_ID.to_string(), &request.span_id), "a child of the request's span");
+    for (key, value) in [("mcpvisor.server", "demo"), ("gen_ai.tool.name", "echo"), ("mcpvisor.outcome", "ok"), ("mcpvisor.era", "modern")]
+    {
+        assert_eq!(text(&call.attributes, key), Some(value), "{key}: {}", describe(call));
+    }
+    assert!(
+        matches!(attribute(&call.attributes, "mcpvisor.queue_ms"), Some(any_value::Value::DoubleValue(ms)) if *ms >= 0.0),
+        "{}",
+        describe(call)
+    );
+
+    let requests = std::fs::read_to_string(&log).unwrap();
+    let sent = format!("tools/call echo traceparent=00-{TRACE_ID}-{}-01 tracestate=client=1", hex(&call.span_id));
+    assert!(requests.lines().any(|line| line == sent), "the server gets the call span's context in _meta: {requests}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_telemetry_table_sends_call_metrics_over_otlp() {
+    let (url, received) = receiver().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.log");
+    let table = format!("[telemetry]\notlp_endpoint = {url:?}\nservice_name = \"from-the-table\"\nmetrics_interval = \"200ms\"\n");
+    let gateway = http::Gateway::start_with_config(&config(&log, &table), "127.0.0.1:0", &["--no-audit"], &[]).expect("the gateway starts");
+    let session = http::open_session(&http::client(), &gateway.mcp()).await;
+    echo(&gateway, &session, 1, &[]).await;
+    echo(&gateway, &session, 2, &[]).await;
+    // The periodic push (every 200 ms) brings them while the gateway runs.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let counted = loop {
+        let found = calls_counted(&received.lock().unwrap());
+        if found == Some(2) || std::time::Instant::now() > deadline {
+            break found;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(counted, Some(2), "two ok calls of demo/echo counted over OTLP");
+    stop(gateway);
+    let received = received.lock().unwrap();
+    let histogram = received
+        .metrics
+        .iter()
+        .flat_map(|request| &request.resource_metrics)
+        .flat_map(|resource| &resource.scope_metrics)
+        .flat_map(|scope| &scope.metrics)
+        .filter(|metric| metric.name == "mcpvisor.tool.call.duration")
+        .filter_map(|metric| match &metric.data {
+            Some(Data::Histogram(histogram)) => histogram.data_points.last(),
+            _ => None,
+        })
+        .last()
+        .expect("the latency histogram");
+    assert_eq!((histogram.count, text(&histogram.attributes, "gen_ai.tool.name")), (2, Some("echo")));
+    assert_eq!(histogram.explicit_bounds.first(), Some(&0.001), "the Prometheus buckets");
+    let service = received.metrics[0].resource_metrics[0].resource.as_ref().and_then(|r| text(&r.attributes, "service.name"));
+    assert_eq!(service, Some("from-the-table"));
+    assert!(!received.traces.is_empty(), "the table's endpoint takes the traces too");
+}
+
+/// The latest `mcpvisor.tool.calls` count of ok demo/echo calls.
+fn calls_counted(received: &Received) -> Option<i64> {
+    let points = received
+        .metrics
+        .iter()
+        .flat_map(|request| &request.resource_metrics)
+        .flat_map(|resource| &resource.scope_metrics)
+        .flat_map(|scope| &scope.metrics)
+        .filter(|metric| metric.name == "mcpvisor.tool.calls")
+        .filter_map(|metric| match &metric.data {
+            Some(Data::Sum(sum)) => Some(&sum.data_points),
+            _ => None,
+        })
+        .flatten();
+    points
+        .filter(|point| {
+            [("mcpvisor.server", "demo"), ("gen_ai.tool.name", "echo"), ("mcpvisor.outcome", "ok")]
+                .iter()
+                .all(|(key, value)| text(&point.attributes, key) == Some(value))
+        })
+        .filter_map(|point| match point.value {
+            Some(opentelemetry_proto::tonic::metrics::v1::number_data_point::Value::AsInt(n)) => Some(n),
+            _ => None,
+        })
+        .last()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_configuration_nothing_is_exported_or_sent_on() {
+    // The standard OTLP/HTTP port, where a wrongly enabled exporter would go by default.
+    let standard = std::net::TcpListener::bind("127.0.0.1:4318").ok();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.log");
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", ""), ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", ""), ("OTEL_SERVICE_NAME", "unused")];
+    let gateway = http::Gateway::start_with_config(&config(&log, ""), "127.0.0.1:0", &["--no-audit"], &env).expect("the gateway starts");
+    let session = http::open_session(&http::client(), &gateway.mcp()).await;
+    echo(&gateway, &session, 1, &[("traceparent", &format!("00-{TRACE_ID}-{CLIENT_SPAN}-01"))]).await;
+    let stderr = stop(gateway);
+    assert!(!stderr.contains("OpenTelemetry"), "{stderr}");
+    let requests = std::fs::read_to_string(&log).unwrap();
+    assert!(requests.lines().any(|line| line == "tools/call echo"), "no trace context sent on: {requests}");
+    if let Some(standard) = standard {
+        standard.set_nonblocking(true).unwrap();
+        assert!(standard.accept().is_err(), "nothing connected to the standard OTLP port");
+    }
+}
