@@ -28,6 +28,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_mcpvisor");
 /// The client's own trace and span (W3C `traceparent`).
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+/// Another client trace, sent in `_meta`.
+const OTHER_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 /// Long enough for a loaded machine; every wait below ends by then.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -73,8 +75,13 @@ fn config(log: &std::path::Path, extra: &str) -> String {
 
 /// One `demo__echo` call in a session, sent with `headers`; checks the answer.
 async fn echo(gateway: &http::Gateway, session: &str, id: u64, headers: &[(&str, &str)]) {
+    echo_with_meta(gateway, session, id, headers, json!({})).await
+}
+
+/// The same, the request's `params._meta` being `meta`.
+async fn echo_with_meta(gateway: &http::Gateway, session: &str, id: u64, headers: &[(&str, &str)], meta: serde_json::Value) {
     let client = http::client();
-    let call = http::request(id, "tools/call", json!({"name": "demo__echo", "arguments": {"text": "hi"}}));
+    let call = http::request(id, "tools/call", json!({"name": "demo__echo", "arguments": {"text": "hi"}, "_meta": meta}));
     let mut request = http::post(&client, &gateway.mcp(), &call).header("mcp-session-id", session);
     for (name, value) in headers {
         request = request.header(*name, *value);
@@ -136,6 +143,9 @@ async fn a_call_through_the_gateway_is_one_trace_from_the_client_to_the_server()
     let session = http::open_session(&http::client(), &gateway.mcp()).await;
     let parent = format!("00-{TRACE_ID}-{CLIENT_SPAN}-01");
     echo(&gateway, &session, 7, &[("traceparent", &parent), ("tracestate", "client=1")]).await;
+    // In `_meta` (SEP-414), which wins over a header.
+    let in_meta = json!({"traceparent": format!("00-{OTHER_TRACE}-{CLIENT_SPAN}-01")});
+    echo_with_meta(&gateway, &session, 8, &[("traceparent", &parent)], in_meta).await;
     stop(gateway);
 
     let received = received.lock().unwrap();
@@ -151,9 +161,14 @@ async fn a_call_through_the_gateway_is_one_trace_from_the_client_to_the_server()
     for (span, _) in &spans {
         eprintln!("span: {}", describe(span));
     }
-    let find =
-        |name: &str| spans.iter().find(|(span, _)| span.name == name).unwrap_or_else(|| panic!("no span `{name}` among {}", spans.len()));
-    let (request, service) = find("tools/call demo__echo");
+    let served: Vec<&Span> = spans.iter().map(|(span, _)| *span).filter(|span| span.name == "tools/call demo__echo").collect();
+    let from_meta =
+        served.iter().find(|span| text(&span.attributes, "jsonrpc.request.id") == Some("8")).expect("the second request's span");
+    assert_eq!(hex(&from_meta.trace_id), OTHER_TRACE, "_meta's context wins over the header's");
+    let (request, service) = spans
+        .iter()
+        .find(|(span, _)| span.name == "tools/call demo__echo" && text(&span.attributes, "jsonrpc.request.id") == Some("7"))
+        .expect("the first request's span");
     assert_eq!(*service, Some("gateway-under-test"));
     assert_eq!(request.kind, SpanKind::Server as i32);
     assert_eq!(
@@ -164,7 +179,8 @@ async fn a_call_through_the_gateway_is_one_trace_from_the_client_to_the_server()
     assert_eq!(text(&request.attributes, "mcp.method.name"), Some("tools/call"));
     assert_eq!(text(&request.attributes, "jsonrpc.request.id"), Some("7"));
 
-    let (call, _) = find("tools/call echo");
+    let (call, _) =
+        spans.iter().find(|(span, _)| span.name == "tools/call echo" && span.parent_span_id == request.span_id).expect("the call's span");
     assert_eq!(call.kind, SpanKind::Client as i32);
     assert_eq!((hex(&call.trace_id), &call.parent_span_id), (TRACE_ID.to_string(), &request.span_id), "a child of the request's span");
     for (key, value) in [("mcpvisor.server", "demo"), ("gen_ai.tool.name", "echo"), ("mcpvisor.outcome", "ok"), ("mcpvisor.era", "modern")]
@@ -215,7 +231,7 @@ async fn the_telemetry_table_sends_call_metrics_over_otlp() {
             Some(Data::Histogram(histogram)) => histogram.data_points.last(),
             _ => None,
         })
-        .last()
+        .next_back()
         .expect("the latency histogram");
     assert_eq!((histogram.count, text(&histogram.attributes, "gen_ai.tool.name")), (2, Some("echo")));
     assert_eq!(histogram.explicit_bounds.first(), Some(&0.001), "the Prometheus buckets");
@@ -248,7 +264,7 @@ fn calls_counted(received: &Received) -> Option<i64> {
             Some(opentelemetry_proto::tonic::metrics::v1::number_data_point::Value::AsInt(n)) => Some(n),
             _ => None,
         })
-        .last()
+        .next_back()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

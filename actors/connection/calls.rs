@@ -74,11 +74,10 @@ impl Connection {
         label: String,
         method: &str,
         params: &P,
-        timeout: Option<Duration>,
-        progress: Option<ProgressSink>,
-        trace: Option<opentelemetry::Context>,
+        options: RequestOptions,
         ctx: &mut Context<Self>,
     ) -> Answer {
+        let RequestOptions { timeout, progress, trace } = options;
         let server = self.config.name.clone();
         let admitted = self.guarded(method, ctx, |act, ctx| act.admit(&label, method, params, progress, trace, ctx));
         let Admitted { id, answer, clock } = match admitted {
@@ -240,7 +239,8 @@ impl Connection {
             }
         }
         let params = CallParams { name: &call.name, arguments: &call.arguments, task: as_task, meta: meta.clone() };
-        let answer = self.caller_request(call.name.clone(), methods::TOOLS_CALL, &params, call.timeout, call.progress, call.trace, ctx);
+        let options = RequestOptions { timeout: call.timeout, progress: call.progress, trace: call.trace };
+        let answer = self.caller_request(call.name.clone(), methods::TOOLS_CALL, &params, options, ctx);
         let (requester, max) = (self.requester(ctx), self.config.timeouts.max_call);
         // Only a modern server may ask for input and get the request again;
         // elsewhere the arguments are not kept (a queued call holds its frame only).
@@ -274,6 +274,16 @@ impl Connection {
             Ok(result)
         })
     }
+}
+
+/// What a caller's request brings besides its method and params.
+#[derive(Default)]
+pub(super) struct RequestOptions {
+    /// Overrides the server's call time-out.
+    pub(super) timeout: Option<Duration>,
+    pub(super) progress: Option<ProgressSink>,
+    /// The span of the call (OpenTelemetry on), told how long it was queued.
+    pub(super) trace: Option<opentelemetry::Context>,
 }
 
 /// The params of `tools/call`.
@@ -316,7 +326,8 @@ impl Handler<Request> for Connection {
             serde_json::Value::Null => &none,
             params => params,
         };
-        Reply::Later(self.caller_request(request.label, &request.method, params, request.timeout, request.progress, None, ctx))
+        let options = RequestOptions { timeout: request.timeout, progress: request.progress, trace: None };
+        Reply::Later(self.caller_request(request.label, &request.method, params, options, ctx))
     }
 }
 

@@ -130,14 +130,14 @@ impl Otel {
 
     /// A server-side span of one request the gateway serves, child of
     /// `parent` (the client's context, or none); the returned context holds it.
-    pub fn request_span(&self, name: String, parent: &Context, attributes: Vec<KeyValue>) -> Context {
+    pub(crate) fn request_span(&self, name: String, parent: &Context, attributes: Vec<KeyValue>) -> Context {
         let span =
             self.tracer.span_builder(name).with_kind(SpanKind::Server).with_attributes(attributes).start_with_context(&self.tracer, parent);
         parent.with_span(span)
     }
 
     /// A client-side span of one call to a server, child of `parent`.
-    pub fn client_span(&self, name: String, parent: Option<&Context>, attributes: Vec<KeyValue>) -> Context {
+    pub(crate) fn client_span(&self, name: String, parent: Option<&Context>, attributes: Vec<KeyValue>) -> Context {
         let root = Context::new();
         let parent = parent.unwrap_or(&root);
         let span =
@@ -182,7 +182,7 @@ fn http_client() -> Result<reqwest::blocking::Client, reqwest::Error> {
 
 /// The context a request's `params._meta` carries (`traceparent`,
 /// `tracestate`), or an empty one; a malformed `traceparent` is ignored.
-pub fn extract_from_meta(params: &Value) -> Context {
+pub(crate) fn extract_from_meta(params: &Value) -> Context {
     match params.get("_meta").and_then(Value::as_object) {
         Some(meta) => TraceContextPropagator::new().extract(&MetaCarrier(meta)),
         None => Context::new(),
@@ -190,12 +190,12 @@ pub fn extract_from_meta(params: &Value) -> Context {
 }
 
 /// Whether `cx` holds a span whose context can be sent on.
-pub fn has_span(cx: &Context) -> bool {
+pub(crate) fn has_span(cx: &Context) -> bool {
     cx.span().span_context().is_valid()
 }
 
 /// Writes `cx`'s span as `traceparent` (and `tracestate`) into `meta`.
-pub fn inject_into_meta(cx: &Context, meta: &mut Map<String, Value>) {
+pub(crate) fn inject_into_meta(cx: &Context, meta: &mut Map<String, Value>) {
     TraceContextPropagator::new().inject_context(cx, &mut MetaInjector(meta));
 }
 

@@ -263,7 +263,10 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
             "{message}"
         );
         let message = parse_error("[server.fs]\ncommand = \"x\"\n");
-        assert_eq!(message, "servers.toml: top level: unknown key `server`; the known keys are servers, agent, audit, serve, sandbox");
+        assert_eq!(
+            message,
+            "servers.toml: top level: unknown key `server`; the known keys are servers, agent, audit, serve, sandbox, telemetry"
+        );
         let message = parse_error("[servers.fs]\ncommand = \"x\"\ntools = { allow = [], block = [] }\n");
         assert_eq!(message, "servers.toml: server \"fs\": unknown key `tools.block`; the known keys are allow, deny");
         let message = parse_error("[servers.r]\nurl = \"https://x\"\nauth = { type = \"bearer\", token = \"t\", user = \"u\" }\n");
