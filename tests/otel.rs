@@ -8,20 +8,16 @@
 //! nothing is exported, or sent on, when nothing is configured.
 
 mod gateway_http_support;
+mod otel_support;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::routing::post;
 use gateway_http_support as http;
-use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
+use opentelemetry_proto::tonic::common::v1::any_value;
 use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use opentelemetry_proto::tonic::trace::v1::Span;
-use prost::Message;
+use otel_support::{attribute, describe, hex, receiver, spans, text, Received};
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpvisor");
@@ -32,40 +28,6 @@ const CLIENT_SPAN: &str = "00f067aa0ba902b7";
 const OTHER_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 /// Long enough for a loaded machine; every wait below ends by then.
 const PATIENCE: Duration = Duration::from_secs(60);
-
-/// What the receiver was sent, decoded.
-#[derive(Default)]
-struct Received {
-    traces: Vec<ExportTraceServiceRequest>,
-    metrics: Vec<ExportMetricsServiceRequest>,
-}
-
-/// An OTLP/HTTP receiver on 127.0.0.1: its base URL and what it got.
-async fn receiver() -> (String, Arc<Mutex<Received>>) {
-    let received = Arc::new(Mutex::new(Received::default()));
-    let (traces, metrics) = (received.clone(), received.clone());
-    let app = axum::Router::new()
-        .route(
-            "/v1/traces",
-            post(move |body: Bytes| async move {
-                let request = ExportTraceServiceRequest::decode(body).expect("an ExportTraceServiceRequest");
-                traces.lock().unwrap().traces.push(request);
-                ([("content-type", "application/x-protobuf")], Vec::new())
-            }),
-        )
-        .route(
-            "/v1/metrics",
-            post(move |body: Bytes| async move {
-                let request = ExportMetricsServiceRequest::decode(body).expect("an ExportMetricsServiceRequest");
-                metrics.lock().unwrap().metrics.push(request);
-                ([("content-type", "application/x-protobuf")], Vec::new())
-            }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, received)
-}
 
 /// A config with the demo server logging each request (and its `_meta`
 /// trace context) to `log`, plus `extra` tables.
@@ -100,37 +62,6 @@ fn stop(mut gateway: http::Gateway) -> String {
     stderr
 }
 
-fn attribute<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a any_value::Value> {
-    attributes.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.as_ref()).and_then(|value| value.value.as_ref())
-}
-
-fn text<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a str> {
-    match attribute(attributes, key) {
-        Some(any_value::Value::StringValue(text)) => Some(text),
-        _ => None,
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// One line per span: name, kind, ids, parent, attributes (for the eye).
-fn describe(span: &Span) -> String {
-    let attributes: Vec<String> =
-        span.attributes.iter().map(|kv| format!("{}={:?}", kv.key, kv.value.as_ref().and_then(|v| v.value.as_ref()))).collect();
-    format!(
-        "{} kind={:?} trace={} span={} parent={} status={:?} [{}]",
-        span.name,
-        SpanKind::try_from(span.kind).unwrap_or(SpanKind::Unspecified),
-        hex(&span.trace_id),
-        hex(&span.span_id),
-        hex(&span.parent_span_id),
-        span.status.as_ref().map(|s| s.code),
-        attributes.join(", ")
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_through_the_gateway_is_one_trace_from_the_client_to_the_server() {
     let (url, received) = receiver().await;
@@ -149,15 +80,7 @@ async fn a_call_through_the_gateway_is_one_trace_from_the_client_to_the_server()
     stop(gateway);
 
     let received = received.lock().unwrap();
-    let spans: Vec<(&Span, Option<&str>)> = received
-        .traces
-        .iter()
-        .flat_map(|request| &request.resource_spans)
-        .flat_map(|resource| {
-            let service = resource.resource.as_ref().and_then(|r| text(&r.attributes, "service.name"));
-            resource.scope_spans.iter().flat_map(move |scope| scope.spans.iter().map(move |span| (span, service)))
-        })
-        .collect();
+    let spans = spans(&received);
     for (span, _) in &spans {
         eprintln!("span: {}", describe(span));
     }

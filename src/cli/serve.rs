@@ -27,7 +27,6 @@ use crate::actors::gateway::bridge::ClientBridge;
 use crate::actors::gateway::roots::ClientRoots;
 use crate::actors::gateway::ServeOptions;
 use crate::config::ServerConfig;
-use crate::telemetry::Otel;
 use crate::Handle;
 
 /// Time for the servers to stop after stdin closed or a signal.
@@ -57,13 +56,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
     };
     let telemetry = super::serve_audit::telemetry(&args.audit, servers.audit.as_ref(), http.is_none())?;
     // Before the runtime: the exporters' threads are their own.
-    let telemetry = match Otel::start(servers.telemetry.as_ref(), env).map_err(|e| Failure::usage(e.to_string()))? {
-        Some(otel) => {
-            eprintln!("mcpvisor: OpenTelemetry on: traces and metrics of service `{}` go over OTLP", otel.service_name());
-            telemetry.with_otel(otel)
-        }
-        None => telemetry,
-    };
+    let telemetry = super::otel::start(&servers, telemetry)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -107,12 +100,7 @@ async fn close(session: Session) {
     let telemetry = session.handle.telemetry().clone();
     let audit = telemetry.audit().cloned();
     session.close().await;
-    if telemetry.otel().is_some() {
-        let flushed = tokio::task::spawn_blocking(move || telemetry.otel().map_or(Ok(()), |otel| otel.shutdown(STOP_GRACE)));
-        if let Err(problem) = flushed.await.unwrap_or_else(|e| Err(e.to_string())) {
-            warn(format_args!("OpenTelemetry: {problem}; check the collector"));
-        }
-    }
+    super::otel::flush(&telemetry, STOP_GRACE).await;
     if let Some(audit) = audit {
         if !tokio::task::spawn_blocking(move || audit.flush(STOP_GRACE)).await.unwrap_or(false) {
             warn("the audit log could not be written out in time; its last lines may be missing");

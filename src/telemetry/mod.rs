@@ -63,6 +63,11 @@ impl Telemetry {
         self.otel.as_deref()
     }
 
+    /// The same, shared (an agent keeps it for its turns' spans).
+    pub(crate) fn otel_shared(&self) -> Option<Arc<Otel>> {
+        self.otel.clone()
+    }
+
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
     }

@@ -136,12 +136,20 @@ impl Otel {
         parent.with_span(span)
     }
 
-    /// A client-side span of one call to a server, child of `parent`.
+    /// A client-side span of one call to a server (or a model), child of `parent`.
     pub(crate) fn client_span(&self, name: String, parent: Option<&Context>, attributes: Vec<KeyValue>) -> Context {
+        self.span(name, SpanKind::Client, parent, attributes)
+    }
+
+    /// A span of work inside the process (an agent's turn), child of `parent`.
+    pub(crate) fn internal_span(&self, name: String, parent: Option<&Context>, attributes: Vec<KeyValue>) -> Context {
+        self.span(name, SpanKind::Internal, parent, attributes)
+    }
+
+    fn span(&self, name: String, kind: SpanKind, parent: Option<&Context>, attributes: Vec<KeyValue>) -> Context {
         let root = Context::new();
         let parent = parent.unwrap_or(&root);
-        let span =
-            self.tracer.span_builder(name).with_kind(SpanKind::Client).with_attributes(attributes).start_with_context(&self.tracer, parent);
+        let span = self.tracer.span_builder(name).with_kind(kind).with_attributes(attributes).start_with_context(&self.tracer, parent);
         parent.with_span(span)
     }
 
