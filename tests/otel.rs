@@ -209,3 +209,42 @@ async fn without_configuration_nothing_is_exported_or_sent_on() {
         assert!(standard.accept().is_err(), "nothing connected to the standard OTLP port");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_sse_client_s_traceparent_header_is_the_parent_too() {
+    let (url, received) = receiver().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.log");
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", url.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
+    let gateway = http::Gateway::start_with_config(&config(&log, ""), "127.0.0.1:0", &["--no-audit"], &env).expect("the gateway starts");
+    let client = http::client();
+    let stream = client.get(format!("{}/sse", gateway.base)).header("accept", "text/event-stream").send().await.unwrap();
+    let mut events = http::SseReader::new(stream);
+    let endpoint = events.next().await.expect("the endpoint event");
+    let message_url = format!("{}{}", gateway.base, endpoint.data.as_str().expect("a URL"));
+    assert_eq!(http::post(&client, &message_url, &http::initialize("2024-11-05")).send().await.unwrap().status(), 202);
+    events.next().await.expect("the answer to initialize");
+    let call = http::request(3, "tools/call", json!({"name": "demo__echo", "arguments": {"text": "old"}}));
+    let parent = format!("00-{TRACE_ID}-{CLIENT_SPAN}-01");
+    let posted = http::post(&client, &message_url, &call).header("traceparent", &parent).send().await.unwrap();
+    assert_eq!(posted.status(), 202);
+    let answer = events.next().await.expect("the call's answer");
+    assert_eq!(answer.data["result"]["content"][0]["text"], "old", "{:?}", answer.data);
+    drop(events);
+    stop(gateway);
+
+    let received = received.lock().unwrap();
+    let spans = spans(&received);
+    let (request, _) = spans.iter().find(|(span, _)| span.name == "tools/call demo__echo").expect("the request's span");
+    assert_eq!(
+        (hex(&request.trace_id), hex(&request.parent_span_id)),
+        (TRACE_ID.to_string(), CLIENT_SPAN.to_string()),
+        "{}",
+        describe(request)
+    );
+    let requests = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        requests.lines().any(|line| line.starts_with(&format!("tools/call echo traceparent=00-{TRACE_ID}-"))),
+        "the server gets the trace on: {requests}"
+    );
+}

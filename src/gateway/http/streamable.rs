@@ -73,28 +73,37 @@ impl Posted {
         self.method().is_some() && self.id().is_some()
     }
 
-    /// Copies a request's W3C `traceparent` (and `tracestate`) header into
-    /// its `params._meta`, where the gateway reads trace context (SEP-414),
-    /// unless `_meta` has its own. Without the header nothing changes.
+    /// [`copy_trace_context`] into this message (its bytes follow).
     fn take_trace_context(&mut self, headers: &HeaderMap) {
-        let Some(parent) = header_text(headers, TRACEPARENT) else { return };
-        if !self.is_request() || self.value.get("params").is_some_and(|params| !params.is_object()) {
-            return;
-        }
-        let meta = self.value.as_object_mut().map(|message| message.entry("params").or_insert_with(|| serde_json::json!({})));
-        let Some(meta) = meta.and_then(Value::as_object_mut).map(|params| params.entry("_meta").or_insert_with(|| serde_json::json!({})))
-        else {
-            return;
-        };
-        let Some(meta) = meta.as_object_mut().filter(|meta| !meta.contains_key(TRACEPARENT)) else { return };
-        meta.insert(TRACEPARENT.into(), parent.into());
-        if let Some(state) = header_text(headers, TRACESTATE) {
-            meta.insert(TRACESTATE.into(), state.into());
-        }
-        if let Ok(bytes) = serde_json::to_vec(&self.value) {
-            self.bytes = bytes;
+        if copy_trace_context(&mut self.value, headers) {
+            if let Ok(bytes) = serde_json::to_vec(&self.value) {
+                self.bytes = bytes;
+            }
         }
     }
+}
+
+/// Copies the W3C `traceparent` (and `tracestate`) header of the POST that
+/// brought request `message` into its `params._meta`, where the gateway
+/// reads trace context (SEP-414), unless `_meta` has its own; whether it
+/// did. Without the header, or for a notification or response, nothing changes.
+pub(super) fn copy_trace_context(message: &mut Value, headers: &HeaderMap) -> bool {
+    let Some(parent) = header_text(headers, TRACEPARENT) else { return false };
+    let is_request = message.get("method").is_some_and(Value::is_string) && message.get("id").is_some();
+    if !is_request || message.get("params").is_some_and(|params| !params.is_object()) {
+        return false;
+    }
+    let meta = message.as_object_mut().map(|message| message.entry("params").or_insert_with(|| serde_json::json!({})));
+    let Some(meta) = meta.and_then(Value::as_object_mut).map(|params| params.entry("_meta").or_insert_with(|| serde_json::json!({})))
+    else {
+        return false;
+    };
+    let Some(meta) = meta.as_object_mut().filter(|meta| !meta.contains_key(TRACEPARENT)) else { return false };
+    meta.insert(TRACEPARENT.into(), parent.into());
+    if let Some(state) = header_text(headers, TRACESTATE) {
+        meta.insert(TRACESTATE.into(), state.into());
+    }
+    true
 }
 
 /// The W3C trace context headers.
