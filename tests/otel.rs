@@ -248,3 +248,33 @@ async fn a_legacy_sse_client_s_traceparent_header_is_the_parent_too() {
         "the server gets the trace on: {requests}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_augmented_call_s_upstream_span_is_its_request_s_child() {
+    let (url, received) = receiver().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.log");
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", url.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
+    let gateway = http::Gateway::start_with_config(&config(&log, ""), "127.0.0.1:0", &["--no-audit"], &env).expect("the gateway starts");
+    let client = http::client();
+    let session = http::open_session(&client, &gateway.mcp()).await;
+    let parent = format!("00-{TRACE_ID}-{CLIENT_SPAN}-01");
+    let call = http::request(5, "tools/call", json!({"name": "demo__echo", "arguments": {"text": "later"}, "task": {"ttl": 60000}}));
+    let request = http::post(&client, &gateway.mcp(), &call).header("mcp-session-id", &session).header("traceparent", &parent);
+    let created = http::json_of(request.send().await.unwrap()).await;
+    let task = created["result"]["task"]["taskId"].as_str().expect("a CreateTaskResult").to_string();
+    let fetch = http::request(6, "tasks/result", json!({"taskId": task}));
+    let result = http::json_of(http::post(&client, &gateway.mcp(), &fetch).header("mcp-session-id", &session).send().await.unwrap()).await;
+    assert_eq!(result["result"]["content"][0]["text"], "later", "{result}");
+    stop(gateway);
+
+    let received = received.lock().unwrap();
+    let spans = spans(&received);
+    let (request, _) = spans
+        .iter()
+        .find(|(span, _)| span.name == "tools/call demo__echo" && text(&span.attributes, "jsonrpc.request.id") == Some("5"))
+        .expect("the request's span");
+    assert_eq!(hex(&request.trace_id), TRACE_ID);
+    let (call, _) = spans.iter().find(|(span, _)| span.name == "tools/call echo").expect("the upstream call's span");
+    assert_eq!((&call.trace_id, &call.parent_span_id), (&request.trace_id, &request.span_id), "{}", describe(call));
+}

@@ -121,6 +121,8 @@ impl Pool {
             let (nowhere, _) = Outbox::with_capacity(1);
             pool.call(params, &nowhere, &OnceLock::new()).await
         };
+        // The task outlives its request, but its upstream call stays the request span's child.
+        let work = super::traced::within(self.handle.telemetry().otel().map(|_| opentelemetry::Context::current()), work);
         tasks::start(&self.options.tasks, &self.caller, &task, work)
     }
 
