@@ -324,8 +324,9 @@ impl GatewaySession {
         if method == methods::SUBSCRIPTIONS_LISTEN && immediate.is_none() {
             return self.listen(id, &params, stream, permit, ctx);
         }
+        let trace = traced::request_span(&self.pool, &id, &method, &params);
         let asking = match (&served, immediate.is_none() && method == methods::TOOLS_CALL) {
-            (Ok(Served::Modern { capabilities }), true) => self.asking(&params, capabilities, &stream),
+            (Ok(Served::Modern { capabilities }), true) => self.asking(&params, capabilities, &stream, trace.clone()),
             _ => None,
         };
         let pool = self.pool.clone();
@@ -335,7 +336,6 @@ impl GatewaySession {
             _ => (Arc::new(OnceLock::new()), None),
         };
         let target = server.clone();
-        let trace = traced::request_span(&self.pool, &id, &method, &params);
         let ending = trace.clone();
         let work = async move {
             let outcome = match (immediate, served, asking) {
@@ -374,7 +374,15 @@ impl GatewaySession {
     /// (it carries a `requestState`) resumes its parked call, a call whose
     /// client declared something it may be asked starts one. `None`: a
     /// plain call. With the request's client capabilities.
-    fn asking(&self, params: &Value, capabilities: &Value, stream: &Outbox) -> Option<(Result<Asking, ErrorObject>, Value)> {
+    /// The call runs on its own task, with `trace` (the first request's span) current:
+    /// a retry resumes it, so its upstream span stays that request's child.
+    fn asking(
+        &self,
+        params: &Value,
+        capabilities: &Value,
+        stream: &Outbox,
+        trace: Option<opentelemetry::Context>,
+    ) -> Option<(Result<Asking, ErrorObject>, Value)> {
         if params.get("requestState").is_some() {
             return Some((self.pool.options.parked.resume(params), capabilities.clone()));
         }
@@ -386,7 +394,7 @@ impl GatewaySession {
         let target = server.clone();
         // Progress goes to the first request's stream only (lossy, like all progress).
         let progress = stream.clone();
-        let call = async move { pool.answer(methods::TOOLS_CALL, params, &progress, &target).await };
+        let call = traced::within(trace, async move { pool.answer(methods::TOOLS_CALL, params, &progress, &target).await });
         Some((Ok(Asking::start(tool, server, call)), capabilities.clone()))
     }
 

@@ -5,30 +5,12 @@
 
 mod gateway_http_support;
 
-use gateway_http_support::{client, json_of, post, request, Gateway, Sse, SseReader, MODERN};
+use gateway_http_support::{call_modern as call, client, json_of, post, request, Gateway, Sse, SseReader, MODERN};
 use serde_json::{json, Value};
 
 /// The `_meta` of a 2026-07-28 request whose client declares `capabilities`.
 fn meta(capabilities: Value) -> Value {
     json!({"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": capabilities})
-}
-
-/// POSTs a 2026-07-28 request; its response (from a JSON or an SSE body).
-async fn call(http: &reqwest::Client, url: &str, body: &Value) -> Value {
-    let (method, name) = (body["method"].as_str().unwrap(), body["params"]["name"].as_str().unwrap_or_default());
-    let request = post(http, url, body).header("mcp-protocol-version", MODERN).header("mcp-method", method).header("mcp-name", name);
-    let response = request.send().await.unwrap();
-    let sse = response.headers().get("content-type").is_some_and(|kind| kind.as_bytes().starts_with(b"text/event-stream"));
-    if !sse {
-        return json_of(response).await;
-    }
-    let mut events = SseReader::new(response);
-    while let Some(Sse { data, .. }) = events.next().await {
-        if data.get("id").is_some() && data.get("method").is_none() {
-            return data;
-        }
-    }
-    panic!("the SSE stream ended without the response")
 }
 
 fn sample(id: u64, extra: Value) -> Value {

@@ -278,3 +278,38 @@ async fn a_task_augmented_call_s_upstream_span_is_its_request_s_child() {
     let (call, _) = spans.iter().find(|(span, _)| span.name == "tools/call echo").expect("the upstream call's span");
     assert_eq!((&call.trace_id, &call.parent_span_id), (&request.trace_id, &request.span_id), "{}", describe(call));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_rides_on_input_required_stays_its_first_request_s_child() {
+    let (url, received) = receiver().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.log");
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", url.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
+    let gateway = http::Gateway::start_with_config(&config(&log, ""), "127.0.0.1:0", &["--no-audit"], &env).expect("the gateway starts");
+    let client = http::client();
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": http::MODERN, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+        "traceparent": format!("00-{TRACE_ID}-{CLIENT_SPAN}-01")});
+    let first = http::request(1, "tools/call", json!({"name": "demo__sample", "arguments": {"prompt": "hello"}, "_meta": meta}));
+    let pending = http::call_modern(&client, &gateway.mcp(), &first).await;
+    assert_eq!(pending["result"]["resultType"], "input_required", "{pending}");
+    let state = pending["result"]["requestState"].clone();
+    let sampled = json!({"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"});
+    let mut retry = first.clone();
+    retry["id"] = json!(2);
+    retry["params"]["requestState"] = state;
+    retry["params"]["inputResponses"] = json!({"sampling": sampled});
+    let answer = http::call_modern(&client, &gateway.mcp(), &retry).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "hi", "{answer}");
+    stop(gateway);
+
+    let received = received.lock().unwrap();
+    let spans = spans(&received);
+    let (request, _) = spans
+        .iter()
+        .find(|(span, _)| span.name == "tools/call demo__sample" && text(&span.attributes, "jsonrpc.request.id") == Some("1"))
+        .expect("the first request's span");
+    assert_eq!(hex(&request.parent_span_id), CLIENT_SPAN);
+    let (call, _) = spans.iter().find(|(span, _)| span.name == "tools/call sample").expect("the upstream call's span");
+    assert_eq!((&call.trace_id, &call.parent_span_id), (&request.trace_id, &request.span_id), "{}", describe(call));
+    assert_eq!(text(&call.attributes, "mcpvisor.outcome"), Some("ok"), "{}", describe(call));
+}

@@ -212,3 +212,21 @@ pub async fn json_of(response: reqwest::Response) -> Value {
     let bytes = response.bytes().await.expect("a body");
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&bytes)))
 }
+
+/// POSTs a 2026-07-28 request; its response (from a JSON or an SSE body).
+pub async fn call_modern(http: &reqwest::Client, url: &str, body: &Value) -> Value {
+    let (method, name) = (body["method"].as_str().unwrap(), body["params"]["name"].as_str().unwrap_or_default());
+    let request = post(http, url, body).header("mcp-protocol-version", MODERN).header("mcp-method", method).header("mcp-name", name);
+    let response = request.send().await.unwrap();
+    let sse = response.headers().get("content-type").is_some_and(|kind| kind.as_bytes().starts_with(b"text/event-stream"));
+    if !sse {
+        return json_of(response).await;
+    }
+    let mut events = SseReader::new(response);
+    while let Some(Sse { data, .. }) = events.next().await {
+        if data.get("id").is_some() && data.get("method").is_none() {
+            return data;
+        }
+    }
+    panic!("the SSE stream ended without the response")
+}
