@@ -36,6 +36,7 @@ mod offer;
 mod results;
 mod rules;
 mod skills;
+mod traced;
 mod turn;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -303,6 +304,8 @@ pub struct Agent {
     limits: AgentLimits,
     /// Set while a turn runs.
     running: Option<CancellationToken>,
+    /// Where the turns' spans go (OpenTelemetry on; [`traced`]).
+    otel: Option<Arc<crate::telemetry::Otel>>,
     /// Arms a handler or the turn to panic (tests; see [`crate::actors::guard`]).
     panic_next: PanicSwitch,
 }
@@ -310,6 +313,11 @@ pub struct Agent {
 impl Agent {
     /// Starts an agent that calls tools through `registry`.
     pub fn start(registry: Addr<Registry>, config: AgentConfig) -> Addr<Agent> {
+        Agent::start_traced(registry, config, None)
+    }
+
+    /// The same, the turns traced to `otel` when it is some.
+    pub(crate) fn start_traced(registry: Addr<Registry>, config: AgentConfig, otel: Option<Arc<crate::telemetry::Otel>>) -> Addr<Agent> {
         let shared = Shared {
             conversation: Mutex::new(config.conversation),
             policy: Mutex::new(config.policy),
@@ -326,6 +334,7 @@ impl Agent {
             asker: config.asker.map(Arc::new),
             limits: config.limits,
             running: None,
+            otel,
             panic_next: PanicSwitch::default(),
         }
         .start()
@@ -368,6 +377,8 @@ impl Agent {
             asker: self.asker.clone(),
             limits: self.limits,
             usage: Mutex::new(Default::default()),
+            trace: traced::Traced::turn(self.otel.as_ref(), &self.shared.model().label()),
+            otel: self.otel.clone(),
         });
         let trip = self.panic_next.tripping("turn", |_: &mut (), _: &mut ()| ());
         let (running, after_panic) = (turn.clone(), turn.clone());

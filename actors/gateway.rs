@@ -38,6 +38,7 @@ mod logs;
 pub mod names;
 mod options;
 pub mod roots;
+mod traced;
 mod work;
 
 pub use bridge::ClientBridge;
@@ -324,8 +325,9 @@ impl GatewaySession {
         if method == methods::SUBSCRIPTIONS_LISTEN && immediate.is_none() {
             return self.listen(id, &params, stream, permit, ctx);
         }
+        let trace = traced::request_span(&self.pool, &id, &method, &params);
         let asking = match (&served, immediate.is_none() && method == methods::TOOLS_CALL) {
-            (Ok(Served::Modern { capabilities }), true) => self.asking(&params, capabilities, &stream),
+            (Ok(Served::Modern { capabilities }), true) => self.asking(&params, capabilities, &stream, trace.clone()),
             _ => None,
         };
         let pool = self.pool.clone();
@@ -335,6 +337,7 @@ impl GatewaySession {
             _ => (Arc::new(OnceLock::new()), None),
         };
         let target = server.clone();
+        let ending = trace.clone();
         let work = async move {
             let outcome = match (immediate, served, asking) {
                 (Some(outcome), _, _) => outcome,
@@ -347,10 +350,14 @@ impl GatewaySession {
                 }
                 (None, Err(error), _) => Err(error),
             };
+            if let Some(trace) = &ending {
+                traced::end(trace, &outcome);
+            }
             // Responses wait for room: a client that does not read keeps its requests open.
             answer_to.send(Frame::response(&id, outcome)).await;
             drop(permit);
         };
+        let work = traced::within(trace, work);
         let done = key.clone();
         if self.open.contains_key(&key) {
             // The answer to a reused id: the first request keeps its entry (and can still be cancelled).
@@ -368,7 +375,15 @@ impl GatewaySession {
     /// (it carries a `requestState`) resumes its parked call, a call whose
     /// client declared something it may be asked starts one. `None`: a
     /// plain call. With the request's client capabilities.
-    fn asking(&self, params: &Value, capabilities: &Value, stream: &Outbox) -> Option<(Result<Asking, ErrorObject>, Value)> {
+    /// The call runs on its own task, with `trace` (the first request's span) current:
+    /// a retry resumes it, so its upstream span stays that request's child.
+    fn asking(
+        &self,
+        params: &Value,
+        capabilities: &Value,
+        stream: &Outbox,
+        trace: Option<opentelemetry::Context>,
+    ) -> Option<(Result<Asking, ErrorObject>, Value)> {
         if params.get("requestState").is_some() {
             return Some((self.pool.options.parked.resume(params), capabilities.clone()));
         }
@@ -380,7 +395,7 @@ impl GatewaySession {
         let target = server.clone();
         // Progress goes to the first request's stream only (lossy, like all progress).
         let progress = stream.clone();
-        let call = async move { pool.answer(methods::TOOLS_CALL, params, &progress, &target).await };
+        let call = traced::within(trace, async move { pool.answer(methods::TOOLS_CALL, params, &progress, &target).await });
         Some((Ok(Asking::start(tool, server, call)), capabilities.clone()))
     }
 

@@ -299,9 +299,9 @@ impl Handle {
     /// [`AgentHandle`] on it is dropped.
     pub async fn start_agent(&self, config: crate::actors::agent::AgentConfig) -> Option<AgentHandle> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let registry = self.inner.registry.clone();
+        let (registry, otel) = (self.inner.registry.clone(), self.telemetry().otel_shared());
         self.inner.hub.do_send(hub::Spawn(Box::new(move || {
-            let _ = tx.send(crate::actors::agent::Agent::start(registry, config));
+            let _ = tx.send(crate::actors::agent::Agent::start_traced(registry, config, otel));
         })));
         rx.await.ok().map(AgentHandle::new)
     }

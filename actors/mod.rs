@@ -106,6 +106,10 @@ pub struct CallTool {
     /// call (`_meta["io.modelcontextprotocol/logLevel"]`), over the
     /// connection's own level; not sent to a handshake-era server.
     pub log_level: Option<messages::LogLevel>,
+    /// The span this call belongs to (OpenTelemetry on): the request a
+    /// gateway serves, then, past the connection's seam, the call's own,
+    /// sent on in `_meta.traceparent`.
+    pub(crate) trace: Option<opentelemetry::Context>,
 }
 
 impl CallTool {
@@ -125,6 +129,7 @@ impl CallTool {
             caller: None,
             identity: None,
             log_level: None,
+            trace: None,
         }
     }
 
@@ -141,6 +146,12 @@ impl CallTool {
     /// Asks a 2026-07-28 server for its log messages at `level` and above during this call.
     pub fn with_log_level(mut self, level: messages::LogLevel) -> Self {
         self.log_level = Some(level);
+        self
+    }
+
+    /// Makes the call a child of the span `trace` holds (when OpenTelemetry is on).
+    pub(crate) fn with_trace(mut self, trace: Option<opentelemetry::Context>) -> Self {
+        self.trace = trace;
         self
     }
 

@@ -24,6 +24,7 @@ use super::events::{AgentError, AgentEvent, AgentStop, TurnEnded};
 use super::offer::{Offer, SEARCH_TOOL};
 use super::results::{cut, error_parts, parts_of_result, plain_text};
 use super::skills::{Skills, SKILL_TOOL};
+use super::traced::Traced;
 use super::{AgentLimits, Shared};
 use crate::actors::client_requests::Answering;
 use crate::actors::{CallTool, ListTools, ProgressSink, Registry, ToolEntry};
@@ -38,6 +39,10 @@ pub(super) struct Turn {
     pub limits: AgentLimits,
     /// Tokens of the turn's model requests so far.
     pub usage: Mutex<Usage>,
+    /// Where the turn's spans go (OpenTelemetry on).
+    pub otel: Option<Arc<crate::telemetry::Otel>>,
+    /// The turn's span (OpenTelemetry on), ended as cancelled if the turn is dropped.
+    pub trace: Traced,
 }
 
 /// The most tool calls of one model answer that are run; the rest get an
@@ -68,8 +73,14 @@ impl Turn {
         total.output_tokens += usage.output_tokens;
     }
 
-    /// Runs the turn that `prompt` starts.
+    /// Runs the turn that `prompt` starts, in its span.
     pub async fn run(&self, prompt: Vec<Part>) -> Result<TurnEnded, AgentError> {
+        let outcome = self.rounds(prompt).await;
+        self.trace.end(&outcome);
+        outcome
+    }
+
+    async fn rounds(&self, prompt: Vec<Part>) -> Result<TurnEnded, AgentError> {
         self.shared.push(ChatMessage::User { content: prompt });
         let mut skills = Skills::default();
         for round in 1..=self.limits.max_turns {
@@ -124,7 +135,14 @@ impl Turn {
         self.emit(AgentEvent::ModelRequest { round, model: model.label(), tools: offer.specs.len() });
         let (system, messages) = self.shared.snapshot();
         let request = ChatRequest { system, messages, tools: offer.specs.clone(), max_tokens: self.limits.max_tokens };
-        let mut stream = model.respond(request);
+        let span = self.trace.model_request(self.otel.as_ref(), &model.label(), round);
+        let answer = self.read_answer(model.respond(request), &span).await;
+        span.end(&answer);
+        answer
+    }
+
+    /// The model's answer as it streams in, shown as events.
+    async fn read_answer(&self, mut stream: crate::llm::EventStream, span: &Traced) -> Result<Answer, AgentError> {
         let mut answer = Answer::default();
         while let Some(event) = stream.next().await {
             match event? {
@@ -135,6 +153,7 @@ impl Turn {
                 ChatEvent::Reasoning(text) => self.emit(AgentEvent::Reasoning { text }),
                 ChatEvent::ToolCall(call) => answer.tool_calls.push(call),
                 ChatEvent::End { stop, usage } => {
+                    span.answered(usage, &stop);
                     self.add_usage(usage);
                     answer.stop = Some(stop);
                     break;
@@ -143,7 +162,7 @@ impl Turn {
         }
         if answer.stop.is_none() {
             let message = "the answer ended before the model said it was complete".to_string();
-            return Err(LlmError::Protocol { provider: model.label(), message }.into());
+            return Err(LlmError::Protocol { provider: self.shared.model().label(), message }.into());
         }
         unique_call_ids(&mut answer.tool_calls);
         Ok(answer)
@@ -225,7 +244,8 @@ impl Turn {
         self.shared.used_tool(&entry.name);
         self.emit(AgentEvent::ToolCallStarted { call_id: id.clone() });
         let (sink, mut progress) = ProgressSink::channel();
-        let mut answer = Box::pin(self.registry.send(CallTool::new(entry.name.clone(), arguments).with_progress(sink)));
+        let mut answer =
+            Box::pin(self.registry.send(CallTool::new(entry.name.clone(), arguments).with_progress(sink).with_trace(self.trace.context())));
         let outcome = loop {
             tokio::select! {
                 outcome = &mut answer => break outcome,

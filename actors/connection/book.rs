@@ -42,6 +42,8 @@ pub(super) struct Queued {
     pub(super) frame: Vec<u8>,
     pub(super) reply: oneshot::Sender<Outcome>,
     pub(super) progress: Option<ProgressRoute>,
+    /// When it was queued and the span its wait is told to (OpenTelemetry on).
+    pub(super) trace: Option<(std::time::Instant, opentelemetry::Context)>,
 }
 
 #[derive(Default)]

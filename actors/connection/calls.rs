@@ -13,6 +13,7 @@ impl Connection {
         method: &str,
         params: &P,
         progress: Option<ProgressSink>,
+        trace: Option<opentelemetry::Context>,
         ctx: &mut Context<Self>,
     ) -> Result<Admitted, CallError> {
         let (server, tool) = (self.config.name.clone(), label.to_string());
@@ -33,9 +34,13 @@ impl Connection {
         let clock = progress.as_ref().map(|route| route.clock.clone());
         let (reply, answer) = oneshot::channel();
         if send_now {
+            if let Some(trace) = &trace {
+                crate::telemetry::otel::queued_for(trace, Duration::ZERO);
+            }
             self.put_on_wire(id.clone(), frame, Pending::new(reply, true, progress), ctx);
         } else {
-            self.calls.enqueue(Queued { id: id.clone(), frame, reply, progress });
+            let trace = trace.map(|trace| (std::time::Instant::now(), trace));
+            self.calls.enqueue(Queued { id: id.clone(), frame, reply, progress, trace });
         }
         Ok(Admitted { id, answer, clock })
     }
@@ -69,12 +74,12 @@ impl Connection {
         label: String,
         method: &str,
         params: &P,
-        timeout: Option<Duration>,
-        progress: Option<ProgressSink>,
+        options: RequestOptions,
         ctx: &mut Context<Self>,
     ) -> Answer {
+        let RequestOptions { timeout, progress, trace } = options;
         let server = self.config.name.clone();
-        let admitted = self.guarded(method, ctx, |act, ctx| act.admit(&label, method, params, progress, ctx));
+        let admitted = self.guarded(method, ctx, |act, ctx| act.admit(&label, method, params, progress, trace, ctx));
         let Admitted { id, answer, clock } = match admitted {
             Ok(Ok(admitted)) => admitted,
             Ok(Err(error)) => return Box::pin(std::future::ready(Err(error))),
@@ -120,8 +125,11 @@ impl Connection {
     /// apply and where each call is counted, timed and audited
     /// ([`crate::telemetry`]), whatever its outcome (`cancelled` when its
     /// caller goes away first).
-    fn guarded_call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
+    fn guarded_call(&mut self, mut call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
         let watch = self.watch(&call);
+        if let Some(span) = watch.span() {
+            call.trace = Some(span.clone());
+        }
         match self.limited_call(call, ctx) {
             Reply::Ready(result) => {
                 watch.finish(&result);
@@ -154,6 +162,8 @@ impl Connection {
             arguments: call.arguments.as_ref(),
             redactor: &self.redactor,
             stats,
+            era: self.session.era().as_str(),
+            parent: call.trace.as_ref(),
         })
     }
 
@@ -176,6 +186,9 @@ impl Connection {
                 limit: refusal.limit,
                 retry_after: refusal.retry_after,
             })?;
+            if let Some(trace) = &call.trace {
+                crate::telemetry::otel::rate_limited_for(trace, started.elapsed());
+            }
             let left = timeout.saturating_sub(started.elapsed()).max(Duration::from_millis(1));
             let call = CallTool { timeout: Some(left), ..call };
             let Some(connection) = connection.upgrade() else { return Err(CallError::Stopped { server, tool }) };
@@ -219,9 +232,16 @@ impl Connection {
             .then(|| TaskParams { ttl: self.config.timeouts.max_call.as_millis() as u64 });
         // A handshake-era server takes its level from `logging/setLevel` only.
         let level = call.log_level.filter(|_| self.session.era() == Era::Modern);
-        let meta = level.map(|level| serde_json::json!({ crate::protocol::session::META_LOG_LEVEL: level.as_str() }));
+        let mut meta = level.map(|level| serde_json::json!({ crate::protocol::session::META_LOG_LEVEL: level.as_str() }));
+        if let Some(trace) = call.trace.as_ref().filter(|trace| crate::telemetry::otel::has_span(trace)) {
+            let meta = meta.get_or_insert_with(|| serde_json::json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                crate::telemetry::otel::inject_into_meta(trace, meta);
+            }
+        }
         let params = CallParams { name: &call.name, arguments: &call.arguments, task: as_task, meta: meta.clone() };
-        let answer = self.caller_request(call.name.clone(), methods::TOOLS_CALL, &params, call.timeout, call.progress, ctx);
+        let options = RequestOptions { timeout: call.timeout, progress: call.progress, trace: call.trace };
+        let answer = self.caller_request(call.name.clone(), methods::TOOLS_CALL, &params, options, ctx);
         let (requester, max) = (self.requester(ctx), self.config.timeouts.max_call);
         // Only a modern server may ask for input and get the request again;
         // elsewhere the arguments are not kept (a queued call holds its frame only).
@@ -255,6 +275,16 @@ impl Connection {
             Ok(result)
         })
     }
+}
+
+/// What a caller's request brings besides its method and params.
+#[derive(Default)]
+pub(super) struct RequestOptions {
+    /// Overrides the server's call time-out.
+    pub(super) timeout: Option<Duration>,
+    pub(super) progress: Option<ProgressSink>,
+    /// The span of the call (OpenTelemetry on), told how long it was queued.
+    pub(super) trace: Option<opentelemetry::Context>,
 }
 
 /// The params of `tools/call`.
@@ -297,7 +327,8 @@ impl Handler<Request> for Connection {
             serde_json::Value::Null => &none,
             params => params,
         };
-        Reply::Later(self.caller_request(request.label, &request.method, params, request.timeout, request.progress, ctx))
+        let options = RequestOptions { timeout: request.timeout, progress: request.progress, trace: None };
+        Reply::Later(self.caller_request(request.label, &request.method, params, options, ctx))
     }
 }
 

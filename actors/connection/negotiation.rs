@@ -275,7 +275,7 @@ impl Connection {
             }
             return Reply::Ready(Ok(()));
         }
-        let answer = self.caller_request(label, method, &serde_json::json!({ "uri": uri }), None, None, ctx);
+        let answer = self.caller_request(label, method, &serde_json::json!({ "uri": uri }), Default::default(), ctx);
         Reply::later(async move { answer.await.map(|_| ()) })
     }
 

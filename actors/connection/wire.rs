@@ -87,6 +87,9 @@ impl Connection {
     pub(super) fn pump(&mut self, ctx: &mut Context<Self>) {
         while self.can_send_call() {
             let Some(call) = self.calls.next_queued() else { break };
+            if let Some((queued_at, trace)) = &call.trace {
+                crate::telemetry::otel::queued_for(trace, queued_at.elapsed());
+            }
             self.put_on_wire(call.id, call.frame, Pending::new(call.reply, true, call.progress), ctx);
         }
     }

@@ -135,6 +135,8 @@ impl Pool {
             let (nowhere, _) = Outbox::with_capacity(1);
             pool.call(params, &nowhere, &OnceLock::new()).await
         };
+        // The task outlives its request, but its upstream call stays the request span's child.
+        let work = super::traced::within(self.handle.telemetry().otel().map(|_| opentelemetry::Context::current()), work);
         tasks::start(&self.options.tasks, &self.caller, &task, work)
     }
 
@@ -152,9 +154,12 @@ impl Pool {
         self.check_use(&owner.server, Kind::Tool, &owner.name, &name, params.get("arguments"))?;
         // Before the call: the server's requests during it go to this request's stream.
         let _ = server.set(owner.server.clone());
+        // The request's span (OpenTelemetry on) is current here: the call becomes its child.
+        let trace = self.handle.telemetry().otel().map(|_| opentelemetry::Context::current());
         let mut call = CallTool::new(owner.name.clone(), params.get_mut("arguments").map(Value::take).unwrap_or(Value::Null))
             .with_caller(&*self.caller)
-            .with_identity(self.identity.clone());
+            .with_identity(self.identity.clone())
+            .with_trace(trace);
         let token = params.pointer("/_meta/progressToken").cloned();
         let mut logs = RequestLogs::of(&params, &self.handle);
         // The level goes upstream in the call's own `_meta` (a 2026-07-28 server logs only for requests that ask).

@@ -29,18 +29,23 @@ pub fn run(cli: &Cli, args: &AcpArgs) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
     let setup = Setup::new(&args.choice, &servers.agent)?;
     let options = setup.acp_options();
+    // Before the runtime: the exporters' threads are their own.
+    let telemetry = super::otel::start(&servers, Default::default())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::connection(format!("cannot start a tokio runtime: {e}")))?;
     let outcome = runtime.block_on(async {
-        let session = Session::start(servers.to_start(None)?.iter().copied()).await?;
+        let configs = super::session::prepare(servers.to_start(None)?.iter().copied(), |_| {})?;
+        let session = Session::launch_configs(configs, Default::default(), telemetry.clone())?;
+        session.settle().await;
         let served = crate::acp::serve(session.handle.clone(), options, tokio::io::stdin(), tokio::io::stdout());
         let outcome = tokio::select! {
             () = served => Ok(0),
             signal = interrupted() => Err(Failure { code: EXIT_INTERRUPTED, message: format!("interrupted by {signal}; the servers were stopped") }),
         };
         session.close().await;
+        super::otel::flush(&telemetry, STOP_GRACE).await;
         outcome
     });
     // A read of stdin may still be pending after a signal: do not wait for it.

@@ -36,6 +36,7 @@ mod demo;
 mod import;
 mod manage;
 mod nesting;
+mod otel;
 mod output;
 mod prompts;
 mod resources;

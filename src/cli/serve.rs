@@ -6,7 +6,9 @@
 //! left out, and chains are cut at [`nesting::MAX_DEPTH`] ([`nesting`]).
 //!
 //! stdout carries only protocol frames; logs go to stderr. The audit log
-//! of tool calls is on ([`super::serve_audit`]). `SIGHUP`
+//! of tool calls is on ([`super::serve_audit`]); OpenTelemetry is on when
+//! `[telemetry]` or the `OTEL_EXPORTER_OTLP_*` variables name a collector
+//! ([`crate::telemetry::otel`]), flushed at exit within the grace period. `SIGHUP`
 //! reads the configuration again and applies it with `SetServers`: new
 //! servers start, removed ones stop, changed ones restart, unchanged ones
 //! keep running; the `[serve]` table's access policy and named keys are
@@ -56,6 +58,8 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         None => None,
     };
     let telemetry = super::serve_audit::telemetry(&args.audit, servers.audit.as_ref(), http.is_none())?;
+    // Before the runtime: the exporters' threads are their own.
+    let telemetry = super::otel::start(&servers, telemetry)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -102,10 +106,13 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
     outcome
 }
 
-/// Stops the servers, then waits for the audit log to be written out.
+/// Stops the servers, then waits for the audit log to be written out
+/// and OpenTelemetry's last spans and metrics to be sent.
 async fn close(session: Session) {
-    let audit = session.handle.telemetry().audit().cloned();
+    let telemetry = session.handle.telemetry().clone();
+    let audit = telemetry.audit().cloned();
     session.close().await;
+    super::otel::flush(&telemetry, STOP_GRACE).await;
     if let Some(audit) = audit {
         if !tokio::task::spawn_blocking(move || audit.flush(STOP_GRACE)).await.unwrap_or(false) {
             warn("the audit log could not be written out in time; its last lines may be missing");

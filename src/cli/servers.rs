@@ -83,6 +83,8 @@ pub struct Servers {
     pub audit: Option<crate::telemetry::AuditConfig>,
     /// The `[serve]` table of mcpvisor's files.
     pub serve: Option<crate::config::ServeSettings>,
+    /// The `[telemetry]` table of mcpvisor's files (where OpenTelemetry goes).
+    pub telemetry: Option<crate::config::OtlpSettings>,
     /// Configured servers that are left out, each with why (see [`super::nesting`]).
     pub left_out: Vec<LeftOut>,
 }
@@ -138,6 +140,7 @@ impl Servers {
             agent: loaded.agent,
             audit: loaded.audit,
             serve: loaded.serve,
+            telemetry: loaded.telemetry,
             left_out,
         })
     }
@@ -263,6 +266,7 @@ pub fn load_file(file: &Path, project: &Path) -> Result<LoadedConfig, ConfigErro
         loaded.agent = agent;
         loaded.audit = native::parse_audit(file, &text)?;
         loaded.serve = native::parse_serve(file, &text)?;
+        loaded.telemetry = native::parse_telemetry(file, &text)?;
     } else {
         let (format, servers) = foreign::parse_each(file, &text, &Default::default())?;
         for found in servers {

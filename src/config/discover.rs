@@ -90,6 +90,8 @@ pub struct LoadedConfig {
     pub audit: Option<crate::config::AuditConfig>,
     /// The last `[serve]` table of mcpvisor's files (project over user).
     pub serve: Option<super::ServeSettings>,
+    /// The last `[telemetry]` table of mcpvisor's files (project over user).
+    pub telemetry: Option<super::OtlpSettings>,
 }
 
 impl LoadedConfig {
@@ -144,6 +146,9 @@ impl Combining {
         }
         if let Some(serve) = native::parse_serve(path, &text)? {
             self.loaded.serve = Some(serve);
+        }
+        if let Some(telemetry) = native::parse_telemetry(path, &text)? {
+            self.loaded.telemetry = Some(telemetry);
         }
         Ok(())
     }

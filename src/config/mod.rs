@@ -70,6 +70,7 @@ pub mod foreign;
 mod jsonc;
 pub mod native;
 mod oauth;
+mod otel;
 pub mod redact;
 pub mod sandbox;
 mod serve;
@@ -82,6 +83,7 @@ pub use audit::{AuditArguments, AuditConfig, AuditTarget};
 pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
 pub use filter::ToolFilter;
 pub use oauth::{Grant, IdentityProvider, OAuthConfig};
+pub use otel::OtlpSettings;
 pub use redact::{Redactor, MASK};
 pub use sandbox::{Network, SandboxSpec};
 #[cfg(test)]

@@ -18,7 +18,7 @@
 //! | `--stop-reading-after N` | stops reading stdin after N lines, keeps running |
 //! | `--exit-immediately CODE` | exits with CODE before reading anything |
 //! | `--skills` | serves the skills extension (SEP-2640; see Skills below) |
-//! | `--request-log FILE` | appends `METHOD` (`tools/call TOOL` for calls) of every request received to FILE |
+//! | `--request-log FILE` | appends `METHOD` (`tools/call TOOL` for calls, then `traceparent=…` and `tracestate=…` when its `_meta` has them) of every request received to FILE |
 //!
 //! # Eras
 //!

@@ -321,13 +321,20 @@ impl ServerHandler for Server {
     }
 }
 
-/// Appends `method` (and a call's tool name) to the `--request-log` file.
+/// Appends `method` (and a call's tool name, and the W3C trace context
+/// its `_meta` carries) to the `--request-log` file.
 fn log_request(path: &std::path::Path, method: &str, params: &Value) {
     let tool = params.get("name").and_then(Value::as_str).filter(|_| method == "tools/call");
-    let line = match tool {
-        Some(tool) => format!("{method} {tool}\n"),
-        None => format!("{method}\n"),
+    let mut line = match tool {
+        Some(tool) => format!("{method} {tool}"),
+        None => method.to_string(),
     };
+    for key in ["traceparent", "tracestate"] {
+        if let Some(value) = params.pointer(&format!("/_meta/{key}")).and_then(Value::as_str) {
+            line.push_str(&format!(" {key}={value}"));
+        }
+    }
+    line.push('\n');
     let appended = std::fs::OpenOptions::new().create(true).append(true).open(path).and_then(|mut f| f.write_all(line.as_bytes()));
     if let Err(e) = appended {
         log(format_args!("cannot append to the request log {}: {e}", path.display()));

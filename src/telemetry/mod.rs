@@ -1,5 +1,7 @@
 //! What operators watch: call metrics ([`metrics`], rendered for
-//! Prometheus by [`prometheus`]) and the audit log ([`audit`]).
+//! Prometheus by [`prometheus`]), the audit log ([`audit`]), and
+//! OpenTelemetry traces and metrics over OTLP ([`otel`], off unless
+//! configured).
 //!
 //! One [`Telemetry`] per runtime (a live part, given with
 //! `Runtime::builder(config).telemetry(..)`), shared by every connection.
@@ -15,15 +17,19 @@
 //! for `/metrics` (answer with [`prometheus::CONTENT_TYPE`]). The audit
 //! log is opt-in: `Telemetry::default().with_audit(AuditConfig { .. })`;
 //! a gateway sets each call's caller label with `CallTool::with_caller`.
+//! With [`Telemetry::with_otel`], each watched call is also a client span
+//! (child of the span its caller carried) and is counted over OTLP.
 
 pub mod audit;
 pub mod metrics;
+pub mod otel;
 pub mod prometheus;
 pub mod recent;
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use opentelemetry::{Context, KeyValue};
 use rmcp::model::{CallToolResult, JsonObject};
 
 use crate::config::redact::Redactor;
@@ -31,6 +37,7 @@ use crate::error::CallError;
 pub use audit::{AuditArguments, AuditConfig, AuditLog, AuditTarget};
 pub use metrics::{Histogram, Metrics, MetricsSnapshot, Outcome, ServerGauges, ToolCalls, ToolStats};
 pub use recent::{RecentCall, RecentCalls};
+pub use otel::{Otel, OtelError};
 
 /// The metrics and the audit log of one runtime; cheap to clone.
 #[derive(Clone, Default, Debug)]
@@ -38,6 +45,8 @@ pub struct Telemetry {
     metrics: Arc<Metrics>,
     audit: Option<AuditLog>,
     recent: Arc<RecentCalls>,
+    /// OpenTelemetry, when configured; `None` costs the call path one check.
+    otel: Option<Arc<Otel>>,
 }
 
 impl Telemetry {
@@ -45,6 +54,21 @@ impl Telemetry {
     pub fn with_audit(mut self, config: AuditConfig) -> std::io::Result<Telemetry> {
         self.audit = Some(AuditLog::start(config)?);
         Ok(self)
+    }
+
+    /// Adds OpenTelemetry: spans of calls and their counts go to `otel`'s collector.
+    pub fn with_otel(mut self, otel: Otel) -> Telemetry {
+        self.otel = Some(Arc::new(otel));
+        self
+    }
+
+    pub fn otel(&self) -> Option<&Otel> {
+        self.otel.as_deref()
+    }
+
+    /// The same, shared (an agent keeps it for its turns' spans).
+    pub(crate) fn otel_shared(&self) -> Option<Arc<Otel>> {
+        self.otel.clone()
     }
 
     pub fn metrics(&self) -> &Metrics {
@@ -64,7 +88,8 @@ impl Telemetry {
     pub(crate) fn watch(&self, call: CallStart<'_>) -> CallWatch {
         let audit = self.audit.as_ref().map(|log| (log.clone(), log.draft(&call)));
         let recent = (self.recent.clone(), call.server.to_string(), call.tool.to_string());
-        CallWatch { stats: call.stats, started: Instant::now(), audit, recent, finished: false }
+        let otel = self.otel.as_ref().map(|otel| Box::new(OtelWatch::start(otel, &call)));
+        CallWatch { stats: call.stats, started: Instant::now(), audit, recent, otel, finished: false }
     }
 }
 
@@ -79,6 +104,10 @@ pub(crate) struct CallStart<'a> {
     /// Masks the server's configured secrets in redacted arguments.
     pub redactor: &'a Redactor,
     pub stats: Arc<ToolStats>,
+    /// The protocol era the server speaks (`legacy`, `modern`).
+    pub era: &'static str,
+    /// The span of the request this call serves (a gateway's), if any.
+    pub parent: Option<&'a Context>,
 }
 
 /// One call being watched; counts it as `cancelled` if dropped unfinished.
@@ -88,10 +117,41 @@ pub(crate) struct CallWatch {
     audit: Option<(AuditLog, audit::Draft)>,
     /// Where the call is listed when it ends, and its server and tool.
     recent: (Arc<RecentCalls>, String, String),
+    /// Boxed: a call pays one pointer for it when OpenTelemetry is off.
+    otel: Option<Box<OtelWatch>>,
     finished: bool,
 }
 
+/// A watched call's span and what its metrics are labelled with.
+struct OtelWatch {
+    otel: Arc<Otel>,
+    span: Context,
+    server: String,
+    tool: String,
+}
+
+impl OtelWatch {
+    fn start(otel: &Arc<Otel>, call: &CallStart<'_>) -> OtelWatch {
+        let mut attributes = vec![
+            KeyValue::new("mcp.method.name", crate::protocol::methods::TOOLS_CALL),
+            KeyValue::new("gen_ai.operation.name", "execute_tool"),
+            KeyValue::new("gen_ai.tool.name", call.tool.to_string()),
+            KeyValue::new("mcpvisor.server", call.server.to_string()),
+            KeyValue::new("mcpvisor.era", call.era),
+        ];
+        if let Some(caller) = call.caller {
+            attributes.push(KeyValue::new("mcpvisor.caller", caller.to_string()));
+        }
+        let span = otel.client_span(format!("tools/call {}", call.tool), call.parent, attributes);
+        OtelWatch { otel: otel.clone(), span, server: call.server.to_string(), tool: call.tool.to_string() }
+    }
+}
 impl CallWatch {
+    /// The call's own span, to send on to its server (`_meta.traceparent`).
+    pub fn span(&self) -> Option<&Context> {
+        self.otel.as_ref().map(|otel| &otel.span)
+    }
+
     pub fn finish(mut self, result: &Result<CallToolResult, CallError>) {
         self.record(Outcome::of(result), result.as_ref().err().map(CallError::kind));
     }
@@ -104,6 +164,10 @@ impl CallWatch {
         recent.record(server, tool, outcome, took);
         if let Some((log, draft)) = self.audit.take() {
             log.write(draft.finish(took, outcome, error_kind));
+        }
+        if let Some(watch) = self.otel.take() {
+            watch.otel.record_call(&watch.server, &watch.tool, outcome, took);
+            otel::end_span(&watch.span, outcome, error_kind);
         }
     }
 }

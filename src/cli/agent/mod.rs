@@ -180,6 +180,8 @@ impl Setup {
 pub fn run(cli: &Cli, args: &AgentArgs) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
     let setup = Setup::new(&args.choice, &servers.agent)?;
+    // Before the runtime: the exporters' threads are their own.
+    let telemetry = super::otel::start(&servers, Default::default())?;
     // Not `with_runtime`: Ctrl-C cancels the turn instead of ending the command.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -189,7 +191,7 @@ pub fn run(cli: &Cli, args: &AgentArgs) -> Result<u8, Failure> {
         Some(prompt) => runtime.block_on(async {
             // Until the turn runs, a signal stops the command (and the servers) as with_runtime's does.
             let session = tokio::select! {
-                session = start(&servers) => session?,
+                session = start(&servers, telemetry.clone()) => session?,
                 signal = super::interrupted() => return Err(super::stopped_by(signal)),
             };
             let outcome = match history::open(args, &setup) {
@@ -197,28 +199,31 @@ pub fn run(cli: &Cli, args: &AgentArgs) -> Result<u8, Failure> {
                 Err(failure) => Err(failure),
             };
             session.close().await;
+            super::otel::flush(&telemetry, super::otel::FLUSH_DEADLINE).await;
             outcome
         }),
         None => runtime.block_on(async {
-            let session = start(&servers).await?;
+            let session = start(&servers, telemetry.clone()).await?;
             let outcome = match history::open(args, &setup) {
                 Ok(opened) => chat::run(&session, setup, opened).await,
                 Err(failure) => Err(failure),
             };
             session.close().await;
+            super::otel::flush(&telemetry, super::otel::FLUSH_DEADLINE).await;
             outcome
         }),
     }
 }
 
 /// Starts every configured server and the built-in tools, and waits
-/// until each has settled; the listings go to the tool cache.
-async fn start(servers: &Servers) -> Result<Session, Failure> {
+/// until each has settled; the listings go to the tool cache. `telemetry`
+/// watches their calls (and takes the turns' spans, OpenTelemetry on).
+async fn start(servers: &Servers, telemetry: crate::telemetry::Telemetry) -> Result<Session, Failure> {
     let entries = servers.to_start(None)?;
     let workspace = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let offered = vec![Root::of(&workspace.to_string_lossy())];
     let handlers = ClientHandlers::default().offered_roots_fn(move |_| std::future::ready(Ok(offered.clone())));
-    let session = Session::launch_configs(prepare(entries.iter().copied(), |_| {})?, handlers, Default::default())?;
+    let session = Session::launch_configs(prepare(entries.iter().copied(), |_| {})?, handlers, telemetry)?;
     session.settle().await;
     if servers.agent.builtin_tools != Some(false) {
         add_builtin(&session, servers, workspace, servers.agent.sandbox.clone()).await;

@@ -3,7 +3,8 @@
 //! One `[servers.NAME]` table per server; the keys are [`KEYS`]. The
 //! `[agent]` table is read by [`super::agent`], the `[audit]` table
 //! ([`parse_audit`]) by `super::audit`, the `[serve]` table
-//! ([`parse_serve`]) by `super::serve`. Reading is
+//! ([`parse_serve`]) by `super::serve`, the `[telemetry]` table
+//! ([`parse_telemetry`]) by `super::otel`. Reading is
 //! strict: an unknown key or a value of the wrong type is an error naming
 //! the file, the server and the key. Writing goes through `toml_edit`, so
 //! comments, formatting and the order of everything not changed stay byte
@@ -63,6 +64,12 @@ pub fn parse_audit(path: &Path, text: &str) -> Result<Option<crate::config::Audi
 pub fn parse_serve(path: &Path, text: &str) -> Result<Option<super::ServeSettings>, ConfigError> {
     let document = parse_document(path, text)?;
     document.get("serve").map(|item| super::serve::read(path, item)).transpose()
+}
+
+/// The `[telemetry]` table of `text`, if it has one.
+pub fn parse_telemetry(path: &Path, text: &str) -> Result<Option<super::OtlpSettings>, ConfigError> {
+    let document = parse_document(path, text)?;
+    document.get("telemetry").map(|item| super::otel::read(path, item)).transpose()
 }
 
 /// The servers and the `[agent]` settings of `text`.
@@ -256,7 +263,10 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
             "{message}"
         );
         let message = parse_error("[server.fs]\ncommand = \"x\"\n");
-        assert_eq!(message, "servers.toml: top level: unknown key `server`; the known keys are servers, agent, audit, serve, sandbox");
+        assert_eq!(
+            message,
+            "servers.toml: top level: unknown key `server`; the known keys are servers, agent, audit, serve, sandbox, telemetry"
+        );
         let message = parse_error("[servers.fs]\ncommand = \"x\"\ntools = { allow = [], block = [] }\n");
         assert_eq!(message, "servers.toml: server \"fs\": unknown key `tools.block`; the known keys are allow, deny");
         let message = parse_error("[servers.r]\nurl = \"https://x\"\nauth = { type = \"bearer\", token = \"t\", user = \"u\" }\n");

@@ -47,7 +47,7 @@ pub const KEYS: [&str; 31] = [
     "sandbox",
 ];
 
-pub(super) const TOP_LEVEL_KEYS: [&str; 5] = ["servers", "agent", "audit", "serve", "sandbox"];
+pub(super) const TOP_LEVEL_KEYS: [&str; 6] = ["servers", "agent", "audit", "serve", "sandbox", "telemetry"];
 pub(super) const TOOLS_KEYS: [&str; 2] = ["allow", "deny"];
 /// The keys of `limits` (a tool's own limits take the first three).
 pub(super) const LIMITS_KEYS: [&str; 4] = ["rate", "burst", "concurrent", "tools"];

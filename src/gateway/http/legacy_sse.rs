@@ -19,7 +19,7 @@ use futures::StreamExt;
 
 use super::guard::Caller;
 use super::limits::Client;
-use super::streamable::{open_session, stopping};
+use super::streamable::{copy_trace_context, open_session, stopping};
 use super::{rpc_refusal, Front, MESSAGE_PATH};
 use crate::protocol::{error_codes, Message};
 
@@ -81,7 +81,16 @@ pub(super) async fn post(
         return (StatusCode::NOT_FOUND, "Session not found: open a new stream at /sse").into_response();
     };
     let _busy = session.hold();
-    match session.port.deliver(body.to_vec(), outbox).await {
+    // As on the streamable path: a `traceparent` header goes into the request's `_meta`.
+    let mut bytes = body.to_vec();
+    if let Some(mut message) =
+        headers.contains_key("traceparent").then(|| serde_json::from_slice::<serde_json::Value>(&body).ok()).flatten()
+    {
+        if copy_trace_context(&mut message, &headers) {
+            bytes = serde_json::to_vec(&message).unwrap_or(bytes);
+        }
+    }
+    match session.port.deliver(bytes, outbox).await {
         true => StatusCode::ACCEPTED.into_response(),
         false => (StatusCode::NOT_FOUND, "Session not found: it ended; open a new stream at /sse").into_response(),
     }

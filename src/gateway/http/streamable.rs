@@ -72,7 +72,43 @@ impl Posted {
     fn is_request(&self) -> bool {
         self.method().is_some() && self.id().is_some()
     }
+
+    /// [`copy_trace_context`] into this message (its bytes follow).
+    fn take_trace_context(&mut self, headers: &HeaderMap) {
+        if copy_trace_context(&mut self.value, headers) {
+            if let Ok(bytes) = serde_json::to_vec(&self.value) {
+                self.bytes = bytes;
+            }
+        }
+    }
 }
+
+/// Copies the W3C `traceparent` (and `tracestate`) header of the POST that
+/// brought request `message` into its `params._meta`, where the gateway
+/// reads trace context (SEP-414), unless `_meta` has its own; whether it
+/// did. Without the header, or for a notification or response, nothing changes.
+pub(super) fn copy_trace_context(message: &mut Value, headers: &HeaderMap) -> bool {
+    let Some(parent) = header_text(headers, TRACEPARENT) else { return false };
+    let is_request = message.get("method").is_some_and(Value::is_string) && message.get("id").is_some();
+    if !is_request || message.get("params").is_some_and(|params| !params.is_object()) {
+        return false;
+    }
+    let meta = message.as_object_mut().map(|message| message.entry("params").or_insert_with(|| serde_json::json!({})));
+    let Some(meta) = meta.and_then(Value::as_object_mut).map(|params| params.entry("_meta").or_insert_with(|| serde_json::json!({})))
+    else {
+        return false;
+    };
+    let Some(meta) = meta.as_object_mut().filter(|meta| !meta.contains_key(TRACEPARENT)) else { return false };
+    meta.insert(TRACEPARENT.into(), parent.into());
+    if let Some(state) = header_text(headers, TRACESTATE) {
+        meta.insert(TRACESTATE.into(), state.into());
+    }
+    true
+}
+
+/// The W3C trace context headers.
+const TRACEPARENT: &str = "traceparent";
+const TRACESTATE: &str = "tracestate";
 
 /// Parses one JSON-RPC message, or the HTTP answer refusing it.
 fn parse(body: &Bytes) -> Result<Posted, Box<Response>> {
@@ -240,10 +276,11 @@ pub(super) async fn post(
     if let Some(refusal) = require_json(&headers) {
         return refusal;
     }
-    let posted = match parse(&body) {
+    let mut posted = match parse(&body) {
         Ok(posted) => posted,
         Err(refusal) => return *refusal,
     };
+    posted.take_trace_context(&headers);
     if let Some(id) = header_text(&headers, SESSION_ID) {
         let Some(session) = front.sessions.get(id, caller.as_deref()) else { return unknown_session(posted.id()) };
         if let Some(version) = header_text(&headers, PROTOCOL_VERSION).map(str::trim) {

@@ -1,0 +1,66 @@
+//! The gateway's span of each request it serves (OpenTelemetry on): a
+//! server span, child of the client's context (`params._meta.traceparent`;
+//! the HTTP front copies a `traceparent` header there), made current while
+//! the request's work runs, so the tool calls it makes are its children
+//! ([`crate::telemetry::otel`]).
+
+use opentelemetry::trace::{FutureExt as _, Status, TraceContextExt};
+use opentelemetry::{Context, KeyValue};
+use serde_json::Value;
+
+use super::work::Pool;
+use crate::protocol::{methods, ErrorObject, RequestId};
+use crate::telemetry::otel;
+
+/// The span of request `id`, `None` when OpenTelemetry is off.
+pub(super) fn request_span(pool: &Pool, id: &RequestId, method: &str, params: &Value) -> Option<Context> {
+    let otel = pool.handle.telemetry().otel()?;
+    let target = match method {
+        methods::TOOLS_CALL | methods::PROMPTS_GET => params.get("name").and_then(Value::as_str),
+        methods::RESOURCES_READ | methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+            params.get("uri").and_then(Value::as_str)
+        }
+        _ => None,
+    };
+    let name = match target {
+        Some(target) => format!("{method} {target}"),
+        None => method.to_string(),
+    };
+    let mut attributes = vec![
+        KeyValue::new("mcp.method.name", method.to_string()),
+        KeyValue::new("jsonrpc.request.id", id.to_string()),
+        KeyValue::new("mcpvisor.caller", pool.caller.to_string()),
+    ];
+    if let (methods::TOOLS_CALL, Some(tool)) = (method, target) {
+        attributes.push(KeyValue::new("gen_ai.tool.name", tool.to_string()));
+    }
+    if let Some(identity) = &pool.identity {
+        attributes.push(KeyValue::new("enduser.id", identity.subject.clone()));
+        if let Some(client) = &identity.client_id {
+            attributes.push(KeyValue::new("mcpvisor.client_id", client.clone()));
+        }
+    }
+    Some(otel.request_span(name, &otel::extract_from_meta(params), attributes))
+}
+
+/// `work` with `trace` current while it runs (the tool calls it makes are
+/// children of that span), or `work` itself when there is none.
+pub(super) fn within<F: std::future::Future>(trace: Option<Context>, work: F) -> impl std::future::Future<Output = F::Output> {
+    match trace {
+        Some(trace) => futures::future::Either::Left(work.with_context(trace)),
+        None => futures::future::Either::Right(work),
+    }
+}
+
+/// Ends the request's span with its outcome (an error answer's code).
+pub(super) fn end(trace: &Context, outcome: &Result<Value, ErrorObject>) {
+    let span = trace.span();
+    if let Err(error) = outcome {
+        span.set_attribute(KeyValue::new("rpc.response.status_code", error.code.to_string()));
+        span.set_status(Status::error(error.message.clone()));
+    } else if outcome.as_ref().is_ok_and(|result| result.get("isError") == Some(&Value::Bool(true))) {
+        span.set_attribute(KeyValue::new("error.type", "tool_error"));
+        span.set_status(Status::error("the tool reported an error"));
+    }
+    span.end();
+}
