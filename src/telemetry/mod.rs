@@ -36,8 +36,8 @@ use crate::config::redact::Redactor;
 use crate::error::CallError;
 pub use audit::{AuditArguments, AuditConfig, AuditLog, AuditTarget};
 pub use metrics::{Histogram, Metrics, MetricsSnapshot, Outcome, ServerGauges, ToolCalls, ToolStats};
-pub use recent::{RecentCall, RecentCalls};
 pub use otel::{Otel, OtelError};
+pub use recent::{RecentCall, RecentCalls};
 
 /// The metrics and the audit log of one runtime; cheap to clone.
 #[derive(Clone, Default, Debug)]

@@ -28,8 +28,8 @@ use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
-use super::Front;
 use super::guard::Caller;
+use super::Front;
 use crate::error::ManageError;
 use crate::identity::{Identity, Proof};
 use crate::telemetry::RecentCall;

@@ -25,8 +25,8 @@
 //!   `drain`), then ends every session.
 
 mod accept;
-pub mod auth;
 pub mod admin;
+pub mod auth;
 mod event_log;
 mod guard;
 mod jwks;
