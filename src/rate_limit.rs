@@ -85,6 +85,16 @@ pub struct Limiter {
 }
 
 impl Limiter {
+    /// One limit on everything its holder does, named `scope` in refusals
+    /// ("caller `alice`").
+    pub fn single(scope: &str, limit: RateLimit) -> Limiter {
+        Limiter {
+            server_name: scope.into(),
+            server: (!limit.is_empty()).then(|| Arc::new(Gate::new(scope.into(), limit))),
+            tools: HashMap::new(),
+        }
+    }
+
     pub fn new(server_name: &str, limits: &RateLimits) -> Limiter {
         let gate = |scope: String, limit: &RateLimit| (!limit.is_empty()).then(|| Arc::new(Gate::new(scope, *limit)));
         Limiter {
@@ -135,7 +145,11 @@ impl Limiter {
                     Ok(slot) => slot,
                     Err(_) => match tokio::time::timeout_at(deadline, semaphore.clone().acquire_owned()).await {
                         Ok(Ok(slot)) => slot,
-                        _ => return Err(Refusal { limit: gate.describe_concurrency(), retry_after: None }),
+                        _ => {
+                            // Refused calls take no token: the rate stays for calls that run.
+                            gates.iter().for_each(|gate| gate.give_back());
+                            return Err(Refusal { limit: gate.describe_concurrency(), retry_after: None });
+                        }
                     },
                 };
                 slots.push(slot);
@@ -210,6 +224,47 @@ impl Gate {
     }
 }
 
+/// Callers one [`PerCaller`] keeps a bucket for; past it, the buckets
+/// start afresh (each caller needs credentials, so this bounds memory, not
+/// fairness between strangers).
+pub const MAX_CALLERS: usize = 10_000;
+
+/// One limit applied to each caller apart (the gateway's identities): a
+/// caller's calls never use another's tokens or slots.
+#[derive(Debug)]
+pub struct PerCaller {
+    limit: RateLimit,
+    callers: Mutex<HashMap<String, Arc<Limiter>>>,
+}
+
+impl PerCaller {
+    pub fn new(limit: RateLimit) -> PerCaller {
+        PerCaller { limit, callers: Mutex::default() }
+    }
+
+    /// The limiter of `caller` (made on first use).
+    pub fn limiter(&self, caller: &str) -> Arc<Limiter> {
+        let mut callers = self.callers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(limiter) = callers.get(caller) {
+            return limiter.clone();
+        }
+        if callers.len() >= MAX_CALLERS {
+            callers.clear();
+        }
+        let limiter = Arc::new(Limiter::single(&format!("caller `{caller}`"), self.limit));
+        callers.insert(caller.to_string(), limiter.clone());
+        limiter
+    }
+
+    /// A permit for one call of `caller`, or at once the refusal naming
+    /// the caller's limit and when a call would pass: a gateway answers
+    /// rather than queue a caller past its share.
+    pub async fn admit(&self, caller: &str) -> Result<Permit, Refusal> {
+        let limiter = self.limiter(caller);
+        limiter.admit("", Duration::ZERO).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,5 +314,21 @@ mod tests {
         let limiter = limits(RateLimit::default(), &[("t", RateLimit::default())]);
         assert!(!limiter.limits("t"));
         assert_eq!(RateLimit { rate: Some(2.5), ..RateLimit::default() }.burst(), 3.0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_caller_has_its_own_bucket_and_slots_and_is_refused_at_once() {
+        let per = PerCaller::new(RateLimit { rate: Some(1.0), burst: Some(2), concurrent: Some(2) });
+        let first = per.admit("alice").await.unwrap();
+        let _second = per.admit("alice").await.unwrap();
+        let refused = per.admit("alice").await.unwrap_err();
+        assert!(refused.limit.contains("rate limit of caller `alice` (1/s, burst 2)"), "{refused:?}");
+        assert!(refused.retry_after.is_some_and(|after| after <= Duration::from_secs(1)), "{refused:?}");
+        let _bob = per.admit("bob").await.expect("bob's bucket is his own");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let slots = per.admit("alice").await.unwrap_err();
+        assert!(slots.limit.contains("concurrency limit of caller `alice` (2 at once"), "{slots:?}");
+        drop(first);
+        assert!(per.admit("alice").await.is_ok(), "a finished call gives its slot back");
     }
 }

@@ -215,3 +215,23 @@ async fn a_rule_that_does_not_compile_stops_serve_naming_the_file_and_the_rule()
         .expect("no start with a weak key");
     assert!(short.contains("serve.keys.alice.token") && short.contains("is 5 characters long"), "{short}");
 }
+
+/// `[serve.caller_limits]`: each identity has its own share of calls; alice
+/// spending hers is refused at once, naming her limit, while bob's calls
+/// still pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_identity_has_its_own_rate_limit() {
+    let gateway = start(&format!("{RULES}\n[serve.caller_limits]\nrate = 0.2\nburst = 2\n"));
+    let alice = Caller::modern(&gateway, ALICE);
+    let bob = Caller::legacy(&gateway, BOB).await;
+    let echo = |text: &str| json!({"name": "demo__echo", "arguments": {"text": text}});
+    for n in 0..2 {
+        let answer = alice.ask("tools/call", echo("hi")).await;
+        assert_eq!(answer["result"]["content"][0]["text"], "hi", "call {n} of alice's burst: {answer}");
+    }
+    let refused = alice.ask("tools/call", echo("one too many")).await;
+    let text = refused.to_string();
+    assert!(text.contains("rate limit of caller `alice` (0.2/s, burst 2)") && !text.contains(ALICE), "{refused}");
+    let answer = bob.ask("tools/call", echo("bob")).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "bob", "bob's share is his own: {answer}");
+}

@@ -50,9 +50,14 @@ fn replica_name(index: usize) -> String {
 
 /// `REPLICAS` gateways on loopback ports, replica `i` named `mcpvisor-i`.
 fn start_replicas() -> Vec<Gateway> {
+    start_replicas_with(&replica_config(), &[])
+}
+
+/// `REPLICAS` gateways reading one `config` with `env`.
+fn start_replicas_with(config: &str, env: &[(&str, &str)]) -> Vec<Gateway> {
     (0..REPLICAS)
         .map(|index| {
-            Gateway::start_with_config(&replica_config(), "127.0.0.1:0", &["--replica", &replica_name(index)], &[])
+            Gateway::start_with_config(config, "127.0.0.1:0", &["--replica", &replica_name(index)], env)
                 .unwrap_or_else(|why| panic!("replica {index}: {why}"))
         })
         .collect()
@@ -326,4 +331,70 @@ fn the_sdk_clients_initialize_again_when_their_replica_is_killed_mid_run() {
     for (index, replica) in replicas.iter_mut().enumerate().filter(|(index, _)| *index != home) {
         assert_eq!(replica.child_exited(), None, "replica {index} still serves");
     }
+}
+
+const ALICE_KEY: &str = "alice-0f3a9c2e7b1d4a6f8e0c";
+const BOB_KEY: &str = "bob-9e8d7c6b5a4f3e2d1c0b";
+
+/// An HTTP client from `127.0.0.N` that sends `key` with every request.
+fn keyed_client_from(n: u8, key: &str) -> reqwest::Client {
+    let _ = client();
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {key}").parse().unwrap());
+    let address = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, n));
+    reqwest::Client::builder().pool_max_idle_per_host(0).local_address(address).default_headers(headers).build().unwrap()
+}
+
+/// The tool names one session lists.
+async fn tool_names(http: &reqwest::Client, url: &str, session: &str) -> BTreeSet<String> {
+    let listed = post(http, url, &request(2, "tools/list", json!({})))
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", LEGACY)
+        .send()
+        .await
+        .unwrap();
+    let listed = gateway_http_support::json_of(listed).await;
+    let tools = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("a tool list: {listed}"));
+    tools.iter().filter_map(|tool| tool["name"].as_str().map(str::to_string)).collect()
+}
+
+/// Keys and a policy from the one file every replica reads: alice and bob
+/// are the same callers with the same rights on whichever replica they
+/// land, and a session one opened is not found for the other.
+#[tokio::test]
+#[ignore = "needs nginx (MCPVISOR_NGINX or on PATH)"]
+async fn identities_and_policies_are_the_same_on_every_replica() {
+    let config = format!(
+        "{}\n[serve.keys.alice]\ntoken = \"${{ALICE_KEY}}\"\nclaims = {{ team = \"red\" }}\n\
+         [serve.keys.bob]\ntoken = \"${{BOB_KEY}}\"\nclaims = {{ team = \"blue\" }}\n\n\
+         [serve.policy]\ndefault = \"deny\"\n\
+         [[serve.policy.rules]]\nname = \"everyone-echoes\"\neffect = \"allow\"\ntools = [\"echo\"]\n\
+         [[serve.policy.rules]]\nname = \"red-adds\"\neffect = \"allow\"\ntools = [\"add\"]\nwhen = 'identity.claims.team == \"red\"'\n",
+        replica_config()
+    );
+    let replicas = start_replicas_with(&config, &[("ALICE_KEY", ALICE_KEY), ("BOB_KEY", BOB_KEY)]);
+    let nginx = Nginx::start(&replicas);
+    let mut placed = BTreeSet::new();
+    for n in 2..=13u8 {
+        for (key, expected) in [(ALICE_KEY, vec!["demo__add", "demo__echo"]), (BOB_KEY, vec!["demo__echo"])] {
+            let http = keyed_client_from(n, key);
+            let session = open_session(&http, &nginx.mcp()).await;
+            placed.insert(replica_of(&session).to_string());
+            let names = tool_names(&http, &nginx.mcp(), &session).await;
+            let expected: BTreeSet<String> = expected.into_iter().map(str::to_string).collect();
+            assert_eq!(names, expected, "from 127.0.0.{n} on {}", replica_of(&session));
+            // The other caller, through the same ingress, cannot use this session.
+            let other = keyed_client_from(n, if key == ALICE_KEY { BOB_KEY } else { ALICE_KEY });
+            let ping = post(&other, &nginx.mcp(), &request(3, "ping", json!({})))
+                .header("mcp-session-id", &session)
+                .header("mcp-protocol-version", LEGACY)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(ping.status(), 404, "another caller's session is not found on {}", replica_of(&session));
+        }
+    }
+    assert!(placed.len() >= 2, "the callers landed on several replicas: {placed:?}");
+    let anonymous = post(&client(), &nginx.mcp(), &request(1, "ping", json!({}))).send().await.unwrap();
+    assert_eq!(anonymous.status(), 401, "every replica asks for credentials");
 }

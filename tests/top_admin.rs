@@ -183,3 +183,32 @@ async fn a_loopback_gateway_without_a_token_serves_admin_and_top_reads_it() {
     assert_eq!(code, 2, "{output}");
     assert!(output.contains("http://HOST:PORT"), "{output}");
 }
+
+/// With named keys, `/admin` is for the identities granted `mcpvisor:admin`:
+/// a team member's key lists and calls tools but restarts nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_keys_only_an_admin_scope_opens_admin() {
+    const OPS: &str = "ops-key-0123456789abcdefghijkl";
+    const DEV: &str = "dev-key-0123456789abcdefghijkl";
+    let toml = format!(
+        "[servers.demo]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n\n\
+         [serve.keys.ops]\ntoken = \"${{OPS_KEY}}\"\nscopes = [\"mcpvisor:admin\"]\n\
+         [serve.keys.dev]\ntoken = \"${{DEV_KEY}}\"\n"
+    );
+    let gateway = Gateway::start_with_config(&toml, "127.0.0.1:0", &[], &[("OPS_KEY", OPS), ("DEV_KEY", DEV)]).expect("the gateway starts");
+    let http = client();
+    let as_key = |key: &str, method: reqwest::Method, path: &str| http.request(method, format!("{}{path}", gateway.base)).bearer_auth(key);
+    let refused = as_key(DEV, reqwest::Method::POST, "/admin/servers/demo/restart").send().await.unwrap();
+    assert_eq!(refused.status(), 403);
+    let why = refused.text().await.unwrap();
+    assert!(why.contains("mcpvisor:admin") && why.contains("`dev`") && !why.contains(DEV), "{why}");
+    assert_eq!(as_key(DEV, reqwest::Method::GET, "/admin/status").send().await.unwrap().status(), 403);
+    assert_eq!(as_key(DEV, reqwest::Method::GET, "/admin/calls").send().await.unwrap().status(), 403);
+    let status = as_key(OPS, reqwest::Method::GET, "/admin/status").send().await.unwrap();
+    assert_eq!(status.status(), 200);
+    let body: Value = serde_json::from_str(&status.text().await.unwrap()).unwrap();
+    assert!(body["servers"].as_array().is_some_and(|servers| servers.iter().any(|s| s["name"] == "demo")), "{body}");
+    // The developer's key still serves MCP.
+    let opened = post(&http, &gateway.mcp(), &initialize(LEGACY)).bearer_auth(DEV).send().await.unwrap();
+    assert_eq!(opened.status(), 200);
+}

@@ -32,4 +32,7 @@ pub struct ServeOptions {
     /// The access policy (`[serve.policy]`) in force, replaced on SIGHUP;
     /// each request reads it once.
     pub policy: crate::policy::Current<crate::policy::Policy>,
+    /// `[serve.caller_limits]`: each identity's own share of tool calls
+    /// (none: callers share the servers' limits only).
+    pub caller_limits: Option<std::sync::Arc<crate::rate_limit::PerCaller>>,
 }

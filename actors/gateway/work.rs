@@ -152,6 +152,11 @@ impl Pool {
             return Err(ErrorObject::invalid_params(unknown_tool(&name, &self.handle.status().await, &self.options)));
         };
         self.check_use(&owner.server, Kind::Tool, &owner.name, &name, params.get("arguments"))?;
+        // Held until the call is answered (the caller's concurrency share).
+        let _share = match self.caller_share(&owner).await {
+            Ok(share) => share,
+            Err(refused) => return self.failure(refused),
+        };
         // Before the call: the server's requests during it go to this request's stream.
         let _ = server.set(owner.server.clone());
         // The request's span (OpenTelemetry on) is current here: the call becomes its child.
@@ -213,6 +218,21 @@ impl Pool {
     }
 
     /// A failed call's answer, the servers' secrets masked (its message may quote their stderr).
+    /// The caller's permit under `[serve.caller_limits]` (`None`: no such
+    /// limits, or no identity), or the refusal naming the caller's limit.
+    async fn caller_share(&self, owner: &Owner) -> Result<Option<crate::rate_limit::Permit>, crate::CallError> {
+        let (Some(limits), Some(identity)) = (&self.options.caller_limits, &self.identity) else { return Ok(None) };
+        match limits.admit(&identity.subject).await {
+            Ok(permit) => Ok(Some(permit)),
+            Err(refusal) => Err(crate::CallError::RateLimited {
+                server: owner.server.clone(),
+                tool: owner.name.clone(),
+                limit: refusal.limit,
+                retry_after: refusal.retry_after,
+            }),
+        }
+    }
+
     fn failure(&self, error: crate::CallError) -> Answer {
         match tool_failure(error) {
             Ok(mut result) => {

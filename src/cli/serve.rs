@@ -16,6 +16,7 @@
 //! announced as changed lists. Exit code 0 when the client closes stdin,
 //! once what it asked is answered (see [`crate::gateway::stdio::DRAIN`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -30,6 +31,7 @@ use crate::actors::gateway::bridge::ClientBridge;
 use crate::actors::gateway::roots::ClientRoots;
 use crate::actors::gateway::ServeOptions;
 use crate::config::ServerConfig;
+use crate::rate_limit::PerCaller;
 use crate::Handle;
 
 /// Time for the servers to stop after stdin closed or a signal.
@@ -78,6 +80,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
             parked,
             client_roots: bridge.client_roots(),
             policy: access.policy.clone(),
+            caller_limits: servers.serve.as_ref().and_then(|serve| serve.caller_limits).map(|limit| Arc::new(PerCaller::new(limit))),
             ..ServeOptions::default()
         };
         if let Some((addr, http)) = http {

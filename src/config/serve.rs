@@ -29,11 +29,12 @@ use super::expand::{is_only_reference, Syntax};
 pub use super::serve_auth::{AuthSettings, IntrospectionSettings};
 use super::serve_policy::{expand_secret, read_keys, read_policy, KeySettings, PolicySettings};
 use crate::error::ConfigError;
+use crate::rate_limit::RateLimit;
 
-const KEYS: [&str; 8] = ["token", "allowed_origins", "client_roots", "tls_cert", "tls_key", "auth", "keys", "policy"];
+const KEYS: [&str; 9] = ["token", "allowed_origins", "client_roots", "tls_cert", "tls_key", "auth", "keys", "policy", "caller_limits"];
 
 /// The `[serve]` table, its references not yet expanded.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq)]
 pub struct ServeSettings {
     /// The file the table was read from (errors name it).
     pub file: PathBuf,
@@ -55,6 +56,9 @@ pub struct ServeSettings {
     pub keys: Vec<KeySettings>,
     /// `[serve.policy]`: who may list and use what (none: everyone everything).
     pub policy: Option<PolicySettings>,
+    /// `[serve.caller_limits]`: tool calls per second (`rate`, `burst`) and
+    /// at once (`concurrent`) of each identity apart; read at start.
+    pub caller_limits: Option<RateLimit>,
 }
 
 impl std::fmt::Debug for ServeSettings {
@@ -69,6 +73,7 @@ impl std::fmt::Debug for ServeSettings {
             .field("auth", &self.auth)
             .field("keys", &self.keys)
             .field("policy", &self.policy)
+            .field("caller_limits", &self.caller_limits)
             .finish()
     }
 }
@@ -166,6 +171,7 @@ pub(crate) fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigErro
             }
             "keys" => settings.keys = read_keys(path, value)?,
             "policy" => settings.policy = Some(read_policy(path, value)?),
+            "caller_limits" => settings.caller_limits = Some(read_caller_limits(path, value)?),
             _ => {
                 return Err(ConfigError::UnknownKey { file: path.into(), server: None, key: format!("serve.{key}"), known: KEYS.to_vec() })
             }
@@ -176,6 +182,44 @@ pub(crate) fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigErro
         return Err(invalid(missing, "is missing: TLS needs both tls_cert (the PEM chain) and tls_key (its private key)"));
     }
     Ok(settings)
+}
+
+/// Reads `[serve.caller_limits]`: `rate` (calls per second, > 0), `burst`
+/// and `concurrent` (whole numbers ≥ 1); at least one of `rate` and
+/// `concurrent`.
+fn read_caller_limits(path: &Path, item: &Item) -> Result<RateLimit, ConfigError> {
+    let invalid = |field: &str, message: &str| ConfigError::InvalidSetting {
+        file: path.into(),
+        field: format!("serve.caller_limits{field}"),
+        message: message.into(),
+    };
+    let table = item.as_table_like().ok_or_else(|| invalid("", "must be a table such as { rate = 5, burst = 10, concurrent = 4 }"))?;
+    let count = |key: &str, value: &Item| {
+        value
+            .as_integer()
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| invalid(&format!(".{key}"), "must be a whole number, 1 or more"))
+    };
+    let mut limit = RateLimit::default();
+    for (key, value) in table.iter() {
+        match key {
+            "rate" => {
+                let rate = value.as_float().or_else(|| value.as_integer().map(|n| n as f64)).filter(|rate| rate.is_finite() && *rate > 0.0);
+                limit.rate = Some(rate.ok_or_else(|| invalid(".rate", "must be a number of calls per second above 0, such as 5 or 0.5"))?);
+            }
+            "burst" => limit.burst = Some(count(key, value)?),
+            "concurrent" => limit.concurrent = Some(count(key, value)? as usize),
+            _ => {
+                let known = vec!["rate", "burst", "concurrent"];
+                return Err(ConfigError::UnknownKey { file: path.into(), server: None, key: format!("serve.caller_limits.{key}"), known });
+            }
+        }
+    }
+    if limit.is_empty() {
+        return Err(invalid("", "limits nothing: give `rate` (calls per second) or `concurrent` (calls at once)"));
+    }
+    Ok(limit)
 }
 
 #[cfg(test)]
@@ -242,6 +286,21 @@ mod tests {
         ] {
             let message = serve(&format!("[serve]\n{body}\n")).unwrap_err();
             assert!(message.starts_with("/etc/mcpvisor/servers.toml: ") && message.contains(expected), "{message}");
+        }
+    }
+
+    #[test]
+    fn caller_limits_are_read_and_checked() {
+        let settings = serve("[serve.caller_limits]\nrate = 2.5\nburst = 5\nconcurrent = 3\n").unwrap();
+        assert_eq!(settings.caller_limits, Some(RateLimit { rate: Some(2.5), burst: Some(5), concurrent: Some(3) }));
+        for (body, expected) in [
+            ("rate = 0", "`serve.caller_limits.rate` must be a number"),
+            ("burst = 0", "`serve.caller_limits.burst` must be a whole number"),
+            ("burst = 4", "`serve.caller_limits` limits nothing"),
+            ("per = 1", "unknown key `serve.caller_limits.per`"),
+        ] {
+            let message = serve(&format!("[serve.caller_limits]\n{body}\n")).unwrap_err();
+            assert!(message.contains(expected), "{message}");
         }
     }
 }
