@@ -1,7 +1,7 @@
 //! The gateway as an OAuth 2.1 resource server (`[serve.auth]`): access
 //! tokens of one issuer are checked (a JWT against the issuer's keys, an
 //! opaque token by RFC 7662 introspection) and become the caller's
-//! [`Identity`]; refusals carry RFC 6750 / RFC 9728 challenges, and the
+//! `Identity`; refusals carry RFC 6750 / RFC 9728 challenges, and the
 //! protected resource metadata is served at [`METADATA_PATH`].
 //!
 //! Invariants:

@@ -7,7 +7,7 @@
 //! - an offered bearer is compared with every key, each in constant time
 //!   and without stopping at a match, so the time taken says nothing of
 //!   which key (if any) it was;
-//! - the set is replaced whole on reload ([`Current`]); a request reads the
+//! - the set is replaced whole on reload (`policy::Current`); a request reads the
 //!   set in force when it arrives.
 
 use std::path::Path;
