@@ -87,9 +87,9 @@ impl Telemetry {
     /// Starts watching one call of `tool` on `server`.
     pub(crate) fn watch(&self, call: CallStart<'_>) -> CallWatch {
         let audit = self.audit.as_ref().map(|log| (log.clone(), log.draft(&call)));
-        let recent = (self.recent.clone(), call.server.to_string(), call.tool.to_string());
         let otel = self.otel.as_ref().map(|otel| Box::new(OtelWatch::start(otel, &call)));
-        CallWatch { stats: call.stats, started: Instant::now(), audit, recent, otel, finished: false }
+        let names = (call.server.to_string(), call.tool.to_string());
+        CallWatch { stats: call.stats, started: Instant::now(), audit, recent: self.recent.clone(), names, otel, finished: false }
     }
 }
 
@@ -115,19 +115,19 @@ pub(crate) struct CallWatch {
     stats: Arc<ToolStats>,
     started: Instant,
     audit: Option<(AuditLog, audit::Draft)>,
-    /// Where the call is listed when it ends, and its server and tool.
-    recent: (Arc<RecentCalls>, String, String),
+    /// Where the call is listed when it ends.
+    recent: Arc<RecentCalls>,
+    /// The call's server and tool, labelling its metrics and then moved into `recent`.
+    names: (String, String),
     /// Boxed: a call pays one pointer for it when OpenTelemetry is off.
     otel: Option<Box<OtelWatch>>,
     finished: bool,
 }
 
-/// A watched call's span and what its metrics are labelled with.
+/// A watched call's span.
 struct OtelWatch {
     otel: Arc<Otel>,
     span: Context,
-    server: String,
-    tool: String,
 }
 
 impl OtelWatch {
@@ -143,7 +143,7 @@ impl OtelWatch {
             attributes.push(KeyValue::new("mcpvisor.caller", caller.to_string()));
         }
         let span = otel.client_span(format!("tools/call {}", call.tool), call.parent, attributes);
-        OtelWatch { otel: otel.clone(), span, server: call.server.to_string(), tool: call.tool.to_string() }
+        OtelWatch { otel: otel.clone(), span }
     }
 }
 impl CallWatch {
@@ -160,15 +160,15 @@ impl CallWatch {
         self.finished = true;
         let took = self.started.elapsed();
         self.stats.record(outcome, took);
-        let (recent, server, tool) = &self.recent;
-        recent.record(server, tool, outcome, took);
         if let Some((log, draft)) = self.audit.take() {
             log.write(draft.finish(took, outcome, error_kind));
         }
+        let (server, tool) = std::mem::take(&mut self.names);
         if let Some(watch) = self.otel.take() {
-            watch.otel.record_call(&watch.server, &watch.tool, outcome, took);
+            watch.otel.record_call(&server, &tool, outcome, took);
             otel::end_span(&watch.span, outcome, error_kind);
         }
+        self.recent.record(server, tool, outcome, took);
     }
 }
 

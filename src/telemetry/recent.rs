@@ -4,7 +4,8 @@
 //! Invariants:
 //! - at most [`RECENT_CALLS`] calls are kept; a new one pushes out the oldest;
 //! - a call's arguments and result are never kept (they may hold secrets);
-//! - recording takes one short lock and no allocation past the call's two names.
+//! - recording takes one short lock and no allocation: the call's two
+//!   names are moved in, and [`RecentCall`]s are made only when listed.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -29,22 +30,26 @@ pub struct RecentCall {
     pub ended_at_ms: u64,
 }
 
+/// One finished call as the ring keeps it.
+#[derive(Debug)]
+struct Kept {
+    server: String,
+    tool: String,
+    outcome: Outcome,
+    took: Duration,
+    ended_at_ms: u64,
+}
+
 /// A bounded ring of the last [`RECENT_CALLS`] calls, oldest first.
 #[derive(Debug, Default)]
 pub struct RecentCalls {
-    calls: Mutex<VecDeque<RecentCall>>,
+    calls: Mutex<VecDeque<Kept>>,
 }
 
 impl RecentCalls {
-    pub fn record(&self, server: &str, tool: &str, outcome: Outcome, took: Duration) {
+    pub fn record(&self, server: String, tool: String, outcome: Outcome, took: Duration) {
         let ended_at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis() as u64);
-        let call = RecentCall {
-            server: server.to_string(),
-            tool: tool.to_string(),
-            outcome: outcome.label().to_string(),
-            duration_ms: took.as_secs_f64() * 1000.0,
-            ended_at_ms,
-        };
+        let call = Kept { server, tool, outcome, took, ended_at_ms };
         let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
         if calls.len() == RECENT_CALLS {
             calls.pop_front();
@@ -55,7 +60,16 @@ impl RecentCalls {
     /// The calls kept, oldest first; only `server`'s when given.
     pub fn list(&self, server: Option<&str>) -> Vec<RecentCall> {
         let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
-        calls.iter().filter(|call| server.is_none_or(|server| call.server == server)).cloned().collect()
+        let listed = calls.iter().filter(|call| server.is_none_or(|server| call.server == server));
+        listed
+            .map(|call| RecentCall {
+                server: call.server.clone(),
+                tool: call.tool.clone(),
+                outcome: call.outcome.label().to_string(),
+                duration_ms: call.took.as_secs_f64() * 1000.0,
+                ended_at_ms: call.ended_at_ms,
+            })
+            .collect()
     }
 }
 
@@ -68,7 +82,7 @@ mod tests {
         let recent = RecentCalls::default();
         for i in 0..RECENT_CALLS + 10 {
             let server = if i % 2 == 0 { "even" } else { "odd" };
-            recent.record(server, &format!("t{i}"), Outcome::Ok, Duration::from_millis(i as u64));
+            recent.record(server.into(), format!("t{i}"), Outcome::Ok, Duration::from_millis(i as u64));
         }
         let all = recent.list(None);
         assert_eq!(all.len(), RECENT_CALLS);
