@@ -122,6 +122,8 @@ pub struct ProcInfo {
     pub state: char,
     pub ppid: i32,
     pub pgrp: i32,
+    /// CPU time used so far, user and system, in clock ticks.
+    pub cpu_ticks: u64,
 }
 
 /// Every process of a group, from /proc (empty where /proc is not mounted).
@@ -138,11 +140,13 @@ fn all_processes() -> impl Iterator<Item = ProcInfo> {
 /// itself hold spaces and parentheses, hence the search for the last `)`.
 pub fn proc_info(pid: i32) -> Option<ProcInfo> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
-    let state = rest.next()?.chars().next()?;
-    let ppid = rest.next()?.parse().ok()?;
-    let pgrp = rest.next()?.parse().ok()?;
-    Some(ProcInfo { pid, state, ppid, pgrp })
+    // After the name, 0-based: state 0, ppid 1, pgrp 2, utime 11, stime 12 (proc(5)'s fields 3, 4, 5, 14, 15).
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    let state = fields.first()?.chars().next()?;
+    let ppid = fields.get(1)?.parse().ok()?;
+    let pgrp = fields.get(2)?.parse().ok()?;
+    let cpu_ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ProcInfo { pid, state, ppid, pgrp, cpu_ticks })
 }
 
 /// How often, and how far apart, a killed group is waited for.

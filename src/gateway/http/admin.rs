@@ -136,11 +136,7 @@ pub async fn pool_snapshot(handle: &Handle) -> Value {
 /// process `pid`, from `/proc/PID/stat` and `/proc/PID/statm`; `None` when
 /// it is gone or unreadable.
 pub fn process_usage(pid: u32) -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
-    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
-    // After the name: state is field 3, utime 14, stime 15 (1-based, proc(5)).
-    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let ticks = crate::transport::stdio::proc_info(i32::try_from(pid).ok()?)?.cpu_ticks;
     let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
     let resident_pages = statm.split_whitespace().nth(1)?.parse::<u64>().ok()?;
     Some((ticks, resident_pages.saturating_mul(page_size())))
