@@ -62,6 +62,17 @@ fn stop(mut gateway: http::Gateway) -> String {
     stderr
 }
 
+/// A gateway without an audit log, exporting to a fresh receiver every
+/// 100 ms, the demo server logging its requests in the returned folder.
+async fn traced_gateway() -> (http::Gateway, std::sync::Arc<std::sync::Mutex<Received>>, tempfile::TempDir) {
+    let (url, received) = receiver().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.log");
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", url.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
+    let gateway = http::Gateway::start_with_config(&config(&log, ""), "127.0.0.1:0", &["--no-audit"], &env).expect("the gateway starts");
+    (gateway, received, dir)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_through_the_gateway_is_one_trace_from_the_client_to_the_server() {
     let (url, received) = receiver().await;
@@ -212,11 +223,7 @@ async fn without_configuration_nothing_is_exported_or_sent_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_sse_client_s_traceparent_header_is_the_parent_too() {
-    let (url, received) = receiver().await;
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("requests.log");
-    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", url.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
-    let gateway = http::Gateway::start_with_config(&config(&log, ""), "127.0.0.1:0", &["--no-audit"], &env).expect("the gateway starts");
+    let (gateway, received, dir) = traced_gateway().await;
     let client = http::client();
     let stream = client.get(format!("{}/sse", gateway.base)).header("accept", "text/event-stream").send().await.unwrap();
     let mut events = http::SseReader::new(stream);
@@ -242,7 +249,7 @@ async fn a_legacy_sse_client_s_traceparent_header_is_the_parent_too() {
         "{}",
         describe(request)
     );
-    let requests = std::fs::read_to_string(&log).unwrap();
+    let requests = std::fs::read_to_string(dir.path().join("requests.log")).unwrap();
     assert!(
         requests.lines().any(|line| line.starts_with(&format!("tools/call echo traceparent=00-{TRACE_ID}-"))),
         "the server gets the trace on: {requests}"
@@ -251,11 +258,7 @@ async fn a_legacy_sse_client_s_traceparent_header_is_the_parent_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_augmented_call_s_upstream_span_is_its_request_s_child() {
-    let (url, received) = receiver().await;
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("requests.log");
-    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", url.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
-    let gateway = http::Gateway::start_with_config(&config(&log, ""), "127.0.0.1:0", &["--no-audit"], &env).expect("the gateway starts");
+    let (gateway, received, _dir) = traced_gateway().await;
     let client = http::client();
     let session = http::open_session(&client, &gateway.mcp()).await;
     let parent = format!("00-{TRACE_ID}-{CLIENT_SPAN}-01");
@@ -281,11 +284,7 @@ async fn a_task_augmented_call_s_upstream_span_is_its_request_s_child() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_that_rides_on_input_required_stays_its_first_request_s_child() {
-    let (url, received) = receiver().await;
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("requests.log");
-    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", url.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
-    let gateway = http::Gateway::start_with_config(&config(&log, ""), "127.0.0.1:0", &["--no-audit"], &env).expect("the gateway starts");
+    let (gateway, received, _dir) = traced_gateway().await;
     let client = http::client();
     let meta = json!({"io.modelcontextprotocol/protocolVersion": http::MODERN, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
         "traceparent": format!("00-{TRACE_ID}-{CLIENT_SPAN}-01")});

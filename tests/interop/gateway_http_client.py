@@ -8,23 +8,10 @@ check and exits 1 at the first failure.
 """
 
 import asyncio
-import json
 import sys
 
-import mcp_types as types
+from gateway_client_parts import check, sampled
 from mcp import Client
-
-
-def check(name, ok, detail=""):
-    print(json.dumps({"check": name, "ok": bool(ok), "detail": str(detail)[:300]}), flush=True)
-    if not ok:
-        sys.exit(1)
-
-
-async def sampled(context, params):
-    return types.CreateMessageResult(
-        role="assistant", content=types.TextContent(type="text", text="sampled by python"), model="python-test"
-    )
 
 
 async def run(url, mode):

@@ -19,21 +19,9 @@ import json
 import sys
 from contextlib import AsyncExitStack
 
-import mcp_types as types
+from gateway_client_parts import check, sampled
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-
-
-def check(name, ok, detail=""):
-    print(json.dumps({"check": name, "ok": bool(ok), "detail": str(detail)[:300]}), flush=True)
-    if not ok:
-        sys.exit(1)
-
-
-async def sampled(context, params):
-    return types.CreateMessageResult(
-        role="assistant", content=types.TextContent(type="text", text="sampled by python"), model="python-test"
-    )
 
 
 async def echo(client, text):
