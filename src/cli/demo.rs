@@ -127,18 +127,20 @@ async fn demo(handle: &Handle, json_output: bool) -> Report {
     ));
 
     out.heading(format!("2. Calling all three at once; {SLOW_CALLS} slow calls are in flight on `{VICTIM}`").as_str());
+    // The slow calls go first and the count waits for them alone: counted
+    // together with the quick ones, a busy machine could kill `beta` before
+    // the last slow call left, and the restarted server would answer it.
+    let slow: Vec<_> = (0..SLOW_CALLS).map(|i| spawn_call(handle, VICTIM, "sleep", json!({"ms": 5_000 + i}))).collect();
+    let victim = wait_for_in_flight(handle, VICTIM, SLOW_CALLS).await;
     let mut calls = Vec::new();
     for server in SERVERS {
         calls.push(spawn_call(handle, server, "echo", json!({"text": format!("hello from {server}")})));
         calls.push(spawn_call(handle, server, "add", json!({"a": 2, "b": 40})));
     }
-    for i in 0..SLOW_CALLS {
-        calls.push(spawn_call(handle, VICTIM, "sleep", json!({"ms": 5_000 + i})));
-    }
+    calls.extend(slow);
     for server in ["alpha", "gamma"] {
         calls.push(spawn_call(handle, server, "sleep", json!({"ms": 300})));
     }
-    let victim = wait_for_in_flight(handle, VICTIM, SLOW_CALLS).await;
 
     out.heading(
         format!(
