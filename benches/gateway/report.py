@@ -18,7 +18,11 @@ from report import load, paired  # noqa: E402  (benches/http-peers/report.py)
 CPU = "machine_cpu_us_per_call"
 
 # Each gateway row and the direct row it is compared with.
-BASELINE = {"gateway-stdio": "direct-stdio", "gateway-http": "direct-http", "gateway-http-stdio": "direct-stdio"}
+BASELINE = {"gateway-stdio": "direct-stdio", "gateway-http": "direct-http", "gateway-http-stdio": "direct-stdio",
+            "supergateway": "direct-stdio", "agentgateway": "direct-stdio"}
+
+# The HTTP gateways in front of the stdio echo server: mcpvisor's and the peers'.
+HTTP_OVER_STDIO = ["gateway-http-stdio", "supergateway", "agentgateway"]
 
 
 def main(path):
@@ -40,6 +44,20 @@ def main(path):
               f"| {fmt(ratio(c, 'conc', 'calls_per_s', True), '{:.2f}')} | {fmt(med(c, 'conc', 'p50_us'), '{:.1f}')} "
               f"| {fmt(ratio(c, 'conc', 'p50_us'), '{:.2f}')} | {fmt(med(c, 'conc', CPU), '{:.1f}')} "
               f"| {fmt(ratio(c, 'conc', CPU), '{:.2f}')} |")
+
+    peers = [c for c in HTTP_OVER_STDIO if c in clients]
+    if len(peers) < 2:
+        return
+    print("\nHTTP gateways in front of the stdio echo server (gateway process only: its CPU per call and peak RSS; "
+          "\"mcpvisor x\" is serve --http's calls/s over the row's, paired by round)\n")
+    print("| gateway | seq calls/s | K calls/s | CPU us/call (seq / K) | peak RSS MB | mcpvisor x (seq / K) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for c in peers:
+        cpu = " / ".join(fmt(med(c, m, "gateway_cpu_us_per_call")) for m in ("seq", "conc"))
+        rss = med(c, "conc", "gateway_rss_kb") or med(c, "seq", "gateway_rss_kb")
+        lead = " / ".join(fmt(paired(runs, "gateway-http-stdio", c, m, "calls_per_s"), "{:.2f}") for m in ("seq", "conc"))
+        print(f"| {c} | {fmt(med(c, 'seq', 'calls_per_s'))} | {fmt(med(c, 'conc', 'calls_per_s'))} | {cpu} "
+              f"| {fmt(rss and rss / 1024, '{:.1f}')} | {lead} |")
 
 
 if __name__ == "__main__":

@@ -18,10 +18,20 @@
 # Each row also records the machine's CPU time per call (all processes),
 # the work a call costs whatever the cores: run it on a quiet machine.
 #
+# Peers, in front of the same stdio echo server over Streamable HTTP, beside
+# `gateway-http-stdio`: supergateway (npm, pinned below; installed into
+# $SCRATCH when npm is there) and agentgateway when AGENTGATEWAY names its
+# binary (built with the recipe its benchmark folder describes). For every
+# long-running HTTP gateway the record also has the gateway process's own
+# CPU per call (utime+stime of that process only) and its peak RSS so far.
+#
 # Knobs: N (calls, 20000), K (in flight, 32), ROUNDS (3), MODES ("seq conc"),
+# KS (more K for the chart, e.g. "1 4 16 64": recorded as mode "sweep"),
+# GATEWAY_PEERS ("supergateway", or ""), AGENTGATEWAY (its binary),
 # MCPVISOR (release binary, default target/release/mcpvisor), MCPVISOR_BENCH
 # (release examples/bench_client), STDIO_ECHO (a stdio MCP echo server; by
-# default the shared peers' mcp-echo-server, built into $SCRATCH).
+# default the shared peers' mcp-echo-server, built into $SCRATCH), CHART
+# (the SVG written from the run; docs/charts/gateway.svg, "" for none).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -44,6 +54,17 @@ CARGO_TARGET_DIR=$SCRATCH/target cargo build --release --quiet --manifest-path "
 if [ -z "${STDIO_ECHO:-}" ]; then
     CARGO_TARGET_DIR=$SCRATCH/target cargo build --release --quiet --manifest-path "$PEERS/server/Cargo.toml"
     STDIO_ECHO=$SCRATCH/target/release/mcp-echo-server
+fi
+
+SUPERGATEWAY_VERSION=4.0.0
+read -r -a GATEWAY_PEERS <<<"${GATEWAY_PEERS-supergateway}"
+read -r -a KS <<<"${KS:-}"
+CHART=${CHART-$ROOT/docs/charts/gateway.svg}
+if [[ " ${GATEWAY_PEERS[*]} " == *" supergateway "* ]]; then
+    if [ ! -x "$SCRATCH/node/node_modules/.bin/supergateway" ]; then
+        echo "== installing supergateway@$SUPERGATEWAY_VERSION into $SCRATCH/node" >&2
+        mkdir -p "$SCRATCH/node" && npm install --silent --prefix "$SCRATCH/node" "supergateway@$SUPERGATEWAY_VERSION" >&2
+    fi
 fi
 
 pids=()
@@ -84,7 +105,7 @@ start_http_gateway() { # CONFIG VAR: starts the gateway, sets VAR to its URL
     "$MCPVISOR" --config "$1" serve --server bench --http 127.0.0.1:0 </dev/null >/dev/null 2>"$log" &
     pids+=($!)
     for _ in $(seq 1 200); do
-        url=$(sed -n 's/.*serving MCP at \(http[^ ]*\).*/\1/p' "$log")
+        url=$(sed -n 's/.*serving MCP at \(http[^ ]*\).*/\1/p' "$log" 2>/dev/null || true)
         [ -n "$url" ] && break
         sleep 0.05
     done
@@ -93,6 +114,58 @@ start_http_gateway() { # CONFIG VAR: starts the gateway, sets VAR to its URL
 }
 start_http_gateway "$SCRATCH/http.toml" GW_HTTP
 start_http_gateway "$SCRATCH/stdio.toml" GW_HTTP_STDIO
+declare -A GW_PID=([gateway-http]=${pids[-2]} [gateway-http-stdio]=${pids[-1]})
+ROWS=("direct-stdio $STDIO_ECHO" "gateway-stdio $SCRATCH/gateway-stdio.sh" \
+      "direct-http $HTTP_ECHO" "gateway-http $GW_HTTP" "gateway-http-stdio $GW_HTTP_STDIO")
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_listening() { # PORT NAME LOG
+    for _ in $(seq 1 200); do
+        (exec 9<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "$2 did not listen on port $1: $(tail -5 "$3")" >&2
+    exit 1
+}
+if [[ " ${GATEWAY_PEERS[*]} " == *" supergateway "* ]]; then
+    port=$(free_port)
+    node "$SCRATCH/node/node_modules/supergateway/dist/index.js" --stdio "$STDIO_ECHO" \
+        --outputTransport streamableHttp --stateful --port "$port" --logLevel none \
+        </dev/null >"$SCRATCH/supergateway.log" 2>&1 &
+    pids+=($!)
+    GW_PID[supergateway]=$!
+    wait_listening "$port" supergateway "$SCRATCH/supergateway.log"
+    ROWS+=("supergateway http://127.0.0.1:$port/mcp")
+fi
+if [ -n "${AGENTGATEWAY:-}" ]; then
+    port=$(free_port)
+    cat >"$SCRATCH/agentgateway.yaml" <<YAML
+config:
+  adminAddr: "off"
+  statsAddr: "off"
+  readinessAddr: "off"
+  logging:
+    level: warn
+gateways:
+  bench:
+    port: $port
+mcp:
+  gateways: [bench]
+  prefixMode: conditional
+  targets:
+  - name: echo
+    stdio:
+      cmd: $STDIO_ECHO
+YAML
+    "$AGENTGATEWAY" -f "$SCRATCH/agentgateway.yaml" </dev/null >"$SCRATCH/agentgateway.log" 2>&1 &
+    pids+=($!)
+    GW_PID[agentgateway]=$!
+    wait_listening "$port" agentgateway "$SCRATCH/agentgateway.log"
+    ROWS+=("agentgateway http://127.0.0.1:$port/mcp")
+fi
+# A long-running gateway's own CPU ticks (all its threads, not its children).
+process_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+peak_rss_kb() { awk '/^VmHWM:/{print $2}' "/proc/$1/status"; }
 
 # CPU time of the whole machine (every process: client, gateway, echo
 # server), in clock ticks: the work a call costs, whatever the cores.
@@ -101,26 +174,35 @@ busy_jiffies() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9; exit}' /proc/stat; }
 
 RESULTS=$SCRATCH/results/$(date -u +%Y%m%dT%H%M%SZ).jsonl
 printf '{"n":%s,"k":%s,"rounds":%s}\n' "$N" "$K" "$ROUNDS" >"$RESULTS"
-ROWS=("direct-stdio $STDIO_ECHO" "gateway-stdio $SCRATCH/gateway-stdio.sh" \
-      "direct-http $HTTP_ECHO" "gateway-http $GW_HTTP" "gateway-http-stdio $GW_HTTP_STDIO")
+SWEEP=()
+for k in "${KS[@]}"; do [ "$k" != "$K" ] && SWEEP+=("sweep:$k"); done
 for round in $(seq 1 "$ROUNDS"); do
     order=("${ROWS[@]}")
     if ((round % 2 == 0)); then
         for ((i = ${#ROWS[@]} - 1, j = 0; i >= 0; i--, j++)); do order[j]=${ROWS[i]}; done
     fi
-    for mode in "${MODES[@]}"; do
+    for mode in "${MODES[@]}" "${SWEEP[@]}"; do
         for row in "${order[@]}"; do
             read -r name server <<<"$row"
             case $mode in
                 seq) args=(seq "$N") ;;
                 conc) args=(conc "$N" "$K") ;;
+                sweep:*) args=(conc "$N" "${mode#sweep:}") ;;
             esac
             echo "-- round $round $mode $name" >&2
+            gw=${GW_PID[$name]:-}
             before=$(busy_jiffies)
+            [ -n "$gw" ] && gw_before=$(process_ticks "$gw")
             if out=$("$MCPVISOR_BENCH" "$server" "${args[@]}"); then
                 cpu_us=$(( ($(busy_jiffies) - before) * 1000000 / TICKS / N ))
                 out=${out/\"client\":\"mcpvisor\"/\"client\":\"$name\"}
-                echo "${out%\}},\"round\":$round,\"machine_cpu_us_per_call\":$cpu_us}" | tee -a "$RESULTS" >&2
+                [[ $mode == sweep:* ]] && out=${out/\"mode\":\"conc\"/\"mode\":\"sweep\"}
+                extra=",\"round\":$round,\"machine_cpu_us_per_call\":$cpu_us"
+                if [ -n "$gw" ]; then
+                    gw_us=$(( ($(process_ticks "$gw") - gw_before) * 1000000 / TICKS / N ))
+                    extra+=",\"gateway_cpu_us_per_call\":$gw_us,\"gateway_rss_kb\":$(peak_rss_kb "$gw")"
+                fi
+                echo "${out%\}}$extra}" | tee -a "$RESULTS" >&2
             else
                 echo "!! FAILED: $name $mode" >&2
             fi
@@ -129,3 +211,8 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 
 python3 "$HERE/report.py" "$RESULTS"
+if [ -n "$CHART" ]; then
+    mkdir -p "$(dirname "$CHART")"
+    python3 "$ROOT/benches/support/chart.py" "$RESULTS" "$CHART" \
+        "Through the gateway: direct, mcpvisor serve and peers, one echo server (N=$N, $ROUNDS rounds, medians)"
+fi
