@@ -1,6 +1,6 @@
 //! What every task of one bridge shares: the HTTP client and endpoint,
 //! the credentials, the session, the tools' header annotations, and the
-//! ways back to the connection (message lines, log lines, the end).
+//! ways back to the connection (parsed messages, log lines, the end).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +13,8 @@ use tokio::sync::{mpsc, Notify};
 use super::client::error_chain;
 use super::headers::ParamHeaders;
 use super::RemoteStatus;
+use crate::codec::{decode_line, Frame};
+use crate::protocol::{Message, RequestId};
 use crate::transport::credentials::{Challenge, Credentials, Renewal, RequestLine};
 
 /// Requests sent again at most after the credentials were renewed.
@@ -45,7 +47,8 @@ pub(super) fn shown(url: &Url) -> String {
 /// One frame the connection wrote, and what the bridge needs of it.
 #[derive(Debug, Clone)]
 pub(super) struct Outgoing {
-    pub(super) text: Vec<u8>,
+    /// The frame as written: the body of its POST (shared, not copied, when sent again).
+    pub(super) text: bytes::Bytes,
     pub(super) value: serde_json::Value,
     /// Set on requests (with `method`) and on answers to the server's requests.
     pub(super) id: Option<serde_json::Value>,
@@ -56,15 +59,15 @@ impl Outgoing {
     /// `None` for a line that is not a JSON object (the connection writes none).
     pub(super) fn parse(text: Vec<u8>) -> Option<Outgoing> {
         let value: serde_json::Value = serde_json::from_slice(&text).ok()?;
-        Some(Outgoing::with_text(value, text))
+        Some(Outgoing::with_text(value, text.into()))
     }
 
     pub(super) fn from_value(value: serde_json::Value) -> Outgoing {
-        let text = value.to_string().into_bytes();
+        let text = value.to_string().into_bytes().into();
         Outgoing::with_text(value, text)
     }
 
-    fn with_text(value: serde_json::Value, text: Vec<u8>) -> Outgoing {
+    fn with_text(value: serde_json::Value, text: bytes::Bytes) -> Outgoing {
         let id = value.get("id").filter(|id| !id.is_null()).cloned();
         let method = value.get("method").and_then(|m| m.as_str()).map(str::to_string);
         Outgoing { text, value, id, method }
@@ -77,6 +80,18 @@ impl Outgoing {
 
     pub(super) fn is(&self, method: &str) -> bool {
         self.method.as_deref() == Some(method)
+    }
+}
+
+/// Whether `message` is the answer (result or error) to the request with
+/// `id` (an id the server wrote as `1.0` answers request 1, as the
+/// connection reads it).
+pub(super) fn answers(message: &Frame, id: &serde_json::Value) -> bool {
+    let Ok(Message::Response { id: Some(answered), .. }) = message else { return false };
+    match (answered, id) {
+        (RequestId::Number(answered), serde_json::Value::Number(id)) => id.as_i64() == Some(*answered),
+        (RequestId::String(answered), serde_json::Value::String(id)) => answered == id,
+        _ => false,
     }
 }
 
@@ -113,8 +128,8 @@ pub(super) struct Link {
     pub(super) opened: Notify,
     /// Held while a lost session is being replaced.
     pub(super) reopening: tokio::sync::Mutex<()>,
-    out: mpsc::Sender<Vec<u8>>,
-    log: mpsc::Sender<Vec<u8>>,
+    out: mpsc::Sender<Frame>,
+    log: mpsc::Sender<String>,
     end: mpsc::Sender<Ending>,
     ending: Arc<Mutex<Option<Ending>>>,
     status: Arc<Mutex<RemoteStatus>>,
@@ -133,10 +148,10 @@ pub(super) struct Server {
     pub(super) status: Arc<Mutex<RemoteStatus>>,
 }
 
-/// The bridge's ways back: message lines, log lines, its end.
+/// The bridge's ways back: parsed messages, log lines, its end.
 pub(super) struct Ways {
-    pub(super) out: mpsc::Sender<Vec<u8>>,
-    pub(super) log: mpsc::Sender<Vec<u8>>,
+    pub(super) out: mpsc::Sender<Frame>,
+    pub(super) log: mpsc::Sender<String>,
     pub(super) end: mpsc::Sender<Ending>,
 }
 
@@ -203,11 +218,15 @@ impl Link {
         }
     }
 
-    /// Hands one message (a JSON text without newlines) to the connection,
-    /// waiting while its pipe is full.
-    pub(super) async fn deliver(&self, mut line: Vec<u8>) {
-        line.push(b'\n');
-        let _ = self.out.send(line).await;
+    /// Hands one message, parsed once here, to the connection, waiting
+    /// while its queue is full.
+    pub(super) async fn deliver(&self, message: Frame) {
+        let _ = self.out.send(message).await;
+    }
+
+    /// Hands one message's JSON text to the connection (see [`Link::deliver`]).
+    pub(super) async fn deliver_text(&self, text: &[u8]) {
+        self.deliver(decode_line(text)).await;
     }
 
     /// Answers request `id` with a JSON-RPC error in the server's stead.
@@ -217,13 +236,20 @@ impl Link {
             "id": id,
             "error": { "code": crate::protocol::error_codes::INTERNAL_ERROR, "message": message },
         });
-        self.deliver(answer.to_string().into_bytes()).await;
+        self.deliver_text(answer.to_string().as_bytes()).await;
     }
 
-    /// A line of the server's log (its status's stderr tail). Dropped when
-    /// the connection is not reading its log, rather than waiting.
-    pub(super) fn note(&self, line: String) {
-        let _ = self.log.try_send(line.into_bytes());
+    /// Lines of the server's log (its status's stderr tail), one per line
+    /// of `text`. Dropped when the connection is not reading its log,
+    /// rather than waiting.
+    pub(super) fn note(&self, text: String) {
+        if !text.contains(['\n', '\r']) {
+            let _ = self.log.try_send(text);
+            return;
+        }
+        for line in text.lines() {
+            let _ = self.log.try_send(line.trim_end_matches('\r').to_string());
+        }
     }
 
     /// Ends the bridge; the first reason given is the one kept.
@@ -267,7 +293,6 @@ impl Link {
                 };
                 request.headers_mut().insert(name, value);
             }
-            let url = request.url().to_string();
             let response = match self.http.execute(request).await {
                 Ok(response) => response,
                 Err(error) => {
@@ -276,7 +301,7 @@ impl Link {
                 }
             };
             if let Some(nonce) = response.headers().get(DPOP_NONCE).and_then(|v| v.to_str().ok()) {
-                self.credentials.nonce_offered(&url, nonce);
+                self.credentials.nonce_offered(response.url().as_str(), nonce);
             }
             let Some(challenge) = self.challenge(&response) else {
                 self.show(|status| status.reached = true);
@@ -309,5 +334,21 @@ impl Link {
             _ => false,
         };
         refused.then(|| Challenge { status: response.status().as_u16(), www_authenticate, resource: self.url.to_string() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_told_from_requests_and_other_ids() {
+        let id = serde_json::json!(3);
+        assert!(answers(&decode_line(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#), &id));
+        assert!(answers(&decode_line(br#"{"jsonrpc":"2.0","id":3.0,"error":{"code":1,"message":"no"}}"#), &id));
+        assert!(!answers(&decode_line(br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#), &id));
+        assert!(!answers(&decode_line(br#"{"jsonrpc":"2.0","id":"3","result":{}}"#), &id));
+        assert!(!answers(&decode_line(b"not json"), &id));
+        assert!(answers(&decode_line(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#), &serde_json::json!("a")));
     }
 }
