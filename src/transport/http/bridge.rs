@@ -20,7 +20,7 @@ use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::codec::{FramedRead, LinesCodec};
 
 use super::link::{Ending, Link, Outgoing, Server, Ways};
-use super::{headers, legacy_sse, streamable, LOST};
+use super::{legacy_sse, streamable, LOST};
 use crate::config::Transport;
 use crate::protocol::methods;
 use crate::transport::ExitInfo;
@@ -115,7 +115,7 @@ impl Bridge {
             }
             return;
         }
-        self.link.set_modern(headers::modern_version(&frame.value).is_some());
+        self.link.set_modern(frame.modern.is_some());
         if let Some(endpoint) = self.link.legacy_endpoint.get() {
             self.tasks.spawn(legacy_sse::post(self.link.clone(), endpoint.clone(), frame));
             return;
@@ -131,7 +131,7 @@ impl Bridge {
     /// A cancellation: the request's stream is closed (the cancellation of
     /// the 2026-07-28 era); in the `initialize` era the server is told too.
     async fn cancel(&mut self, frame: Outgoing) {
-        let target = frame.value.pointer("/params/requestId").map(|id| id.to_string()).unwrap_or_default();
+        let target = frame.value().pointer("/params/requestId").map(|id| id.to_string()).unwrap_or_default();
         if let Some(handle) = self.in_flight.remove(&target) {
             handle.abort();
         }

@@ -8,10 +8,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE};
 use reqwest::{RequestBuilder, Response, StatusCode, Url};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use tokio::sync::{mpsc, Notify};
 
 use super::client::error_chain;
-use super::headers::ParamHeaders;
+use super::headers::{self, ParamHeaders};
 use super::RemoteStatus;
 use crate::codec::{decode_line, Frame};
 use crate::protocol::{Message, RequestId};
@@ -44,33 +46,67 @@ pub(super) fn shown(url: &Url) -> String {
     url.to_string()
 }
 
-/// One frame the connection wrote, and what the bridge needs of it.
+/// One frame the connection wrote, and what the bridge needs of it. The
+/// frame is read shallowly: its parameters (a call's arguments) are
+/// skipped, not built into a tree; [`Outgoing::value`] reads it whole
+/// where a rarer path needs more.
 #[derive(Debug, Clone)]
 pub(super) struct Outgoing {
     /// The frame as written: the body of its POST (shared, not copied, when sent again).
     pub(super) text: bytes::Bytes,
-    pub(super) value: serde_json::Value,
     /// Set on requests (with `method`) and on answers to the server's requests.
     pub(super) id: Option<serde_json::Value>,
     pub(super) method: Option<String>,
+    /// The protocol version `params._meta` names in a request of the
+    /// 2026-07-28 era; `None` in the `initialize` era.
+    pub(super) modern: Option<String>,
+}
+
+/// What [`Outgoing::parse`] reads of a frame.
+#[derive(Deserialize)]
+struct Shallow<'a> {
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+}
+
+/// What [`Outgoing::parse`] reads of the parameters.
+#[derive(Deserialize)]
+struct ShallowParams {
+    #[serde(default, rename = "_meta")]
+    meta: Option<ShallowMeta>,
+}
+
+#[derive(Deserialize)]
+struct ShallowMeta {
+    /// Always the name [`META_PROTOCOL_VERSION`] holds (a test checks it).
+    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
+    version: Option<String>,
 }
 
 impl Outgoing {
     /// `None` for a line that is not a JSON object (the connection writes none).
     pub(super) fn parse(text: Vec<u8>) -> Option<Outgoing> {
-        let value: serde_json::Value = serde_json::from_slice(&text).ok()?;
-        Some(Outgoing::with_text(value, text.into()))
+        let shallow: Shallow = serde_json::from_slice(&text).ok()?;
+        let params = shallow.params.and_then(|params| serde_json::from_str::<ShallowParams>(params.get()).ok());
+        let modern = params.and_then(|params| params.meta?.version);
+        let Shallow { id, method, .. } = shallow;
+        Some(Outgoing { id, method, modern, text: text.into() })
     }
 
     pub(super) fn from_value(value: serde_json::Value) -> Outgoing {
-        let text = value.to_string().into_bytes().into();
-        Outgoing::with_text(value, text)
-    }
-
-    fn with_text(value: serde_json::Value, text: bytes::Bytes) -> Outgoing {
         let id = value.get("id").filter(|id| !id.is_null()).cloned();
         let method = value.get("method").and_then(|m| m.as_str()).map(str::to_string);
-        Outgoing { text, value, id, method }
+        let modern = headers::modern_version(&value).map(str::to_string);
+        Outgoing { text: value.to_string().into_bytes().into(), id, method, modern }
+    }
+
+    /// The whole frame as a tree.
+    pub(super) fn value(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.text).unwrap_or_default()
     }
 
     /// A request (it waits for an answer), not a notification or an answer.
@@ -350,5 +386,24 @@ mod tests {
         assert!(!answers(&decode_line(br#"{"jsonrpc":"2.0","id":"3","result":{}}"#), &id));
         assert!(!answers(&decode_line(b"not json"), &id));
         assert!(answers(&decode_line(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#), &serde_json::json!("a")));
+    }
+
+    #[test]
+    fn frames_are_read_shallowly_as_a_whole_reading_would() {
+        use crate::protocol::session::META_PROTOCOL_VERSION;
+        let frames = [
+            serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "hi", "n": [1, 2]}, "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": "s", "method": "tools/list", "params": {"_meta": {"progressToken": 1}}}),
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 3, "result": {}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": null, "method": "x", "params": [1, 2]}),
+        ];
+        for value in frames {
+            let whole = Outgoing::from_value(value.clone());
+            let shallow = Outgoing::parse(value.to_string().into_bytes()).expect("an object");
+            assert_eq!((&shallow.id, &shallow.method, &shallow.modern), (&whole.id, &whole.method, &whole.modern), "{value}");
+            assert_eq!(shallow.value(), value);
+        }
     }
 }

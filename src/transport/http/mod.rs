@@ -27,8 +27,8 @@
 //!   bridge with code 0, after the session is deleted (`DELETE`);
 //! - every task the bridge starts ends with it: killing it aborts them all,
 //!   and the message and log streams end once they have;
-//! - at most [`MESSAGE_QUEUE`] messages (each at most `max_frame` bytes) and
-//!   [`LOG_QUEUE`] log lines wait for the connection: a message waits for
+//! - at most `MESSAGE_QUEUE` messages (each at most `max_frame` bytes) and
+//!   `LOG_QUEUE` log lines wait for the connection: a message waits for
 //!   room, a log line finding none is dropped.
 
 mod bridge;
@@ -59,9 +59,9 @@ use link::Ending;
 /// Bytes the input pipe holds before the connection has to wait.
 pub const PIPE_BYTES: usize = 64 * 1024;
 /// Messages for the connection waiting while it is busy.
-pub const MESSAGE_QUEUE: usize = 64;
+const MESSAGE_QUEUE: usize = 64;
 /// Log lines waiting for the connection; more are dropped.
-pub const LOG_QUEUE: usize = 256;
+const LOG_QUEUE: usize = 256;
 
 /// How the end of a bridge that lost its server is reported.
 pub const LOST: ExitInfo = ExitInfo { code: Some(1), signal: None };
@@ -71,9 +71,9 @@ pub struct RemotePeer {
     /// Where frames for the server are written.
     pub input: DuplexStream,
     /// The server's messages, parsed; ends with the bridge.
-    pub messages: mpsc::Receiver<Frame>,
+    pub(crate) messages: mpsc::Receiver<Frame>,
     /// The bridge's notes and the server's HTTP errors, one line each.
-    pub log: mpsc::Receiver<String>,
+    pub(crate) log: mpsc::Receiver<String>,
     pub task: RemoteTask,
     pub exit: ExitWatch,
 }

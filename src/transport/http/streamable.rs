@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::Value;
 
@@ -45,8 +45,8 @@ pub(super) async fn post(link: &Link, frame: &Outgoing) -> Result<Sent, Broken> 
         .send("POST", |http| {
             let request = http
                 .post(link.url.clone())
-                .header(ACCEPT, "application/json, text/event-stream")
-                .header(CONTENT_TYPE, "application/json")
+                .header(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"))
+                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
                 .body(frame.text.clone());
             with(request, &extra)
         })
@@ -63,12 +63,13 @@ fn with(mut request: RequestBuilder, headers: &[(String, String)]) -> RequestBui
 
 /// The MCP headers of `frame`, and the session it goes in.
 fn request_headers(link: &Link, frame: &Outgoing) -> (Vec<(String, String)>, Option<u64>) {
-    if let Some(version) = headers::modern_version(&frame.value) {
-        let mut sent = headers::mirrored(&frame.value, version);
+    if let Some(version) = &frame.modern {
+        let value = frame.value();
+        let mut sent = headers::mirrored(&value, version);
         if frame.is(methods::TOOLS_CALL) {
-            let tool = frame.value.pointer("/params/name").and_then(Value::as_str).unwrap_or_default();
+            let tool = value.pointer("/params/name").and_then(Value::as_str).unwrap_or_default();
             if let Some(params) = link.param_headers.lock().ok().and_then(|map| map.get(tool).cloned()) {
-                sent.extend(headers::param_values(&params, frame.value.pointer("/params/arguments")));
+                sent.extend(headers::param_values(&params, value.pointer("/params/arguments")));
             }
         }
         return (sent, None);
@@ -104,7 +105,7 @@ pub(super) async fn answer(link: Arc<Link>, frame: Outgoing, mut sent: Sent) {
     let id = frame.id.clone().unwrap_or_default();
     if frame.is(methods::INITIALIZE) {
         if let Ok(mut session) = link.session.lock() {
-            session.initialize = Some(frame.value.clone());
+            session.initialize = Some(frame.value());
             session.id = None;
         }
         link.set_modern(false);
