@@ -173,8 +173,9 @@ fn preview(line: &[u8]) -> String {
     s
 }
 
-/// Decodes one complete line (without its newline).
-fn decode_line(line: &[u8]) -> Frame {
+/// Decodes one complete line (without its newline), or one whole message
+/// that came without lines (the HTTP transport's bodies and events).
+pub fn decode_line(line: &[u8]) -> Frame {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Err(FrameError::Blank);
     }

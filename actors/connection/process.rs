@@ -2,7 +2,8 @@
 //! what the server is. A child process over stdio (spawn, pid, process
 //! group, signals) or an in-process server (a task of the runtime over
 //! in-memory pipes, [`crate::transport::in_process`]) or a remote server
-//! (a bridge task turning frames into HTTP, [`crate::transport::http`]). The rest of the connection
+//! (a bridge task turning frames into HTTP, [`crate::transport::http`],
+//! which hands over its messages already parsed). The rest of the connection
 //! sees frames and log lines arriving as stream items, the end as
 //! `Exited`, and writes through [`Process::take_input`]; the one thing it
 //! may not get is a pid.
@@ -11,7 +12,9 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use futures::future::Either;
+use futures::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_stream::wrappers::ReceiverStream;
 
 use super::*;
 use crate::sandbox::SandboxStatus;
@@ -47,25 +50,29 @@ impl Process {
         generation: u64,
         ctx: &mut Context<Connection>,
     ) -> Result<Process, ConnectError> {
-        let (kind, exit, input, output, log): (Kind, ExitWatch, Input, Output, Output) = match config.transport {
+        let (kind, exit, input, pipes): (Kind, ExitWatch, Input, Option<(Output, Output)>) = match config.transport {
             Transport::InProcess => {
                 let handler = parts.in_process.as_ref().ok_or_else(|| ConnectError::NoHandler { server: config.name.clone() })?;
                 let peer = in_process::start(handler, &config.name);
-                (Kind::InProcess(peer.task), peer.exit, Box::new(peer.input), Box::new(peer.output), Box::new(peer.log))
+                (Kind::InProcess(peer.task), peer.exit, Box::new(peer.input), Some((Box::new(peer.output), Box::new(peer.log))))
             }
             Transport::Http | Transport::Sse => {
                 let credentials = crate::oauth::credentials_for(config, parts.authorizer.clone());
                 let peer = http::start(config, credentials)?;
-                (Kind::Remote(peer.task), peer.exit, Box::new(peer.input), Box::new(peer.output), Box::new(peer.log))
+                ctx.add_stream(ReceiverStream::new(peer.messages).map(Ok::<_, std::io::Error>));
+                ctx.add_stream(ReceiverStream::new(peer.log).map(Ok::<_, std::io::Error>));
+                (Kind::Remote(peer.task), peer.exit, Box::new(peer.input), None)
             }
             Transport::Stdio => {
                 let child = stdio::spawn(config)?;
                 let kind = Kind::Child { pid: child.pid, group: child.group, sandbox: child.sandbox, violation: child.violation };
-                (kind, child.exit, Box::new(child.stdin), Box::new(child.stdout), Box::new(child.stderr))
+                (kind, child.exit, Box::new(child.stdin), Some((Box::new(child.stdout), Box::new(child.stderr))))
             }
         };
-        ctx.add_stream(FramedRead::new(output, JsonRpcCodec::new(config.limits.max_frame)));
-        ctx.add_stream(FramedRead::new(log, LogLines::default()));
+        if let Some((output, log)) = pipes {
+            ctx.add_stream(FramedRead::new(output, JsonRpcCodec::new(config.limits.max_frame)));
+            ctx.add_stream(FramedRead::new(log, LogLines::default()));
+        }
         // The exit is awaited off the context (actix polls every future of
         // a context on each wake-up, so none may linger) and reported as a message.
         let me = ctx.address().downgrade();

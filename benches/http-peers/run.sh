@@ -9,7 +9,9 @@
 #
 # Knobs: N (calls, 20000), K (in flight, 32), ROUNDS (3), CONNECTS (20),
 # CLIENTS ("floor mcpvisor rmcp-ct rmcp"), MCPVISOR_BENCH (the mcpvisor
-# client: the built examples/bench_client, release).
+# client: the built examples/bench_client, release), MCPVISOR_BEFORE (a
+# second build of it, e.g. before a change: client `mcpvisor-before`, so
+# before and after are paired in the same rounds), MODES ("seq conc connect").
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -19,6 +21,7 @@ K=${K:-32}
 ROUNDS=${ROUNDS:-3}
 CONNECTS=${CONNECTS:-20}
 read -r -a CLIENTS <<<"${CLIENTS:-floor mcpvisor rmcp-ct rmcp}"
+read -r -a MODES <<<"${MODES:-seq conc connect}"
 export CARGO_TARGET_DIR=$SCRATCH/target
 BIN=$CARGO_TARGET_DIR/release
 
@@ -45,6 +48,7 @@ client_cmd() {
         rmcp) echo "env RMCP_RUNTIME=multi_thread $BIN/rmcp-http-client" ;;
         rmcp-ct) echo "env RMCP_RUNTIME=current_thread $BIN/rmcp-http-client" ;;
         mcpvisor) echo "${MCPVISOR_BENCH:?set MCPVISOR_BENCH to the built bench_client example}" ;;
+        mcpvisor-before) echo "${MCPVISOR_BEFORE:?set MCPVISOR_BEFORE to another build of bench_client}" ;;
         *) echo "unknown client $1" >&2; return 1 ;;
     esac
 }
@@ -54,7 +58,7 @@ for round in $(seq 1 "$ROUNDS"); do
     if ((round % 2 == 0)); then
         for ((i = ${#CLIENTS[@]} - 1, j = 0; i >= 0; i--, j++)); do order[j]=${CLIENTS[i]}; done
     fi
-    for mode in seq conc connect; do
+    for mode in "${MODES[@]}"; do
         for c in "${order[@]}"; do
             read -r -a cmd <<<"$(client_cmd "$c")"
             case $mode in
@@ -64,6 +68,8 @@ for round in $(seq 1 "$ROUNDS"); do
             esac
             echo "-- round $round $mode $c" >&2
             if out=$("${cmd[@]}"); then
+                # Named by how it was started (two builds of one client both call themselves mcpvisor).
+                out=$(sed "s/\"client\":\"[^\"]*\"/\"client\":\"$c\"/" <<<"$out")
                 echo "${out%\}},\"round\":$round}" | tee -a "$RESULTS" >&2
             else
                 echo "!! FAILED: $c $mode (${cmd[*]})" >&2

@@ -14,25 +14,19 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use reqwest::Url;
-use tokio::io::{AsyncWriteExt, DuplexStream};
+use tokio::io::DuplexStream;
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::codec::{FramedRead, LinesCodec};
 
 use super::link::{Ending, Link, Outgoing, Server, Ways};
-use super::{headers, legacy_sse, streamable, LOST};
+use super::{legacy_sse, streamable, LOST};
 use crate::config::Transport;
 use crate::protocol::methods;
 use crate::transport::ExitInfo;
 
-/// Messages for the connection waiting while its pipe is full.
-const OUT_QUEUE: usize = 64;
-/// Log lines waiting; more are dropped.
-const LOG_QUEUE: usize = 256;
 /// Notifications and answers waiting to be POSTed, in order.
 const LANE_QUEUE: usize = 256;
-/// How long the last messages may take to reach the connection at the end.
-const FLUSH: Duration = Duration::from_secs(1);
 
 pub(super) struct Settings {
     pub(super) server: Server,
@@ -43,21 +37,14 @@ pub(super) struct Settings {
     pub(super) patience: Duration,
 }
 
-/// Runs the bridge until its input ends or the server is lost.
-pub(super) async fn run(settings: Settings, input: DuplexStream, output: DuplexStream, log: DuplexStream) -> ExitInfo {
-    let (out_tx, out_rx) = mpsc::channel(OUT_QUEUE);
-    let (log_tx, log_rx) = mpsc::channel(LOG_QUEUE);
-    let (end_tx, mut end_rx) = mpsc::channel(4);
-    let writer = AbortOnDrop(tokio::spawn(write_lines(out_rx, output, false)));
-    let logger = AbortOnDrop(tokio::spawn(write_lines(log_rx, log, true)));
-    let link = Arc::new(Link::new(settings.server, Ways { out: out_tx, log: log_tx, end: end_tx }));
-    let mut bridge = Bridge { link: link.clone(), tasks: JoinSet::new(), in_flight: HashMap::new(), probing: false, lane: None };
+/// Runs the bridge until its input ends or the server is lost. The
+/// connection's message and log streams end when it returns (with the
+/// last of its tasks, which hold their senders).
+pub(super) async fn run(settings: Settings, input: DuplexStream, ways: Ways, mut end_rx: mpsc::Receiver<Ending>) -> ExitInfo {
+    let link = Arc::new(Link::new(settings.server, ways));
+    let mut bridge = Bridge { link, tasks: JoinSet::new(), in_flight: HashMap::new(), probing: false, lane: None };
     let exit = bridge.serve(settings.transport, settings.grace, settings.patience, input, &mut end_rx).await;
     bridge.tasks.shutdown().await;
-    drop(bridge);
-    drop(link);
-    let _ = tokio::time::timeout(FLUSH, writer.join()).await;
-    let _ = tokio::time::timeout(FLUSH, logger.join()).await;
     exit
 }
 
@@ -128,7 +115,7 @@ impl Bridge {
             }
             return;
         }
-        self.link.set_modern(headers::modern_version(&frame.value).is_some());
+        self.link.set_modern(frame.modern.is_some());
         if let Some(endpoint) = self.link.legacy_endpoint.get() {
             self.tasks.spawn(legacy_sse::post(self.link.clone(), endpoint.clone(), frame));
             return;
@@ -144,7 +131,7 @@ impl Bridge {
     /// A cancellation: the request's stream is closed (the cancellation of
     /// the 2026-07-28 era); in the `initialize` era the server is told too.
     async fn cancel(&mut self, frame: Outgoing) {
-        let target = frame.value.pointer("/params/requestId").map(|id| id.to_string()).unwrap_or_default();
+        let target = frame.value().pointer("/params/requestId").map(|id| id.to_string()).unwrap_or_default();
         if let Some(handle) = self.in_flight.remove(&target) {
             handle.abort();
         }
@@ -207,32 +194,5 @@ async fn lane(link: Arc<Link>, mut frames: mpsc::Receiver<Outgoing>, patience: D
         if tokio::time::timeout(patience, sent).await.is_err() {
             link.note(format!("the server did not take {what} within {patience:?}; it was given up"));
         }
-    }
-}
-
-/// Writes each line to `pipe` (with a newline when `terminate`).
-async fn write_lines(mut lines: mpsc::Receiver<Vec<u8>>, mut pipe: DuplexStream, terminate: bool) {
-    while let Some(mut line) = lines.recv().await {
-        if terminate {
-            line.push(b'\n');
-        }
-        if pipe.write_all(&line).await.is_err() {
-            return;
-        }
-    }
-}
-
-/// A task that is aborted when this is dropped (the bridge was killed).
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl AbortOnDrop {
-    async fn join(mut self) {
-        let _ = (&mut self.0).await;
-    }
-}
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }

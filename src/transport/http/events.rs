@@ -1,13 +1,14 @@
 //! Reading what a server sends back: JSON bodies (one message or a batch)
-//! and server-sent event streams, each message as one line, never more
-//! than `max_frame` bytes held for one of them.
+//! and server-sent event streams, each message parsed once into the
+//! connection's [`Frame`], never more than `max_frame` bytes held for one
+//! of them.
 
 use std::pin::Pin;
 
 use futures::{Stream, StreamExt};
-use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::codec::{decode_line, Frame};
 pub(super) use crate::sse::Event;
 use crate::sse::SseError;
 
@@ -40,44 +41,15 @@ impl std::fmt::Display for ReadError {
     }
 }
 
-/// The parts of a message the bridge looks at.
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct Head {
-    #[serde(default)]
-    pub(super) id: Option<serde_json::Value>,
-    #[serde(default)]
-    pub(super) method: Option<String>,
-}
-
-impl Head {
-    pub(super) fn of(text: &[u8]) -> Head {
-        serde_json::from_slice(text).unwrap_or_default()
-    }
-
-    /// Whether this is the answer (result or error) to request `id`.
-    pub(super) fn answers(&self, id: &serde_json::Value) -> bool {
-        self.method.is_none() && self.id.as_ref() == Some(id)
-    }
-}
-
-/// `text` as one line: a message spread over several lines is re-encoded.
-pub(super) fn one_line(text: &[u8]) -> Result<Vec<u8>, ReadError> {
-    if !text.iter().any(|b| *b == b'\n' || *b == b'\r') {
-        return Ok(text.to_vec());
-    }
-    let value: serde_json::Value = serde_json::from_slice(text).map_err(|e| ReadError::Malformed(e.to_string()))?;
-    Ok(value.to_string().into_bytes())
-}
-
 /// The messages of a JSON body, at most `max` bytes.
-pub(super) async fn json_body(response: reqwest::Response, max: usize) -> Result<Vec<Vec<u8>>, ReadError> {
+pub(super) async fn json_body(response: reqwest::Response, max: usize) -> Result<Vec<Frame>, ReadError> {
     let body = capped(response, max).await?;
     let trimmed = body.trim_ascii_start();
     if !trimmed.starts_with(b"[") {
-        return Ok(vec![one_line(trimmed)?]);
+        return Ok(vec![decode_line(trimmed)]);
     }
     let batch: Vec<Box<RawValue>> = serde_json::from_slice(trimmed).map_err(|e| ReadError::Malformed(e.to_string()))?;
-    batch.iter().map(|message| one_line(message.get().as_bytes())).collect()
+    Ok(batch.iter().map(|message| decode_line(message.get().as_bytes())).collect())
 }
 
 /// The body, or the error once it passes `max` bytes.
@@ -129,24 +101,4 @@ pub(super) fn events(response: reqwest::Response, max: usize) -> Events {
             })
         })
         .boxed()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn messages_become_one_line() {
-        assert_eq!(one_line(b"{\"a\":1}").unwrap(), b"{\"a\":1}");
-        assert_eq!(one_line(b"{\n  \"a\": 1\n}").unwrap(), b"{\"a\":1}");
-        assert!(matches!(one_line(b"{\n"), Err(ReadError::Malformed(_))));
-    }
-
-    #[test]
-    fn heads_tell_answers_from_requests() {
-        let id = serde_json::json!(3);
-        assert!(Head::of(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#).answers(&id));
-        assert!(!Head::of(br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#).answers(&id));
-        assert!(!Head::of(b"not json").answers(&id));
-    }
 }

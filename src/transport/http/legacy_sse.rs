@@ -60,8 +60,8 @@ pub(super) async fn read(link: Arc<Link>, mut stream: Events) {
     while let Some(item) = stream.next().await {
         match item {
             Ok(event) if event.event.is_empty() || event.event == "message" => {
-                if let Some(line) = message_of(&link, &event) {
-                    link.deliver(line).await;
+                if let Some(message) = message_of(&event) {
+                    link.deliver(message).await;
                 }
             }
             Ok(_) => {}

@@ -1,6 +1,6 @@
 //! What every task of one bridge shares: the HTTP client and endpoint,
 //! the credentials, the session, the tools' header annotations, and the
-//! ways back to the connection (message lines, log lines, the end).
+//! ways back to the connection (parsed messages, log lines, the end).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,11 +8,15 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE};
 use reqwest::{RequestBuilder, Response, StatusCode, Url};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use tokio::sync::{mpsc, Notify};
 
 use super::client::error_chain;
-use super::headers::ParamHeaders;
+use super::headers::{self, ParamHeaders};
 use super::RemoteStatus;
+use crate::codec::{decode_line, Frame};
+use crate::protocol::{Message, RequestId};
 use crate::transport::credentials::{Challenge, Credentials, Renewal, RequestLine};
 
 /// Requests sent again at most after the credentials were renewed.
@@ -42,32 +46,67 @@ pub(super) fn shown(url: &Url) -> String {
     url.to_string()
 }
 
-/// One frame the connection wrote, and what the bridge needs of it.
+/// One frame the connection wrote, and what the bridge needs of it. The
+/// frame is read shallowly: its parameters (a call's arguments) are
+/// skipped, not built into a tree; [`Outgoing::value`] reads it whole
+/// where a rarer path needs more.
 #[derive(Debug, Clone)]
 pub(super) struct Outgoing {
-    pub(super) text: Vec<u8>,
-    pub(super) value: serde_json::Value,
+    /// The frame as written: the body of its POST (shared, not copied, when sent again).
+    pub(super) text: bytes::Bytes,
     /// Set on requests (with `method`) and on answers to the server's requests.
     pub(super) id: Option<serde_json::Value>,
     pub(super) method: Option<String>,
+    /// The protocol version `params._meta` names in a request of the
+    /// 2026-07-28 era; `None` in the `initialize` era.
+    pub(super) modern: Option<String>,
+}
+
+/// What [`Outgoing::parse`] reads of a frame.
+#[derive(Deserialize)]
+struct Shallow<'a> {
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+}
+
+/// What [`Outgoing::parse`] reads of the parameters.
+#[derive(Deserialize)]
+struct ShallowParams {
+    #[serde(default, rename = "_meta")]
+    meta: Option<ShallowMeta>,
+}
+
+#[derive(Deserialize)]
+struct ShallowMeta {
+    /// Always the name [`META_PROTOCOL_VERSION`] holds (a test checks it).
+    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
+    version: Option<String>,
 }
 
 impl Outgoing {
     /// `None` for a line that is not a JSON object (the connection writes none).
     pub(super) fn parse(text: Vec<u8>) -> Option<Outgoing> {
-        let value: serde_json::Value = serde_json::from_slice(&text).ok()?;
-        Some(Outgoing::with_text(value, text))
+        let shallow: Shallow = serde_json::from_slice(&text).ok()?;
+        let params = shallow.params.and_then(|params| serde_json::from_str::<ShallowParams>(params.get()).ok());
+        let modern = params.and_then(|params| params.meta?.version);
+        let Shallow { id, method, .. } = shallow;
+        Some(Outgoing { id, method, modern, text: text.into() })
     }
 
     pub(super) fn from_value(value: serde_json::Value) -> Outgoing {
-        let text = value.to_string().into_bytes();
-        Outgoing::with_text(value, text)
-    }
-
-    fn with_text(value: serde_json::Value, text: Vec<u8>) -> Outgoing {
         let id = value.get("id").filter(|id| !id.is_null()).cloned();
         let method = value.get("method").and_then(|m| m.as_str()).map(str::to_string);
-        Outgoing { text, value, id, method }
+        let modern = headers::modern_version(&value).map(str::to_string);
+        Outgoing { text: value.to_string().into_bytes().into(), id, method, modern }
+    }
+
+    /// The whole frame as a tree.
+    pub(super) fn value(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.text).unwrap_or_default()
     }
 
     /// A request (it waits for an answer), not a notification or an answer.
@@ -77,6 +116,18 @@ impl Outgoing {
 
     pub(super) fn is(&self, method: &str) -> bool {
         self.method.as_deref() == Some(method)
+    }
+}
+
+/// Whether `message` is the answer (result or error) to the request with
+/// `id` (an id the server wrote as `1.0` answers request 1, as the
+/// connection reads it).
+pub(super) fn answers(message: &Frame, id: &serde_json::Value) -> bool {
+    let Ok(Message::Response { id: Some(answered), .. }) = message else { return false };
+    match (answered, id) {
+        (RequestId::Number(answered), serde_json::Value::Number(id)) => id.as_i64() == Some(*answered),
+        (RequestId::String(answered), serde_json::Value::String(id)) => answered == id,
+        _ => false,
     }
 }
 
@@ -113,8 +164,8 @@ pub(super) struct Link {
     pub(super) opened: Notify,
     /// Held while a lost session is being replaced.
     pub(super) reopening: tokio::sync::Mutex<()>,
-    out: mpsc::Sender<Vec<u8>>,
-    log: mpsc::Sender<Vec<u8>>,
+    out: mpsc::Sender<Frame>,
+    log: mpsc::Sender<String>,
     end: mpsc::Sender<Ending>,
     ending: Arc<Mutex<Option<Ending>>>,
     status: Arc<Mutex<RemoteStatus>>,
@@ -133,10 +184,10 @@ pub(super) struct Server {
     pub(super) status: Arc<Mutex<RemoteStatus>>,
 }
 
-/// The bridge's ways back: message lines, log lines, its end.
+/// The bridge's ways back: parsed messages, log lines, its end.
 pub(super) struct Ways {
-    pub(super) out: mpsc::Sender<Vec<u8>>,
-    pub(super) log: mpsc::Sender<Vec<u8>>,
+    pub(super) out: mpsc::Sender<Frame>,
+    pub(super) log: mpsc::Sender<String>,
     pub(super) end: mpsc::Sender<Ending>,
 }
 
@@ -203,11 +254,15 @@ impl Link {
         }
     }
 
-    /// Hands one message (a JSON text without newlines) to the connection,
-    /// waiting while its pipe is full.
-    pub(super) async fn deliver(&self, mut line: Vec<u8>) {
-        line.push(b'\n');
-        let _ = self.out.send(line).await;
+    /// Hands one message, parsed once here, to the connection, waiting
+    /// while its queue is full.
+    pub(super) async fn deliver(&self, message: Frame) {
+        let _ = self.out.send(message).await;
+    }
+
+    /// Hands one message's JSON text to the connection (see [`Link::deliver`]).
+    pub(super) async fn deliver_text(&self, text: &[u8]) {
+        self.deliver(decode_line(text)).await;
     }
 
     /// Answers request `id` with a JSON-RPC error in the server's stead.
@@ -217,13 +272,20 @@ impl Link {
             "id": id,
             "error": { "code": crate::protocol::error_codes::INTERNAL_ERROR, "message": message },
         });
-        self.deliver(answer.to_string().into_bytes()).await;
+        self.deliver_text(answer.to_string().as_bytes()).await;
     }
 
-    /// A line of the server's log (its status's stderr tail). Dropped when
-    /// the connection is not reading its log, rather than waiting.
-    pub(super) fn note(&self, line: String) {
-        let _ = self.log.try_send(line.into_bytes());
+    /// Lines of the server's log (its status's stderr tail), one per line
+    /// of `text`. Dropped when the connection is not reading its log,
+    /// rather than waiting.
+    pub(super) fn note(&self, text: String) {
+        if !text.contains(['\n', '\r']) {
+            let _ = self.log.try_send(text);
+            return;
+        }
+        for line in text.lines() {
+            let _ = self.log.try_send(line.trim_end_matches('\r').to_string());
+        }
     }
 
     /// Ends the bridge; the first reason given is the one kept.
@@ -267,7 +329,6 @@ impl Link {
                 };
                 request.headers_mut().insert(name, value);
             }
-            let url = request.url().to_string();
             let response = match self.http.execute(request).await {
                 Ok(response) => response,
                 Err(error) => {
@@ -276,7 +337,7 @@ impl Link {
                 }
             };
             if let Some(nonce) = response.headers().get(DPOP_NONCE).and_then(|v| v.to_str().ok()) {
-                self.credentials.nonce_offered(&url, nonce);
+                self.credentials.nonce_offered(response.url().as_str(), nonce);
             }
             let Some(challenge) = self.challenge(&response) else {
                 self.show(|status| status.reached = true);
@@ -309,5 +370,40 @@ impl Link {
             _ => false,
         };
         refused.then(|| Challenge { status: response.status().as_u16(), www_authenticate, resource: self.url.to_string() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_told_from_requests_and_other_ids() {
+        let id = serde_json::json!(3);
+        assert!(answers(&decode_line(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#), &id));
+        assert!(answers(&decode_line(br#"{"jsonrpc":"2.0","id":3.0,"error":{"code":1,"message":"no"}}"#), &id));
+        assert!(!answers(&decode_line(br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#), &id));
+        assert!(!answers(&decode_line(br#"{"jsonrpc":"2.0","id":"3","result":{}}"#), &id));
+        assert!(!answers(&decode_line(b"not json"), &id));
+        assert!(answers(&decode_line(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#), &serde_json::json!("a")));
+    }
+
+    #[test]
+    fn frames_are_read_shallowly_as_a_whole_reading_would() {
+        use crate::protocol::session::META_PROTOCOL_VERSION;
+        let frames = [
+            serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "hi", "n": [1, 2]}, "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": "s", "method": "tools/list", "params": {"_meta": {"progressToken": 1}}}),
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 3, "result": {}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": null, "method": "x", "params": [1, 2]}),
+        ];
+        for value in frames {
+            let whole = Outgoing::from_value(value.clone());
+            let shallow = Outgoing::parse(value.to_string().into_bytes()).expect("an object");
+            assert_eq!((&shallow.id, &shallow.method, &shallow.modern), (&whole.id, &whole.method, &whole.modern), "{value}");
+            assert_eq!(shallow.value(), value);
+        }
     }
 }

@@ -2,13 +2,14 @@
 //! sessions, and the stateless 2026-07-28 era) and the older HTTP+SSE
 //! transport (2024-11-05), behind the same seam as a child process.
 //!
-//! [`start`] runs a *bridge* task joined to the connection by in-memory
-//! pipes, like an in-process server: it reads the newline-delimited
-//! JSON-RPC frames the connection writes, sends each over HTTP, and writes
-//! every message that comes back (JSON bodies, server-sent events of a
-//! POST's answer, the GET stream) as one line into the pipe the connection
-//! reads. Its notes and HTTP errors are lines of the log pipe, so they
-//! become the status's stderr tail. So a remote server gets names, status,
+//! [`start`] runs a *bridge* task beside the connection: it reads the
+//! newline-delimited JSON-RPC frames the connection writes into an
+//! in-memory pipe, sends each over HTTP, and hands every message that
+//! comes back (JSON bodies, server-sent events of a POST's answer, the GET
+//! stream) to the connection already parsed, as the [`Frame`] its codec
+//! would have made of a child's line: one parse per message, and no pipe
+//! or writer task on the way back. Its notes and HTTP errors are lines of
+//! the log stream, so they become the status's stderr tail. So a remote server gets names, status,
 //! time-outs, cancellation, back-pressure and restarts from the connection
 //! like any other; the bridge only knows HTTP.
 //!
@@ -24,7 +25,11 @@
 //!   then waits for a login instead of restarting;
 //! - the end of the input (the connection stopping the server) ends the
 //!   bridge with code 0, after the session is deleted (`DELETE`);
-//! - every task the bridge starts ends with it: killing it aborts them all.
+//! - every task the bridge starts ends with it: killing it aborts them all,
+//!   and the message and log streams end once they have;
+//! - at most `MESSAGE_QUEUE` messages (each at most `max_frame` bytes) and
+//!   `LOG_QUEUE` log lines wait for the connection: a message waits for
+//!   room, a log line finding none is dropped.
 
 mod bridge;
 mod client;
@@ -39,10 +44,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::DuplexStream;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 
 use super::{ExitInfo, ExitWatch};
+use crate::codec::Frame;
 use crate::config::ServerConfig;
 use crate::error::ConnectError;
 use crate::transport::credentials::Credentials;
@@ -50,20 +56,24 @@ use crate::transport::credentials::Credentials;
 pub use credentials::StaticCredentials;
 use link::Ending;
 
-/// Bytes each in-memory pipe holds before its writer has to wait.
+/// Bytes the input pipe holds before the connection has to wait.
 pub const PIPE_BYTES: usize = 64 * 1024;
+/// Messages for the connection waiting while it is busy.
+const MESSAGE_QUEUE: usize = 64;
+/// Log lines waiting for the connection; more are dropped.
+const LOG_QUEUE: usize = 256;
 
 /// How the end of a bridge that lost its server is reported.
 pub const LOST: ExitInfo = ExitInfo { code: Some(1), signal: None };
 
-/// A started bridge: the connection's ends of its pipes, its task and its exit.
+/// A started bridge: the connection's ends, its task and its exit.
 pub struct RemotePeer {
     /// Where frames for the server are written.
     pub input: DuplexStream,
-    /// Where the server's messages are read, one per line.
-    pub output: DuplexStream,
-    /// The bridge's notes and the server's HTTP errors, one per line.
-    pub log: DuplexStream,
+    /// The server's messages, parsed; ends with the bridge.
+    pub(crate) messages: mpsc::Receiver<Frame>,
+    /// The bridge's notes and the server's HTTP errors, one line each.
+    pub(crate) log: mpsc::Receiver<String>,
     pub task: RemoteTask,
     pub exit: ExitWatch,
 }
@@ -151,8 +161,9 @@ pub fn start(config: &ServerConfig, credentials: Arc<dyn Credentials>) -> Result
         message,
     })?;
     let (input, bridge_input) = tokio::io::duplex(PIPE_BYTES);
-    let (bridge_output, output) = tokio::io::duplex(PIPE_BYTES);
-    let (bridge_log, log) = tokio::io::duplex(PIPE_BYTES);
+    let (out, messages) = mpsc::channel(MESSAGE_QUEUE);
+    let (log_tx, log) = mpsc::channel(LOG_QUEUE);
+    let (end, end_rx) = mpsc::channel(4);
     let ending = Arc::new(Mutex::new(None));
     let status =
         Arc::new(Mutex::new(RemoteStatus { url: link::shown(&url), transport: "streamable-http".into(), ..RemoteStatus::default() }));
@@ -168,7 +179,8 @@ pub fn start(config: &ServerConfig, credentials: Arc<dyn Credentials>) -> Result
     };
     let settings =
         bridge::Settings { server, transport: config.transport, grace: config.timeouts.shutdown_grace, patience: config.timeouts.call };
-    let running = tokio::spawn(bridge::run(settings, bridge_input, bridge_output, bridge_log));
+    let ways = link::Ways { out, log: log_tx, end };
+    let running = tokio::spawn(bridge::run(settings, bridge_input, ways, end_rx));
     let task = RemoteTask { abort: running.abort_handle(), ending, status };
     let (exit_tx, exit_rx) = watch::channel(None);
     tokio::spawn(async move {
@@ -177,7 +189,7 @@ pub fn start(config: &ServerConfig, credentials: Arc<dyn Credentials>) -> Result
             let _ = exit_tx.send(Some(exit));
         }
     });
-    Ok(RemotePeer { input, output, log, task, exit: ExitWatch::new(exit_rx) })
+    Ok(RemotePeer { input, messages, log, task, exit: ExitWatch::new(exit_rx) })
 }
 
 /// Stops a bridge whose input the caller has already closed: waits `grace`

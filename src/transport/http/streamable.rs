@@ -8,14 +8,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::Value;
 
-use super::events::{self, Head, ReadError};
+use super::events::{self, ReadError};
 use super::headers;
-use super::link::{Broken, Link, Outgoing};
-use crate::protocol::methods;
+use super::link::{answers, Broken, Link, Outgoing};
+use crate::codec::{decode_line, Frame};
+use crate::protocol::{methods, Message};
 
 /// Times a broken stream is resumed at most before the request fails.
 const MAX_RESUMES: u32 = 5;
@@ -44,8 +45,8 @@ pub(super) async fn post(link: &Link, frame: &Outgoing) -> Result<Sent, Broken> 
         .send("POST", |http| {
             let request = http
                 .post(link.url.clone())
-                .header(ACCEPT, "application/json, text/event-stream")
-                .header(CONTENT_TYPE, "application/json")
+                .header(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"))
+                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
                 .body(frame.text.clone());
             with(request, &extra)
         })
@@ -62,12 +63,13 @@ fn with(mut request: RequestBuilder, headers: &[(String, String)]) -> RequestBui
 
 /// The MCP headers of `frame`, and the session it goes in.
 fn request_headers(link: &Link, frame: &Outgoing) -> (Vec<(String, String)>, Option<u64>) {
-    if let Some(version) = headers::modern_version(&frame.value) {
-        let mut sent = headers::mirrored(&frame.value, version);
+    if let Some(version) = &frame.modern {
+        let value = frame.value();
+        let mut sent = headers::mirrored(&value, version);
         if frame.is(methods::TOOLS_CALL) {
-            let tool = frame.value.pointer("/params/name").and_then(Value::as_str).unwrap_or_default();
+            let tool = value.pointer("/params/name").and_then(Value::as_str).unwrap_or_default();
             if let Some(params) = link.param_headers.lock().ok().and_then(|map| map.get(tool).cloned()) {
-                sent.extend(headers::param_values(&params, frame.value.pointer("/params/arguments")));
+                sent.extend(headers::param_values(&params, value.pointer("/params/arguments")));
             }
         }
         return (sent, None);
@@ -103,7 +105,7 @@ pub(super) async fn answer(link: Arc<Link>, frame: Outgoing, mut sent: Sent) {
     let id = frame.id.clone().unwrap_or_default();
     if frame.is(methods::INITIALIZE) {
         if let Ok(mut session) = link.session.lock() {
-            session.initialize = Some(frame.value.clone());
+            session.initialize = Some(frame.value());
             session.id = None;
         }
         link.set_modern(false);
@@ -124,12 +126,12 @@ pub(super) async fn answer(link: Arc<Link>, frame: Outgoing, mut sent: Sent) {
     }
     let session_id = session_id(&response);
     match read_answer(&link, response, &id).await {
-        Ok(line) if frame.is(methods::INITIALIZE) => {
-            opened(&link, &line, session_id);
-            link.deliver(line).await;
+        Ok(message) if frame.is(methods::INITIALIZE) => {
+            opened(&link, &message, session_id);
+            link.deliver(message).await;
         }
-        Ok(line) if frame.is(methods::TOOLS_LIST) && link.is_modern() => link.deliver(filter_tools(&link, line)).await,
-        Ok(line) => link.deliver(line).await,
+        Ok(message) if frame.is(methods::TOOLS_LIST) && link.is_modern() => link.deliver(filter_tools(&link, message)).await,
+        Ok(message) => link.deliver(message).await,
         Err(error) => link.fail(&id, error).await,
     }
 }
@@ -143,8 +145,9 @@ fn session_id(response: &Response) -> Option<String> {
 async fn refused(link: &Link, id: &Value, response: Response) {
     let status = response.status();
     let body = events::error_text(response).await;
-    if Head::of(body.as_bytes()).answers(id) {
-        return link.deliver(body.into_bytes()).await;
+    let message = decode_line(body.as_bytes());
+    if answers(&message, id) {
+        return link.deliver(message).await;
     }
     let detail = if body.is_empty() { String::new() } else { format!(": {body}") };
     link.fail(id, format!("HTTP {status} from {}{detail}", link.shown_url())).await;
@@ -152,20 +155,21 @@ async fn refused(link: &Link, id: &Value, response: Response) {
 
 /// The answer to request `id` from a successful response; the other
 /// messages that come with it are delivered on the way.
-async fn read_answer(link: &Link, response: Response, id: &Value) -> Result<Vec<u8>, String> {
-    let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
+async fn read_answer(link: &Link, response: Response, id: &Value) -> Result<Frame, String> {
     if response.status() == StatusCode::ACCEPTED {
         return Err("the server accepted the request (HTTP 202) but sent no answer".into());
     }
-    if content_type.starts_with("text/event-stream") {
+    let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if starts_with_ignoring_case(content_type, "text/event-stream") {
         return stream_answer(link, response, id).await;
     }
-    if !content_type.starts_with("application/json") {
+    if !starts_with_ignoring_case(content_type, "application/json") {
+        let content_type = content_type.to_ascii_lowercase();
         return Err(format!("the answer has content type {content_type:?}, neither application/json nor text/event-stream"));
     }
     let mut answer = None;
     for message in events::json_body(response, link.max_frame).await.map_err(|e| e.to_string())? {
-        match Head::of(&message).answers(id) {
+        match answers(&message, id) {
             true => answer = Some(message),
             false => link.deliver(message).await,
         }
@@ -173,9 +177,14 @@ async fn read_answer(link: &Link, response: Response, id: &Value) -> Result<Vec<
     answer.ok_or_else(|| "the JSON answer holds no answer to the request".into())
 }
 
+/// Whether header value `value` starts with `prefix`, which is lowercase.
+fn starts_with_ignoring_case(value: &str, prefix: &str) -> bool {
+    value.get(..prefix.len()).is_some_and(|start| start.eq_ignore_ascii_case(prefix))
+}
+
 /// Reads an answer stream up to the answer to `id`, resuming it with
 /// `Last-Event-ID` when it breaks (or the server closes it to be polled).
-async fn stream_answer(link: &Link, response: Response, id: &Value) -> Result<Vec<u8>, String> {
+async fn stream_answer(link: &Link, response: Response, id: &Value) -> Result<Frame, String> {
     let mut stream = events::events(response, link.max_frame);
     let (mut last_event, mut retry) = (None::<String>, None);
     for resumes in 0..=MAX_RESUMES {
@@ -199,11 +208,11 @@ async fn stream_answer(link: &Link, response: Response, id: &Value) -> Result<Ve
                 last_event = Some(event.id.clone());
             }
             retry = event.retry.or(retry);
-            if let Some(line) = message_of(link, &event) {
-                if Head::of(&line).answers(id) {
-                    return Ok(line);
+            if let Some(message) = message_of(&event) {
+                if answers(&message, id) {
+                    return Ok(message);
                 }
-                link.deliver(line).await;
+                link.deliver(message).await;
             }
         }
         if last_event.is_none() {
@@ -216,19 +225,14 @@ async fn stream_answer(link: &Link, response: Response, id: &Value) -> Result<Ve
     })
 }
 
-/// The message an event carries, as one line; `None` for an event without
-/// data (a priming event) and for one that is not JSON (noted).
-pub(super) fn message_of(link: &Link, event: &events::Event) -> Option<Vec<u8>> {
+/// The message an event carries; `None` for an event without data (a
+/// priming event). Data that is not JSON-RPC becomes the connection's
+/// report of a bad message, as a bad line of a child process does.
+pub(super) fn message_of(event: &events::Event) -> Option<Frame> {
     if event.data.trim().is_empty() {
         return None;
     }
-    match events::one_line(event.data.as_bytes()) {
-        Ok(line) => Some(line),
-        Err(error) => {
-            link.note(format!("an event of the server was skipped: {error}"));
-            None
-        }
-    }
+    Some(decode_line(event.data.as_bytes()))
 }
 
 /// A GET of the endpoint's event stream in the current session.
@@ -240,11 +244,19 @@ fn get(link: &Link, http: &reqwest::Client, last_event: Option<&str>) -> Request
     with(http.get(link.url.clone()).header(ACCEPT, "text/event-stream"), &sent)
 }
 
-/// The `initialize` answer `line` came, in session `session_id` if the
+/// The result of an answer, `None` for an error answer or another message.
+fn result_of(message: &Frame) -> Option<&serde_json::value::RawValue> {
+    match message {
+        Ok(Message::Response { outcome: Ok(result), .. }) => Some(result),
+        _ => None,
+    }
+}
+
+/// The `initialize` answer `message` came, in session `session_id` if the
 /// server opened one: what later requests must carry.
-fn opened(link: &Link, line: &[u8], session_id: Option<String>) {
-    let answer: Value = serde_json::from_slice(line).unwrap_or_default();
-    let version = answer.pointer("/result/protocolVersion").and_then(Value::as_str).map(str::to_string);
+fn opened(link: &Link, message: &Frame, session_id: Option<String>) {
+    let result: Value = result_of(message).and_then(|result| serde_json::from_str(result.get()).ok()).unwrap_or_default();
+    let version = result.get("protocolVersion").and_then(Value::as_str).map(str::to_string);
     link.show(|status| status.set_session(session_id.as_deref()));
     if let Ok(mut session) = link.session.lock() {
         session.id = session_id;
@@ -277,18 +289,18 @@ async fn reinitialize(link: &Link, epoch: u64) -> bool {
         return false;
     }
     let session_id = session_id(&sent.response);
-    let line = match read_answer(link, sent.response, &id).await {
-        Ok(line) if serde_json::from_slice::<Value>(&line).ok().and_then(|answer| answer.get("result").cloned()).is_none() => {
+    let answer = match read_answer(link, sent.response, &id).await {
+        Ok(answer) if result_of(&answer).is_none() => {
             link.note("re-initializing after a lost session failed: the server refused initialize".into());
             return false;
         }
-        Ok(line) => line,
+        Ok(answer) => answer,
         Err(error) => {
             link.note(format!("re-initializing after a lost session failed: {error}"));
             return false;
         }
     };
-    opened(link, &line, session_id);
+    opened(link, &answer, session_id);
     let initialized = serde_json::json!({"jsonrpc": "2.0", "method": methods::INITIALIZED});
     if let Ok(sent) = post(link, &Outgoing::from_value(initialized)).await {
         drop(sent);
@@ -299,9 +311,9 @@ async fn reinitialize(link: &Link, epoch: u64) -> bool {
 
 /// A 2026-07-28 `tools/list` answer without the tools whose `x-mcp-header`
 /// annotations are invalid (each noted); the valid ones are remembered.
-fn filter_tools(link: &Link, line: Vec<u8>) -> Vec<u8> {
-    let Ok(mut answer) = serde_json::from_slice::<Value>(&line) else { return line };
-    let Some(tools) = answer.pointer_mut("/result/tools").and_then(Value::as_array_mut) else { return line };
+fn filter_tools(link: &Link, message: Frame) -> Frame {
+    let Some(Ok(mut result)) = result_of(&message).map(|result| serde_json::from_str::<Value>(result.get())) else { return message };
+    let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else { return message };
     let before = tools.len();
     let mut found = Vec::new();
     tools.retain(|tool| {
@@ -323,9 +335,12 @@ fn filter_tools(link: &Link, line: Vec<u8>) -> Vec<u8> {
     if let Ok(mut map) = link.param_headers.lock() {
         map.extend(found);
     }
-    match changed {
-        true => answer.to_string().into_bytes(),
-        false => line,
+    if !changed {
+        return message;
+    }
+    match (serde_json::value::to_raw_value(&result), message) {
+        (Ok(result), Ok(Message::Response { id, .. })) => Ok(Message::Response { id, outcome: Ok(result) }),
+        (_, message) => message,
     }
 }
 
@@ -345,8 +360,8 @@ pub(super) async fn notify(link: &Link, frame: &Outgoing) {
     if streamed {
         let mut stream = events::events(response, link.max_frame);
         while let Some(Ok(event)) = stream.next().await {
-            if let Some(line) = message_of(link, &event) {
-                link.deliver(line).await;
+            if let Some(message) = message_of(&event) {
+                link.deliver(message).await;
             }
         }
     }
@@ -390,8 +405,8 @@ async fn listen_in_session(link: &Link) {
                 last_event = Some(event.id.clone());
             }
             retry = event.retry.or(retry);
-            if let Some(line) = message_of(link, &event) {
-                link.deliver(line).await;
+            if let Some(message) = message_of(&event) {
+                link.deliver(message).await;
             }
         }
         failures += 1;
