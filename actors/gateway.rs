@@ -62,7 +62,7 @@ use crate::server::listen::Filter;
 use crate::server::outbox::{Frame, Outbox};
 use crate::server::SERVER_NAME;
 use crate::Handle;
-use work::Pool;
+use work::{Answered, Pool};
 
 /// Requests of one session open at once; the next waits for one to end.
 pub const MAX_OPEN_REQUESTS: usize = 64;
@@ -340,13 +340,13 @@ impl GatewaySession {
         let ending = trace.clone();
         let work = async move {
             let outcome = match (immediate, served, asking) {
-                (Some(outcome), _, _) => outcome,
+                (Some(outcome), _, _) => outcome.map(Answered::Json),
                 (None, Ok(served), Some((call, _))) => match call {
-                    Ok(call) => call.run(pool.options.parked.clone()).await.map(|result| served.finish(&method, result)),
+                    Ok(call) => call.run(pool.options.parked.clone()).await.map(|result| Answered::Json(served.finish(&method, result))),
                     Err(refusal) => Err(refusal),
                 },
                 (None, Ok(served), None) => {
-                    pool.answer(&method, params, &answer_to, &target).await.map(|result| served.finish(&method, result))
+                    pool.answer(&method, params, &answer_to, &target).await.map(|result| result.finish(&served, &method))
                 }
                 (None, Err(error), _) => Err(error),
             };
@@ -395,7 +395,11 @@ impl GatewaySession {
         let target = server.clone();
         // Progress goes to the first request's stream only (lossy, like all progress).
         let progress = stream.clone();
-        let call = traced::within(trace, async move { pool.answer(methods::TOOLS_CALL, params, &progress, &target).await });
+        let call =
+            traced::within(
+                trace,
+                async move { pool.answer(methods::TOOLS_CALL, params, &progress, &target).await.map(Answered::into_value) },
+            );
         Some((Ok(Asking::start(tool, server, call)), capabilities.clone()))
     }
 

@@ -8,7 +8,7 @@ use opentelemetry::trace::{FutureExt as _, Status, TraceContextExt};
 use opentelemetry::{Context, KeyValue};
 use serde_json::Value;
 
-use super::work::Pool;
+use super::work::{Answered, Pool};
 use crate::protocol::{methods, ErrorObject, RequestId};
 use crate::telemetry::otel;
 
@@ -53,12 +53,12 @@ pub(super) fn within<F: std::future::Future>(trace: Option<Context>, work: F) ->
 }
 
 /// Ends the request's span with its outcome (an error answer's code).
-pub(super) fn end(trace: &Context, outcome: &Result<Value, ErrorObject>) {
+pub(super) fn end(trace: &Context, outcome: &Result<Answered, ErrorObject>) {
     let span = trace.span();
     if let Err(error) = outcome {
         span.set_attribute(KeyValue::new("rpc.response.status_code", error.code.to_string()));
         span.set_status(Status::error(error.message.clone()));
-    } else if outcome.as_ref().is_ok_and(|result| result.get("isError") == Some(&Value::Bool(true))) {
+    } else if outcome.as_ref().is_ok_and(Answered::is_tool_error) {
         span.set_attribute(KeyValue::new("error.type", "tool_error"));
         span.set_status(Status::error("the tool reported an error"));
     }

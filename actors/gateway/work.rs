@@ -8,7 +8,8 @@
 use std::sync::{Arc, OnceLock};
 
 use futures::future::join_all;
-use rmcp::model::{ArgumentInfo, JsonObject, Reference};
+use rmcp::model::{ArgumentInfo, CallToolResult, JsonObject, Reference};
+use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
 use super::access::GATEWAY_SERVER;
@@ -21,6 +22,7 @@ use crate::identity::Identity;
 use crate::policy::Kind;
 use crate::protocol::{error_codes, methods, ErrorObject, RequestId};
 use crate::server::dispatch::string_param;
+use crate::server::era::Served;
 use crate::server::errors::{rpc_error, tool_failure};
 use crate::server::outbox::{Frame, Outbox};
 use crate::server::paging::page;
@@ -34,6 +36,54 @@ use super::logs::{self, RequestLogs, SessionLevel};
 pub const PAGE_SIZE: usize = 100;
 
 type Answer = Result<Value, ErrorObject>;
+
+/// A request's result before its era finishes it ([`Answered::finish`]).
+/// Invariant: a tool call's result stays as the upstream connection gave
+/// it until it is serialised, once, into the response frame (building it
+/// into a `Value` first cost a tree of allocations per call); every other
+/// result is JSON.
+#[derive(Debug)]
+pub enum Answered {
+    Json(Value),
+    Call(CallToolResult),
+}
+
+impl Answered {
+    /// The result as JSON (what a parked call or a task keeps).
+    pub fn into_value(self) -> Value {
+        match self {
+            Answered::Json(value) => value,
+            Answered::Call(result) => json!(result),
+        }
+    }
+
+    /// Whether the tool reported an error (`isError`).
+    pub fn is_tool_error(&self) -> bool {
+        match self {
+            Answered::Json(value) => value.get("isError") == Some(&Value::Bool(true)),
+            Answered::Call(result) => result.is_error == Some(true),
+        }
+    }
+
+    /// The result `served`'s era sends for `method` ([`Served::finish`]). A
+    /// call result has no field of the modern era, so a legacy one goes out
+    /// as it came.
+    pub fn finish(self, served: &Served, method: &str) -> Answered {
+        match (self, served) {
+            (Answered::Call(result), Served::Legacy) => Answered::Call(result),
+            (answered, served) => Answered::Json(served.finish(method, answered.into_value())),
+        }
+    }
+}
+
+impl Serialize for Answered {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Answered::Json(value) => value.serialize(serializer),
+            Answered::Call(result) => result.serialize(serializer),
+        }
+    }
+}
 
 /// What a request's work needs of its session; cheap to clone.
 #[derive(Clone)]
@@ -57,7 +107,15 @@ impl Pool {
     /// Answers one request (not `initialize`, `ping` or `server/discover`,
     /// which the session answers itself). Progress goes to `stream`; a tool
     /// call puts the server it goes to in `server` before it is sent.
-    pub async fn answer(&self, method: &str, params: Value, stream: &Outbox, server: &OnceLock<String>) -> Answer {
+    pub async fn answer(&self, method: &str, params: Value, stream: &Outbox, server: &OnceLock<String>) -> Result<Answered, ErrorObject> {
+        match method {
+            methods::TOOLS_CALL if params.get("task").is_none() => self.call(params, stream, server).await,
+            _ => self.answer_json(method, params).await.map(Answered::Json),
+        }
+    }
+
+    /// Answers a request that is no plain tool call (see [`Pool::answer`]).
+    async fn answer_json(&self, method: &str, params: Value) -> Answer {
         match method {
             methods::TOOLS_LIST => {
                 let routes = self.routes().await;
@@ -70,8 +128,7 @@ impl Pool {
                 });
                 page(method, "tools", listed.collect(), &params, PAGE_SIZE)
             }
-            methods::TOOLS_CALL if params.get("task").is_some() => self.call_as_task(params),
-            methods::TOOLS_CALL => self.call(params, stream, server).await,
+            methods::TOOLS_CALL => self.call_as_task(params),
             method if tasks::answers(method) => tasks::answer(&self.options.tasks, method, &params, &self.caller).await,
             methods::PROMPTS_LIST => {
                 let routes = self.routes().await;
@@ -133,14 +190,14 @@ impl Pool {
         let work = async move {
             // Its request is answered already: progress and server requests have no stream of their own.
             let (nowhere, _) = Outbox::with_capacity(1);
-            pool.call(params, &nowhere, &OnceLock::new()).await
+            pool.call(params, &nowhere, &OnceLock::new()).await.map(Answered::into_value)
         };
         // The task outlives its request, but its upstream call stays the request span's child.
         let work = super::traced::within(self.handle.telemetry().otel().map(|_| opentelemetry::Context::current()), work);
         tasks::start(&self.options.tasks, &self.caller, &task, work)
     }
 
-    async fn call(&self, mut params: Value, stream: &Outbox, server: &OnceLock<String>) -> Answer {
+    async fn call(&self, mut params: Value, stream: &Outbox, server: &OnceLock<String>) -> Result<Answered, ErrorObject> {
         let name = string_param(&params, "name", methods::TOOLS_CALL)?.to_owned();
         let mut routes = self.routes().await;
         if !routes.tools.contains_key(&name) {
@@ -155,7 +212,7 @@ impl Pool {
         // Held until the call is answered (the caller's concurrency share).
         let _share = match self.caller_share(&owner).await {
             Ok(share) => share,
-            Err(refused) => return self.failure(refused),
+            Err(refused) => return self.failure(refused).map(Answered::Json),
         };
         // Before the call: the server's requests during it go to this request's stream.
         let _ = server.set(owner.server.clone());
@@ -165,7 +222,8 @@ impl Pool {
             .with_caller(&*self.caller)
             .with_identity(self.identity.clone())
             .with_trace(trace);
-        let token = params.pointer("/_meta/progressToken").cloned();
+        // Not `Value::pointer`, which allocates each step of the path.
+        let token = params.get("_meta").and_then(|meta| meta.get("progressToken")).cloned();
         let mut logs = RequestLogs::of(&params, &self.handle);
         // The level goes upstream in the call's own `_meta` (a 2026-07-28 server logs only for requests that ask).
         match &logs {
@@ -174,7 +232,12 @@ impl Pool {
             None => {}
         }
         if token.is_none() && logs.is_none() {
-            return self.handle.call_on(&owner.server, call).await.map(|result| json!(result)).or_else(|error| self.failure(error));
+            return self
+                .handle
+                .call_on(&owner.server, call)
+                .await
+                .map(Answered::Call)
+                .or_else(|error| self.failure(error).map(Answered::Json));
         }
         let (sink, mut progress) = ProgressSink::channel();
         if token.is_some() {
@@ -214,7 +277,7 @@ impl Pool {
                 stream.offer(message);
             }
         }
-        outcome.map(|result| json!(result)).or_else(|error| self.failure(error))
+        outcome.map(Answered::Call).or_else(|error| self.failure(error).map(Answered::Json))
     }
 
     /// A failed call's answer, the servers' secrets masked (its message may quote their stderr).

@@ -141,9 +141,7 @@ pub(super) fn pump(
         let _hold = hold;
         while let Some(frame) = frames.recv().await {
             let text: Arc<str> = String::from_utf8_lossy(frame.json()).into();
-            let answers = request.as_ref().is_some_and(|id| {
-                frame.is_response() && serde_json::from_str::<Value>(&text).ok().and_then(|v| v.get("id").cloned()).as_ref() == Some(id)
-            });
+            let answers = request.as_ref().is_some_and(|id| answers_request(&frame, id));
             log.push(text);
             if let Some((front, session)) = &keeper {
                 front.sessions.trim(session, &log);
@@ -160,6 +158,15 @@ pub(super) fn pump(
         }
         log.close();
     });
+}
+
+/// Whether `frame` is the response to the request of id `id`: one parse,
+/// which leaves the result unparsed.
+fn answers_request(frame: &Frame, id: &Value) -> bool {
+    match Message::parse(frame.json()) {
+        Ok(Message::Response { id: Some(answered), .. }) => serde_json::to_value(&answered).is_ok_and(|answered| answered == *id),
+        _ => false,
+    }
 }
 
 /// An event of a log as a server-sent event.
@@ -196,9 +203,9 @@ async fn answer(log: Arc<EventLog>, stateless: Option<ClosePort>, permit: Arc<Pe
     let Some(first) = events.next().await else {
         return rpc_refusal(StatusCode::INTERNAL_SERVER_ERROR, None, error_codes::INTERNAL_ERROR, "The request's stream ended empty");
     };
-    let value: Value = serde_json::from_str(&first.data).unwrap_or(Value::Null);
-    if value.get("method").is_none() && (value.get("result").is_some() || value.get("error").is_some()) {
-        let code = value.pointer("/error/code").and_then(Value::as_i64);
+    // One parse that leaves a result unparsed: only an error's code matters here.
+    if let Ok(Message::Response { outcome, .. }) = Message::parse(first.data.as_bytes()) {
+        let code = outcome.err().map(|error| error.code);
         let status = match (modern, code) {
             (true, Some(code)) => modern::status_of_error(code),
             _ => StatusCode::OK,
