@@ -87,7 +87,8 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
             let stop = async {
                 interrupted().await;
             };
-            let served = super::serve_http::serve(session.handle.clone(), options, bridge, addr, http, stop);
+            let workers = super::serve_http::workers(&args.http, servers.serve.as_ref());
+            let served = super::serve_http::serve(session.handle.clone(), options, bridge, addr, http, workers, stop);
             let outcome = tokio::select! {
                 outcome = served => outcome,
                 () = reload_on_hangup(cli, args, &session.handle, &access) => Ok(0),

@@ -37,6 +37,7 @@ use crate::gateway::http::auth::Authenticator;
 use crate::gateway::http::keys::KeyRing;
 use crate::gateway::http::limits::Limits;
 use crate::gateway::http::pool::PoolGateway;
+use crate::gateway::http::workers::{Workers, MAX_WORKERS};
 use crate::gateway::http::{
     replica_name, warn_if_key_exposed, Certificates, ConnectionLimits, Guard, HttpOptions, MetricsRenderer, Server, DEFAULT_DRAIN,
     DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE,
@@ -111,6 +112,17 @@ pub struct HttpArgs {
     /// ingress routes a session to the replica that opened it (docs/deploy.md).
     #[arg(long, value_name = "NAME", requires = "http")]
     pub replica: Option<String>,
+    /// Threads that serve the HTTP connections and their sessions (default:
+    /// one per core; 1 serves all on the thread of the servers' connections).
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS as i64))]
+    pub workers: Option<u16>,
+}
+
+/// How many threads serve: `--workers`, else the `[serve]` table's
+/// `workers`, else one per core the process may run on.
+pub fn workers(args: &HttpArgs, settings: Option<&ServeSettings>) -> usize {
+    let configured = args.workers.map(usize::from).or_else(|| settings.and_then(|settings| settings.workers));
+    configured.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
 /// Whether the client's roots reach the servers over HTTP: `--client-roots`
@@ -180,6 +192,7 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
         connections,
         tls,
         replica: args.replica.as_deref().map(replica_name).transpose().map_err(Failure::usage)?.map(str::to_string),
+        spawner: None,
     })
 }
 
@@ -218,13 +231,15 @@ fn limits(args: &HttpArgs) -> Limits {
     }
 }
 
-/// Serves `handle`'s pool over HTTP until `stop` resolves, then drains.
+/// Serves `handle`'s pool over HTTP on `workers` threads until `stop`
+/// resolves, then drains and stops the workers.
 pub async fn serve(
     handle: Handle,
     serve: ServeOptions,
     bridge: ClientBridge,
     addr: SocketAddr,
     options: HttpOptions,
+    workers: usize,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<u8, Failure> {
     let metrics_handle = handle.clone();
@@ -235,13 +250,24 @@ pub async fn serve(
     let tls = options.tls.clone();
     let options = HttpOptions { metrics: Some(render), ..options };
     let gateway = Arc::new(PoolGateway { handle: handle.clone(), options: serve, bridge });
-    // The front runs on the pool's own thread, beside the sessions and the
-    // servers' connections, so a request crosses no thread on its way.
+    // The front accepts on the pool's own thread, beside the servers'
+    // connections; each connection, and the sessions it opens, is served on
+    // one of the workers (with one, that same thread: a request crosses none).
     let (stop_front, stopped) = tokio::sync::oneshot::channel::<()>();
     let (done, finished) = tokio::sync::oneshot::channel();
     handle.hub().do_send(crate::actors::hub::Spawn(Box::new(move || {
+        let workers = match Workers::start_here(workers) {
+            Ok(workers) => Arc::new(workers),
+            Err(error) => {
+                let _ = done.send(Err(Failure::connection(format!("cannot start {workers} gateway worker threads: {error}"))));
+                return;
+            }
+        };
         actix_rt::spawn(async move {
-            let _ = done.send(bind_and_run(addr, gateway, options, stopped).await);
+            let options = HttpOptions { spawner: workers.spawner(), ..options };
+            let served = bind_and_run(addr, gateway, options, stopped).await;
+            workers.stop(WORKERS_STOP).await;
+            let _ = done.send(served);
         });
     })));
     let outcome = async { finished.await.unwrap_or_else(|_| Err(Failure::connection("the runtime stopped before the HTTP front"))) };
@@ -260,6 +286,10 @@ pub async fn serve(
     let _ = stop_front.send(());
     outcome.await
 }
+
+/// How long the workers' threads are waited for once the front has drained
+/// (their sessions already ended: only their last wake-ups are left).
+const WORKERS_STOP: Duration = Duration::from_secs(2);
 
 /// Binds `addr` and serves until `stopped` resolves (or its sender is gone).
 async fn bind_and_run(

@@ -88,7 +88,7 @@ pub use redact::{Redactor, MASK};
 pub use sandbox::{Network, SandboxSpec};
 #[cfg(test)]
 pub(crate) use serve::read as read_serve;
-pub use serve::{check_token, AuthSettings, IntrospectionSettings, ServeSettings};
+pub use serve::{check_token, AuthSettings, IntrospectionSettings, ServeSettings, MAX_WORKERS};
 pub use serve_policy::{Effect, KeySettings, PolicySettings, RuleSettings};
 
 /// Back-pressure bounds of one connection.

@@ -8,6 +8,7 @@
 //! client_roots = true                            # servers without `roots` get the client's (one local user)
 //! tls_cert = "/etc/mcpvisor/tls/fullchain.pem"   # serve HTTPS: PEM chain and key, both or neither,
 //! tls_key = "/etc/mcpvisor/tls/key.pem"          #   relative to this file's folder; reloaded on SIGHUP
+//! workers = 4                                    # threads serving HTTP sessions (default: one per core)
 //! ```
 //!
 //! `token` must be one `${VAR}` reference, expanded when `serve` starts: it
@@ -31,7 +32,11 @@ use super::serve_policy::{expand_secret, read_keys, read_policy, KeySettings, Po
 use crate::error::ConfigError;
 use crate::rate_limit::RateLimit;
 
-const KEYS: [&str; 9] = ["token", "allowed_origins", "client_roots", "tls_cert", "tls_key", "auth", "keys", "policy", "caller_limits"];
+/// Most `workers` the table may ask for (`serve --workers` has the same bound).
+pub const MAX_WORKERS: usize = 1024;
+
+const KEYS: [&str; 10] =
+    ["token", "allowed_origins", "client_roots", "tls_cert", "tls_key", "auth", "keys", "policy", "caller_limits", "workers"];
 
 /// The `[serve]` table, its references not yet expanded.
 #[derive(Clone, Default, PartialEq)]
@@ -59,6 +64,9 @@ pub struct ServeSettings {
     /// `[serve.caller_limits]`: tool calls per second (`rate`, `burst`) and
     /// at once (`concurrent`) of each identity apart; read at start.
     pub caller_limits: Option<RateLimit>,
+    /// Threads that serve the HTTP connections and their sessions, 1 to
+    /// [`MAX_WORKERS`] (`--workers` wins; none: one per core).
+    pub workers: Option<usize>,
 }
 
 impl std::fmt::Debug for ServeSettings {
@@ -74,6 +82,7 @@ impl std::fmt::Debug for ServeSettings {
             .field("keys", &self.keys)
             .field("policy", &self.policy)
             .field("caller_limits", &self.caller_limits)
+            .field("workers", &self.workers)
             .finish()
     }
 }
@@ -172,6 +181,10 @@ pub(crate) fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigErro
             "keys" => settings.keys = read_keys(path, value)?,
             "policy" => settings.policy = Some(read_policy(path, value)?),
             "caller_limits" => settings.caller_limits = Some(read_caller_limits(path, value)?),
+            "workers" => {
+                let workers = value.as_integer().and_then(|n| usize::try_from(n).ok()).filter(|n| (1..=MAX_WORKERS).contains(n));
+                settings.workers = Some(workers.ok_or_else(|| invalid(key, &format!("must be a whole number from 1 to {MAX_WORKERS}")))?);
+            }
             _ => {
                 return Err(ConfigError::UnknownKey { file: path.into(), server: None, key: format!("serve.{key}"), known: KEYS.to_vec() })
             }
@@ -286,6 +299,16 @@ mod tests {
         ] {
             let message = serve(&format!("[serve]\n{body}\n")).unwrap_err();
             assert!(message.starts_with("/etc/mcpvisor/servers.toml: ") && message.contains(expected), "{message}");
+        }
+    }
+
+    #[test]
+    fn workers_are_a_bounded_count() {
+        assert_eq!(serve("[serve]\nworkers = 3\n").unwrap().workers, Some(3));
+        assert_eq!(serve("[serve]\nclient_roots = true\n").unwrap().workers, None);
+        for body in ["workers = 0", "workers = 1025", "workers = \"4\"", "workers = -1"] {
+            let message = serve(&format!("[serve]\n{body}\n")).unwrap_err();
+            assert!(message.contains("`serve.workers` must be a whole number from 1 to 1024"), "{message}");
         }
     }
 

@@ -368,12 +368,13 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Watched<I> {
 }
 
 /// Accepts connections on `listener` until `draining` is cancelled; each
-/// is served by `router` on its own task.
+/// is served by `router` on its own task, given to `spawner` when set.
 pub async fn accept_loop(
     listener: TcpListener,
     router: Router,
     connections: Arc<Connections>,
     tls: Option<Certificates>,
+    spawner: Option<super::Spawner>,
     draining: CancellationToken,
 ) {
     loop {
@@ -402,7 +403,7 @@ pub async fn accept_loop(
         };
         let _ = stream.set_nodelay(true);
         let (router, connections, tls, draining) = (router.clone(), connections.clone(), tls.clone(), draining.clone());
-        tokio::spawn(async move {
+        let task = async move {
             let _slot = slot;
             let limits = connections.limits;
             let activity = Activity::new();
@@ -420,7 +421,11 @@ pub async fn accept_loop(
                     }
                 }
             }
-        });
+        };
+        match &spawner {
+            Some(spawn) => spawn(Box::pin(task)),
+            None => drop(tokio::spawn(task)),
+        }
     }
 }
 

@@ -38,6 +38,7 @@ pub mod pool;
 mod sessions;
 mod streamable;
 mod tls;
+pub mod workers;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -119,6 +120,10 @@ pub trait Gateway: Send + Sync + 'static {
     }
 }
 
+/// Where the front runs each accepted connection's task (the connection
+/// served whole there); `None`: on the accepting thread (`tokio::spawn`).
+pub type Spawner = Arc<dyn Fn(BoxFuture<'static, ()>) + Send + Sync>;
+
 /// How long `/healthz` waits for the core to answer before it reports it down.
 pub const CORE_PROBE: Duration = Duration::from_secs(2);
 
@@ -147,6 +152,8 @@ pub struct HttpOptions {
     /// This replica's name (checked by [`replica_name`]): every session id
     /// begins with `NAME.`, which an ingress routes on (docs/deploy.md).
     pub replica: Option<String>,
+    /// Where connections are served ([`workers::Workers::spawner`]).
+    pub spawner: Option<Spawner>,
 }
 
 /// Longest replica name: a Kubernetes pod name fits.
@@ -216,6 +223,7 @@ pub struct Server {
     router: Router,
     drain: Duration,
     tls: Option<Certificates>,
+    spawner: Option<Spawner>,
 }
 
 impl Server {
@@ -252,7 +260,7 @@ impl Server {
             .layer(DefaultBodyLimit::max(options.max_body))
             .layer(axum::middleware::from_fn_with_state(guard, guard::check))
             .with_state(front.clone());
-        Ok(Server { listener, front, router, drain: options.drain, tls: options.tls })
+        Ok(Server { listener, front, router, drain: options.drain, tls: options.tls, spawner: options.spawner })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -261,7 +269,7 @@ impl Server {
 
     /// Serves until `stop` resolves, then drains (see the module docs).
     pub async fn run(self, stop: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-        let Server { listener, front, router, drain, tls } = self;
+        let Server { listener, front, router, drain, tls, spawner } = self;
         let sweeper = tokio::spawn({
             let front = front.clone();
             async move {
@@ -282,7 +290,7 @@ impl Server {
             }
         };
         let stopping = tokio::spawn(stopped);
-        accept::accept_loop(listener, router, front.connections.clone(), tls, draining.clone()).await;
+        accept::accept_loop(listener, router, front.connections.clone(), tls, spawner, draining.clone()).await;
         draining.cancelled().await;
         stopping.abort();
         let mut in_flight = front.in_flight.subscribe();

@@ -1,5 +1,6 @@
 //! The HTTP front's [`Gateway`] over the pool: each session is a
-//! [`GatewaySession`] actor started on the pool's actix System.
+//! [`GatewaySession`] actor started on the pool's actix System, on the
+//! thread of the request that opened it ([`Workers`]).
 
 use std::sync::Arc;
 
@@ -46,14 +47,26 @@ impl Port for SessionPort {
 }
 
 impl PoolGateway {
+    /// Starts `starting` on the arbiter this request is served on (a
+    /// worker, or the runtime's own thread), so the session's messages
+    /// from its connection cross no thread; off any arbiter (an embedder's
+    /// runtime), on the hub's.
     fn start(&self, starting: GatewaySession) -> BoxFuture<'static, Option<Arc<dyn Port>>> {
         let (started, session) = tokio::sync::oneshot::channel();
         let bridge = self.bridge.clone();
-        self.handle.hub().do_send(hub::Spawn(Box::new(move || {
+        let start = move || {
             let session = actix::Actor::start(starting);
             bridge.attach(session.downgrade());
             let _ = started.send(session);
-        })));
+        };
+        // `spawn_fn` runs `start` inside the arbiter's local task set, where
+        // an actor can start even when this request runs on a plain tokio task.
+        match actix_rt::Arbiter::try_current() {
+            Some(here) => {
+                here.spawn_fn(start);
+            }
+            None => self.handle.hub().do_send(hub::Spawn(Box::new(start))),
+        }
         Box::pin(async move { session.await.ok().map(|addr| Arc::new(SessionPort(addr)) as Arc<dyn Port>) })
     }
 }
