@@ -18,7 +18,11 @@
 //!   a process that runs nothing but mcpvisor (see `RuntimeConfig::end_orphans`);
 //! - a server dies with the thread that spawned it (`PR_SET_PDEATHSIG`), so
 //!   a SIGKILLed mcpvisor leaves no server behind even if the server ignores
-//!   EOF on stdin and SIGTERM.
+//!   EOF on stdin and SIGTERM;
+//! - a server without a sandbox is started without a fork (`spawn`: a
+//!   `CLONE_VM | CLONE_VFORK` child, as `posix_spawn` makes it), so starting
+//!   one costs the same whatever our size; a sandboxed one is forked by the
+//!   standard library, which applies its sandbox in `pre_exec`.
 
 use std::ffi::OsString;
 use std::process::Stdio;
@@ -33,6 +37,8 @@ use super::ExitInfo;
 use crate::config::ServerConfig;
 use crate::error::ConnectError;
 use crate::sandbox::SandboxStatus;
+
+mod spawn;
 
 /// Variables passed to a server unless `inherit_env` is set.
 pub const SAFE_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ"];
@@ -236,16 +242,6 @@ fn environment(config: &ServerConfig) -> Vec<(OsString, OsString)> {
 /// Starts the server. Must run inside a tokio runtime (the reaper is a task).
 pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
     let env = environment(config);
-    let mut command = Command::new(&config.command);
-    command
-        .args(&config.args)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
     if let Some(cwd) = &config.cwd {
         // Checked here because a missing directory makes spawn fail with
         // NotFound, which reads as a missing command.
@@ -259,9 +255,7 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
             let cwd = cwd.display().to_string();
             return Err(ConnectError::WorkingDirectory { server: config.name.clone(), command: config.command.clone(), cwd, problem });
         }
-        command.current_dir(cwd);
     }
-    die_with_this_thread(&mut command);
     let path = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
     let spawn_error = |reason: String| ConnectError::Spawn {
         server: config.name.clone(),
@@ -269,20 +263,18 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
         reason,
         path: path.as_ref().map(|v| v.to_string_lossy().into_owned()).unwrap_or_default(),
     };
-    let sandbox = match &config.sandbox {
+    let (started, sandbox) = match &config.sandbox {
+        None => (start_cloned(config, &env), None),
         Some(spec) => {
             let cwd = config.cwd.clone().or_else(|| std::env::current_dir().ok()).unwrap_or_else(|| "/".into());
             let sandbox = crate::sandbox::prepare(spec, &config.name, &config.command, &config.args, &cwd, path.as_deref())
                 .map_err(|reason| ConnectError::Sandbox { server: config.name.clone(), reason })?;
-            sandbox.install(&mut command);
-            Some(sandbox)
+            (start_forked(config, &env, &sandbox), Some(sandbox))
         }
-        None => None,
     };
-    let spawned = command.spawn();
     let sandbox = sandbox.map(crate::sandbox::Sandbox::spawned);
-    let mut child = match spawned {
-        Ok(child) => child,
+    let Started { pid, stdin, stdout, stderr, child } = match started {
+        Ok(started) => started,
         Err(e) => {
             let reason = match (e.kind(), &sandbox) {
                 (std::io::ErrorKind::NotFound, _) => "command not found".to_string(),
@@ -295,10 +287,6 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
             return Err(spawn_error(reason));
         }
     };
-    let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) = (child.id(), child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        unreachable!("a just-spawned child with piped stdio has a pid and all three pipes")
-    };
     let group = ProcessGroup(pid as i32);
     let (tx, rx) = watch::channel(None);
     let status = sandbox.as_ref().map(|s| SandboxStatus { achieved: s.achieved.clone(), gaps: s.gaps.clone(), violation: None });
@@ -306,10 +294,7 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
     let violation_of_run = violation.clone();
     tokio::spawn(async move {
         let mut guard = KillOnDrop(Some(group));
-        let exit = match child.wait().await {
-            Ok(status) => ExitInfo::from_status(status),
-            Err(_) => KILLED,
-        };
+        let exit = child.wait().await;
         // The leader is gone: nothing else of its group may outlive it.
         guard.0 = None;
         group.signal(libc::SIGKILL);
@@ -323,10 +308,115 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
     Ok(StdioProcess { pid, stdin, stdout, stderr, group, exit: ExitWatch::new(rx), sandbox: status, violation })
 }
 
+/// A just-started server: its pid, our ends of its pipes, and how to wait for it.
+struct Started {
+    pid: u32,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+    child: Child,
+}
+
+/// A started server process, by the way it was started.
+enum Child {
+    /// A sandboxed server, forked by the standard library: its sandbox is
+    /// applied in `pre_exec`, after the fork.
+    Forked(tokio::process::Child),
+    /// Every other server, cloned without a copy of our memory ([`spawn`]).
+    Cloned { pid: i32, pidfd: std::os::fd::OwnedFd },
+}
+
+impl Child {
+    /// Waits for the exit and reaps the process. If this future is dropped
+    /// first, the caller's [`KillOnDrop`] kills the group, and a cloned
+    /// process is reaped by [`reap_in_background`] (a forked one by tokio).
+    async fn wait(self) -> ExitInfo {
+        match self {
+            Child::Forked(mut child) => child.wait().await.map(ExitInfo::from_status).unwrap_or(KILLED),
+            Child::Cloned { pid, pidfd } => {
+                let mut reaper = ReapOnDrop(Some(pid));
+                let exit = spawn::wait(pid, pidfd).await;
+                reaper.0 = None;
+                exit.map(ExitInfo::from_status).unwrap_or(KILLED)
+            }
+        }
+    }
+}
+
+/// Reaps a cloned child whose wait was dropped (the group is being killed
+/// by [`KillOnDrop`]), so a torn-down runtime leaves no zombie.
+struct ReapOnDrop(Option<i32>);
+
+impl Drop for ReapOnDrop {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.take() {
+            reap_in_background(pid);
+        }
+    }
+}
+
+/// Waits for `pid` (ours, being killed) on a short-lived thread of its own.
+fn reap_in_background(pid: i32) {
+    let _ = std::thread::Builder::new().name("mcpvisor-reap".into()).spawn(move || {
+        let mut status = 0;
+        // SAFETY: a blocking waitpid on one child of ours.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+    });
+}
+
+/// Starts a server that has no sandbox: cloned, with the parent-death
+/// signal set, without copying this process ([`spawn`]).
+fn start_cloned(config: &ServerConfig, env: &[(OsString, OsString)]) -> std::io::Result<Started> {
+    let launch = spawn::Launch { program: &config.command, args: &config.args, env, cwd: config.cwd.as_deref() };
+    let spawn::Spawned { pid, pidfd, stdin, stdout, stderr } = spawn::spawn(&launch)?;
+    // From here on the child runs: if a pipe cannot join the reactor, end it.
+    let pipes = (|| {
+        Ok::<_, std::io::Error>((
+            ChildStdin::from_std(std::process::ChildStdin::from(stdin))?,
+            ChildStdout::from_std(std::process::ChildStdout::from(stdout))?,
+            ChildStderr::from_std(std::process::ChildStderr::from(stderr))?,
+        ))
+    })();
+    match pipes {
+        Ok((stdin, stdout, stderr)) => Ok(Started { pid: pid as u32, stdin, stdout, stderr, child: Child::Cloned { pid, pidfd } }),
+        Err(e) => {
+            ProcessGroup(pid).signal(libc::SIGKILL);
+            reap_in_background(pid);
+            Err(e)
+        }
+    }
+}
+
+/// Starts a sandboxed server with the standard library's fork, applying
+/// its sandbox and the parent-death signal in `pre_exec`.
+fn start_forked(config: &ServerConfig, env: &[(OsString, OsString)], sandbox: &crate::sandbox::Sandbox) -> std::io::Result<Started> {
+    let mut command = Command::new(&config.command);
+    command
+        .args(&config.args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(cwd) = &config.cwd {
+        command.current_dir(cwd);
+    }
+    die_with_this_thread(&mut command);
+    sandbox.install(&mut command);
+    let mut child = command.spawn()?;
+    let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) = (child.id(), child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        unreachable!("a just-spawned child with piped stdio has a pid and all three pipes")
+    };
+    Ok(Started { pid, stdin, stdout, stderr, child: Child::Forked(child) })
+}
+
 /// Makes the child get SIGKILL when the thread that spawns it ends
 /// (`PR_SET_PDEATHSIG`), so a server outlives neither a SIGKILLed mcpvisor
 /// nor a runtime torn down without a shutdown, even if it ignores EOF on
-/// stdin and SIGTERM.
+/// stdin and SIGTERM. (A cloned server gets the same in [`spawn`].)
 ///
 /// Linux ties the signal to the *thread* that forked the child, not to the
 /// process: servers are spawned by their connection actor, on the thread of
