@@ -23,6 +23,18 @@ pub fn catch<R>(actor: &str, during: &str, body: impl FnOnce() -> R) -> Result<R
     std::panic::catch_unwind(AssertUnwindSafe(body)).map_err(|payload| caught(actor, during, payload))
 }
 
+/// [`catch`] for an actor whose name must be formatted: `actor` names it
+/// from `state` only when `body` (which borrowed `state`) panicked, so a
+/// handler that does not panic allocates nothing for its name.
+pub fn catch_named<S, R>(
+    state: &mut S,
+    during: &str,
+    body: impl FnOnce(&mut S) -> R,
+    actor: impl FnOnce(&S) -> String,
+) -> Result<R, Panicked> {
+    std::panic::catch_unwind(AssertUnwindSafe(|| body(&mut *state))).map_err(|payload| caught(&actor(state), during, payload))
+}
+
 /// Polls `future`, catching a panic in any poll (see [`catch`]).
 pub fn catch_future<F: Future>(actor: String, during: String, future: F) -> impl Future<Output = Result<F::Output, Panicked>> {
     AssertUnwindSafe(future).catch_unwind().map(move |outcome| outcome.map_err(|payload| caught(&actor, &during, payload)))

@@ -186,16 +186,19 @@ impl Registry {
     }
 
     /// Routes `call`, or returns the error to answer.
-    fn route(&self, call: CallTool) -> Result<(Addr<Connection>, CallTool), CallError> {
+    /// The call leaves with the server's own name of the tool, written over
+    /// the exposed name in place (no allocation when it is not longer).
+    fn route(&self, mut call: CallTool) -> Result<(Addr<Connection>, CallTool), CallError> {
         let Some(route) = self.catalog.route(&call.name) else {
             return Err(self.unlisted_refusal(&call.name).unwrap_or(CallError::UnknownTool { name: call.name }));
         };
-        let server = route.server.clone();
-        let tool = route.tool.name().to_string();
-        let Some(connection) = self.servers.get(&server).and_then(|s| s.connection.upgrade()) else {
-            return Err(CallError::Stopped { server, tool });
+        let tool = route.tool.name();
+        let Some(connection) = self.servers.get(&route.server).and_then(|s| s.connection.upgrade()) else {
+            return Err(CallError::Stopped { server: route.server.clone(), tool: tool.to_string() });
         };
-        Ok((connection, CallTool { name: tool, ..call }))
+        call.name.clear();
+        call.name.push_str(tool);
+        Ok((connection, call))
     }
 
     /// Looks again at every waiting call after a listing or a state change.

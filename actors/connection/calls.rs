@@ -3,6 +3,7 @@
 //! their schemas.
 
 use super::*;
+use crate::protocol::schema::check_output;
 
 impl Connection {
     /// Admits a caller's request (see the module invariants): written now
@@ -16,16 +17,30 @@ impl Connection {
         trace: Option<opentelemetry::Context>,
         ctx: &mut Context<Self>,
     ) -> Result<Admitted, CallError> {
-        let (server, tool) = (self.config.name.clone(), label.to_string());
+        // The names are copied only into a refusal.
+        let names = || (self.config.name.clone(), label.to_string());
         match &self.state {
-            _ if self.phase == Phase::Stopping => return Err(CallError::Stopped { server, tool }),
-            _ if !self.enabled => return Err(CallError::Disabled { server, tool }),
-            ServerState::Failed { error, .. } => return Err(CallError::Failed { server, tool, error: error.clone() }),
-            ServerState::NeedsAuth => return Err(CallError::NeedsAuth { server, tool }),
+            _ if self.phase == Phase::Stopping => {
+                let (server, tool) = names();
+                return Err(CallError::Stopped { server, tool });
+            }
+            _ if !self.enabled => {
+                let (server, tool) = names();
+                return Err(CallError::Disabled { server, tool });
+            }
+            ServerState::Failed { error, .. } => {
+                let (server, tool) = names();
+                return Err(CallError::Failed { server, tool, error: error.clone() });
+            }
+            ServerState::NeedsAuth => {
+                let (server, tool) = names();
+                return Err(CallError::NeedsAuth { server, tool });
+            }
             _ => {}
         }
         let send_now = !self.calls.has_queued() && self.can_send_call();
         if !send_now && self.calls.queued() >= self.config.limits.max_queued {
+            let (server, tool) = names();
             return Err(CallError::Overloaded { server, tool, in_flight: self.calls.in_flight(), queued: self.calls.queued() });
         }
         let id = self.next_request_id();
@@ -87,7 +102,7 @@ impl Connection {
         };
         let timeout = timeout.unwrap_or(self.config.timeouts.call);
         let max = self.config.timeouts.max_call;
-        let mut guard = ForgetOnDrop { connection: Some(ctx.address().downgrade()), id };
+        let mut guard = ForgetOnDrop { connection: Some(self.me(ctx)), id };
         Box::pin(async move {
             tokio::pin!(answer);
             let started = tokio::time::Instant::now();
@@ -176,7 +191,7 @@ impl Connection {
         }
         let timeout = call.timeout.unwrap_or(self.config.timeouts.call);
         let admit = self.limiter.admit(&call.name, timeout);
-        let connection = ctx.address().downgrade();
+        let connection = self.me(ctx);
         let (server, tool) = (self.config.name.clone(), call.name.clone());
         Reply::later(async move {
             let started = tokio::time::Instant::now();
@@ -216,9 +231,10 @@ impl Connection {
             return Reply::Ready(Err(CallError::InvalidArguments { server, tool, message }));
         }
         let contract = self.contracts.get(&call.name).cloned();
+        let output_schema = contract.as_ref().and_then(|contract| contract.output_schema(&mut self.schemas));
         if let Some(contract) = &contract {
             let arguments = serde_json::Value::Object(call.arguments.take().unwrap_or_default());
-            if let Err(message) = contract.check_arguments(&arguments) {
+            if let Err(message) = contract.check_arguments_cached(&arguments, &mut self.schemas) {
                 return Reply::Ready(Err(CallError::InvalidArguments { server, tool, message }));
             }
             if let serde_json::Value::Object(arguments) = arguments {
@@ -242,7 +258,7 @@ impl Connection {
         let params = CallParams { name: &call.name, arguments: &call.arguments, task: as_task, meta: meta.clone() };
         let options = RequestOptions { timeout: call.timeout, progress: call.progress, trace: call.trace };
         let answer = self.caller_request(call.name.clone(), methods::TOOLS_CALL, &params, options, ctx);
-        let (requester, max) = (self.requester(ctx), self.config.timeouts.max_call);
+        let (requester, max) = (self.requester_parts(ctx), self.config.timeouts.max_call);
         // Only a modern server may ask for input and get the request again;
         // elsewhere the arguments are not kept (a queued call holds its frame only).
         let arguments = (self.session.era() == Era::Modern).then_some(call.arguments);
@@ -254,6 +270,7 @@ impl Connection {
                     None => serde_json::Value::Null,
                 };
                 // Boxed: the rare multi-round path must not grow every call's future.
+                let requester = requester.requester();
                 let more = Box::pin(rounds::finish(&requester, methods::TOOLS_CALL, params, &tool, raw));
                 raw = match tokio::time::timeout(max.max(timeout), more).await {
                     Ok(finished) => finished?,
@@ -265,9 +282,9 @@ impl Connection {
                 tool: tool.clone(),
                 message,
             })?;
-            if let Some(contract) = contract {
+            if output_schema.is_some() {
                 let structured = result.structured_content.as_ref();
-                if let Err(problem) = contract.check_output(structured, result.is_error.unwrap_or(false)) {
+                if let Err(problem) = check_output(output_schema.as_deref(), structured, result.is_error.unwrap_or(false)) {
                     let message = format!("its structuredContent does not match the tool's outputSchema: {problem}");
                     return Err(CallError::Protocol { server, tool, message });
                 }

@@ -11,7 +11,7 @@
 use std::future::Future;
 
 use super::*;
-use crate::actors::guard::{catch, Panicked};
+use crate::actors::guard::{catch_named, Panicked};
 
 /// With the `fault-injection` feature, a stderr line containing this makes
 /// the connection panic while handling it (proving the guard on a path
@@ -40,8 +40,8 @@ impl Connection {
         body: impl FnOnce(&mut Self, &mut Context<Self>) -> R,
     ) -> Result<R, String> {
         let body = self.panic_next.tripping(during, body);
-        let actor = format!("connection to server `{}`", self.config.name);
-        catch(&actor, during, || body(self, ctx)).map_err(|panic| self.on_panic(panic))
+        let name = |act: &Self| format!("connection to server `{}`", act.config.name);
+        catch_named(self, during, |act| body(act, ctx), name).map_err(|panic| self.on_panic(panic))
     }
 
     /// A handler body answering a caller, guarded: a panic answers

@@ -65,7 +65,8 @@ mod wire;
 use crate::codec::{peek_id, Frame, FrameError, JsonRpcCodec};
 use crate::config::{Era as ConfiguredEra, Keyword, Redactor, ServerConfig, Transport};
 use crate::error::{CallError, ConnectError};
-use crate::protocol::schema::ToolContract;
+use crate::protocol::pagination::ListBounds;
+use crate::protocol::schema::{SchemaCache, ToolContract};
 use crate::protocol::{self, error_codes, methods, Era, ErrorObject, Message as RpcMessage, RequestId, Session};
 use crate::rate_limit::Limiter;
 use crate::restart::{Decision, Ending, RestartTracker};
@@ -196,6 +197,8 @@ pub struct Links {
 }
 
 pub struct Connection {
+    /// This actor's own address, weak, made once (each `ctx.address()` allocates).
+    me: Option<WeakAddr<Connection>>,
     config: Arc<ServerConfig>,
     registry: CatalogLink,
     hub: Recipient<StateChanged>,
@@ -228,6 +231,8 @@ pub struct Connection {
     tool_warnings: Vec<String>,
     /// What calls to each tool are checked against.
     contracts: HashMap<String, Arc<ToolContract>>,
+    /// The schemas of the tools called last, parsed (bounded: see [`SchemaCache`]).
+    schemas: SchemaCache,
     /// What the server told about itself at connect.
     peer: Option<Peer>,
     session: Session,
@@ -296,6 +301,7 @@ impl Connection {
         let redactor = Redactor::from_configs([&config]);
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
         Connection {
+            me: None,
             config: Arc::new(config),
             registry,
             hub,
@@ -318,6 +324,7 @@ impl Connection {
             tool_count: 0,
             tool_warnings: Vec::new(),
             contracts: HashMap::new(),
+            schemas: SchemaCache::default(),
             peer: None,
             detected_era: None,
             counts: Counts::default(),
@@ -338,8 +345,24 @@ impl Connection {
     }
 
     /// Talks to this connection on a caller's behalf (for multi-request operations).
-    pub(crate) fn requester(&self, ctx: &mut Context<Self>) -> Requester {
-        Requester::new(ctx.address().recipient().downgrade(), self.config.name.clone(), self.answerer.clone(), self.list_bounds())
+    pub(crate) fn requester(&mut self, ctx: &mut Context<Self>) -> Requester {
+        self.requester_parts(ctx).requester()
+    }
+
+    /// What a [`Requester`] is made of, without its allocations: for a
+    /// call that makes one only if its answer needs more rounds.
+    pub(super) fn requester_parts(&mut self, ctx: &mut Context<Self>) -> RequesterParts {
+        RequesterParts {
+            connection: self.me(ctx),
+            config: self.config.clone(),
+            answerer: self.answerer.clone(),
+            bounds: self.list_bounds(),
+        }
+    }
+
+    /// This connection's own address, weak.
+    pub(super) fn me(&mut self, ctx: &mut Context<Self>) -> WeakAddr<Self> {
+        self.me.get_or_insert_with(|| ctx.address().downgrade()).clone()
     }
 
     /// The state others see: `Disabled` overrides the lifecycle state.
@@ -465,6 +488,20 @@ fn flatten(outcome: Result<Outcome, oneshot::error::RecvError>) -> Outcome {
 
 fn parse<T: serde::de::DeserializeOwned>(raw: &RawValue) -> Result<T, String> {
     serde_json::from_str(raw.get()).map_err(|e| e.to_string())
+}
+
+/// See [`Connection::requester_parts`].
+pub(super) struct RequesterParts {
+    connection: WeakAddr<Connection>,
+    config: Arc<ServerConfig>,
+    answerer: Arc<Answerer>,
+    bounds: ListBounds,
+}
+
+impl RequesterParts {
+    pub(super) fn requester(self) -> Requester {
+        Requester::new(self.connection.recipient(), self.config.name.clone(), self.answerer, self.bounds)
+    }
 }
 
 impl Actor for Connection {

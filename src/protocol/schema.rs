@@ -55,21 +55,87 @@ impl ToolContract {
 
     /// Checks a call's arguments; the error names the first offending field.
     pub fn check_arguments(&self, arguments: &Value) -> Result<(), String> {
+        self.check_arguments_cached(arguments, &mut SchemaCache::default())
+    }
+
+    /// [`ToolContract::check_arguments`], taking the parsed schema from `cache`.
+    pub fn check_arguments_cached(&self, arguments: &Value, cache: &mut SchemaCache) -> Result<(), String> {
         match &self.input {
-            Some(schema) => check(&parse_schema(schema), arguments, "argument"),
+            Some(schema) => check(&cache.parsed(schema), arguments, "argument"),
             None => Ok(()),
         }
+    }
+
+    /// The parsed `outputSchema`, if the tool has one, taken from `cache`
+    /// (for [`check_output`] once the answer is in).
+    pub fn output_schema(&self, cache: &mut SchemaCache) -> Option<ParsedSchema> {
+        self.output.as_ref().map(|text| cache.parsed(text))
     }
 
     /// Checks a result's `structuredContent`; a tool with an `outputSchema`
     /// must send one unless the result is an error.
     pub fn check_output(&self, structured: Option<&Value>, is_error: bool) -> Result<(), String> {
-        match (&self.output, structured) {
-            (None, _) => Ok(()),
-            (Some(_), None) if is_error => Ok(()),
-            (Some(_), None) => Err("the tool has an outputSchema but its result has no structuredContent".into()),
-            (Some(schema), Some(value)) => check(&parse_schema(schema), value, "field"),
+        check_output(self.output_schema(&mut SchemaCache::default()).as_deref(), structured, is_error)
+    }
+}
+
+/// Checks a result's `structuredContent` against the tool's parsed
+/// `outputSchema` (`None`: the tool has none); a tool with one must send
+/// `structuredContent` unless the result is an error.
+pub fn check_output(schema: Option<&Map<String, Value>>, structured: Option<&Value>, is_error: bool) -> Result<(), String> {
+    match (schema, structured) {
+        (None, _) => Ok(()),
+        (Some(_), None) if is_error => Ok(()),
+        (Some(_), None) => Err("the tool has an outputSchema but its result has no structuredContent".into()),
+        (Some(schema), Some(value)) => check(schema, value, "field"),
+    }
+}
+
+/// The total text of the schemas a [`SchemaCache`] keeps parsed: parsed,
+/// a small schema costs 20 to 30 times its text, so a busy connection holds
+/// at most some 60 KiB for it (and an idle one that never called, nothing).
+pub const SCHEMA_CACHE_TEXT: usize = 2048;
+
+/// A schema parsed, shared by the cache and the checks under way.
+pub type ParsedSchema = Arc<Map<String, Value>>;
+
+/// The parsed schemas of the tools called last, so that calling the same
+/// tools again does not parse their schemas again (a parse and its drop
+/// cost more than the check). Invariants: an entry is found by the identity
+/// of its text (`Arc::ptr_eq`: a re-listed tool brings a new text and so is
+/// parsed afresh); the kept texts add up to at most [`SCHEMA_CACHE_TEXT`]
+/// bytes, the most recently used first; a larger schema is parsed for
+/// each use and not kept.
+#[derive(Default)]
+pub struct SchemaCache {
+    entries: std::collections::VecDeque<(Arc<str>, ParsedSchema)>,
+    text_bytes: usize,
+}
+
+impl SchemaCache {
+    /// `text` parsed (see [`parse_schema`]), from the cache when it is there.
+    pub fn parsed(&mut self, text: &Arc<str>) -> ParsedSchema {
+        let found = self.entries.iter().position(|(kept, _)| Arc::ptr_eq(kept, text));
+        if let Some(entry) = found.and_then(|at| self.entries.remove(at)) {
+            let parsed = entry.1.clone();
+            self.entries.push_front(entry);
+            return parsed;
         }
+        let parsed = Arc::new(parse_schema(text));
+        if text.len() <= SCHEMA_CACHE_TEXT {
+            while self.text_bytes + text.len() > SCHEMA_CACHE_TEXT {
+                let Some((evicted, _)) = self.entries.pop_back() else { break };
+                self.text_bytes -= evicted.len();
+            }
+            self.text_bytes += text.len();
+            self.entries.push_front((text.clone(), parsed.clone()));
+        }
+        parsed
+    }
+
+    /// The bytes of schema text kept parsed.
+    pub fn text_bytes(&self) -> usize {
+        self.text_bytes
     }
 }
 
@@ -332,6 +398,25 @@ fn same(a: &Value, b: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cache_parses_a_text_once_and_keeps_at_most_its_budget() {
+        let mut cache = SchemaCache::default();
+        let small: Arc<str> = Arc::from(r#"{"type":"object","properties":{"text":{"type":"string"}}}"#);
+        let first = cache.parsed(&small);
+        assert!(Arc::ptr_eq(&first, &cache.parsed(&small)), "the second use is not parsed again");
+        // The same text in another allocation (a re-listed tool) is parsed afresh.
+        let relisted: Arc<str> = Arc::from(&*small);
+        assert!(!Arc::ptr_eq(&first, &cache.parsed(&relisted)));
+        let large: Arc<str> = Arc::from(format!(r#"{{"description":"{}"}}"#, "x".repeat(SCHEMA_CACHE_TEXT)));
+        assert_eq!(cache.parsed(&large)["description"].as_str().map(str::len), Some(SCHEMA_CACHE_TEXT));
+        assert_eq!(cache.text_bytes(), 2 * small.len(), "a schema over the budget is not kept");
+        for _ in 0..2 * SCHEMA_CACHE_TEXT / small.len() {
+            cache.parsed(&Arc::from(&*small));
+            assert!(cache.text_bytes() <= SCHEMA_CACHE_TEXT);
+        }
+        assert!(!cache.entries.iter().any(|(kept, _)| Arc::ptr_eq(kept, &small)), "the least recently used left first");
+    }
     use serde_json::json;
 
     /// Found by fuzzing (fuzz target `schema`): each `oneOf` checks both of
