@@ -12,7 +12,8 @@
 //! - `list`: peak RSS of `mcpvisor list` on a generated Claude Code
 //!   `.mcp.json` of M servers minus its peak on a one-server file (the
 //!   floor: the binary, its runtime and libraries), divided by the file's
-//!   size. Aim ≤ 5×.
+//!   size. Aim ≤ 5×. Beside it, counted: the heap `config::load_all`
+//!   keeps of that file, and its peak while loading.
 //!
 //! Memory is counted, not timed, so the numbers hardly move between runs
 //! or builds: `cargo bench --bench memory` (release) or, quicker,
@@ -32,6 +33,8 @@ const READY: Duration = Duration::from_secs(120);
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
+#[path = "support/editor_file.rs"]
+mod editor_file;
 
 use counting_alloc::{live, peak, reset_peak};
 
@@ -44,6 +47,7 @@ fn main() {
     println!("|---|---:|---:|---:|---:|---:|---:|");
     // First: a child's peak RSS counts this process's at the spawn.
     list(servers);
+    loaded(servers);
     for distinct in [false, true] {
         runtime.block_on(catalog(tools, distinct));
     }
@@ -139,22 +143,12 @@ fn list_peak_kib(dir: &Path) -> i64 {
     usage.ru_maxrss
 }
 
-/// Writes a Claude Code `.mcp.json` of `servers` servers; returns its size.
-fn editor_file(dir: &Path, servers: usize) -> usize {
-    let entries: Vec<String> = (0..servers)
-        .map(|i| format!(r#""s{i:06}": {{"command": "npx", "args": ["@scope/server-fs", "/tmp"], "env": {{"LEVEL": "info"}}}}"#))
-        .collect();
-    let text = format!(r#"{{"mcpServers": {{{}}}}}"#, entries.join(", "));
-    std::fs::write(dir.join(".mcp.json"), &text).expect("the editor file is written");
-    text.len()
-}
-
 fn list(servers: usize) {
     let dir = std::env::temp_dir().join(format!("mcpvisor-memory-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a scratch directory");
-    editor_file(&dir, 1);
+    editor_file::write_claude_code_file(&dir, 1);
     let floor = list_peak_kib(&dir);
-    let size = editor_file(&dir, servers);
+    let size = editor_file::write_claude_code_file(&dir, servers);
     let peak = list_peak_kib(&dir);
     let _ = std::fs::remove_dir_all(&dir);
     let grown = (peak - floor).max(0) as usize * 1024;
@@ -163,5 +157,28 @@ fn list(servers: usize) {
         kib(size),
         kib(grown),
         grown as f64 / size as f64
+    );
+}
+
+/// The heap `config::load_all` keeps of a `.mcp.json` of `servers`
+/// servers (the part of `list` that grows with the file), and its peak.
+fn loaded(servers: usize) {
+    let dir = std::env::temp_dir().join(format!("mcpvisor-memory-bench-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let size = editor_file::write_claude_code_file(&dir, servers);
+    let no_user_file = dir.join("none.toml").to_string_lossy().into_owned();
+    let before = reset_peak();
+    let config = mcpvisor::config::load_all(Some(&dir), |name| (name == "MCPVISOR_CONFIG").then(|| no_user_file.clone()));
+    let (kept, peak) = (live().saturating_sub(before), peak().saturating_sub(before));
+    assert_eq!(config.expect("the file loads").servers.len(), servers, "every server is loaded");
+    let _ = std::fs::remove_dir_all(&dir);
+    let ratio = |bytes: usize| bytes as f64 / size as f64;
+    println!(
+        "| `load_all`, {servers} servers | {} | {} | {} | {:.1}× | {:.1}× | |",
+        kib(size),
+        kib(kept),
+        kib(peak),
+        ratio(kept),
+        ratio(peak)
     );
 }

@@ -52,7 +52,7 @@ impl Authorizer for CliBrowser {
 
 pub async fn auth(cli: &Cli, out: &Out, args: &AuthArgs) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
-    let config = servers.get(&args.name)?.config.expanded(env)?;
+    let config = servers.get(&args.name)?.config()?.expanded(env)?;
     if !matches!(config.transport, Transport::Http | Transport::Sse) {
         return Err(Failure::usage(format!("server `{}` is not a remote server: only http and sse servers log in", config.name)));
     }

@@ -47,14 +47,14 @@ pub async fn live(servers: &Servers, only: Option<&str>, cache: Option<&CatalogC
 pub async fn cached_or_live(servers: &Servers, only: Option<&str>, cache: &CatalogCache) -> Result<Catalog, Failure> {
     let selected: Vec<&Entry> = match only {
         Some(name) => vec![servers.get(name)?],
-        None => servers.entries.iter().filter(|entry| entry.config.enabled).collect(),
+        None => servers.entries.iter().filter(|entry| entry.enabled()).collect(),
     };
     let mut tools = Vec::new();
     let mut cached: Option<(usize, u64)> = None;
     let mut to_start = Vec::new();
     for entry in selected {
         // A disabled server named with --server is "started" to say it is disabled.
-        let found = if entry.config.enabled { cache.load(&entry.config, DEFAULT_MAX_AGE) } else { Ok(None) };
+        let found = if entry.enabled() { cache.load(&entry.config()?, DEFAULT_MAX_AGE) } else { Ok(None) };
         match found {
             Ok(Some(listing)) => {
                 let (count, oldest) = cached.unwrap_or((0, listing.listed_ms));
@@ -92,8 +92,10 @@ async fn listed(session: Session, entries: Vec<&Entry>, cache: Option<&CatalogCa
 
 /// Keeps the listings of the connected servers among `entries` in `cache`.
 pub fn save(cache: &CatalogCache, entries: &[&Entry], statuses: &[ServerStatus], tools: &[ToolEntry]) {
-    let configs: Vec<_> = entries.iter().map(|entry| entry.config.clone()).collect();
-    warn_once(cache.save_all(&configs, statuses, tools));
+    match entries.iter().map(|entry| entry.config()).collect::<Result<Vec<_>, _>>() {
+        Ok(configs) => warn_once(cache.save_all(&configs, statuses, tools)),
+        Err(error) => warn(error.message),
+    }
 }
 
 /// The first error of writing the cache, with how many more there were:

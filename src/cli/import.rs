@@ -117,7 +117,7 @@ fn read_file(file: &Path, project: &Path) -> Result<(&'static str, Vec<Importabl
         let loaded = load_file(file, project)?;
         return Ok((
             foreign::Format::ClaudeCode.name(),
-            loaded.servers.into_iter().map(|server| Ok((server.config, server.unmapped))).collect(),
+            loaded.servers.into_iter().map(|server| server.config().map(|config| (config, server.unmapped))).collect(),
         ));
     }
     let (format, servers) = foreign::parse_each(file, &text, &Default::default())?;

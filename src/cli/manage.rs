@@ -173,8 +173,8 @@ fn remote_config(args: &AddArgs, url: &str) -> Result<ServerConfig, Failure> {
 /// A definition with higher precedence hides the one just written.
 fn warn_if_shadowed(cli: &Cli, name: &str, written: &Path) {
     let Ok(servers) = Servers::load(cli) else { return };
-    if let Some(DefinedIn::File { path, .. }) = servers.entries.iter().find(|e| e.config.name == name).map(|e| &e.defined_in) {
-        if path != written {
+    if let Some(DefinedIn::File { path, .. }) = servers.entries.iter().find(|e| e.name() == name).map(|e| &e.defined_in) {
+        if **path != *written {
             warn(format_args!("`{name}` is also defined in {}, which takes precedence over {}", path.display(), written.display()));
         }
     }
@@ -186,7 +186,7 @@ pub fn remove(cli: &Cli, out: &Out, args: &NameArgs) -> Result<u8, Failure> {
     out.json(&json!({"removed": args.name, "file": file}));
     out.line(format!("Removed `{}` from {}", args.name, file.display()));
     if let Ok(servers) = Servers::load(cli) {
-        if let Some(path) = servers.entries.iter().find(|e| e.config.name == args.name).and_then(|e| e.defined_in.path()) {
+        if let Some(path) = servers.entries.iter().find(|e| e.name() == args.name).and_then(|e| e.defined_in.path()) {
             warn(format_args!("`{}` is still defined in {}", args.name, path.display()));
         }
     }
@@ -211,7 +211,7 @@ fn editable_file(cli: &Cli, args: &NameArgs, verb: &str) -> Result<PathBuf, Fail
     let servers = Servers::load(cli)?;
     let name = &args.name;
     match &servers.get(name)?.defined_in {
-        DefinedIn::File { path, origin: Origin::Native, .. } => Ok(path.clone()),
+        DefinedIn::File { path, origin: Origin::Native, .. } => Ok(path.to_path_buf()),
         DefinedIn::File { path, origin: Origin::Foreign(format), .. } => Err(Failure::usage(format!(
             "`{name}` is defined in {} ({}), which mcpvisor reads but never edits; change it there, or import it into the project's file \
              (which takes precedence) with `mcpvisor import {} --scope project` and then `mcpvisor {verb} {name}`",

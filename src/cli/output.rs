@@ -332,10 +332,27 @@ pub fn warn(message: impl std::fmt::Display) {
 /// made [`terminal_safe`] on one line first, so no cell breaks the table.
 /// Lines are made one at a time, as they are printed.
 pub fn table(rows: &[Vec<String>]) -> impl Iterator<Item = String> + '_ {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let width = |cell: &String| terminal_safe(cell, Layout::OneLine).chars().count();
-    let widths: Vec<usize> = (0..columns).map(|i| rows.iter().filter_map(|row| row.get(i)).map(width).max().unwrap_or(0)).collect();
-    rows.iter().map(move |row| {
+    aligned(rows.iter())
+}
+
+/// [`table`] of rows made as they are walked: `rows` is walked twice (the
+/// widths, then the lines), so a long table is never held whole.
+pub fn aligned<R>(rows: impl Iterator<Item = R> + Clone) -> impl Iterator<Item = String>
+where
+    R: AsRef<[String]>,
+{
+    let mut widths: Vec<usize> = Vec::new();
+    for row in rows.clone() {
+        for (i, cell) in row.as_ref().iter().enumerate() {
+            let width = terminal_safe(cell, Layout::OneLine).chars().count();
+            match widths.get_mut(i) {
+                Some(widest) => *widest = width.max(*widest),
+                None => widths.push(width),
+            }
+        }
+    }
+    rows.map(move |row| {
+        let row = row.as_ref();
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
             let cell = terminal_safe(cell, Layout::OneLine);

@@ -15,9 +15,11 @@
 //! there, so every command can be tried at once.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::config::discover::Origin;
-use crate::config::{foreign, native, AgentSettings, LoadedConfig, LoadedServer, Locations, Scope, ServerConfig};
+use crate::config::discover::{self, Origin};
+use crate::config::foreign;
+use crate::config::{native, AgentSettings, Definition, LoadedConfig, LoadedServer, Locations, Scope, ServerConfig};
 use crate::error::ConfigError;
 
 use super::output::{warn, Failure};
@@ -33,7 +35,8 @@ pub const DEFAULT_MAX_SERVERS: usize = 200;
 #[derive(Debug, Clone, PartialEq)]
 pub enum DefinedIn {
     File {
-        path: PathBuf,
+        /// Shared by the servers of one file.
+        path: Arc<Path>,
         origin: Origin,
         /// Files whose definition of the same name this one replaced.
         overrides: Vec<PathBuf>,
@@ -63,10 +66,26 @@ impl DefinedIn {
 /// One server as configured (unexpanded: `${VAR}` references are kept).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
-    pub config: ServerConfig,
+    /// Kept as little as it can be: an editor's entry as its text ([`Definition`]).
+    pub definition: Definition,
     pub defined_in: DefinedIn,
     /// Keys of another tool's entry that mean nothing to mcpvisor (`status` reports them).
     pub unmapped: Vec<String>,
+}
+
+impl Entry {
+    pub fn name(&self) -> &str {
+        self.definition.name()
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.definition.enabled()
+    }
+
+    /// The server, parsed (again, for an editor's entry).
+    pub fn config(&self) -> Result<ServerConfig, Failure> {
+        Ok(self.definition.config()?)
+    }
 }
 
 /// The servers a command sees.
@@ -158,7 +177,7 @@ impl Servers {
 
     /// `entries`, unless they hold more enabled servers than [`Servers::max_started`].
     pub fn within_limit<'a>(&self, entries: Vec<&'a Entry>) -> Result<Vec<&'a Entry>, Failure> {
-        let enabled = entries.iter().filter(|entry| entry.config.enabled).count();
+        let enabled = entries.iter().filter(|entry| entry.enabled()).count();
         if enabled > self.max_started {
             return Err(Failure::usage(format!(
                 "this would start {enabled} servers, more than the limit of {}; name one (e.g. `--server NAME`, `mcpvisor call NAME ...`), \
@@ -170,8 +189,8 @@ impl Servers {
     }
 
     pub fn get(&self, name: &str) -> Result<&Entry, Failure> {
-        self.entries.iter().find(|entry| entry.config.name == name).ok_or_else(|| {
-            let known: Vec<&str> = self.entries.iter().map(|entry| entry.config.name.as_str()).collect();
+        self.entries.iter().find(|entry| entry.name() == name).ok_or_else(|| {
+            let known: Vec<&str> = self.entries.iter().map(Entry::name).collect();
             Failure::usage(format!("no server named `{name}`; the configured ones are: {}", known.join(", ")))
         })
     }
@@ -180,7 +199,7 @@ impl Servers {
 impl From<LoadedServer> for Entry {
     fn from(server: LoadedServer) -> Entry {
         Entry {
-            config: server.config,
+            definition: server.definition,
             defined_in: DefinedIn::File { path: server.source, origin: server.origin, overrides: server.overrides },
             unmapped: server.unmapped,
         }
@@ -245,35 +264,33 @@ pub fn is_native(file: &Path) -> bool {
 /// in `project`: user < project (`.mcp.json`) < local scope.
 pub fn load_file(file: &Path, project: &Path) -> Result<LoadedConfig, ConfigError> {
     let text = std::fs::read_to_string(file).map_err(|e| ConfigError::Io { file: file.into(), action: "read", reason: e.to_string() })?;
-    if file.file_name().is_some_and(|name| name == ".claude.json") {
-        let mut loaded = crate::config::discover::claude_code_scopes(file, project);
+    if !is_native(file) || foreign::is_codex(file, &text) {
+        drop(text);
+        let mut loaded = if file.file_name().is_some_and(|name| name == ".claude.json") {
+            discover::claude_code_scopes(file, project)
+        } else {
+            discover::editor_file(file)
+        };
         let first_problem = loaded.skipped.drain(..).next();
         return first_problem.map_or(Ok(loaded), Err);
     }
     let mut loaded = LoadedConfig { files: vec![file.into()], ..LoadedConfig::default() };
-    let defined = |config: ServerConfig, origin: Origin, unmapped: Vec<String>| LoadedServer {
-        config,
-        source: file.into(),
-        origin,
-        overrides: Vec::new(),
-        unmapped,
-    };
-    if is_native(file) && !foreign::is_codex(file, &text) {
-        let (servers, agent) = native::parse_with_agent(file, &text)?;
-        for config in servers {
-            loaded.servers.push(defined(config, Origin::Native, Vec::new()));
-        }
-        loaded.agent = agent;
-        loaded.audit = native::parse_audit(file, &text)?;
-        loaded.serve = native::parse_serve(file, &text)?;
-        loaded.telemetry = native::parse_telemetry(file, &text)?;
-    } else {
-        let (format, servers) = foreign::parse_each(file, &text, &Default::default())?;
-        for found in servers {
-            let found = found?;
-            loaded.servers.push(defined(ServerConfig { scope: Scope::Project, ..found.config }, Origin::Foreign(format), found.unmapped));
-        }
+    let (servers, agent) = native::parse_with_agent(file, &text)?;
+    let source: Arc<Path> = file.into();
+    for config in servers {
+        let definition = Definition::parsed(config);
+        loaded.servers.push(LoadedServer {
+            definition,
+            source: Arc::clone(&source),
+            origin: Origin::Native,
+            overrides: Vec::new(),
+            unmapped: Vec::new(),
+        });
     }
+    loaded.agent = agent;
+    loaded.audit = native::parse_audit(file, &text)?;
+    loaded.serve = native::parse_serve(file, &text)?;
+    loaded.telemetry = native::parse_telemetry(file, &text)?;
     Ok(loaded)
 }
 
@@ -281,25 +298,39 @@ pub fn load_file(file: &Path, project: &Path) -> Result<LoadedConfig, ConfigErro
 /// place: a file may hold thousands), and says why for each.
 fn leave_out_this_gateway(entries: &mut Vec<Entry>) -> Result<Vec<LeftOut>, Failure> {
     let mut left_out = Vec::new();
-    if !entries.iter().any(|entry| entry.config.args.iter().any(|arg| arg.contains("serve"))) {
-        return Ok(left_out);
-    }
-    let own_exe = std::env::current_exe().map_err(|e| Failure::usage(format!("cannot find this executable: {e}")))?;
-    let base = current_dir()?;
-    entries.retain(|entry| {
-        if !super::nesting::runs_this_gateway(&entry.config, &own_exe, &base, env) {
-            return true;
+    let mut nested = Vec::new();
+    // This executable and the current directory, looked up at the first server that could be it.
+    let mut here: Option<(PathBuf, PathBuf)> = None;
+    for (at, entry) in entries.iter().enumerate() {
+        let config = entry.config()?;
+        if !config.args.iter().any(|arg| arg.contains("serve")) {
+            continue;
         }
+        let (own_exe, base) = match &here {
+            Some(here) => here,
+            None => here.insert((
+                std::env::current_exe().map_err(|e| Failure::usage(format!("cannot find this executable: {e}")))?,
+                current_dir()?,
+            )),
+        };
+        if !super::nesting::runs_this_gateway(&config, own_exe, base, env) {
+            continue;
+        }
+        nested.push(at);
         left_out.push(LeftOut {
-            name: entry.config.name.clone(),
+            name: config.name.clone(),
             source: entry.defined_in.path().map(Path::to_path_buf).unwrap_or_default(),
             reason: format!(
                 "it runs this gateway itself (`{} serve`), which would start itself again without end; \
                  clients start `mcpvisor serve` on their own, so it needs no entry among its servers",
-                entry.config.command
+                config.command
             ),
         });
-        false
+    }
+    let mut at = 0;
+    entries.retain(|_| {
+        at += 1;
+        !nested.contains(&(at - 1))
     });
     Ok(left_out)
 }
@@ -308,5 +339,5 @@ fn built_in() -> Result<Entry, Failure> {
     let exe = std::env::current_exe()
         .map_err(|e| Failure::usage(format!("cannot find this executable to offer the built-in demo server: {e}")))?;
     let config = ServerConfig::stdio(BUILT_IN, exe.to_string_lossy(), ["demo-server"]);
-    Ok(Entry { config, defined_in: DefinedIn::BuiltIn, unmapped: Vec::new() })
+    Ok(Entry { definition: Definition::parsed(config), defined_in: DefinedIn::BuiltIn, unmapped: Vec::new() })
 }

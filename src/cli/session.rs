@@ -117,7 +117,7 @@ impl Session {
 pub fn prepare<'a>(entries: impl IntoIterator<Item = &'a Entry>, adjust: impl Fn(&mut ServerConfig)) -> Result<Vec<ServerConfig>, Failure> {
     let mut configs = Vec::new();
     for entry in entries {
-        let mut config = entry.config.clone();
+        let mut config = entry.config()?;
         adjust(&mut config);
         if config.enabled {
             config = config.expanded(env)?;

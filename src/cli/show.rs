@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::output::{table, Failure, Out, Paint, Piece};
+use super::output::{aligned, table, Failure, Out, Paint, Piece};
 use super::servers::{env, DefinedIn, Entry, Servers};
 use super::Cli;
 use crate::config::duration::format_duration;
@@ -16,22 +16,20 @@ pub struct InfoArgs {
     pub name: String,
 }
 
+/// The rows are made as they are printed (twice: the widths, then the
+/// lines), each server parsed for its row and dropped, so what is held is
+/// the servers as loaded ([`Entry`]).
 pub fn list(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
-    out.json_array(servers.entries.iter().map(entry_json));
-    let mut rows = vec![["SERVER", "STATE", "TRANSPORT", "COMMAND / URL", "DEFINED IN"].map(String::from).to_vec()];
-    for entry in &servers.entries {
-        let config = entry.config.redacted();
-        let state = if config.enabled { "enabled" } else { "disabled" };
-        rows.push(vec![
-            config.name.clone(),
-            state.into(),
-            config.transport.as_str().into(),
-            target(&config),
-            defined_in(&entry.defined_in),
-        ]);
+    out.json_array(servers.entries.iter().map(|entry| match entry.definition.config() {
+        Ok(config) => entry_json(entry, &config),
+        Err(error) => json!({"name": entry.name(), "problem": error.to_string()}),
+    }));
+    if out.json {
+        return Ok(0);
     }
-    for line in table(&rows) {
+    let header = ["SERVER", "STATE", "TRANSPORT", "COMMAND / URL", "DEFINED IN"].map(String::from);
+    for line in aligned(std::iter::once(header).chain(servers.entries.iter().map(list_row))) {
         out.line(line);
     }
     if !servers.files.is_empty() {
@@ -51,14 +49,29 @@ pub fn list(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// A server's row in `list`; one that cannot be read again says why in place of its command.
+fn list_row(entry: &Entry) -> [String; 5] {
+    let defined_in = defined_in(&entry.defined_in);
+    match entry.definition.config() {
+        Ok(config) => {
+            let config = config.redacted();
+            let state = if config.enabled { "enabled" } else { "disabled" };
+            let target = target(&config);
+            [config.name, state.into(), config.transport.as_str().into(), target, defined_in]
+        }
+        Err(error) => [entry.name().into(), "invalid".into(), String::new(), error.to_string(), defined_in],
+    }
+}
+
 pub fn info(cli: &Cli, out: &Out, args: &InfoArgs) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
     let entry = servers.get(&args.name)?;
-    let problem = entry.config.expanded(env).err().map(|e| e.to_string());
-    let mut value = entry_json(entry);
+    let config = entry.config()?;
+    let problem = config.expanded(env).err().map(|e| e.to_string());
+    let mut value = entry_json(entry, &config);
     value["problem"] = problem.clone().into();
     out.json(&value);
-    let config = entry.config.redacted();
+    let config = config.redacted();
     out.pieces([Piece(Paint::Bold, config.name.clone())]);
     let mut rows = vec![vec!["defined in".to_string(), defined_in(&entry.defined_in)]];
     if let DefinedIn::File { overrides, .. } = &entry.defined_in {
@@ -221,9 +234,9 @@ fn supervision_json(limits: &RestartLimits) -> Value {
     })
 }
 
-/// A server's redacted configuration and origin, for `--json`.
-fn entry_json(entry: &Entry) -> Value {
-    let c = entry.config.redacted();
+/// A server's redacted configuration (`config`, the entry's) and origin, for `--json`.
+fn entry_json(entry: &Entry, config: &ServerConfig) -> Value {
+    let c = config.redacted();
     let (source, overrides) = match &entry.defined_in {
         DefinedIn::File { path, overrides, .. } => {
             (Some(path.display().to_string()), overrides.iter().map(|p| p.display().to_string()).collect())

@@ -7,11 +7,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::output::{not_offered, table, Failure, Out, Paint, Piece};
-use super::servers::{Entry, Servers};
+use super::servers::Servers;
 use super::session::{describe, warn_about, Session};
 use super::{Cli, EXIT_CONNECTION};
 use crate::actors::{ServerState, ServerStatus};
-use crate::config::Keyword;
+use crate::config::{Keyword, ServerConfig};
 use crate::restart::RestartPolicy;
 
 /// Lines of a server's stderr shown when it failed.
@@ -57,7 +57,7 @@ pub async fn status(cli: &Cli, out: &Out) -> Result<u8, Failure> {
         let (origin, keys) = (entry.defined_in.origin_name(), entry.unmapped.join(", "));
         out.line("");
         out.pieces([
-            Piece(Paint::Bad, format!("{}:", entry.config.name)),
+            Piece(Paint::Bad, format!("{}:", entry.name())),
             Piece::plain(format!(" {origin}'s settings {keys} have no counterpart in mcpvisor and are not applied")),
         ]);
     }
@@ -82,7 +82,7 @@ pub async fn status(cli: &Cli, out: &Out) -> Result<u8, Failure> {
 fn status_json(status: &ServerStatus, servers: &Servers) -> Value {
     let mut value = serde_json::to_value(status).unwrap_or_default();
     if let (Some(object), Ok(entry)) = (value.as_object_mut(), servers.get(&status.name)) {
-        object.insert("transport".into(), entry.config.transport.as_str().into());
+        object.insert("transport".into(), entry.config().ok().map(|config| config.transport.as_str()).into());
         object.insert("origin".into(), entry.defined_in.origin_name().into());
         object.insert("source".into(), entry.defined_in.path().map(|p| p.display().to_string()).into());
         if !entry.unmapped.is_empty() {
@@ -136,13 +136,18 @@ impl Steps<'_> {
 pub async fn test(cli: &Cli, out: &Out, args: &TestArgs) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
     let entry = servers.get(&args.name)?;
-    out.pieces([Piece::plain("Testing "), Piece(Paint::Bold, format!("`{}`", args.name)), Piece::plain(format!(" ({})", summary(entry)))]);
+    let config = entry.config()?;
+    out.pieces([
+        Piece::plain("Testing "),
+        Piece(Paint::Bold, format!("`{}`", args.name)),
+        Piece::plain(format!(" ({})", summary(&config))),
+    ]);
     let session = Session::launch([entry], |config| {
         config.enabled = true;
         config.restart = RestartPolicy::Never;
     })?;
     let mut steps = Steps { out, done: Vec::new() };
-    let first_step = if entry.config.url.is_some() { "connect" } else { "start process" };
+    let first_step = if config.url.is_some() { "connect" } else { "start process" };
     let connected = start_up(&session, &args.name, first_step, &mut steps).await;
     if connected {
         operations(&session, &args.name, &mut steps).await;
@@ -169,8 +174,8 @@ pub async fn test(cli: &Cli, out: &Out, args: &TestArgs) -> Result<u8, Failure> 
 }
 
 /// The command or URL of a server, for the heading.
-fn summary(entry: &Entry) -> String {
-    let config = entry.config.redacted();
+fn summary(config: &ServerConfig) -> String {
+    let config = config.redacted();
     match &config.url {
         Some(url) => format!("{} {url}", config.transport.as_str()),
         None => format!("stdio: {}", std::iter::once(&config.command).chain(&config.args).cloned().collect::<Vec<_>>().join(" ")),

@@ -120,7 +120,7 @@ async fn call_started(session: &Session, entry: &Entry, args: &CallArgs) -> Resu
     let catalog = session.handle.list_tools().await;
     let of_server: Vec<&ToolEntry> = catalog.iter().filter(|t| t.server == args.server).collect();
     let Some(tool) = of_server.iter().find(|t| t.tool.name == args.tool) else {
-        if !entry.config.tools.permits(&args.tool) {
+        if !entry.config()?.tools.permits(&args.tool) {
             return Err(Failure::usage(format!(
                 "tool `{}` of server `{}` is excluded by the server's tool allow/deny lists; change them in its configuration to call it",
                 args.tool, args.server

@@ -22,9 +22,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use super::definition::{range_within, Definition, EditorText};
 use super::file::read_optional;
-use super::foreign::{self, Format, Found, Section};
+use super::foreign::{self, Format, Section};
 use super::{native, AgentSettings, Scope, ServerConfig};
 use crate::error::ConfigError;
 
@@ -66,13 +68,25 @@ pub enum Origin {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadedServer {
     /// Its `scope` says whether `source` is the user's file or the project's.
-    pub config: ServerConfig,
-    pub source: PathBuf,
+    pub definition: Definition,
+    /// Shared by the servers of one file.
+    pub source: Arc<Path>,
     pub origin: Origin,
     /// Files whose definition of the same name this one replaced, lowest precedence first.
     pub overrides: Vec<PathBuf>,
-    /// Keys of another tool's entry that mean nothing to mcpvisor ([`Found::unmapped`]).
+    /// Keys of another tool's entry that mean nothing to mcpvisor ([`foreign::Found::unmapped`]).
     pub unmapped: Vec<String>,
+}
+
+impl LoadedServer {
+    pub fn name(&self) -> &str {
+        self.definition.name()
+    }
+
+    /// The server, parsed ([`Definition::config`]).
+    pub fn config(&self) -> Result<ServerConfig, ConfigError> {
+        self.definition.config()
+    }
 }
 
 /// The servers of every file, combined.
@@ -96,12 +110,12 @@ pub struct LoadedConfig {
 
 impl LoadedConfig {
     pub fn get(&self, name: &str) -> Option<&LoadedServer> {
-        self.servers.iter().find(|server| server.config.name == name)
+        self.servers.iter().find(|server| server.name() == name)
     }
 
     /// The winning definitions, raw (expand them before starting servers).
-    pub fn configs(&self) -> Vec<ServerConfig> {
-        self.servers.iter().map(|server| server.config.clone()).collect()
+    pub fn configs(&self) -> Result<Vec<ServerConfig>, ConfigError> {
+        self.servers.iter().map(LoadedServer::config).collect()
     }
 }
 
@@ -110,24 +124,27 @@ impl LoadedConfig {
 #[derive(Default)]
 struct Combining {
     loaded: LoadedConfig,
-    positions: HashMap<String, usize>,
+    positions: HashMap<Box<str>, usize>,
 }
 
 impl Combining {
-    fn add(&mut self, found: Found, scope: Scope, source: &Path, origin: Origin) {
-        let Found { mut config, unmapped } = found;
-        config.scope = scope;
-        let loaded = LoadedServer { config, source: source.into(), origin, overrides: Vec::new(), unmapped };
+    fn reserve(&mut self, servers: usize) {
+        self.loaded.servers.reserve(servers);
+        self.positions.reserve(servers);
+    }
+
+    fn add(&mut self, definition: Definition, unmapped: Vec<String>, source: &Arc<Path>, origin: Origin) {
+        let loaded = LoadedServer { definition, source: Arc::clone(source), origin, overrides: Vec::new(), unmapped };
         let servers = &mut self.loaded.servers;
-        match self.positions.get(&loaded.config.name) {
+        match self.positions.get(loaded.name()) {
             Some(&at) => {
                 let earlier = &mut servers[at];
                 let mut overrides = std::mem::take(&mut earlier.overrides);
-                overrides.push(earlier.source.clone());
+                overrides.push(earlier.source.to_path_buf());
                 *earlier = LoadedServer { overrides, ..loaded };
             }
             None => {
-                self.positions.insert(loaded.config.name.clone(), servers.len());
+                self.positions.insert(loaded.name().into(), servers.len());
                 servers.push(loaded);
             }
         }
@@ -137,8 +154,9 @@ impl Combining {
         let Some(text) = read_optional(path)? else { return Ok(()) };
         self.loaded.files.push(path.into());
         let (servers, agent) = native::parse_with_agent(path, &text)?;
+        let source: Arc<Path> = path.into();
         for config in servers {
-            self.add(Found { config, unmapped: Vec::new() }, scope, path, Origin::Native);
+            self.add(Definition::parsed(ServerConfig { scope, ..config }), Vec::new(), &source, Origin::Native);
         }
         self.loaded.agent.merge(agent);
         if let Some(audit) = native::parse_audit(path, &text)? {
@@ -153,19 +171,47 @@ impl Combining {
         Ok(())
     }
 
+    /// Reads an editor's file; its servers keep the text of the object
+    /// holding them ([`Definition::from_editor`]): the file's whole text when
+    /// that object is most of it, else a copy of the object (in
+    /// `~/.claude.json`, one project's servers among much else).
     fn load_foreign(&mut self, path: &Path, section: Section) {
         let text = match read_optional(path) {
             Ok(Some(text)) => text,
             Ok(None) => return,
             Err(error) => return self.loaded.skipped.push(error),
         };
+        let whole = Arc::new(EditorText { path: path.into(), text: foreign::plain_text(path, text) });
+        let source: Arc<Path> = path.into();
         let mut any = false;
-        let read = foreign::for_each_server_in(path, &text, &BTreeMap::new(), section, |format, server| match server {
-            Ok(found) => {
-                any = true;
-                self.add(found, Scope::Project, path, Origin::Foreign(format));
-            }
-            Err(error) => self.loaded.skipped.push(error),
+        // The text kept and where it starts in `whole`; room for the file's servers at once.
+        let kept = std::cell::OnceCell::new();
+        let entries = std::cell::Cell::new(0);
+        let keep = |servers: &str, count: usize| {
+            entries.set(count);
+            let Some(object) = range_within(&whole.text, servers) else { return };
+            let _ = if object.len() * 2 >= whole.text.len() {
+                kept.set((Arc::clone(&whole), 0))
+            } else {
+                kept.set((Arc::new(EditorText { path: path.into(), text: servers.into() }), object.start))
+            };
+        };
+        let read = foreign::for_each_entry_in(path, &whole.text, &BTreeMap::new(), section, keep, |format, server, entry| {
+            self.reserve(entries.take());
+            let found = match server {
+                Ok(found) => found,
+                Err(error) => return self.loaded.skipped.push(error),
+            };
+            any = true;
+            let config = ServerConfig { scope: Scope::Project, ..found.config };
+            let definition = match (kept.get(), entry.and_then(|entry| range_within(&whole.text, entry))) {
+                (Some((file, start)), Some(at)) => {
+                    let place = at.start.checked_sub(*start).zip(at.end.checked_sub(*start)).map(|(from, to)| from..to);
+                    Definition::from_editor(config, format, file, place)
+                }
+                _ => Definition::parsed(config),
+            };
+            self.add(definition, found.unmapped, &source, Origin::Foreign(format));
         });
         match read {
             // `~/.claude.json` counts as read only when it holds this project's servers.
@@ -185,6 +231,14 @@ pub fn claude_code_scopes(claude_json: &Path, project: &Path) -> LoadedConfig {
     loaded.load_foreign(&project.join(".mcp.json"), Section::Servers);
     loaded.load_foreign(claude_json, Section::ClaudeLocal(project));
     loaded.loaded.files.dedup();
+    loaded.loaded
+}
+
+/// One editor's file alone (no user or project file, no precedence):
+/// its servers, or in [`LoadedConfig::skipped`] why they cannot be used.
+pub fn editor_file(path: &Path) -> LoadedConfig {
+    let mut loaded = Combining::default();
+    loaded.load_foreign(path, Section::Servers);
     loaded.loaded
 }
 
@@ -300,8 +354,8 @@ mod tests {
         let vars = [("HOME", home.to_string_lossy().into_owned())];
         let loaded = load_all(Some(&project), env(&vars)).unwrap();
 
-        let summary: Vec<(&str, &str, Scope)> =
-            loaded.servers.iter().map(|s| (s.config.name.as_str(), s.config.command.as_str(), s.config.scope)).collect();
+        let configs = loaded.configs().unwrap();
+        let summary: Vec<(&str, &str, Scope)> = configs.iter().map(|s| (s.name.as_str(), s.command.as_str(), s.scope)).collect();
         assert_eq!(
             summary,
             [
@@ -312,10 +366,10 @@ mod tests {
             ]
         );
         let gh = loaded.get("gh").unwrap();
-        assert_eq!(gh.source, project.join(PROJECT_FILE));
+        assert_eq!(*gh.source, *project.join(PROJECT_FILE));
         assert_eq!(gh.origin, Origin::Native);
         assert_eq!(gh.overrides, [project.join(".mcp.json"), project.join(".cursor/mcp.json")]);
-        assert!(!gh.config.enabled);
+        assert!(!gh.config().unwrap().enabled);
         let fs_server = loaded.get("fs").unwrap();
         assert_eq!(fs_server.origin, Origin::Foreign(Format::ClaudeCode));
         assert_eq!(fs_server.overrides, [home.join(".config/mcpvisor/servers.toml")]);
@@ -325,7 +379,7 @@ mod tests {
         assert_eq!(loaded.skipped.len(), 2);
         assert!(matches!(&loaded.skipped[0], ConfigError::PromptedInput { server, .. } if server == "prompted"));
         assert!(matches!(&loaded.skipped[1], ConfigError::Syntax { file, .. } if file.ends_with("opencode.json")));
-        assert_eq!(loaded.configs().len(), 4);
+        assert_eq!(configs.len(), 4);
     }
 
     #[test]
@@ -354,7 +408,7 @@ mod tests {
         assert_eq!(loaded.files.iter().filter(|f| f.ends_with(PROJECT_FILE)).count(), 1);
         let gh = loaded.get("gh").unwrap();
         assert_eq!(gh.overrides[0], project.join(PROJECT_FILE), "read as the user file, so editors' files override it");
-        assert_eq!(gh.source, project.join(".cursor/mcp.json"));
+        assert_eq!(*gh.source, *project.join(".cursor/mcp.json"));
     }
 
     #[test]

@@ -185,8 +185,25 @@ pub fn for_each_server_in(
     section: Section,
     mut each: impl FnMut(Format, ServerResult),
 ) -> Result<Format, ConfigError> {
-    if Format::from_path(path) == Some(Format::Codex) || codex::is_codex(path, text) {
-        return codex::for_each_server(path, text, each);
+    for_each_entry_in(path, text, inputs, section, |_, _| {}, |format, server, _| each(format, server))
+}
+
+/// [`for_each_server_in`], also handing `each` the JSON text of the
+/// server's entry (`None` in Codex's TOML), so that a caller can keep the
+/// text instead of the parsed server and parse it again with
+/// [`parse_entry`]. Before the first entry, `servers` is handed the text
+/// of the object holding them and how many there are (not in Codex's
+/// TOML); when `text` has no comments, it and the entries are slices of `text`.
+pub fn for_each_entry_in(
+    path: &Path,
+    text: &str,
+    inputs: &BTreeMap<String, String>,
+    section: Section,
+    servers: impl FnOnce(&str, usize),
+    mut each: impl FnMut(Format, ServerResult, Option<&str>),
+) -> Result<Format, ConfigError> {
+    if is_toml(path, text) {
+        return codex::for_each_server(path, text, |format, server| each(format, server, None));
     }
     let syntax_error = |message: String| ConfigError::Syntax { file: path.into(), syntax: "JSON", message };
     let text = jsonc::strip(text);
@@ -202,15 +219,43 @@ pub fn for_each_server_in(
         Section::ClaudeLocal(project) => claude_local_entries(&root, project),
     };
     let Some(entries) = entries else { return Ok(format) };
-    let entries = object(entries.get()).ok_or_else(|| {
+    let object_text = entries.get();
+    let entries = object(object_text).ok_or_else(|| {
         let message = format!("`{key}` must be an object with one entry per server");
         ConfigError::Syntax { file: path.into(), syntax: format.name(), message }
     })?;
-    for (name, entry) in entries {
-        let entry = serde_json::from_str::<Json>(entry.get()).map_err(|error| syntax_error(error.to_string()));
-        each(format, entry.and_then(|entry| context.server(&name, &entry)));
+    servers(object_text, entries.len());
+    for (name, raw) in entries {
+        let entry = serde_json::from_str::<Json>(raw.get()).map_err(|error| syntax_error(error.to_string()));
+        each(format, entry.and_then(|entry| context.server(&name, &entry)), Some(raw.get()));
     }
     Ok(format)
+}
+
+/// `text` as [`for_each_entry_in`] reads it: JSON without its comments
+/// (so that the entries it hands out are slices of the result), Codex's TOML as it is.
+pub fn plain_text(path: &Path, text: String) -> String {
+    if is_toml(path, &text) {
+        return text;
+    }
+    match jsonc::strip(&text) {
+        std::borrow::Cow::Owned(plain) => plain,
+        std::borrow::Cow::Borrowed(_) => text,
+    }
+}
+
+/// Whether a file is Codex's TOML rather than JSON.
+fn is_toml(path: &Path, text: &str) -> bool {
+    Format::from_path(path) == Some(Format::Codex) || codex::is_codex(path, text)
+}
+
+/// One server of a file in `format` from its entry's JSON text, as
+/// [`for_each_entry_in`] handed it out (with no VS Code inputs): the same
+/// text gives the same server, except that `envFile` is read again.
+pub fn parse_entry(path: &Path, format: Format, name: &str, entry: &str) -> ServerResult {
+    let context = Context { file: path, format, workspace: workspace_of(path), inputs: &BTreeMap::new() };
+    let syntax_error = |error: serde_json::Error| ConfigError::Syntax { file: path.into(), syntax: "JSON", message: error.to_string() };
+    context.server(name, &serde_json::from_str::<Json>(entry).map_err(syntax_error)?)
 }
 
 /// A JSON object's members, their values unparsed; `None` if `json` is not an object.

@@ -59,6 +59,7 @@ use crate::restart::{RestartLimits, RestartPolicy};
 
 pub mod agent;
 mod audit;
+pub mod definition;
 pub mod discover;
 mod dotenv;
 pub mod duration;
@@ -80,6 +81,7 @@ pub mod sources;
 
 pub use agent::{AgentSettings, ConfirmMode, ServerConfirm, ToolRule};
 pub use audit::{AuditArguments, AuditConfig, AuditTarget};
+pub use definition::Definition;
 pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
 pub use filter::ToolFilter;
 pub use oauth::{Grant, IdentityProvider, OAuthConfig};
