@@ -35,26 +35,13 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-SCRATCH=${SCRATCH:-/tmp/gateway-bench}
 N=${N:-20000}
 K=${K:-32}
 ROUNDS=${ROUNDS:-3}
 read -r -a MODES <<<"${MODES:-seq conc}"
-MCPVISOR=${MCPVISOR:-$ROOT/target/release/mcpvisor}
-MCPVISOR_BENCH=${MCPVISOR_BENCH:-$ROOT/target/release/examples/bench_client}
-PEERS=${PEERS:-$ROOT/../shared/bench/peers}
-mkdir -p "$SCRATCH/results"
-
-for f in "$MCPVISOR" "$MCPVISOR_BENCH"; do
-    [ -x "$f" ] || { echo "missing $f: cargo build --release --bin mcpvisor --example bench_client" >&2; exit 1; }
-done
-echo "== building the echo servers into $SCRATCH (idempotent)" >&2
+source "$HERE/setup.sh"
+echo "== building the HTTP echo server into $SCRATCH (idempotent)" >&2
 CARGO_TARGET_DIR=$SCRATCH/target cargo build --release --quiet --manifest-path "$ROOT/benches/http-peers/Cargo.toml" --bin http-echo-server
-if [ -z "${STDIO_ECHO:-}" ]; then
-    CARGO_TARGET_DIR=$SCRATCH/target cargo build --release --quiet --manifest-path "$PEERS/server/Cargo.toml"
-    STDIO_ECHO=$SCRATCH/target/release/mcp-echo-server
-fi
 
 SUPERGATEWAY_VERSION=4.0.0
 read -r -a GATEWAY_PEERS <<<"${GATEWAY_PEERS-supergateway}"

@@ -19,27 +19,13 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-SCRATCH=${SCRATCH:-/tmp/gateway-bench}
 N=${N:-20000}
 K=${K:-32}
 CLIENTS=${CLIENTS:-4}
 WORKERS=${WORKERS:-2}
 ROUNDS=${ROUNDS:-5}
 CPUS=${CPUS:-}
-MCPVISOR=${MCPVISOR:-$ROOT/target/release/mcpvisor}
-MCPVISOR_BENCH=${MCPVISOR_BENCH:-$ROOT/target/release/examples/bench_client}
-PEERS=${PEERS:-$ROOT/../shared/bench/peers}
-mkdir -p "$SCRATCH/results"
-
-for f in "$MCPVISOR" "$MCPVISOR_BENCH"; do
-    [ -x "$f" ] || { echo "missing $f: cargo build --release --bin mcpvisor --example bench_client" >&2; exit 1; }
-done
-if [ -z "${STDIO_ECHO:-}" ]; then
-    echo "== building the echo server into $SCRATCH (idempotent)" >&2
-    CARGO_TARGET_DIR=$SCRATCH/target cargo build --release --quiet --manifest-path "$PEERS/server/Cargo.toml"
-    STDIO_ECHO=$SCRATCH/target/release/mcp-echo-server
-fi
+source "$HERE/setup.sh"
 
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
