@@ -1,6 +1,6 @@
 //! The HTTP front's [`Gateway`] over the pool: each session is a
 //! [`GatewaySession`] actor started on the pool's actix System, on the
-//! thread of the request that opened it ([`Workers`]).
+//! thread of the request that opened it (`workers::Workers`).
 
 use std::sync::Arc;
 
