@@ -18,7 +18,7 @@ from report import load, paired  # noqa: E402  (benches/http-peers/report.py)
 CPU = "machine_cpu_us_per_call"
 
 # Each gateway row and the direct row it is compared with.
-BASELINE = {"gateway-stdio": "direct-stdio", "gateway-http": "direct-http", "gateway-http-stdio": "direct-stdio",
+BASELINE = {"relay-stdio": "direct-stdio", "gateway-stdio": "direct-stdio", "gateway-http": "direct-http", "gateway-http-stdio": "direct-stdio",
             "supergateway": "direct-stdio", "agentgateway": "direct-stdio"}
 
 # The HTTP gateways in front of the stdio echo server: mcpvisor's and the peers'.
@@ -44,6 +44,15 @@ def main(path):
               f"| {fmt(ratio(c, 'conc', 'calls_per_s', True), '{:.2f}')} | {fmt(med(c, 'conc', 'p50_us'), '{:.1f}')} "
               f"| {fmt(ratio(c, 'conc', 'p50_us'), '{:.2f}')} | {fmt(med(c, 'conc', CPU), '{:.1f}')} "
               f"| {fmt(ratio(c, 'conc', CPU), '{:.2f}')} |")
+
+    if "relay-stdio" in clients and "gateway-stdio" in clients:
+        print("\nThe stdio gateway over the floor of any process in the middle (stdio-relay: the same pipes and "
+              "processes, bytes copied, nothing parsed), paired by round\n")
+        print("| path | seq x relay | K x relay | K CPU x relay |")
+        print("|---|---:|---:|---:|")
+        over = [paired(runs, "gateway-stdio", "relay-stdio", m, k, inv)
+                for m, k, inv in (("seq", "calls_per_s", True), ("conc", "calls_per_s", True), ("conc", CPU, False))]
+        print("| gateway-stdio | " + " | ".join(fmt(x, "{:.2f}") for x in over) + " |")
 
     peers = [c for c in HTTP_OVER_STDIO if c in clients]
     if len(peers) < 2:

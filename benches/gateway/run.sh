@@ -5,6 +5,7 @@
 # gateway").
 #
 #   stdio:  bench_client ─stdio─▶ echo server
+#           bench_client ─stdio─▶ stdio-relay ─stdio─▶ echo server   (the floor of any process in the middle)
 #           bench_client ─stdio─▶ mcpvisor serve ─stdio─▶ echo server
 #   http:   bench_client ─HTTP──▶ http-echo-server
 #           bench_client ─HTTP──▶ mcpvisor serve --http ─HTTP──▶ http-echo-server
@@ -41,7 +42,7 @@ ROUNDS=${ROUNDS:-3}
 read -r -a MODES <<<"${MODES:-seq conc}"
 source "$HERE/setup.sh"
 echo "== building the HTTP echo server into $SCRATCH (idempotent)" >&2
-CARGO_TARGET_DIR=$SCRATCH/target cargo build --release --quiet --manifest-path "$ROOT/benches/http-peers/Cargo.toml" --bin http-echo-server
+CARGO_TARGET_DIR=$SCRATCH/target cargo build --release --quiet --manifest-path "$ROOT/benches/http-peers/Cargo.toml" --bin http-echo-server --bin stdio-relay
 
 SUPERGATEWAY_VERSION=4.0.0
 read -r -a GATEWAY_PEERS <<<"${GATEWAY_PEERS-supergateway}"
@@ -85,6 +86,12 @@ cat >"$SCRATCH/gateway-stdio.sh" <<SH
 exec "$MCPVISOR" --config "$SCRATCH/stdio.toml" serve --server bench
 SH
 chmod +x "$SCRATCH/gateway-stdio.sh"
+# The floor of a process in the middle: bytes copied both ways, nothing parsed.
+cat >"$SCRATCH/relay-stdio.sh" <<SH
+#!/bin/sh
+exec "$SCRATCH/target/release/stdio-relay" "$STDIO_ECHO"
+SH
+chmod +x "$SCRATCH/relay-stdio.sh"
 
 # `serve --http` on a free port; its stderr line says where.
 start_http_gateway() { # CONFIG VAR: starts the gateway, sets VAR to its URL
@@ -102,7 +109,7 @@ start_http_gateway() { # CONFIG VAR: starts the gateway, sets VAR to its URL
 start_http_gateway "$SCRATCH/http.toml" GW_HTTP
 start_http_gateway "$SCRATCH/stdio.toml" GW_HTTP_STDIO
 declare -A GW_PID=([gateway-http]=${pids[-2]} [gateway-http-stdio]=${pids[-1]})
-ROWS=("direct-stdio $STDIO_ECHO" "gateway-stdio $SCRATCH/gateway-stdio.sh" \
+ROWS=("direct-stdio $STDIO_ECHO" "relay-stdio $SCRATCH/relay-stdio.sh" "gateway-stdio $SCRATCH/gateway-stdio.sh" \
       "direct-http $HTTP_ECHO" "gateway-http $GW_HTTP" "gateway-http-stdio $GW_HTTP_STDIO")
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
