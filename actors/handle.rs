@@ -9,6 +9,7 @@
 //! the servers' `shutdown_grace`). [`Handle::shutdown`] does the same
 //! without blocking a thread.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -22,6 +23,7 @@ use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{broadcast, oneshot};
 
 use crate::actors::agent_handle::AgentHandle;
+use crate::actors::directory::Directory;
 use crate::actors::hub::{
     self, AddInProcess, AddServer, Hub, Reconnect, RemoveServer, ServerStatusOf, SetServers, SetServersResult, Status, Toggle, WaitReady,
 };
@@ -45,6 +47,12 @@ pub struct Handle {
 
 struct Inner {
     hub: Addr<Hub>,
+    /// The Hub's servers' connections: an operation by server name goes straight there.
+    directory: Directory,
+    /// Subscriptions whose `Subscribe` messages are not yet in the Hub's
+    /// and Registry's mailboxes; while any is, operations go through the
+    /// Hub, whose mailbox orders them after it (see [`Handle::subscribe`]).
+    subscribing: Arc<AtomicUsize>,
     registry: Addr<Registry>,
     telemetry: Telemetry,
     stop: Mutex<Option<oneshot::Sender<()>>>,
@@ -77,13 +85,15 @@ impl Handle {
     /// `stop` fires (see `Runtime::start`).
     pub(crate) fn running(
         hub: Addr<Hub>,
+        directory: Directory,
         registry: Addr<Registry>,
         telemetry: Telemetry,
         stop: oneshot::Sender<()>,
         thread: JoinHandle<()>,
     ) -> Handle {
         let (stop, thread) = (Mutex::new(Some(stop)), Mutex::new(Some(thread)));
-        Handle { inner: Arc::new(Inner { hub, registry, telemetry, stop, thread }) }
+        let subscribing = Arc::default();
+        Handle { inner: Arc::new(Inner { hub, directory, subscribing, registry, telemetry, stop, thread }) }
     }
 }
 
@@ -193,6 +203,14 @@ impl Handle {
         T: Send + 'static,
         crate::actors::Connection: actix::Handler<M>,
     {
+        // Straight to the connection; the Hub answers only for servers it does not have (or once stopped).
+        let direct = self.inner.subscribing.load(Ordering::Acquire) == 0;
+        // The strong address is dropped before the wait: an outstanding operation must not keep a removed server's actor alive.
+        if let Some(connection) = direct.then(|| self.inner.directory.connection(server)).flatten() {
+            let ask = connection.send(message);
+            drop(connection);
+            return ask.await.unwrap_or_else(|_| Err(CallError::Stopped { server: server.to_string(), tool: String::new() }));
+        }
         let routed = self.inner.hub.send(hub::ToServer { server: server.to_string(), message }).await;
         routed.unwrap_or_else(|_| Err(CallError::RuntimeStopped { tool: String::new() }))
     }
@@ -278,17 +296,23 @@ impl Handle {
     /// updates until the returned [`Events`] is dropped. At most
     /// [`EVENT_BUFFER`] events wait unread; past that the oldest are dropped
     /// and counted (see [`Events::missed`]), so a slow reader costs no memory.
+    ///
+    /// An operation started after this returns is heard: its events (a
+    /// server's log messages during a call, its progress) come after the
+    /// subscription is in place.
     pub fn subscribe(&self) -> Events {
         let (tx, rx) = broadcast::channel(EVENT_BUFFER);
         let forwarder = EventForwarder { tx };
         let hub = self.inner.hub.clone();
         let registry = self.inner.registry.clone();
+        let pending = Subscribing::start(&self.inner.subscribing);
         // The forwarder actor must live on the runtime's thread.
         self.inner.hub.do_send(hub::Spawn(Box::new(move || {
             use actix::Actor;
             let recipient = forwarder.start().recipient::<Event>();
             hub.do_send(crate::actors::Subscribe(recipient.clone()));
             registry.do_send(crate::actors::Subscribe(recipient));
+            drop(pending);
         })));
         Events { rx, missed: 0 }
     }
@@ -368,6 +392,24 @@ impl Events {
             total = self.missed,
             "an event subscriber fell {EVENT_BUFFER} events behind; the oldest were dropped"
         );
+    }
+}
+
+/// One subscription on its way to the Hub: counted in `Inner::subscribing`
+/// until dropped (once its `Subscribe` messages are sent, or if the Hub
+/// never runs it).
+struct Subscribing(Arc<AtomicUsize>);
+
+impl Subscribing {
+    fn start(count: &Arc<AtomicUsize>) -> Subscribing {
+        count.fetch_add(1, Ordering::AcqRel);
+        Subscribing(count.clone())
+    }
+}
+
+impl Drop for Subscribing {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -12,6 +12,7 @@ use futures::future::join_all;
 use tokio::sync::oneshot;
 
 use super::connection::{self, Connection, GetStatus, StateChanged};
+use super::directory::Directory;
 use super::guard::{KeepsStateOnPanic, PanicSwitch, Panicked};
 pub use super::operation::ToServer;
 use super::parts::Parts;
@@ -32,6 +33,8 @@ struct Slot {
 pub struct Hub {
     registry: Addr<Registry>,
     servers: BTreeMap<String, Slot>,
+    /// The same servers' connections, for handles to reach them without this mailbox.
+    directory: Directory,
     subscribers: Vec<Recipient<Event>>,
     /// Answered once every server's state is settled.
     ready_waiters: Vec<oneshot::Sender<()>>,
@@ -153,6 +156,11 @@ impl Hub {
 
     /// Starts a hub whose servers get their live parts from `parts`.
     pub fn start_with(config: RuntimeConfig, parts: Parts) -> Addr<Hub> {
+        Hub::start_listing(config, parts, Directory::default())
+    }
+
+    /// [`Hub::start_with`], keeping `directory` equal to its table of servers.
+    pub(crate) fn start_listing(config: RuntimeConfig, parts: Parts, directory: Directory) -> Addr<Hub> {
         let subreaper = config.subreaper && crate::transport::stdio::become_subreaper();
         if config.subreaper && !subreaper {
             tracing::warn!("could not become a child subreaper; orphans of killed servers are left to init");
@@ -161,6 +169,7 @@ impl Hub {
         Hub {
             registry,
             servers: BTreeMap::new(),
+            directory,
             subscribers: Vec::new(),
             ready_waiters: Vec::new(),
             initial: config.servers,
@@ -196,6 +205,7 @@ impl Hub {
         let registration =
             RegisterServer { server: name.clone(), connection: connection.downgrade(), state: state.clone(), call_timeout, max_waiting };
         self.registry.do_send(registration);
+        self.directory.insert(&name, connection.downgrade());
         self.servers.insert(name, Slot { connection, state, config: kept });
         Ok(())
     }
@@ -204,6 +214,7 @@ impl Hub {
     /// shutdown the caller awaits (dropping the slot ends the actor).
     fn take_out(&mut self, name: &str) -> Option<Slot> {
         let slot = self.servers.remove(name)?;
+        self.directory.remove(name);
         self.registry.do_send(UnregisterServer { server: name.to_string() });
         Some(slot)
     }
@@ -487,6 +498,7 @@ impl Hub {
         self.shut_down = true;
         self.registry.do_send(StopWaiting);
         let slots: Vec<Slot> = std::mem::take(&mut self.servers).into_values().collect();
+        self.directory.clear();
         for waiter in self.ready_waiters.drain(..) {
             let _ = waiter.send(());
         }

@@ -32,7 +32,9 @@
 //! Module dependencies run one way: [`messages`] (what a connection takes)
 //! ← `rounds` ([`operation::Requester`]) ← [`connection`] ← [`operation`]
 //! ← [`hub`]; the [`registry`] routes to connections, which reach it back
-//! only through the [`ToolsChanged`] and [`ServerDown`] messages.
+//! only through the [`ToolsChanged`] and [`ServerDown`] messages. `directory`
+//! is the hub's table of connections, shared with every `Handle`, whose
+//! operations by server name go straight to the connection.
 //!
 //! Messages (all replies come back as futures; see [`reply::Reply`]):
 //!
@@ -51,6 +53,7 @@ pub mod agent;
 pub(crate) mod agent_handle; // AgentHandle, re-exported at the crate root (the tokio side)
 pub mod client_requests;
 pub mod connection;
+pub(crate) mod directory;
 #[doc(hidden)]
 pub mod gateway; // the session actor of `mcpvisor serve`, not an embedder's; public for the crate's fronts
 #[doc(hidden)]

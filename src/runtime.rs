@@ -10,6 +10,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use crate::actors::client_requests::ClientHandlers;
+use crate::actors::directory::Directory;
 use crate::actors::handle::Handle;
 use crate::actors::hub::{self, GetRegistry, Hub};
 use crate::actors::parts::Parts;
@@ -93,12 +94,15 @@ impl RuntimeBuilder {
     pub fn start(self) -> std::io::Result<Handle> {
         let RuntimeBuilder { config, parts } = self;
         let telemetry = parts.telemetry.clone();
+        // The hub keeps it equal to its servers; the handle reads it (one table, shared).
+        let directory = Directory::default();
+        let listing = directory.clone();
         let (started_tx, started_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new().name("mcpvisor-runtime".into()).spawn(move || {
             let system = actix::System::new();
             system.block_on(async move {
-                let hub = Hub::start_with(config, parts);
+                let hub = Hub::start_listing(config, parts, listing);
                 let Ok(registry) = hub.send(GetRegistry).await else { return };
                 if started_tx.send((hub.clone(), registry)).is_err() {
                     return;
@@ -108,6 +112,6 @@ impl RuntimeBuilder {
             });
         })?;
         let (hub, registry) = started_rx.recv().map_err(|_| std::io::Error::other("the mcpvisor runtime thread failed to start"))?;
-        Ok(Handle::running(hub, registry, telemetry, stop_tx, thread))
+        Ok(Handle::running(hub, directory, registry, telemetry, stop_tx, thread))
     }
 }
