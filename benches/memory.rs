@@ -7,6 +7,10 @@
 //!   allocator), and its peak while the listing is taken in and while
 //!   `list_tools` hands the catalog out, each divided by the answer's size.
 //!   Aim: the kept catalog ≤ 5× the answer. Floor: the answer's text, 1×.
+//! - `gateway session`: the heap one gateway session (`mcpvisor serve`'s,
+//!   over in-memory pipes) adds to the ready runtime's at its peak while it
+//!   builds its name tables and answers `tools/list` page by page, N tools
+//!   with distinct schemas, divided by the answer's size. Aim ≤ 5×.
 //! - `idle connection`: the heap held by K idle stdio connections to
 //!   one-tool servers minus that of one, per connection. Aim ≤ 64 KiB.
 //! - `list`: peak RSS of `mcpvisor list` on a generated Claude Code
@@ -24,19 +28,22 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use mcpvisor::actors::gateway::ClientBridge;
 use mcpvisor::config::{RuntimeConfig, ServerConfig};
 use mcpvisor::Runtime;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpvisor");
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/misbehaving_server.py");
 const READY: Duration = Duration::from_secs(120);
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
 #[path = "support/editor_file.rs"]
 mod editor_file;
+#[path = "support/many_tools.rs"]
+mod many_tools;
 
 use counting_alloc::{live, peak, reset_peak};
+use many_tools::{answer_size, list_through_gateway, many_tools};
 
 fn main() {
     let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
@@ -51,26 +58,12 @@ fn main() {
     for distinct in [false, true] {
         runtime.block_on(catalog(tools, distinct));
     }
+    runtime.block_on(gateway_session(tools));
     runtime.block_on(idle_connections(connections));
 }
 
 fn kib(bytes: usize) -> String {
     format!("{:.0} KiB", bytes as f64 / 1024.0)
-}
-
-fn many_tools(tools: usize, distinct: bool) -> Vec<String> {
-    let mut args = vec![FIXTURE.to_string(), "many-tools".into(), tools.to_string()];
-    args.extend(distinct.then(|| "distinct".to_string()));
-    args
-}
-
-/// The size of the fixture's `tools/list` answer in bytes.
-fn answer_size(args: &[String]) -> usize {
-    let mut child =
-        Command::new("python3").args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("python3 runs the fixture");
-    let request = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
-    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), &[&request[..], b"\n"].concat()).expect("the request is written");
-    child.wait_with_output().expect("the fixture answers").stdout.len()
 }
 
 async fn catalog(tools: usize, distinct: bool) {
@@ -98,6 +91,30 @@ async fn catalog(tools: usize, distinct: bool) {
         ratio(kept),
         ratio(taken_in),
         ratio(handed_out)
+    );
+}
+
+/// The heap one gateway session adds to the ready runtime's at its peak
+/// while it builds its name tables and answers every page of `tools/list`.
+async fn gateway_session(tools: usize) {
+    let args = many_tools(tools, true);
+    let answer = answer_size(&args);
+    let bridge = ClientBridge::default();
+    let config = RuntimeConfig::new([ServerConfig::stdio("many", "python3", args)]);
+    let handle = Runtime::builder(config).client_handlers(bridge.handlers()).start().expect("the runtime starts");
+    assert!(handle.wait_ready(READY).await, "the server did not settle");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = reset_peak();
+    let mut listed = 0;
+    list_through_gateway(&handle, &bridge, |_| listed += 1).await;
+    let session = peak().saturating_sub(before);
+    assert_eq!(listed, tools, "every tool is listed");
+    handle.shutdown().await;
+    println!(
+        "| gateway session names / tools/list answer, {tools} tools, distinct schemas | {} | | {} | | {:.1}× | ≤ 5× peak |",
+        kib(answer),
+        kib(session),
+        session as f64 / answer as f64
     );
 }
 
