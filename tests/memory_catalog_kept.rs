@@ -1,7 +1,8 @@
 //! A server listing 20,000 tools, no two with the same `inputSchema`: the
 //! catalog the runtime keeps once ready is at most 5 times the listing's
-//! size (schemas are kept as text), the tools it hands out are whole, and
-//! calls are still checked against the schemas. Alone in its test binary:
+//! size (schemas are kept as text), the tools it hands out are whole, kept
+//! tools are handed out for less than the listing, and calls are still
+//! checked against the schemas. Alone in its test binary:
 //! its global allocator counts this test's heap.
 
 use std::time::Duration;
@@ -38,6 +39,17 @@ async fn the_kept_catalog_is_a_small_multiple_of_its_listing() {
     assert_eq!(serde_json::Value::Object((*tool.input_schema).clone()), expected);
     assert_eq!(tool.description.as_deref(), Some("Tool number 7 of a large catalog."));
     drop(tools);
+
+    // Kept tools are handed out with the registry's texts: the names are copied, not the schemas.
+    let ready = counting_alloc::reset_peak();
+    let kept_tools = handle.list_kept_tools().await;
+    let handed_out = counting_alloc::peak().saturating_sub(ready);
+    eprintln!("handing the kept catalog out took {handed_out} bytes");
+    assert_eq!(kept_tools.len(), TOOLS);
+    assert!(handed_out <= answer, "handing the kept catalog out took {handed_out} bytes for a {answer}-byte listing");
+    let kept = &kept_tools.iter().find(|entry| entry.tool.name() == "tool_000007").expect("tool_000007 is listed").tool;
+    assert_eq!(json!(kept)["inputSchema"], expected, "a kept tool is written whole");
+    drop(kept_tools);
 
     let refused = handle.call_tool("mcp__many__tool_000007", json!({"text_7": 5})).await;
     match refused {
