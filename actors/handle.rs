@@ -32,7 +32,7 @@ use crate::actors::operation::{
     SubscribeResource, UnsubscribeResource,
 };
 use crate::actors::skills::{GetSkill, ListSkills, LoadSkill, ReadSkillFile};
-use crate::actors::{CallTool, Event, IntoArguments, ListTools, Registry, ServerStatus, ToolEntry};
+use crate::actors::{CallTool, Event, IntoArguments, KeptTool, ListKeptTools, ListTools, Registry, ServerStatus, ToolEntry};
 use crate::config::ServerConfig;
 use crate::error::{CallError, ManageError};
 use crate::skills::{LoadedSkill, Skill, SkillError};
@@ -218,6 +218,13 @@ impl Handle {
     /// The catalog: every connected server's tools, sorted by exposed name.
     pub async fn list_tools(&self) -> Vec<ToolEntry> {
         self.inner.registry.send(ListTools).await.unwrap_or_default()
+    }
+
+    /// The catalog as [`Handle::list_tools`] lists it, each tool as the
+    /// registry keeps it: schemas as text, shared with the registry's (a
+    /// small fraction of the parsed tools' memory with large schemas).
+    pub async fn list_kept_tools(&self) -> Vec<ToolEntry<KeptTool>> {
+        self.inner.registry.send(ListKeptTools).await.unwrap_or_default()
     }
 
     /// Every server's status, sorted by name.

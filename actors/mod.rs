@@ -42,6 +42,7 @@
 //! | --- | --- | --- |
 //! | [`CallTool`] | Registry (exposed name) or Connection (tool name) | `Result<CallToolResult, CallError>` |
 //! | [`ListTools`] | Registry | `Vec<ToolEntry>` |
+//! | [`ListKeptTools`] | Registry | `Vec<ToolEntry<KeptTool>>` |
 //! | [`ToolsStale`], [`ToolsChanged`], [`ServerDown`] | Registry | — |
 //! | [`hub::AddServer`], [`hub::AddInProcess`], [`hub::RemoveServer`], [`hub::Shutdown`], [`hub::WaitReady`] | Hub | results |
 //! | [`hub::Status`] | Hub | `Vec<ServerStatus>` |
@@ -206,6 +207,12 @@ impl IntoArguments for Option<JsonObject> {
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "Vec<ToolEntry>")]
 pub struct ListTools;
+
+/// Lists the catalog as [`ListTools`] does, each tool as the registry
+/// keeps it (schemas as text, shared with the registry's).
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Vec<ToolEntry<KeptTool>>")]
+pub struct ListKeptTools;
 
 /// A connection heard `tools/list_changed` and is listing its tools again:
 /// until its [`ToolsChanged`] (or [`ServerDown`]), a [`ListTools`] waits

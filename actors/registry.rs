@@ -27,9 +27,9 @@ use tokio::sync::oneshot;
 
 use super::connection::{Connection, Routed};
 use super::guard::{KeepsStateOnPanic, PanicSwitch, Panicked};
-use super::{CallTool, Event, KeptTool, ListTools, ServerDown, ServerState, Subscribe, ToolEntry, ToolsChanged, ToolsStale};
+use super::{CallTool, Event, KeptTool, ListKeptTools, ListTools, ServerDown, ServerState, Subscribe, ToolEntry, ToolsChanged, ToolsStale};
 use crate::error::CallError;
-use crate::pool::ParsedSchemas;
+use crate::pool::whole_tools;
 
 use catalog::{Catalog, Change};
 
@@ -71,7 +71,7 @@ pub struct Registry {
     /// Servers re-listing after `tools/list_changed`.
     stale: HashSet<String>,
     /// Listings waiting for them.
-    listings: Vec<oneshot::Sender<Vec<ToolEntry>>>,
+    listings: Vec<oneshot::Sender<Vec<ToolEntry<KeptTool>>>>,
     /// Arms a handler to panic (tests; see [`super::guard`]).
     panic_next: PanicSwitch,
 }
@@ -228,14 +228,28 @@ impl Registry {
     }
 
     /// The tools of the servers that are up, sorted by name.
-    fn listing(&self) -> Vec<ToolEntry> {
+    fn listing(&self) -> Vec<ToolEntry<KeptTool>> {
         let up = |server: &str| self.servers.get(server).is_some_and(|s| s.up);
-        let mut parsed = ParsedSchemas::default();
-        self.catalog
-            .routes()
-            .filter(|(_, route)| up(&route.server))
-            .map(|(name, route)| ToolEntry { name: name.clone(), server: route.server.clone(), tool: route.tool.tool_with(&mut parsed) })
-            .collect()
+        let routes = self.catalog.routes();
+        // Room for every route at once: doubling would peak at three times the entries.
+        let mut listing = Vec::with_capacity(routes.size_hint().0);
+        listing.extend(routes.filter(|(_, route)| up(&route.server)).map(|(name, route)| ToolEntry {
+            name: name.clone(),
+            server: route.server.clone(),
+            tool: route.tool.clone(),
+        }));
+        listing
+    }
+
+    /// The listing now, or once no server is re-listing.
+    fn kept_listing(&mut self) -> ResponseFuture<Vec<ToolEntry<KeptTool>>> {
+        if self.stale.is_empty() {
+            let listing = self.listing();
+            return Box::pin(async move { listing });
+        }
+        let (reply, answer) = oneshot::channel();
+        self.listings.push(reply);
+        Box::pin(async move { answer.await.unwrap_or_default() })
     }
 
     /// `server` is no longer re-listing; waiting listings go out once none is.
@@ -424,16 +438,20 @@ impl Handler<ListTools> for Registry {
 
     fn handle(&mut self, _: ListTools, ctx: &mut Context<Self>) -> Self::Result {
         let list = |registry: &mut Self, _: &mut Context<Self>| -> Self::Result {
-            if registry.stale.is_empty() {
-                let listing = registry.listing();
-                return Box::pin(async move { listing });
-            }
-            let (reply, answer) = oneshot::channel();
-            registry.listings.push(reply);
-            Box::pin(async move { answer.await.unwrap_or_default() })
+            let kept = registry.kept_listing();
+            Box::pin(async move { whole_tools(kept.await) })
         };
         // A panic answers an empty listing; its event says why.
         self.guarded("ListTools", ctx, list, |_| Box::pin(async { Vec::new() }))
+    }
+}
+
+impl Handler<ListKeptTools> for Registry {
+    type Result = ResponseFuture<Vec<ToolEntry<KeptTool>>>;
+
+    fn handle(&mut self, _: ListKeptTools, ctx: &mut Context<Self>) -> Self::Result {
+        let list = |registry: &mut Self, _: &mut Context<Self>| registry.kept_listing();
+        self.guarded("ListKeptTools", ctx, list, |_| Box::pin(async { Vec::new() }))
     }
 }
 

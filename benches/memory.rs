@@ -5,8 +5,16 @@
 //!   (`tests/fixtures/misbehaving_server.py many-tools N [distinct]`); the
 //!   heap this process holds once the runtime is ready (a counting global
 //!   allocator), and its peak while the listing is taken in and while
-//!   `list_tools` hands the catalog out, each divided by the answer's size.
+//!   `list_tools` (parsed), then `list_kept_tools` (kept) hand the catalog
+//!   out, each divided by the answer's size.
 //!   Aim: the kept catalog ≤ 5× the answer. Floor: the answer's text, 1×.
+//! - `gateway session`: the heap one gateway session (`mcpvisor serve`'s,
+//!   over in-memory pipes) adds to the ready runtime's at its peak while it
+//!   builds its name tables and answers `tools/list` page by page, N tools
+//!   with distinct schemas, divided by the answer's size. Aim ≤ 5×.
+//! - `tools`: peak RSS of `mcpvisor tools` with one server of N tools with
+//!   distinct schemas minus its peak with a one-tool server, divided by the
+//!   answer's size (the runtime's catalog included). Aim ≤ 5×.
 //! - `idle connection`: the heap held by K idle stdio connections to
 //!   one-tool servers minus that of one, per connection. Aim ≤ 64 KiB.
 //! - `list`: peak RSS of `mcpvisor list` on a generated Claude Code
@@ -24,19 +32,22 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use mcpvisor::actors::gateway::ClientBridge;
 use mcpvisor::config::{RuntimeConfig, ServerConfig};
 use mcpvisor::Runtime;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpvisor");
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/misbehaving_server.py");
 const READY: Duration = Duration::from_secs(120);
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
 #[path = "support/editor_file.rs"]
 mod editor_file;
+#[path = "support/many_tools.rs"]
+mod many_tools;
 
 use counting_alloc::{live, peak, reset_peak};
+use many_tools::{answer_size, list_through_gateway, many_tools};
 
 fn main() {
     let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
@@ -47,30 +58,17 @@ fn main() {
     println!("|---|---:|---:|---:|---:|---:|---:|");
     // First: a child's peak RSS counts this process's at the spawn.
     list(servers);
+    tools_command(tools);
     loaded(servers);
     for distinct in [false, true] {
         runtime.block_on(catalog(tools, distinct));
     }
+    runtime.block_on(gateway_session(tools));
     runtime.block_on(idle_connections(connections));
 }
 
 fn kib(bytes: usize) -> String {
     format!("{:.0} KiB", bytes as f64 / 1024.0)
-}
-
-fn many_tools(tools: usize, distinct: bool) -> Vec<String> {
-    let mut args = vec![FIXTURE.to_string(), "many-tools".into(), tools.to_string()];
-    args.extend(distinct.then(|| "distinct".to_string()));
-    args
-}
-
-/// The size of the fixture's `tools/list` answer in bytes.
-fn answer_size(args: &[String]) -> usize {
-    let mut child =
-        Command::new("python3").args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("python3 runs the fixture");
-    let request = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
-    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), &[&request[..], b"\n"].concat()).expect("the request is written");
-    child.wait_with_output().expect("the fixture answers").stdout.len()
 }
 
 async fn catalog(tools: usize, distinct: bool) {
@@ -86,18 +84,49 @@ async fn catalog(tools: usize, distinct: bool) {
     assert_eq!(listed.len(), tools, "every tool is listed");
     let handed_out = peak().saturating_sub(before);
     drop(listed);
+    reset_peak();
+    let kept_listed = handle.list_kept_tools().await;
+    assert_eq!(kept_listed.len(), tools, "every tool is listed");
+    let kept_out = peak().saturating_sub(before);
+    drop(kept_listed);
     handle.shutdown().await;
     let name = format!("catalog, {tools} tools{}", if distinct { ", distinct schemas" } else { "" });
     let ratio = |bytes: usize| bytes as f64 / answer as f64;
     println!(
-        "| {name} | {} | {} | {} (list_tools: {}) | {:.1}× | {:.1}× ({:.1}×) | ≤ 5× kept |",
+        "| {name} | {} | {} | {} (list_tools: {}; kept: {}) | {:.1}× | {:.1}× ({:.1}×; {:.1}×) | ≤ 5× kept |",
         kib(answer),
         kib(kept),
         kib(taken_in),
         kib(handed_out),
+        kib(kept_out),
         ratio(kept),
         ratio(taken_in),
-        ratio(handed_out)
+        ratio(handed_out),
+        ratio(kept_out)
+    );
+}
+
+/// The heap one gateway session adds to the ready runtime's at its peak
+/// while it builds its name tables and answers every page of `tools/list`.
+async fn gateway_session(tools: usize) {
+    let args = many_tools(tools, true);
+    let answer = answer_size(&args);
+    let bridge = ClientBridge::default();
+    let config = RuntimeConfig::new([ServerConfig::stdio("many", "python3", args)]);
+    let handle = Runtime::builder(config).client_handlers(bridge.handlers()).start().expect("the runtime starts");
+    assert!(handle.wait_ready(READY).await, "the server did not settle");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = reset_peak();
+    let mut listed = 0;
+    list_through_gateway(&handle, &bridge, |_| listed += 1).await;
+    let session = peak().saturating_sub(before);
+    assert_eq!(listed, tools, "every tool is listed");
+    handle.shutdown().await;
+    println!(
+        "| gateway session names / tools/list answer, {tools} tools, distinct schemas | {} | | {} | | {:.1}× | ≤ 5× peak |",
+        kib(answer),
+        kib(session),
+        session as f64 / answer as f64
     );
 }
 
@@ -120,17 +149,19 @@ async fn idle_connections(count: usize) {
     println!("| idle stdio connection ({count} vs 1) | | {} each | | | | ≤ 64 KiB |", kib(per));
 }
 
-/// Peak RSS in KiB of `mcpvisor list` run in `dir` (its project and home).
+/// Peak RSS in KiB of `mcpvisor COMMAND` run in `dir` (its project and
+/// home; its configuration file `dir/servers.toml`, if any).
 #[allow(clippy::zombie_processes, reason = "the child is reaped by wait4, which also reports its peak memory")]
-fn list_peak_kib(dir: &Path) -> i64 {
+fn peak_kib(dir: &Path, command: &str) -> i64 {
     let child = Command::new(BIN)
-        .arg("list")
+        .arg(command)
         .current_dir(dir)
         .env("HOME", dir)
         .env("XDG_CONFIG_HOME", dir.join("xdg"))
         .env("XDG_CACHE_HOME", dir.join("cache"))
         .env("XDG_DATA_HOME", dir.join("data"))
-        .env("MCPVISOR_CONFIG", dir.join("none.toml"))
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .env("MCPVISOR_CONFIG", dir.join("servers.toml"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -139,7 +170,7 @@ fn list_peak_kib(dir: &Path) -> i64 {
     // SAFETY: waits for our own child, once; status and usage are valid for writes.
     let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
     assert_eq!(pid, child.id() as i32, "wait4: {}", std::io::Error::last_os_error());
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "mcpvisor list failed: {status}");
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "mcpvisor {command} failed: {status}");
     usage.ru_maxrss
 }
 
@@ -147,9 +178,9 @@ fn list(servers: usize) {
     let dir = std::env::temp_dir().join(format!("mcpvisor-memory-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a scratch directory");
     editor_file::write_claude_code_file(&dir, 1);
-    let floor = list_peak_kib(&dir);
+    let floor = peak_kib(&dir, "list");
     let size = editor_file::write_claude_code_file(&dir, servers);
-    let peak = list_peak_kib(&dir);
+    let peak = peak_kib(&dir, "list");
     let _ = std::fs::remove_dir_all(&dir);
     let grown = (peak - floor).max(0) as usize * 1024;
     println!(
@@ -157,6 +188,29 @@ fn list(servers: usize) {
         kib(size),
         kib(grown),
         grown as f64 / size as f64
+    );
+}
+
+/// Peak RSS of `mcpvisor tools` with one server of `tools` tools with
+/// distinct schemas, minus its peak with a one-tool server (the floor).
+fn tools_command(tools: usize) {
+    let dir = std::env::temp_dir().join(format!("mcpvisor-memory-bench-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let run = |count: usize| {
+        let args: Vec<String> = many_tools(count, true).iter().map(|arg| format!("{arg:?}")).collect();
+        let table = format!("[servers.many]\ncommand = \"python3\"\nargs = [{}]\n", args.join(", "));
+        std::fs::write(dir.join("servers.toml"), table).expect("the configuration is written");
+        peak_kib(&dir, "tools")
+    };
+    let floor = run(1);
+    let grown = (run(tools) - floor).max(0) as usize * 1024;
+    let _ = std::fs::remove_dir_all(&dir);
+    let answer = answer_size(&many_tools(tools, true));
+    println!(
+        "| `tools`, {tools} tools, distinct schemas (floor: one tool, {floor} KiB RSS) | {} | | {} | | {:.1}× | ≤ 5× peak |",
+        kib(answer),
+        kib(grown),
+        grown as f64 / answer as f64
     );
 }
 

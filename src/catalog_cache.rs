@@ -35,8 +35,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::ServerConfig;
 use crate::naming;
-use crate::pool::{ServerState, ServerStatus, ToolEntry};
-use crate::Tool;
+use crate::pool::{KeptTool, ServerState, ServerStatus, ToolEntry};
 
 /// How old an entry may be and still be used.
 pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
@@ -56,27 +55,34 @@ pub struct CacheError {
     pub reason: String,
 }
 
-/// One server's tools as they were listed.
+/// One server's tools as they were listed, kept (schemas as text).
 #[derive(Debug, Clone)]
 pub struct CachedListing {
     /// Milliseconds since the Unix epoch.
     pub listed_ms: u64,
-    pub tools: Vec<ToolEntry>,
+    pub tools: Vec<ToolEntry<KeptTool>>,
 }
 
+/// A file's layout: `CachedTool`s when read, `CachedToolRef`s when written.
 #[derive(Serialize, Deserialize)]
-struct CacheFile {
+struct CacheFile<T> {
     format: u32,
     server: String,
     fingerprint: String,
     listed_ms: u64,
-    tools: Vec<CachedTool>,
+    tools: Vec<T>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct CachedTool {
     exposed_name: String,
-    tool: Tool,
+    tool: KeptTool,
+}
+
+#[derive(Serialize)]
+struct CachedToolRef<'a, T> {
+    exposed_name: &'a str,
+    tool: &'a T,
 }
 
 /// The directory of the on-disk catalog.
@@ -115,7 +121,7 @@ impl CatalogCache {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(error("read it", e.to_string())),
         };
-        let file: CacheFile =
+        let file: CacheFile<CachedTool> =
             serde_json::from_slice(&bytes).map_err(|e| error("use it", format!("not a tool cache entry ({e}); it will be replaced")))?;
         let age = now_ms().checked_sub(file.listed_ms).map(Duration::from_millis);
         let fresh = file.format == FORMAT
@@ -134,8 +140,8 @@ impl CatalogCache {
     }
 
     /// Keeps `tools` (entries of `config`'s server; others are ignored) as
-    /// the server's listing, taken now.
-    pub fn save(&self, config: &ServerConfig, tools: &[ToolEntry]) -> Result<(), CacheError> {
+    /// the server's listing, taken now; the tools are written, not copied.
+    pub fn save<T: Serialize>(&self, config: &ServerConfig, tools: &[ToolEntry<T>]) -> Result<(), CacheError> {
         let file = CacheFile {
             format: FORMAT,
             server: config.name.clone(),
@@ -144,7 +150,7 @@ impl CatalogCache {
             tools: tools
                 .iter()
                 .filter(|entry| entry.server == config.name)
-                .map(|entry| CachedTool { exposed_name: entry.name.clone(), tool: entry.tool.clone() })
+                .map(|entry| CachedToolRef { exposed_name: &entry.name, tool: &entry.tool })
                 .collect(),
         };
         let path = self.path_of(&config.name);
@@ -157,7 +163,7 @@ impl CatalogCache {
     /// connected, its tools taken from `catalog` (a live listing, such as
     /// `Handle::list_tools`'s). Returns the entries that could not
     /// be written; the others are written anyway.
-    pub fn save_all(&self, configs: &[ServerConfig], statuses: &[ServerStatus], catalog: &[ToolEntry]) -> Vec<CacheError> {
+    pub fn save_all<T: Serialize>(&self, configs: &[ServerConfig], statuses: &[ServerStatus], catalog: &[ToolEntry<T>]) -> Vec<CacheError> {
         let connected = |name: &str| statuses.iter().any(|status| status.name == name && status.state == ServerState::Connected);
         configs.iter().filter(|config| connected(&config.name)).filter_map(|config| self.save(config, catalog).err()).collect()
     }

@@ -8,98 +8,33 @@
 //! actors. Layer 2, not 1: a status carries the transport's
 //! [`RemoteStatus`] and the sandbox's [`SandboxStatus`].
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use rmcp::model::{JsonObject, Tool};
+use rmcp::model::Tool;
 use serde::Serialize;
 
-use crate::protocol::schema::parse_schema;
+mod kept;
+pub use kept::{KeptTool, ParsedSchemas, ToolFields};
 
 // Re-exported: a status shows it, and the sandbox machinery is private.
 pub use crate::sandbox::SandboxStatus;
 use crate::transport::http::RemoteStatus;
 
-/// One tool of the catalog.
+/// One tool of the catalog: a whole rmcp [`Tool`], or a [`KeptTool`]
+/// (its schemas as text, as the catalog keeps them).
 #[derive(Debug, Clone, Serialize)]
-pub struct ToolEntry {
+pub struct ToolEntry<T = Tool> {
     /// The exposed name, unique in the catalog.
     pub name: String,
     pub server: String,
-    pub tool: Tool,
+    pub tool: T,
 }
 
-/// A listed tool as the catalog keeps it: rmcp's [`Tool`] whose schemas
-/// stay compact JSON text until a [`Tool`] is asked for.
-///
-/// A parsed schema costs 10 to 20 times its text (a `serde_json::Map` is a
-/// B-tree of mostly empty nodes), so a catalog of parsed tools costs many
-/// times its listing; the text is parsed again each time [`KeptTool::tool`]
-/// hands a tool out, and nothing parsed stays behind.
-#[derive(Debug, Clone)]
-pub struct KeptTool {
-    /// The tool with one shared empty `inputSchema` and no `outputSchema`;
-    /// boxed, as maps keep many kept tools inline in half-empty nodes.
-    head: Box<Tool>,
-    input_schema: Arc<str>,
-    output_schema: Option<Arc<str>>,
-}
-
-/// The empty schema every kept tool's head shares.
-static NO_SCHEMA: LazyLock<Arc<JsonObject>> = LazyLock::new(Default::default);
-
-impl KeptTool {
-    /// Keeps `tool` with the texts of its schemas (as `serde_json` writes
-    /// the tool's own `input_schema` and `output_schema`; equal texts may
-    /// share one allocation).
-    pub fn new(mut tool: Tool, input_schema: Arc<str>, output_schema: Option<Arc<str>>) -> KeptTool {
-        tool.input_schema = NO_SCHEMA.clone();
-        tool.output_schema = None;
-        KeptTool { head: Box::new(tool), input_schema, output_schema }
-    }
-
-    /// The tool's name on its server.
-    pub fn name(&self) -> &str {
-        &self.head.name
-    }
-
-    /// The `inputSchema` as compact JSON text.
-    pub fn input_schema_text(&self) -> &Arc<str> {
-        &self.input_schema
-    }
-
-    /// The `outputSchema` as compact JSON text, if the tool has one.
-    pub fn output_schema_text(&self) -> Option<&Arc<str>> {
-        self.output_schema.as_ref()
-    }
-
-    /// The whole tool, its schemas parsed afresh.
-    pub fn tool(&self) -> Tool {
-        self.tool_with(&mut ParsedSchemas::default())
-    }
-
-    /// The whole tool, its schemas parsed once per text in `parsed`.
-    pub fn tool_with(&self, parsed: &mut ParsedSchemas) -> Tool {
-        let mut tool = (*self.head).clone();
-        tool.input_schema = parsed.parse(&self.input_schema);
-        tool.output_schema = self.output_schema.as_ref().map(|text| parsed.parse(text));
-        tool
-    }
-}
-
-/// Schemas parsed while many kept tools are handed out at once: tools
-/// whose schemas have the same text share one parsed schema, as they did
-/// when listed.
-#[derive(Default)]
-pub struct ParsedSchemas {
-    by_text: HashMap<Arc<str>, Arc<JsonObject>>,
-}
-
-impl ParsedSchemas {
-    fn parse(&mut self, text: &Arc<str>) -> Arc<JsonObject> {
-        self.by_text.entry(text.clone()).or_insert_with(|| Arc::new(parse_schema(text))).clone()
-    }
+/// The entries with their tools whole; tools whose schemas have the same
+/// text share one parsed schema.
+pub fn whole_tools(entries: Vec<ToolEntry<KeptTool>>) -> Vec<ToolEntry> {
+    let mut parsed = ParsedSchemas::default();
+    entries.into_iter().map(|entry| ToolEntry { tool: entry.tool.tool_with(&mut parsed), name: entry.name, server: entry.server }).collect()
 }
 
 /// A server's state, as in DESIGN.md.

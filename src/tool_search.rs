@@ -28,7 +28,26 @@
 //! over equal catalogs give equal answers. Tools that match no word are
 //! left out; a query without any word lists the tools in catalog order.
 
-use crate::pool::ToolEntry;
+use rmcp::model::Tool;
+
+use crate::pool::{KeptTool, ToolEntry};
+
+/// What a search reads of a tool: all but its schemas.
+pub trait Searched {
+    fn head(&self) -> &Tool;
+}
+
+impl Searched for Tool {
+    fn head(&self) -> &Tool {
+        self
+    }
+}
+
+impl Searched for KeptTool {
+    fn head(&self) -> &Tool {
+        KeptTool::head(self)
+    }
+}
 
 /// Weights of the fields a query word can match.
 const NAME: f64 = 3.0;
@@ -70,12 +89,12 @@ const STOP_WORDS: [&str; 40] = [
 ];
 
 /// The tools that best match `query`, best first, at most `limit`.
-pub fn search<'a>(query: &str, tools: &'a [ToolEntry], limit: usize) -> Vec<&'a ToolEntry> {
+pub fn search<'a, T: Searched>(query: &str, tools: &'a [ToolEntry<T>], limit: usize) -> Vec<&'a ToolEntry<T>> {
     let query = Query::new(query);
     if query.terms.is_empty() {
         return tools.iter().take(limit).collect();
     }
-    let mut scored: Vec<(f64, &ToolEntry)> = tools.iter().filter_map(|entry| Some((query.score(entry)?, entry))).collect();
+    let mut scored: Vec<(f64, &ToolEntry<T>)> = tools.iter().filter_map(|entry| Some((query.score(entry)?, entry))).collect();
     scored.sort_by(|(a, x), (b, y)| b.total_cmp(a).then_with(|| x.name.cmp(&y.name)));
     scored.into_iter().take(limit).map(|(_, entry)| entry).collect()
 }
@@ -101,8 +120,8 @@ impl Query {
     }
 
     /// The tool's score, or `None` when no query word matches it.
-    fn score(&self, entry: &ToolEntry) -> Option<f64> {
-        let tool = &entry.tool;
+    fn score<T: Searched>(&self, entry: &ToolEntry<T>) -> Option<f64> {
+        let tool = entry.tool.head();
         let name = stems(&tool.name);
         let title_text = [tool.title.as_deref(), tool.annotations.as_ref().and_then(|a| a.title.as_deref())];
         let fields = [

@@ -1,10 +1,10 @@
 //! A server listing 20,000 tools, no two with the same `inputSchema`: the
 //! catalog the runtime keeps once ready is at most 5 times the listing's
-//! size (schemas are kept as text), the tools it hands out are whole, and
-//! calls are still checked against the schemas. Alone in its test binary:
+//! size (schemas are kept as text), the tools it hands out are whole, kept
+//! tools are handed out for less than the listing, and calls are still
+//! checked against the schemas. Alone in its test binary:
 //! its global allocator counts this test's heap.
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use mcpvisor::config::{RuntimeConfig, ServerConfig};
@@ -13,28 +13,17 @@ use serde_json::json;
 
 #[path = "../benches/support/counting_alloc.rs"]
 mod counting_alloc;
+#[path = "../benches/support/many_tools.rs"]
+mod many_tools;
 
 const TOOLS: usize = 20_000;
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/misbehaving_server.py");
-
-fn fixture_args() -> Vec<String> {
-    vec![FIXTURE.to_string(), "many-tools".into(), TOOLS.to_string(), "distinct".into()]
-}
-
-/// The size of the fixture's `tools/list` answer in bytes.
-fn answer_size() -> usize {
-    let mut child =
-        Command::new("python3").args(fixture_args()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("python3 runs");
-    let request = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n";
-    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), request).expect("the request is written");
-    child.wait_with_output().expect("the fixture answers").stdout.len()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_kept_catalog_is_a_small_multiple_of_its_listing() {
-    let answer = answer_size();
+    let args = many_tools::many_tools(TOOLS, true);
+    let answer = many_tools::answer_size(&args);
     let before = counting_alloc::reset_peak();
-    let handle = Runtime::start(RuntimeConfig::new([ServerConfig::stdio("many", "python3", fixture_args())])).unwrap();
+    let handle = Runtime::start(RuntimeConfig::new([ServerConfig::stdio("many", "python3", args)])).unwrap();
     assert!(handle.wait_ready(Duration::from_secs(60)).await, "the server did not settle");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let kept = counting_alloc::live().saturating_sub(before);
@@ -50,6 +39,17 @@ async fn the_kept_catalog_is_a_small_multiple_of_its_listing() {
     assert_eq!(serde_json::Value::Object((*tool.input_schema).clone()), expected);
     assert_eq!(tool.description.as_deref(), Some("Tool number 7 of a large catalog."));
     drop(tools);
+
+    // Kept tools are handed out with the registry's texts: the names are copied, not the schemas.
+    let ready = counting_alloc::reset_peak();
+    let kept_tools = handle.list_kept_tools().await;
+    let handed_out = counting_alloc::peak().saturating_sub(ready);
+    eprintln!("handing the kept catalog out took {handed_out} bytes");
+    assert_eq!(kept_tools.len(), TOOLS);
+    assert!(handed_out <= answer, "handing the kept catalog out took {handed_out} bytes for a {answer}-byte listing");
+    let kept = &kept_tools.iter().find(|entry| entry.tool.name() == "tool_000007").expect("tool_000007 is listed").tool;
+    assert_eq!(json!(kept)["inputSchema"], expected, "a kept tool is written whole");
+    drop(kept_tools);
 
     let refused = handle.call_tool("mcp__many__tool_000007", json!({"text_7": 5})).await;
     match refused {

@@ -19,11 +19,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::join_all;
-use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
+use rmcp::model::{Prompt, Resource, ResourceTemplate};
 
 use super::ServeOptions;
 use crate::actors::registry::catalog::Catalog;
-use crate::actors::{Event, ServerState, ServerStatus, ToolEntry};
+use crate::actors::{Event, KeptTool, ServerState, ServerStatus};
 use crate::naming::{self, ExposedName, NameRule};
 use crate::server::STATUS_URI;
 use crate::Handle;
@@ -38,8 +38,10 @@ pub struct Owner {
 /// One snapshot of what the pool serves.
 #[derive(Debug, Default)]
 pub struct Routes {
-    /// Served tool name → its tool, renamed.
-    pub tools: BTreeMap<String, (Owner, Tool)>,
+    /// Served tool name → its owner and its tool, kept as the registry
+    /// keeps it (schemas as text, shared) under its own name: the served
+    /// name is the key, written in its place when the tool is listed.
+    pub tools: BTreeMap<String, (Owner, KeptTool)>,
     pub prompts: BTreeMap<String, (Owner, Prompt)>,
     /// URI → (server, resource), first server in name order wins.
     pub resources: BTreeMap<String, (String, Resource)>,
@@ -53,7 +55,7 @@ pub struct Routes {
 #[derive(Debug, Default, Clone)]
 pub struct Listing {
     pub server: String,
-    pub tools: Vec<Tool>,
+    pub tools: Vec<KeptTool>,
     pub prompts: Vec<Prompt>,
     pub resources: Vec<Resource>,
     pub templates: Vec<ResourceTemplate>,
@@ -72,8 +74,8 @@ impl Routes {
         for listing in &mut listings {
             if passthrough {
                 for tool in std::mem::take(&mut listing.tools) {
-                    let owner = Owner { server: listing.server.clone(), name: tool.name.to_string() };
-                    routes.tools.insert(tool.name.to_string(), (owner, tool));
+                    let owner = Owner { server: listing.server.clone(), name: tool.name().to_string() };
+                    routes.tools.insert(owner.name.clone(), (owner, tool));
                 }
             } else {
                 catalog.install(&listing.server, std::mem::take(&mut listing.tools));
@@ -86,10 +88,8 @@ impl Routes {
             ));
         }
         for (name, route) in catalog.routes() {
-            let mut tool = route.tool.clone();
-            let owner = Owner { server: route.server.clone(), name: tool.name.to_string() };
-            tool.name = name.clone().into();
-            routes.tools.insert(name.clone(), (owner, tool));
+            let owner = Owner { server: route.server.clone(), name: route.tool.name().to_string() };
+            routes.tools.insert(name.clone(), (owner, route.tool.clone()));
         }
         for listing in listings {
             routes.add_prompts(&listing.server, listing.prompts, passthrough);
@@ -339,11 +339,14 @@ async fn listings(handle: &Handle, options: &ServeOptions, listed: &BTreeSet<Str
         handle.wait_ready(STARTUP_WAIT).await;
         before = served().await;
     }
-    let tools: Vec<ToolEntry> = handle.list_tools().await;
+    let mut tools: BTreeMap<String, Vec<KeptTool>> = BTreeMap::new();
+    for entry in handle.list_kept_tools().await {
+        tools.entry(entry.server).or_default().push(entry.tool);
+    }
     let connected: Vec<&ServerStatus> = before.iter().filter(|status| status.state == ServerState::Connected).collect();
     let read = join_all(connected.iter().map(|status| {
         let server = status.name.clone();
-        let tools: Vec<Tool> = tools.iter().filter(|entry| entry.server == server).map(|entry| entry.tool.clone()).collect();
+        let tools = tools.remove(&server).unwrap_or_default();
         async move {
             let (prompts, resources, templates) =
                 futures::join!(handle.list_prompts(&server), handle.list_resources(&server), handle.list_resource_templates(&server));
@@ -390,8 +393,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn tool(name: &str) -> Tool {
-        Tool::new(name.to_string(), "", Arc::new(Default::default()))
+    fn tool(name: &str) -> KeptTool {
+        KeptTool::of(rmcp::model::Tool::new(name.to_string(), "", Arc::new(Default::default())))
     }
 
     fn resource(uri: &str) -> Resource {
@@ -417,7 +420,7 @@ mod tests {
         let names: Vec<&String> = routes.tools.keys().collect();
         assert!(names.contains(&&"a__echo".to_string()) && names.contains(&&"b__echo".to_string()), "{names:?}");
         assert_eq!(routes.tools["a__a_b"].0, Owner { server: "a".into(), name: "a_b".into() });
-        assert_eq!(routes.tools["b__echo"].1.name, "b__echo");
+        assert_eq!(routes.tools["b__echo"].1.name(), "echo");
         assert!(routes.tools.keys().any(|name| name.starts_with("a__a_b_") && routes.tools[name].0.name == "a.b"));
         assert!(routes.warnings.iter().any(|w| w.contains("read alike as `a__a_b`")), "{:?}", routes.warnings);
         assert_eq!(routes.prompts["b__greet"].0.name, "greet");

@@ -17,7 +17,7 @@ use super::ServeOptions;
 use crate::actors::gateway::names::{serves, unknown_tool, Owner, Routes, RoutesCache};
 use crate::actors::hub::ToServer;
 use crate::actors::operation::{Complete, LogLevel};
-use crate::actors::{CallTool, ProgressSink};
+use crate::actors::{CallTool, KeptTool, ProgressSink};
 use crate::identity::Identity;
 use crate::policy::Kind;
 use crate::protocol::{error_codes, methods, ErrorObject, RequestId};
@@ -85,6 +85,22 @@ impl Serialize for Answered {
     }
 }
 
+/// A tool as the gateway lists it: under its served name, with the
+/// gateway's task support; its schemas are written from their text.
+struct ServedTool<'a> {
+    name: &'a str,
+    tool: &'a KeptTool,
+}
+
+impl Serialize for ServedTool<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut fields = self.tool.fields();
+        fields.set("name", self.name.into());
+        fields.set("execution", tasks::execution());
+        fields.serialize(serializer)
+    }
+}
+
 /// What a request's work needs of its session; cheap to clone.
 #[derive(Clone)]
 pub struct Pool {
@@ -121,12 +137,9 @@ impl Pool {
                 let routes = self.routes().await;
                 let (policy, identity) = (self.policy(), self.identity.as_deref());
                 let visible = |owner: &Owner| Pool::may_list(&policy, identity, &owner.server, Kind::Tool, &owner.name);
-                let listed = routes.tools.values().filter(|(owner, _)| visible(owner)).map(|(_, tool)| {
-                    let mut tool = json!(tool);
-                    tool["execution"] = tasks::execution();
-                    tool
-                });
-                page(method, "tools", listed.collect(), &params, PAGE_SIZE)
+                let listed = routes.tools.iter().filter(|(_, (owner, _))| visible(owner));
+                let listed = listed.map(|(name, (_, tool))| ServedTool { name, tool }).collect();
+                page(method, "tools", listed, &params, PAGE_SIZE)
             }
             methods::TOOLS_CALL => self.call_as_task(params),
             method if tasks::answers(method) => tasks::answer(&self.options.tasks, method, &params, &self.caller).await,

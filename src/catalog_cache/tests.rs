@@ -2,6 +2,7 @@ use std::path::Path;
 
 use super::*;
 use crate::pool::ServerState;
+use crate::Tool;
 
 fn config(name: &str) -> ServerConfig {
     ServerConfig::stdio(name, "server-binary", ["--flag"])
@@ -26,13 +27,13 @@ fn a_saved_listing_is_loaded_back_while_fresh() {
     let tools = [entry("fs", "read_file"), entry("other", "x"), entry("fs", "write_file")];
     cache.save(&config("fs"), &tools).unwrap();
     let listing = cache.load(&config("fs"), DEFAULT_MAX_AGE).unwrap().expect("fresh");
-    let names: Vec<(&str, &str, &str)> = listing.tools.iter().map(|t| (t.name.as_str(), t.server.as_str(), t.tool.name.as_ref())).collect();
+    let names: Vec<(&str, &str, &str)> = listing.tools.iter().map(|t| (t.name.as_str(), t.server.as_str(), t.tool.name())).collect();
     assert_eq!(
         names,
         [("mcp__fs__read_file", "fs", "read_file"), ("mcp__fs__write_file", "fs", "write_file")],
         "the server's own tools only"
     );
-    assert_eq!(listing.tools[0].tool, tools[0].tool, "the whole MCP tool");
+    assert_eq!(listing.tools[0].tool.tool(), tools[0].tool, "the whole MCP tool");
     assert!(cache.load(&config("fs"), Duration::ZERO).unwrap().is_none(), "older than the maximum age");
     assert!(cache.load(&config("absent"), DEFAULT_MAX_AGE).unwrap().is_none());
 }
@@ -114,7 +115,7 @@ fn an_unwritable_cache_is_an_error_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("blocker"), "").unwrap();
     let cache = CatalogCache::new(dir.path().join("blocker/tools"));
-    let errors = cache.save_all(&[config("up")], &[status("up", ServerState::Connected)], &[]);
+    let errors = cache.save_all::<Tool>(&[config("up")], &[status("up", ServerState::Connected)], &[]);
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].path, cache.path_of("up"));
 }

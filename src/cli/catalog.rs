@@ -10,15 +10,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::output::{warn, Failure};
 use super::servers::{Entry, Servers};
 use super::session::{start_entries, Session};
-use crate::actors::{ServerStatus, ToolEntry};
+use crate::actors::{KeptTool, ServerStatus, ToolEntry};
 use crate::catalog_cache::{CacheError, CatalogCache, DEFAULT_MAX_AGE};
 
 /// What a warning about a server that did not connect adds.
 const LEAVING_OUT: &str = "its tools are not listed";
 
-/// The tools found, and the statuses of the servers started for them.
+/// The tools found (kept: schemas as text), and the statuses of the
+/// servers started for them.
 pub struct Catalog {
-    pub tools: Vec<ToolEntry>,
+    pub tools: Vec<ToolEntry<KeptTool>>,
     pub statuses: Vec<ServerStatus>,
     /// How many servers' tools came from the cache, and when the oldest was listed (ms since the epoch).
     pub cached: Option<(usize, u64)>,
@@ -81,7 +82,7 @@ pub async fn cached_or_live(servers: &Servers, only: Option<&str>, cache: &Catal
 
 /// Lists the session's tools and statuses, ends it, and caches the listings.
 async fn listed(session: Session, entries: Vec<&Entry>, cache: Option<&CatalogCache>) -> Catalog {
-    let tools = session.handle.list_tools().await;
+    let tools = session.handle.list_kept_tools().await;
     let statuses = session.handle.status().await;
     session.close().await;
     if let Some(cache) = cache {
@@ -91,7 +92,7 @@ async fn listed(session: Session, entries: Vec<&Entry>, cache: Option<&CatalogCa
 }
 
 /// Keeps the listings of the connected servers among `entries` in `cache`.
-pub fn save(cache: &CatalogCache, entries: &[&Entry], statuses: &[ServerStatus], tools: &[ToolEntry]) {
+pub fn save(cache: &CatalogCache, entries: &[&Entry], statuses: &[ServerStatus], tools: &[ToolEntry<KeptTool>]) {
     match entries.iter().map(|entry| entry.config()).collect::<Result<Vec<_>, _>>() {
         Ok(configs) => warn_once(cache.save_all(&configs, statuses, tools)),
         Err(error) => warn(error.message),

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use super::arguments::tool_arguments;
@@ -13,7 +14,7 @@ use super::output::{content_text, first_line, report_text, table, Failure, Layou
 use super::servers::{Entry, Servers};
 use super::session::{start_selected, warn_about, Session};
 use super::{Cli, EXIT_TOOL_ERROR};
-use crate::actors::{Progress, ProgressSink, ToolEntry};
+use crate::actors::{KeptTool, Progress, ProgressSink, ToolEntry};
 use crate::catalog_cache::CatalogCache;
 use crate::tool_search;
 use crate::{CallTool, CallToolResult};
@@ -62,19 +63,18 @@ pub async fn tools(cli: &Cli, out: &Out, args: &ToolsArgs) -> Result<u8, Failure
             eprintln!("note: {note}");
         }
     }
-    let of_server: Vec<ToolEntry> = catalog.tools.into_iter().filter(|entry| only.is_none_or(|server| entry.server == server)).collect();
-    let shown: Vec<&ToolEntry> = match &args.search {
+    let of_server: Vec<ToolEntry<KeptTool>> =
+        catalog.tools.into_iter().filter(|entry| only.is_none_or(|server| entry.server == server)).collect();
+    let shown: Vec<&ToolEntry<KeptTool>> = match &args.search {
         Some(query) => tool_search::search(query, &of_server, usize::MAX),
         None => of_server.iter().collect(),
     };
-    if out.json {
-        // Built only when asked for: a catalog can hold 100,000 tools.
-        out.answer_json(&shown.iter().map(|entry| tool_json(entry)).collect::<Vec<_>>());
-    }
+    out.answer_json(&ToolsJson(&shown));
     let mut rows = vec![vec!["SERVER".into(), "TOOL".into(), "DESCRIPTION".into()]];
-    rows.extend(
-        shown.iter().map(|entry| vec![entry.server.clone(), entry.tool.name.to_string(), first_line(entry.tool.description.as_deref())]),
-    );
+    rows.extend(shown.iter().map(|entry| {
+        let tool = entry.tool.head();
+        vec![entry.server.clone(), tool.name.to_string(), first_line(tool.description.as_deref())]
+    }));
     for line in table(&rows) {
         out.answer(line);
     }
@@ -84,14 +84,21 @@ pub async fn tools(cli: &Cli, out: &Out, args: &ToolsArgs) -> Result<u8, Failure
     Ok(0)
 }
 
-/// The tool as MCP describes it, plus its server and exposed name.
-fn tool_json(entry: &ToolEntry) -> Value {
-    let mut value = serde_json::to_value(&entry.tool).unwrap_or_default();
-    if let Some(object) = value.as_object_mut() {
-        object.insert("server".into(), entry.server.clone().into());
-        object.insert("exposedName".into(), entry.name.clone().into());
+/// Each tool as MCP describes it, plus its server and exposed name; one
+/// tool at a time is made into JSON as it is written (a catalog can hold
+/// 100,000 tools, and a parsed schema costs many times its text).
+struct ToolsJson<'a>(&'a [&'a ToolEntry<KeptTool>]);
+
+impl Serialize for ToolsJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|entry| {
+            let mut fields = entry.tool.fields();
+            fields.set("server", entry.server.clone().into());
+            fields.set("exposedName", entry.name.clone().into());
+            // A value, so schemas are laid out like the rest when printed pretty.
+            serde_json::to_value(fields).unwrap_or_default()
+        }))
     }
-    value
 }
 
 pub async fn call(cli: &Cli, out: &Out, args: &CallArgs) -> Result<u8, Failure> {
@@ -117,16 +124,16 @@ pub async fn call(cli: &Cli, out: &Out, args: &CallArgs) -> Result<u8, Failure> 
 }
 
 async fn call_started(session: &Session, entry: &Entry, args: &CallArgs) -> Result<CallToolResult, Failure> {
-    let catalog = session.handle.list_tools().await;
-    let of_server: Vec<&ToolEntry> = catalog.iter().filter(|t| t.server == args.server).collect();
-    let Some(tool) = of_server.iter().find(|t| t.tool.name == args.tool) else {
+    let catalog = session.handle.list_kept_tools().await;
+    let of_server: Vec<&ToolEntry<KeptTool>> = catalog.iter().filter(|t| t.server == args.server).collect();
+    let Some(tool) = of_server.iter().find(|t| t.tool.name() == args.tool) else {
         if !entry.config()?.tools.permits(&args.tool) {
             return Err(Failure::usage(format!(
                 "tool `{}` of server `{}` is excluded by the server's tool allow/deny lists; change them in its configuration to call it",
                 args.tool, args.server
             )));
         }
-        let names: Vec<&str> = of_server.iter().map(|t| t.tool.name.as_ref()).collect();
+        let names: Vec<&str> = of_server.iter().map(|t| t.tool.name()).collect();
         return Err(Failure::usage(format!(
             "server `{}` has no tool `{}`; its tools are: {} (`mcpvisor tools --server {}` describes them)",
             args.server,
@@ -135,7 +142,8 @@ async fn call_started(session: &Session, entry: &Entry, args: &CallArgs) -> Resu
             args.server
         )));
     };
-    let arguments = tool_arguments(args.arguments.as_deref(), &args.args, &tool.tool.input_schema, &args.server, &args.tool)?;
+    let schema = tool.tool.tool().input_schema;
+    let arguments = tool_arguments(args.arguments.as_deref(), &args.args, &schema, &args.server, &args.tool)?;
     let (sink, progress) = ProgressSink::channel();
     let mut call = CallTool::new(args.tool.clone(), Value::Object(arguments)).with_progress(sink);
     if let Some(timeout) = args.timeout {

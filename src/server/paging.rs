@@ -6,16 +6,18 @@
 //! handed out are accepted; an offset past the end (the list shrank since,
 //! as the gateway's does when a server goes away) is an empty last page.
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::protocol::ErrorObject;
+use crate::protocol::{error_codes, ErrorObject};
 
 /// The prefix of every cursor handed out.
 const CURSOR_PREFIX: &str = "page:";
 
 /// One page of `items` for `method` as `{key: [...], nextCursor?}`, from
-/// `params.cursor`. A page size of 0 counts as 1.
-pub fn page(method: &str, key: &str, items: Vec<Value>, params: &Value, page_size: usize) -> Result<Value, ErrorObject> {
+/// `params.cursor`. A page size of 0 counts as 1. Only the page's items
+/// are serialized.
+pub fn page<T: Serialize>(method: &str, key: &str, items: Vec<T>, params: &Value, page_size: usize) -> Result<Value, ErrorObject> {
     let page_size = page_size.max(1);
     let start = match params.get("cursor") {
         None | Some(Value::Null) => 0,
@@ -30,7 +32,10 @@ pub fn page(method: &str, key: &str, items: Vec<Value>, params: &Value, page_siz
     };
     let end = items.len().min(start.saturating_add(page_size));
     let more = end < items.len();
-    let mut page = json!({ key: items.into_iter().skip(start).take(end.saturating_sub(start)).collect::<Vec<_>>() });
+    let items: Vec<T> = items.into_iter().skip(start).take(end.saturating_sub(start)).collect();
+    let items = serde_json::to_value(items)
+        .map_err(|error| ErrorObject::new(error_codes::INTERNAL_ERROR, format!("{method}: a page could not be written: {error}")))?;
+    let mut page = json!({ key: items });
     if more {
         page["nextCursor"] = json!(format!("{CURSOR_PREFIX}{end}"));
     }

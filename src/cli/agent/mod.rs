@@ -235,7 +235,7 @@ async fn start(servers: &Servers, telemetry: crate::telemetry::Telemetry) -> Res
         }
     }
     if let Some(cache) = crate::catalog_cache::CatalogCache::default_location() {
-        super::catalog::save(&cache, &entries, &statuses, &session.handle.list_tools().await);
+        super::catalog::save(&cache, &entries, &statuses, &session.handle.list_kept_tools().await);
     }
     Ok(session)
 }
