@@ -8,7 +8,8 @@ mod gateway_http_support;
 
 use futures::StreamExt;
 use gateway_http_support::{
-    client, initialize, json_of, modern_meta, open_session, post, request, Gateway, Sse, SseReader, LEGACY, MODERN,
+    assert_all_gone, children_of, client, initialize, json_of, modern_meta, open_session, post, request, Gateway, Sse, SseReader, LEGACY,
+    MODERN,
 };
 use serde_json::{json, Value};
 
@@ -291,13 +292,6 @@ async fn a_hundred_clients_at_once() {
     }
 }
 
-/// The processes `pid` started (from every thread of it).
-fn children_of(pid: u32) -> Vec<u32> {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
-    let lists = tasks.map(|task| std::fs::read_to_string(task.path().join("children")).unwrap_or_default());
-    lists.flat_map(|list| list.split_whitespace().filter_map(|child| child.parse().ok()).collect::<Vec<u32>>()).collect()
-}
-
 #[tokio::test]
 async fn sigterm_drains_the_call_in_flight() {
     let gateway = Gateway::loopback();
@@ -307,20 +301,13 @@ async fn sigterm_drains_the_call_in_flight() {
     let servers = children_of(gateway.child.id());
     assert!(!servers.is_empty(), "the demo server runs as a child of the gateway");
     gateway.terminate();
-    let answer = loop {
-        let event = events.next().await.expect("the call finishes although the gateway is stopping");
-        if event.data["id"] == 1 {
-            break event.data;
-        }
-    };
+    // The call finishes although the gateway is stopping.
+    let answer = events.answer_to(1).await;
     assert!(answer["result"].is_object(), "{answer}");
     let mut gateway = gateway;
     let (status, gateway) = tokio::task::spawn_blocking(move || (gateway.child.wait().unwrap(), gateway)).await.unwrap();
     assert_eq!(status.code(), Some(0), "the gateway exits cleanly after draining: {}", gateway.stderr.lock().unwrap());
-    for server in servers {
-        let stat = std::fs::read_to_string(format!("/proc/{server}/stat")).unwrap_or_default();
-        assert!(stat.is_empty(), "server process {server} was left behind: {stat}");
-    }
+    assert_all_gone(&servers);
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 
 mod gateway_http_support;
 
-use gateway_http_support::{client, json_of, open_session, post, request, Gateway, SseReader, BIN};
+use gateway_http_support::{assert_all_gone, children_of, client, json_of, open_session, post, request, Gateway, SseReader, BIN};
 use serde_json::json;
 
 /// The gateway's worker threads (actix arbiters, whose names begin so): their ids.
@@ -22,12 +22,6 @@ fn cpu_ticks(pid: u32, tid: u32) -> u64 {
     let fields: Vec<&str> = after_name.split_whitespace().collect();
     // Fields 14 and 15 of stat(5): the 12th and 13th after the name.
     fields.get(11..13).map_or(0, |times| times.iter().filter_map(|time| time.parse::<u64>().ok()).sum())
-}
-
-fn children_of(pid: u32) -> Vec<u32> {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
-    let lists = tasks.map(|task| std::fs::read_to_string(task.path().join("children")).unwrap_or_default());
-    lists.flat_map(|list| list.split_whitespace().filter_map(|child| child.parse().ok()).collect::<Vec<u32>>()).collect()
 }
 
 #[tokio::test]
@@ -81,22 +75,15 @@ async fn every_worker_serves_and_sigterm_drains_the_calls_on_all_of_them() {
     assert!(!servers.is_empty(), "the demo server runs as a child of the gateway");
     gateway.terminate();
     for mut events in streams {
-        let answer = loop {
-            let event = events.next().await.expect("the call finishes although the gateway is stopping");
-            if event.data["id"] == 1000 {
-                break event.data;
-            }
-        };
+        // The call finishes although the gateway is stopping.
+        let answer = events.answer_to(1000).await;
         assert!(answer["result"].is_object(), "{answer}");
     }
     let mut gateway = gateway;
     let (code, gateway) =
         tokio::task::spawn_blocking(move || (gateway.wait_exit(std::time::Duration::from_secs(60)), gateway)).await.unwrap();
     assert_eq!(code, Some(0), "the gateway exits cleanly after draining: {}", gateway.stderr_text());
-    for server in servers {
-        let stat = std::fs::read_to_string(format!("/proc/{server}/stat")).unwrap_or_default();
-        assert!(stat.is_empty(), "server process {server} was left behind: {stat}");
-    }
+    assert_all_gone(&servers);
 }
 
 #[test]

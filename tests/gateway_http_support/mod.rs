@@ -116,6 +116,21 @@ impl Drop for Gateway {
     }
 }
 
+/// The processes `pid` started (from every thread of it).
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
+    let lists = tasks.map(|task| std::fs::read_to_string(task.path().join("children")).unwrap_or_default());
+    lists.flat_map(|list| list.split_whitespace().filter_map(|child| child.parse().ok()).collect::<Vec<u32>>()).collect()
+}
+
+/// Fails if any of `pids` still runs (or is an unreaped zombie).
+pub fn assert_all_gone(pids: &[u32]) {
+    for pid in pids {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(stat.is_empty(), "server process {pid} was left behind: {stat}");
+    }
+}
+
 pub fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("an HTTP client")
@@ -175,6 +190,17 @@ const CHUNK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 impl SseReader {
     pub fn new(response: reqwest::Response) -> SseReader {
         SseReader { response, buffer: String::new() }
+    }
+
+    /// Reads on to the response to request `id` (what comes before it,
+    /// progress and notifications, is passed over); panics if the stream ends first.
+    pub async fn answer_to(&mut self, id: u64) -> Value {
+        loop {
+            let event = self.next().await.unwrap_or_else(|| panic!("the stream ended before the answer to request {id}"));
+            if event.data["id"] == id {
+                return event.data;
+            }
+        }
     }
 
     /// The next event with data, `None` at the end of the stream.
