@@ -21,8 +21,6 @@ RUN apt-get update \
  && useradd --system --uid 10001 --home-dir /var/lib/mcpvisor --create-home mcpvisor
 COPY --from=build /usr/local/bin/mcpvisor /usr/local/bin/mcpvisor
 USER 10001
-# mimalloc commits its arena lazily: about 12 MB less RSS at the same CPU (docs/decisions.md).
-ENV MIMALLOC_ARENA_EAGER_COMMIT=0
 EXPOSE 8080
 # tini reaps any process a server leaves behind and passes SIGTERM on, so
 # the gateway drains its calls before it stops.
