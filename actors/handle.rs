@@ -203,11 +203,13 @@ impl Handle {
         T: Send + 'static,
         crate::actors::Connection: actix::Handler<M>,
     {
-        // Straight to the connection; the Hub answers only for servers it does not have (or once stopped).
-        let direct = self.inner.subscribing.load(Ordering::Acquire) == 0;
-        // The strong address is dropped before the wait: an outstanding operation must not keep a removed server's actor alive.
-        if let Some(connection) = direct.then(|| self.inner.directory.connection(server)).flatten() {
+        // Straight to the connection (unless a subscription is on its way); the Hub answers only for
+        // servers it does not have (or once stopped).
+        let subscribing = self.inner.subscribing.load(Ordering::Acquire) > 0;
+        let connection = if subscribing { None } else { self.inner.directory.connection(server) };
+        if let Some(connection) = connection {
             let ask = connection.send(message);
+            // Dropped before the wait: an outstanding operation must not keep a removed server's actor alive.
             drop(connection);
             return ask.await.unwrap_or_else(|_| Err(CallError::Stopped { server: server.to_string(), tool: String::new() }));
         }

@@ -156,11 +156,11 @@ impl Hub {
 
     /// Starts a hub whose servers get their live parts from `parts`.
     pub fn start_with(config: RuntimeConfig, parts: Parts) -> Addr<Hub> {
-        Hub::start_listing(config, parts, Directory::default())
+        Hub::start_sharing(config, parts, Directory::default())
     }
 
     /// [`Hub::start_with`], keeping `directory` equal to its table of servers.
-    pub(crate) fn start_listing(config: RuntimeConfig, parts: Parts, directory: Directory) -> Addr<Hub> {
+    pub(crate) fn start_sharing(config: RuntimeConfig, parts: Parts, directory: Directory) -> Addr<Hub> {
         let subreaper = config.subreaper && crate::transport::stdio::become_subreaper();
         if config.subreaper && !subreaper {
             tracing::warn!("could not become a child subreaper; orphans of killed servers are left to init");

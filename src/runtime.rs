@@ -96,13 +96,13 @@ impl RuntimeBuilder {
         let telemetry = parts.telemetry.clone();
         // The hub keeps it equal to its servers; the handle reads it (one table, shared).
         let directory = Directory::default();
-        let listing = directory.clone();
+        let hub_directory = directory.clone();
         let (started_tx, started_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new().name("mcpvisor-runtime".into()).spawn(move || {
             let system = actix::System::new();
             system.block_on(async move {
-                let hub = Hub::start_listing(config, parts, listing);
+                let hub = Hub::start_sharing(config, parts, hub_directory);
                 let Ok(registry) = hub.send(GetRegistry).await else { return };
                 if started_tx.send((hub.clone(), registry)).is_err() {
                     return;
