@@ -48,7 +48,9 @@ pub use crate::config::{AuditArguments, AuditConfig, AuditTarget};
 const GATHER: Duration = Duration::from_millis(5);
 
 enum Job {
-    Line(String),
+    /// A finished call, written as a line on the writer's thread (the
+    /// formatting stays off the calls' thread).
+    Line(Box<Finished>),
     /// Answered once every line sent before it is written and flushed.
     Flush(std::sync::mpsc::Sender<()>),
 }
@@ -104,11 +106,21 @@ impl AuditLog {
         }
     }
 
-    pub(super) fn write(&self, line: String) {
-        if let Err(TrySendError::Full(_)) = self.jobs.try_send(Job::Line(line)) {
+    /// Queues the line of a call that ended (`took`, `outcome`, `error_kind`).
+    pub(super) fn write(&self, draft: Draft, took: Duration, outcome: Outcome, error_kind: Option<&'static str>) {
+        let finished = Box::new(Finished { draft, took, outcome, error_kind });
+        if let Err(TrySendError::Full(_)) = self.jobs.try_send(Job::Line(finished)) {
             self.dropped.fetch_add(1, Relaxed);
         }
     }
+}
+
+/// A call that ended, on its way to the writer.
+struct Finished {
+    draft: Draft,
+    took: Duration,
+    outcome: Outcome,
+    error_kind: Option<&'static str>,
 }
 
 /// A call's line, waiting for its outcome.
@@ -139,7 +151,7 @@ struct Line<'a> {
 }
 
 impl Draft {
-    pub(super) fn finish(self, took: Duration, outcome: Outcome, error_kind: Option<&'static str>) -> String {
+    fn finish(self, took: Duration, outcome: Outcome, error_kind: Option<&'static str>) -> String {
         let line = Line {
             time: rfc3339(self.time),
             caller: &self.caller,
@@ -222,8 +234,9 @@ impl Writer {
 
     fn handle(&mut self, job: Job) {
         match job {
-            Job::Line(line) => {
-                if let Err(error) = self.line(&line) {
+            Job::Line(finished) => {
+                let Finished { draft, took, outcome, error_kind } = *finished;
+                if let Err(error) = self.line(&draft.finish(took, outcome, error_kind)) {
                     tracing::warn!("audit log: cannot write: {error}");
                 }
             }
@@ -281,7 +294,16 @@ mod tests {
         let (jobs, _stuck_writer) = sync_channel(2);
         let log = AuditLog { jobs, dropped: Arc::default(), arguments: AuditArguments::Digest };
         for i in 0..5 {
-            log.write(format!("{{\"n\":{i}}}"));
+            let draft = Draft {
+                time: SystemTime::now(),
+                caller: None,
+                subject: None,
+                client_id: None,
+                server: "s".into(),
+                tool: format!("t{i}"),
+                arguments: Value::Null,
+            };
+            log.write(draft, Duration::ZERO, Outcome::Ok, None);
         }
         assert_eq!(log.dropped(), 3);
     }

@@ -161,7 +161,7 @@ impl CallWatch {
         let took = self.started.elapsed();
         self.stats.record(outcome, took);
         if let Some((log, draft)) = self.audit.take() {
-            log.write(draft.finish(took, outcome, error_kind));
+            log.write(draft, took, outcome, error_kind);
         }
         let (server, tool) = std::mem::take(&mut self.names);
         if let Some(watch) = self.otel.take() {
