@@ -287,6 +287,21 @@ impl GatewaySession {
         ctx.spawn(async move { roots.changed(&handle).await }.into_actor(self));
     }
 
+    /// Serves a request that holds one of the session's slots, guarded.
+    fn admitted(
+        &mut self,
+        id: RequestId,
+        method: String,
+        params: Value,
+        stream: Outbox,
+        permit: OwnedSemaphorePermit,
+        ctx: &mut Context<Self>,
+    ) {
+        let answer_to = Some((id.clone(), stream.clone()));
+        let during = format!("a `{method}` request");
+        let _ = self.guarded(&during, answer_to, ctx, |session, ctx| session.serve(id, method, params, stream, permit, ctx));
+    }
+
     /// Serves one admitted request.
     fn serve(
         &mut self,
@@ -301,7 +316,7 @@ impl GatewaySession {
         if method == super::guard::PANIC_METHOD {
             self.inject_panic(&params);
         }
-        let served = Served::of(&method, &params);
+        let mut served = Served::of(&method, &params);
         if served.as_ref().is_ok_and(Served::is_modern) {
             // That era has no 2025-11-25 tasks: the call is answered when done.
             if let Some(params) = params.as_object_mut() {
@@ -327,13 +342,16 @@ impl GatewaySession {
         }
         let trace = traced::request_span(&self.pool, &id, &method, &params);
         let asking = match (&served, immediate.is_none() && method == methods::TOOLS_CALL) {
-            (Ok(Served::Modern { capabilities }), true) => self.asking(&params, capabilities, &stream, trace.clone()),
+            (Ok(Served::Modern { capabilities }), true) => self.asking(&mut params, capabilities, &stream, trace.clone()),
             _ => None,
         };
         let pool = self.pool.clone();
         let (answer_to, key) = (stream.clone(), id.clone());
-        let (server, asks) = match &asking {
-            Some((Ok(call), capabilities)) => (call.server.clone(), Some((capabilities.clone(), call.sender()))),
+        // The capabilities move to the open request (finishing a result needs only the era).
+        let (server, asks) = match (&asking, &mut served) {
+            (Some(Ok(call)), Ok(Served::Modern { capabilities })) => {
+                (call.server.clone(), Some((std::mem::take(capabilities), call.sender())))
+            }
             _ => (Arc::new(OnceLock::new()), None),
         };
         let target = server.clone();
@@ -341,7 +359,7 @@ impl GatewaySession {
         let work = async move {
             let outcome = match (immediate, served, asking) {
                 (Some(outcome), _, _) => outcome.map(Answered::Json),
-                (None, Ok(served), Some((call, _))) => match call {
+                (None, Ok(served), Some(call)) => match call {
                     Ok(call) => call.run(pool.options.parked.clone()).await.map(|result| Answered::Json(served.finish(&method, result))),
                     Err(refusal) => Err(refusal),
                 },
@@ -373,24 +391,24 @@ impl GatewaySession {
 
     /// A 2026-07-28 `tools/call` that rides on `input_required`: a retry
     /// (it carries a `requestState`) resumes its parked call, a call whose
-    /// client declared something it may be asked starts one. `None`: a
-    /// plain call. With the request's client capabilities.
+    /// client declared something it may be asked starts one, taking
+    /// `params` (left `Null`). `None`: a plain call, `params` untouched.
     /// The call runs on its own task, with `trace` (the first request's span) current:
     /// a retry resumes it, so its upstream span stays that request's child.
     fn asking(
         &self,
-        params: &Value,
+        params: &mut Value,
         capabilities: &Value,
         stream: &Outbox,
         trace: Option<opentelemetry::Context>,
-    ) -> Option<(Result<Asking, ErrorObject>, Value)> {
+    ) -> Option<Result<Asking, ErrorObject>> {
         if params.get("requestState").is_some() {
-            return Some((self.pool.options.parked.resume(params), capabilities.clone()));
+            return Some(self.pool.options.parked.resume(params));
         }
         if !input::may_ask(capabilities) {
             return None;
         }
-        let (pool, server, params) = (self.pool.clone(), Arc::new(OnceLock::new()), params.clone());
+        let (pool, server, params) = (self.pool.clone(), Arc::new(OnceLock::new()), std::mem::take(params));
         let tool = params.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
         let target = server.clone();
         // Progress goes to the first request's stream only (lossy, like all progress).
@@ -400,7 +418,7 @@ impl GatewaySession {
                 trace,
                 async move { pool.answer(methods::TOOLS_CALL, params, &progress, &target).await.map(Answered::into_value) },
             );
-        Some((Ok(Asking::start(tool, server, call)), capabilities.clone()))
+        Some(Ok(Asking::start(tool, server, call)))
     }
 
     /// Opens a listen stream: acknowledged on it, then fed by [`events`].
@@ -518,13 +536,16 @@ impl Handler<Inbound> for GatewaySession {
             }
             Took::Request { id, method, params, stream } => (id, method, params, stream),
         };
+        // Room now (the usual case): served in this step, with no future to wait on.
+        if let Ok(permit) = self.permits.clone().try_acquire_owned() {
+            self.admitted(id, method, params, stream, permit, ctx);
+            return Box::pin(fut::ready(()));
+        }
         let permits = self.permits.clone();
         Box::pin(async move { permits.acquire_owned().await }.into_actor(self).map(move |permit, session, ctx| {
             // The semaphore is never closed, so a permit always comes.
             if let Ok(permit) = permit {
-                let answer_to = Some((id.clone(), stream.clone()));
-                let during = format!("a `{method}` request");
-                let _ = session.guarded(&during, answer_to, ctx, |session, ctx| session.serve(id, method, params, stream, permit, ctx));
+                session.admitted(id, method, params, stream, permit, ctx);
             }
         }))
     }
