@@ -9,7 +9,6 @@
 //! the servers' `shutdown_grace`). [`Handle::shutdown`] does the same
 //! without blocking a thread.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -27,6 +26,7 @@ use crate::actors::directory::Directory;
 use crate::actors::hub::{
     self, AddInProcess, AddServer, Hub, Reconnect, RemoveServer, ServerStatusOf, SetServers, SetServersResult, Status, Toggle, WaitReady,
 };
+use crate::actors::listeners::ListenerAdder;
 use crate::actors::operation::{
     Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, LogLevel, Ping, ReadResource, RootsChanged, SetLogLevel,
     SubscribeResource, UnsubscribeResource,
@@ -49,10 +49,8 @@ struct Inner {
     hub: Addr<Hub>,
     /// The Hub's servers' connections: an operation by server name goes straight there.
     directory: Directory,
-    /// Subscriptions whose `Subscribe` messages are not yet in the Hub's
-    /// and Registry's mailboxes; while any is, operations go through the
-    /// Hub, whose mailbox orders them after it (see [`Handle::subscribe`]).
-    subscribing: Arc<AtomicUsize>,
+    /// Where [`Handle::subscribe`] puts its channels.
+    listeners: ListenerAdder,
     registry: Addr<Registry>,
     telemetry: Telemetry,
     stop: Mutex<Option<oneshot::Sender<()>>>,
@@ -86,14 +84,14 @@ impl Handle {
     pub(crate) fn running(
         hub: Addr<Hub>,
         directory: Directory,
+        listeners: ListenerAdder,
         registry: Addr<Registry>,
         telemetry: Telemetry,
         stop: oneshot::Sender<()>,
         thread: JoinHandle<()>,
     ) -> Handle {
         let (stop, thread) = (Mutex::new(Some(stop)), Mutex::new(Some(thread)));
-        let subscribing = Arc::default();
-        Handle { inner: Arc::new(Inner { hub, directory, subscribing, registry, telemetry, stop, thread }) }
+        Handle { inner: Arc::new(Inner { hub, directory, listeners, registry, telemetry, stop, thread }) }
     }
 }
 
@@ -203,11 +201,8 @@ impl Handle {
         T: Send + 'static,
         crate::actors::Connection: actix::Handler<M>,
     {
-        // Straight to the connection (unless a subscription is on its way); the Hub answers only for
-        // servers it does not have (or once stopped).
-        let subscribing = self.inner.subscribing.load(Ordering::Acquire) > 0;
-        let connection = if subscribing { None } else { self.inner.directory.connection(server) };
-        if let Some(connection) = connection {
+        // Straight to the connection; the Hub answers only for servers it does not have (or once stopped).
+        if let Some(connection) = self.inner.directory.connection(server) {
             let ask = connection.send(message);
             // Dropped before the wait: an outstanding operation must not keep a removed server's actor alive.
             drop(connection);
@@ -310,20 +305,7 @@ impl Handle {
     /// server's log messages during a call, its progress) come after the
     /// subscription is in place.
     pub fn subscribe(&self) -> Events {
-        let (tx, rx) = broadcast::channel(EVENT_BUFFER);
-        let forwarder = EventForwarder { tx };
-        let hub = self.inner.hub.clone();
-        let registry = self.inner.registry.clone();
-        let pending = Subscribing::start(&self.inner.subscribing);
-        // The forwarder actor must live on the runtime's thread.
-        self.inner.hub.do_send(hub::Spawn(Box::new(move || {
-            use actix::Actor;
-            let recipient = forwarder.start().recipient::<Event>();
-            hub.do_send(crate::actors::Subscribe(recipient.clone()));
-            registry.do_send(crate::actors::Subscribe(recipient));
-            drop(pending);
-        })));
-        Events { rx, missed: 0 }
+        Events { rx: self.inner.listeners.add(EVENT_BUFFER), missed: 0 }
     }
 
     /// Starts an [`Agent`](crate::actors::agent::Agent) on the runtime's
@@ -401,58 +383,6 @@ impl Events {
             total = self.missed,
             "an event subscriber fell {EVENT_BUFFER} events behind; the oldest were dropped"
         );
-    }
-}
-
-/// One subscription on its way to the Hub: counted in `Inner::subscribing`
-/// until dropped (once its `Subscribe` messages are sent, or if the Hub
-/// never runs it).
-struct Subscribing(Arc<AtomicUsize>);
-
-impl Subscribing {
-    fn start(count: &Arc<AtomicUsize>) -> Subscribing {
-        count.fetch_add(1, Ordering::AcqRel);
-        Subscribing(count.clone())
-    }
-}
-
-impl Drop for Subscribing {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// Bridges actix events to a subscription's channel.
-struct EventForwarder {
-    tx: broadcast::Sender<Event>,
-}
-
-/// How often a forwarder looks whether its subscriber is still there
-/// (when no event came to tell it).
-const FORWARDER_CHECK: Duration = Duration::from_secs(1);
-
-impl actix::Actor for EventForwarder {
-    type Context = actix::Context<Self>;
-
-    fn started(&mut self, ctx: &mut actix::Context<Self>) {
-        // A subscriber that dropped its `Events` while nothing happened must
-        // not leave its forwarder (and the hub's and registry's entries) behind.
-        actix::AsyncContext::run_interval(ctx, FORWARDER_CHECK, |forwarder, ctx| {
-            if forwarder.tx.receiver_count() == 0 {
-                actix::ActorContext::stop(ctx);
-            }
-        });
-    }
-}
-
-impl actix::Handler<Event> for EventForwarder {
-    type Result = ();
-
-    fn handle(&mut self, event: Event, ctx: &mut actix::Context<Self>) {
-        // Fails only when the subscriber dropped its `Events`.
-        if self.tx.send(event).is_err() {
-            actix::ActorContext::stop(ctx);
-        }
     }
 }
 

@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 use super::connection::{self, Connection, GetStatus, StateChanged};
 use super::directory::Directory;
 use super::guard::{KeepsStateOnPanic, PanicSwitch, Panicked};
+use super::listeners::Listeners;
 pub use super::operation::ToServer;
 use super::parts::Parts;
 use super::registry::{NamingWarnings, RegisterServer, Registry, ServerStateChanged, StopWaiting, UnregisterServer};
@@ -35,7 +36,10 @@ pub struct Hub {
     servers: BTreeMap<String, Slot>,
     /// The same servers' connections, for handles to reach them without this mailbox.
     directory: Directory,
+    /// Actix subscribers ([`Subscribe`]).
     subscribers: Vec<Recipient<Event>>,
+    /// `Handle::subscribe`'s channels, which hear what `subscribers` hear.
+    listeners: Listeners,
     /// Answered once every server's state is settled.
     ready_waiters: Vec<oneshot::Sender<()>>,
     initial: Vec<ServerConfig>,
@@ -156,21 +160,23 @@ impl Hub {
 
     /// Starts a hub whose servers get their live parts from `parts`.
     pub fn start_with(config: RuntimeConfig, parts: Parts) -> Addr<Hub> {
-        Hub::start_sharing(config, parts, Directory::default())
+        Hub::start_sharing(config, parts, Directory::default(), Listeners::default())
     }
 
-    /// [`Hub::start_with`], keeping `directory` equal to its table of servers.
-    pub(crate) fn start_sharing(config: RuntimeConfig, parts: Parts, directory: Directory) -> Addr<Hub> {
+    /// [`Hub::start_with`], keeping `directory` equal to its table of servers
+    /// and publishing to `listeners` too (as its registry does).
+    pub(crate) fn start_sharing(config: RuntimeConfig, parts: Parts, directory: Directory, listeners: Listeners) -> Addr<Hub> {
         let subreaper = config.subreaper && crate::transport::stdio::become_subreaper();
         if config.subreaper && !subreaper {
             tracing::warn!("could not become a child subreaper; orphans of killed servers are left to init");
         }
-        let registry = Registry::default().start();
+        let registry = Registry::publishing_to(listeners.clone()).start();
         Hub {
             registry,
             servers: BTreeMap::new(),
             directory,
             subscribers: Vec::new(),
+            listeners,
             ready_waiters: Vec::new(),
             initial: config.servers,
             parts,
@@ -235,6 +241,7 @@ impl Hub {
     }
 
     fn publish(&mut self, event: Event) {
+        self.listeners.publish(&event);
         self.subscribers.retain(|s| s.connected());
         for subscriber in &self.subscribers {
             subscriber.do_send(event.clone());

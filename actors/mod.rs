@@ -61,6 +61,7 @@ pub mod gateway; // the session actor of `mcpvisor serve`, not an embedder's; pu
 pub mod guard; // panic isolation and the fault-injection hooks; public for the tests
 pub(crate) mod handle; // Handle and Events, re-exported at the crate root (the tokio side)
 pub mod hub;
+pub(crate) mod listeners;
 pub mod messages;
 pub mod operation;
 pub mod outlet;

@@ -27,6 +27,7 @@ use tokio::sync::oneshot;
 
 use super::connection::{Connection, Routed};
 use super::guard::{KeepsStateOnPanic, PanicSwitch, Panicked};
+use super::listeners::Listeners;
 use super::{CallTool, Event, KeptTool, ListKeptTools, ListTools, ServerDown, ServerState, Subscribe, ToolEntry, ToolsChanged, ToolsStale};
 use crate::error::CallError;
 use crate::pool::whole_tools;
@@ -68,6 +69,8 @@ pub struct Registry {
     waiting: BTreeMap<u64, Waiting>,
     next_waiting: u64,
     subscribers: Vec<Recipient<Event>>,
+    /// `Handle::subscribe`'s channels (shared with the Hub).
+    listeners: Listeners,
     /// Servers re-listing after `tools/list_changed`.
     stale: HashSet<String>,
     /// Listings waiting for them.
@@ -133,7 +136,13 @@ impl KeepsStateOnPanic for Registry {
 }
 
 impl Registry {
+    /// A registry whose events also go to `listeners`.
+    pub(crate) fn publishing_to(listeners: Listeners) -> Registry {
+        Registry { listeners, ..Registry::default() }
+    }
+
     fn publish(&mut self, event: Event) {
+        self.listeners.publish(&event);
         self.subscribers.retain(|s| s.connected());
         for subscriber in &self.subscribers {
             subscriber.do_send(event.clone());

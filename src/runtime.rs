@@ -13,6 +13,7 @@ use crate::actors::client_requests::ClientHandlers;
 use crate::actors::directory::Directory;
 use crate::actors::handle::Handle;
 use crate::actors::hub::{self, GetRegistry, Hub};
+use crate::actors::listeners::Listeners;
 use crate::actors::parts::Parts;
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::oauth::Authorizer;
@@ -97,12 +98,15 @@ impl RuntimeBuilder {
         // The hub keeps it equal to its servers; the handle reads it (one table, shared).
         let directory = Directory::default();
         let hub_directory = directory.clone();
+        // Held by the hub and its registry only: the handle's side is weak, so they close with the runtime.
+        let listeners = Listeners::default();
+        let adder = listeners.adder();
         let (started_tx, started_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new().name("mcpvisor-runtime".into()).spawn(move || {
             let system = actix::System::new();
             system.block_on(async move {
-                let hub = Hub::start_sharing(config, parts, hub_directory);
+                let hub = Hub::start_sharing(config, parts, hub_directory, listeners);
                 let Ok(registry) = hub.send(GetRegistry).await else { return };
                 if started_tx.send((hub.clone(), registry)).is_err() {
                     return;
@@ -112,6 +116,6 @@ impl RuntimeBuilder {
             });
         })?;
         let (hub, registry) = started_rx.recv().map_err(|_| std::io::Error::other("the mcpvisor runtime thread failed to start"))?;
-        Ok(Handle::running(hub, directory, registry, telemetry, stop_tx, thread))
+        Ok(Handle::running(hub, directory, adder, registry, telemetry, stop_tx, thread))
     }
 }

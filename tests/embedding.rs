@@ -186,7 +186,7 @@ async fn an_unread_subscription_is_bounded_and_counts_what_it_dropped() {
     use mcpvisor::{Event, EVENT_BUFFER};
     let handle = start(vec![demo("chatty", &[])]).await;
     let mut events = handle.subscribe();
-    handle.set_log_level("chatty", mcpvisor::LogLevel::Debug).await.unwrap(); // the subscription is in place once the hub answered
+    handle.set_log_level("chatty", mcpvisor::LogLevel::Debug).await.unwrap();
     let total = EVENT_BUFFER + 300;
     for i in 0..=total {
         let message = if i == total { "last".to_string() } else { format!("log {i}") };
@@ -205,4 +205,32 @@ async fn an_unread_subscription_is_bounded_and_counts_what_it_dropped() {
     assert!(events.missed() > 0);
     assert_eq!(received as u64 + events.missed(), total as u64, "every event is either delivered or counted as missed");
     handle.shutdown().await;
+}
+
+/// A subscription hears what happens after `subscribe()` returns, with
+/// nothing to wait for first, and every subscription ends with the runtime
+/// (one made after it stopped ends at once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_hears_at_once_and_ends_with_the_runtime() {
+    use mcpvisor::Event;
+    let handle = start(vec![demo("chatty", &[])]).await;
+    handle.set_log_level("chatty", mcpvisor::LogLevel::Debug).await.unwrap();
+    let mut events = handle.subscribe();
+    handle.call_on("chatty", CallTool::new("log", json!({"level": "error", "message": "right after"}))).await.unwrap();
+    let heard = async {
+        loop {
+            match events.recv().await {
+                Some(Event::Log { data, .. }) if data.to_string().contains("right after") => return,
+                Some(_) => continue,
+                None => panic!("the events ended before the call's log"),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), heard).await.expect("the call's log is heard");
+    let kept = handle.clone();
+    handle.shutdown().await;
+    let ended = tokio::time::timeout(Duration::from_secs(20), async { while events.recv().await.is_some() {} }).await;
+    assert!(ended.is_ok(), "a subscription outlived its runtime");
+    let mut late = kept.subscribe();
+    assert!(tokio::time::timeout(Duration::from_secs(5), late.recv()).await.expect("a late subscription ends at once").is_none());
 }
