@@ -1,4 +1,4 @@
-//! The listeners: the channels of [`Handle::subscribe`], which the Hub and
+//! The listeners: the channels of `Handle::subscribe`, which the Hub and
 //! the Registry send their events into as they publish them.
 //!
 //! Invariants:
@@ -9,12 +9,9 @@
 //!   weakly, so once both actors are gone (the runtime stopped) every
 //!   channel closes and a new subscription is closed from the start;
 //! - publishing never waits: a channel drops its oldest events for a reader
-//!   that lags (see [`Events`]);
+//!   that lags (see `Events`);
 //! - a listener whose reader is gone leaves at the next `add` or publish,
 //!   so the list holds at most the readers alive at the last `add`.
-//!
-//! [`Handle::subscribe`]: crate::Handle::subscribe
-//! [`Events`]: crate::Events
 
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
