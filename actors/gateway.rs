@@ -58,7 +58,6 @@ use crate::protocol::{error_codes, methods, ErrorObject, Message as RpcMessage, 
 use crate::server::era::Served;
 use crate::server::input::{self, Asked, Asking};
 use crate::server::lifecycle::{self, DiscoverCache, ServerInfo};
-use crate::server::listen::Filter;
 use crate::server::outbox::{Frame, Outbox};
 use crate::server::SERVER_NAME;
 use crate::Handle;
@@ -205,12 +204,6 @@ impl GatewaySession {
             for waiter in self.idle_waiters.drain(..) {
                 let _ = waiter.send(());
             }
-        }
-    }
-
-    fn hear_events(&mut self, ctx: &mut Context<Self>) {
-        if !std::mem::replace(&mut self.hears_events, true) {
-            ctx.add_stream(events::stream(&self.pool.handle));
         }
     }
 
@@ -419,42 +412,6 @@ impl GatewaySession {
                 async move { pool.answer(methods::TOOLS_CALL, params, &progress, &target).await.map(Answered::into_value) },
             );
         Some(Ok(Asking::start(tool, server, call)))
-    }
-
-    /// Opens a listen stream: acknowledged on it, then fed by [`events`].
-    /// A `subscriptions/listen` request is never answered: it stays open
-    /// (and holds its slot) until the client cancels it or goes away.
-    fn listen(&mut self, id: RequestId, params: &Value, stream: Outbox, permit: OwnedSemaphorePermit, ctx: &mut Context<Self>) {
-        let filter = match Filter::parse(params) {
-            Ok(filter) => filter,
-            Err(error) => {
-                let refusal = Frame::response::<()>(&id, Err(error));
-                ctx.spawn(
-                    async move {
-                        stream.send(refusal).await;
-                        drop(permit)
-                    }
-                    .into_actor(self),
-                );
-                return;
-            }
-        };
-        self.hear_events(ctx);
-        let uris = filter.uris().cloned().collect();
-        let ack = self.pool.subscriptions.open(id.clone(), filter, stream.clone());
-        let ack = Frame::notification(methods::SUBSCRIPTIONS_ACKNOWLEDGED, &ack);
-        let (answer_to, pool) = (stream.clone(), self.pool.clone());
-        let work = ctx.spawn(
-            async move {
-                pool.watch(uris).await;
-                answer_to.send(ack).await;
-                // Open until cancelled: the slot is released when the listen ends.
-                let _held = permit;
-                std::future::pending::<()>().await
-            }
-            .into_actor(self),
-        );
-        self.open.insert(id, Open { work, server: Arc::default(), stream, asks: None });
     }
 
     fn initialize(&mut self, params: &Value) -> Value {

@@ -8,18 +8,21 @@
 //! server's name as `logger`; `resources/updated`
 //! for the URIs this session subscribed to (and [`STATUS_URI`] when a
 //! server's state changes). 2026-07-28 clients hear them on their
-//! `subscriptions/listen` streams.
+//! `subscriptions/listen` streams, which are opened here too.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use futures::Stream;
+use serde_json::Value;
+use tokio::sync::OwnedSemaphorePermit;
 
-use super::GatewaySession;
+use super::{GatewaySession, Open};
 use crate::actors::gateway::names::serves;
 use crate::actors::Event;
-use crate::protocol::methods;
-use crate::server::listen::Change;
+use crate::protocol::{methods, RequestId};
+use crate::server::listen::{Change, Filter};
 use crate::server::outbox::{Frame, Outbox};
 use crate::server::STATUS_URI;
 use crate::Handle;
@@ -94,6 +97,48 @@ impl StreamHandler<Event> for GatewaySession {
 const COALESCE: Duration = Duration::from_millis(50);
 
 impl GatewaySession {
+    pub(super) fn hear_events(&mut self, ctx: &mut Context<Self>) {
+        if !std::mem::replace(&mut self.hears_events, true) {
+            ctx.add_stream(stream(&self.pool.handle));
+        }
+    }
+
+    /// Opens a listen stream: acknowledged on it, then fed by the pool's events.
+    /// A `subscriptions/listen` request is never answered: it stays open
+    /// (and holds its slot) until the client cancels it or goes away.
+    pub(super) fn listen(&mut self, id: RequestId, params: &Value, stream: Outbox, permit: OwnedSemaphorePermit, ctx: &mut Context<Self>) {
+        let filter = match Filter::parse(params) {
+            Ok(filter) => filter,
+            Err(error) => {
+                let refusal = Frame::response::<()>(&id, Err(error));
+                ctx.spawn(
+                    async move {
+                        stream.send(refusal).await;
+                        drop(permit)
+                    }
+                    .into_actor(self),
+                );
+                return;
+            }
+        };
+        self.hear_events(ctx);
+        let uris = filter.uris().cloned().collect();
+        let ack = self.pool.subscriptions.open(id.clone(), filter, stream.clone());
+        let ack = Frame::notification(methods::SUBSCRIPTIONS_ACKNOWLEDGED, &ack);
+        let (answer_to, pool) = (stream.clone(), self.pool.clone());
+        let work = ctx.spawn(
+            async move {
+                pool.watch(uris).await;
+                answer_to.send(ack).await;
+                // Open until cancelled: the slot is released when the listen ends.
+                let _held = permit;
+                std::future::pending::<()>().await
+            }
+            .into_actor(self),
+        );
+        self.open.insert(id, Open { work, server: Arc::default(), stream, asks: None });
+    }
+
     /// Announces a list change within [`COALESCE`], once however often it happened meanwhile.
     fn soon(&mut self, change: Change, ctx: &mut Context<Self>) {
         if self.coalescing.is_empty() {
