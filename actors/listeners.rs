@@ -33,8 +33,7 @@ impl Listeners {
 
     /// Sends `event` to every listener.
     pub(super) fn publish(&self, event: &Event) {
-        let mut senders = lock(&self.0);
-        senders.retain(|sender| sender.receiver_count() > 0);
+        let senders = live(&self.0);
         for sender in senders.iter() {
             // Fails only for a reader gone since the line above.
             let _ = sender.send(event.clone());
@@ -52,12 +51,17 @@ impl ListenerAdder {
     pub(crate) fn add(&self, capacity: usize) -> broadcast::Receiver<Event> {
         let (sender, receiver) = broadcast::channel(capacity);
         if let Some(senders) = self.0.upgrade() {
-            let mut senders = lock(&senders);
-            senders.retain(|sender| sender.receiver_count() > 0);
-            senders.push(sender);
+            live(&senders).push(sender);
         }
         receiver
     }
+}
+
+/// The list, locked, without the listeners whose readers are gone.
+fn live(senders: &Senders) -> MutexGuard<'_, Vec<broadcast::Sender<Event>>> {
+    let mut senders = lock(senders);
+    senders.retain(|sender| sender.receiver_count() > 0);
+    senders
 }
 
 // A panic elsewhere while the lock was held leaves a whole list: each write is one operation on it.
