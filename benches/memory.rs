@@ -177,9 +177,12 @@ fn peak_kib(dir: &Path, command: &str) -> i64 {
 fn list(servers: usize) {
     let dir = std::env::temp_dir().join(format!("mcpvisor-memory-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a scratch directory");
+    // Each file is trusted before it is listed (`mcpvisor trust`), as a user would.
     editor_file::write_claude_code_file(&dir, 1);
+    peak_kib(&dir, "trust");
     let floor = peak_kib(&dir, "list");
     let size = editor_file::write_claude_code_file(&dir, servers);
+    peak_kib(&dir, "trust");
     let peak = peak_kib(&dir, "list");
     let _ = std::fs::remove_dir_all(&dir);
     let grown = (peak - floor).max(0) as usize * 1024;
@@ -222,7 +225,13 @@ fn loaded(servers: usize) {
     let size = editor_file::write_claude_code_file(&dir, servers);
     let no_user_file = dir.join("none.toml").to_string_lossy().into_owned();
     let before = reset_peak();
-    let config = mcpvisor::config::load_all(Some(&dir), |name| (name == "MCPVISOR_CONFIG").then(|| no_user_file.clone()));
+    let env = |name: &str| (name == "MCPVISOR_CONFIG").then(|| no_user_file.clone());
+    // Trusted: this measures loading, not the trust check.
+    let locations = mcpvisor::config::Locations {
+        trust: mcpvisor::config::ProjectTrust::Everything,
+        ..mcpvisor::config::Locations::new(Some(&dir), env)
+    };
+    let config = locations.load();
     let (kept, peak) = (live().saturating_sub(before), peak().saturating_sub(before));
     assert_eq!(config.expect("the file loads").servers.len(), servers, "every server is loaded");
     let _ = std::fs::remove_dir_all(&dir);

@@ -122,6 +122,7 @@ fn the_demo_is_offered_only_when_nothing_is_configured_anywhere() {
     assert_eq!((code, list[0]["origin"].as_str()), (0, Some("built-in")));
     // An editor's file in the project whose only server cannot be used: skipped, and no demo in its place.
     sandbox.write(".mcp.json", r#"{"mcpServers": {"x": {"command": 5}}}"#);
+    sandbox.trust();
     let output = sandbox.cmd(["status"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
     let error = stderr(&output);
@@ -169,6 +170,7 @@ fn listing_a_huge_editor_file_costs_a_bounded_multiple_of_its_size() {
         .collect();
     let text = format!(r#"{{"mcpServers": {{{}}}}}"#, servers.join(", "));
     sandbox.write(".mcp.json", &text);
+    sandbox.trust();
     let input_kib = (text.len() / 1024) as i64;
     for args in [vec!["list"], vec!["--json", "list"]] {
         let peak = peak_rss_kib(&sandbox, &args);

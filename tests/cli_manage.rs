@@ -115,6 +115,7 @@ fn servers_of_editors_files_are_never_edited() {
     let sandbox = Sandbox::new();
     let claude = r#"{"mcpServers": {"gh": {"command": "gh-server"}}}"#;
     let file = sandbox.write(".mcp.json", claude);
+    sandbox.trust();
     for verb in ["remove", "enable", "disable"] {
         let output = sandbox.cmd([verb, "gh"]).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{verb}");

@@ -138,6 +138,7 @@ fn most_gateways_below(root: u32, window: Duration) -> (usize, Vec<(u32, String)
 fn a_project_listing_the_gateway_itself_gets_one_gateway_a_warning_and_its_other_servers() {
     let sandbox = Sandbox::new();
     sandbox.write(".mcp.json", &mcp_json(json!({"mcpvisor": {"type": "stdio", "command": BIN, "args": ["serve"], "env": {}}})));
+    sandbox.trust();
 
     let mut served = Served::start(&sandbox);
     let tools = served.tool_names();
@@ -170,6 +171,7 @@ fn a_chain_through_a_wrapper_ends_at_the_depth_bound() {
     // `sh -c` hides the program, so only the depth marker can stop this chain.
     let chain = json!({"chain": {"command": "sh", "args": ["-c", format!("exec '{BIN}' serve")]}});
     sandbox.write(".mcp.json", &mcp_json(chain));
+    sandbox.trust();
 
     let mut served = Served::start(&sandbox);
     let tools = served.tool_names();
@@ -185,6 +187,7 @@ fn a_chain_through_a_wrapper_ends_at_the_depth_bound() {
 fn a_gateway_at_the_depth_bound_refuses_to_start_and_says_why() {
     let sandbox = Sandbox::new();
     sandbox.write(".mcp.json", &mcp_json(json!({})));
+    sandbox.trust();
     let output = sandbox.std_cmd(["serve"]).env("MCPVISOR_GATEWAY_DEPTH", "3").stdin(Stdio::null()).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = stderr(&output);

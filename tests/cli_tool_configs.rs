@@ -44,6 +44,7 @@ fn project_files_and_claude_codes_local_scope_are_discovered_but_user_files_are_
     );
     sandbox.write(".zed/settings.json", "{ // Zed\n \"context_servers\": {\"zed-one\": {\"command\": \"zed-server\", \"args\": []}} }");
     sandbox.write(".codex/config.toml", "[mcp_servers.codex-project]\ncommand = \"codex-project-server\"\n");
+    sandbox.trust();
 
     let (list, code) = sandbox.json(["list", "--json"]);
     assert_eq!(code, 0, "{list}");
@@ -140,6 +141,7 @@ fn config_reads_codex_toml_and_every_claude_code_scope() {
     let claude = sandbox.home.join(".claude.json");
     cli_support::write(&claude, &claude_json(&sandbox, json!({"both": {"command": "local-wins"}})));
     sandbox.write(".mcp.json", r#"{"mcpServers": {"both": {"command": "project-loses"}, "team": {"command": "team"}}}"#);
+    sandbox.trust();
     let (list, code) = sandbox.json(["--config", claude.to_str().unwrap(), "list", "--json"]);
     assert_eq!(code, 0, "{list}");
     let mut found = names(&list);
@@ -154,6 +156,7 @@ fn status_reports_settings_that_have_no_counterpart() {
     let sandbox = Sandbox::new();
     let settings = json!({"mcpServers": {"demo": {"command": BIN, "args": ["demo-server"], "trust": true, "includeTools": ["echo"]}}});
     sandbox.write(".gemini/settings.json", &settings.to_string());
+    sandbox.trust();
     let (status, code) = sandbox.json(["status", "--json"]);
     assert_eq!(code, 0, "{status}");
     let demo = &status[0];
@@ -182,6 +185,7 @@ fn the_files_claude_code_codex_and_gemini_cli_write_are_read_as_they_mean() {
     cli_support::write(&sandbox.home.join(".gemini/settings.json"), &written_by_the_tool(&sandbox, "gemini-user.json"));
     sandbox.write(".mcp.json", &written_by_the_tool(&sandbox, "mcp.json"));
     sandbox.write(".gemini/settings.json", &written_by_the_tool(&sandbox, "gemini-project.json"));
+    sandbox.trust();
 
     // Project and local scopes are discovered; user files are not merged.
     let (list, code) = sandbox.json(["list", "--json"]);

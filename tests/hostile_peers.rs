@@ -26,6 +26,7 @@ fn huge_line(size: usize) -> String {
 fn serve_skips_a_100_mb_line_on_stdin_and_answers_the_next_request() {
     let sandbox = Sandbox::new();
     sandbox.write(".mcpvisor.toml", &demo_table("demo", &[]));
+    sandbox.trust();
     let input = sandbox.project.join("input.jsonl");
     let mut file = std::fs::File::create(&input).unwrap();
     file.write_all(huge_line(100_000_000).as_bytes()).unwrap();
@@ -182,6 +183,7 @@ fn a_tool_of_a_failed_server_is_refused_naming_the_server_and_its_error() {
     let sandbox = Sandbox::new();
     let down = "[servers.down]\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'missing API token' >&2; exit 4\"]\nrestart = \"never\"\n";
     sandbox.write(".mcpvisor.toml", &format!("{}{down}", demo_table("demo", &[])));
+    sandbox.trust();
     let requests = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -203,6 +205,7 @@ fn a_tool_of_a_failed_server_is_refused_naming_the_server_and_its_error() {
 fn serve_refuses_a_short_token_and_says_how_to_make_one() {
     let sandbox = Sandbox::new();
     sandbox.write(".mcpvisor.toml", &demo_table("demo", &[]));
+    sandbox.trust();
     let output = sandbox
         .cmd(["serve", "--http", "127.0.0.1:0", "--no-audit"])
         .env("MCPVISOR_SERVE_TOKEN", "Q")

@@ -7,7 +7,7 @@
 
 use std::sync::Mutex;
 
-use mcpvisor::config::{load_all, Scope};
+use mcpvisor::config::{load_all, Locations, ProjectTrust, Scope};
 
 #[path = "../benches/support/counting_alloc.rs"]
 mod counting_alloc;
@@ -28,7 +28,9 @@ fn loading_an_editor_file_holds_a_small_multiple_of_it() {
     let env = |name: &str| (name == "MCPVISOR_CONFIG").then(|| no_user_file.clone());
 
     let before = counting_alloc::reset_peak();
-    let loaded = load_all(Some(dir.path()), env).unwrap();
+    // The folder is trusted: this measures loading, not the trust check.
+    let locations = Locations { trust: ProjectTrust::Everything, ..Locations::new(Some(dir.path()), env) };
+    let loaded = locations.load().unwrap();
     let kept = counting_alloc::live().saturating_sub(before);
     let peak = counting_alloc::peak().saturating_sub(before);
     eprintln!("kept {kept} bytes (peak {peak}) for a {size}-byte file");

@@ -49,6 +49,7 @@ pub fn import(cli: &Cli, out: &Out, args: &ImportArgs) -> Result<u8, Failure> {
     };
     let target = native_file(cli, args.scope.map(Scope::from))?;
     let existing: Vec<String> = native::load(&target)?.into_iter().map(|c| c.name).collect();
+    let before = std::fs::read(&target).ok();
     let (mut imported, mut skipped, mut unmapped, mut errors) = (Vec::new(), Vec::new(), serde_json::Map::new(), 0);
     for server in found {
         match server {
@@ -67,6 +68,9 @@ pub fn import(cli: &Cli, out: &Out, args: &ImportArgs) -> Result<u8, Failure> {
                 skipped.push(json!({"server": null, "reason": error.to_string()}));
             }
         }
+    }
+    if !imported.is_empty() {
+        super::trust::after_own_write(&target, before.as_deref());
     }
     out.json(&json!({"file": label, "format": kind, "into": target, "imported": imported, "skipped": skipped, "unmapped": unmapped}));
     out.line(format!("Imported {} server(s) from {label} ({kind}) into {}: {}", imported.len(), target.display(), imported.join(", ")));
@@ -114,7 +118,9 @@ fn read_file(file: &Path, project: &Path) -> Result<(&'static str, Vec<Importabl
         return Ok(("mcpvisor", native::load(file)?.into_iter().map(|config| Ok((config, Vec::new()))).collect()));
     }
     if file.file_name().is_some_and(|name| name == ".claude.json") {
-        let loaded = load_file(file, project)?;
+        // The project's `.mcp.json` comes along only if its folder is trusted.
+        let record = crate::config::Locations::new(None, env).trust.record()?;
+        let loaded = load_file(file, project, record.as_ref())?;
         return Ok((
             foreign::Format::ClaudeCode.name(),
             loaded.servers.into_iter().map(|server| server.config().map(|config| (config, server.unmapped))).collect(),

@@ -108,7 +108,9 @@ pub fn add(cli: &Cli, out: &Out, args: &AddArgs) -> Result<u8, Failure> {
             args.name
         )));
     }
+    let before = std::fs::read(&file).ok();
     native::upsert(&file, &config)?;
+    super::trust::after_own_write(&file, before.as_deref());
     warn_if_shadowed(cli, &args.name, &file);
     out.json(&json!({"added": args.name, "file": file}));
     out.line(format!("Added `{}` to {}", args.name, file.display()));
@@ -182,7 +184,9 @@ fn warn_if_shadowed(cli: &Cli, name: &str, written: &Path) {
 
 pub fn remove(cli: &Cli, out: &Out, args: &NameArgs) -> Result<u8, Failure> {
     let file = editable_file(cli, args, "remove")?;
+    let before = std::fs::read(&file).ok();
     native::remove(&file, &args.name)?;
+    super::trust::after_own_write(&file, before.as_deref());
     out.json(&json!({"removed": args.name, "file": file}));
     out.line(format!("Removed `{}` from {}", args.name, file.display()));
     if let Ok(servers) = Servers::load(cli) {
@@ -196,7 +200,9 @@ pub fn remove(cli: &Cli, out: &Out, args: &NameArgs) -> Result<u8, Failure> {
 pub fn set_enabled(cli: &Cli, out: &Out, args: &NameArgs, enabled: bool) -> Result<u8, Failure> {
     let verb = if enabled { "enable" } else { "disable" };
     let file = editable_file(cli, args, verb)?;
+    let before = std::fs::read(&file).ok();
     native::set_enabled(&file, &args.name, enabled)?;
+    super::trust::after_own_write(&file, before.as_deref());
     out.json(&json!({"server": args.name, "enabled": enabled, "file": file}));
     out.line(format!("{} `{}` in {}", if enabled { "Enabled" } else { "Disabled" }, args.name, file.display()));
     Ok(0)

@@ -4,6 +4,7 @@
 //! | --- | --- |
 //! | `manage` | `add`, `remove`, `enable`, `disable` (edit mcpvisor's TOML) |
 //! | `import` | `import` (list other tools' configurations, or copy them) |
+//! | `trust` | `trust` (which project folders may start their servers) |
 //! | `show` | `list`, `info` (configuration only, nothing is started) |
 //! | `status` | `status`, `test` |
 //! | `top` | `top` (a live view of the pool, local or a gateway's through `/admin`) |
@@ -51,6 +52,7 @@ mod show;
 mod status;
 mod tools;
 mod top;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -97,6 +99,8 @@ pub enum Command {
     Disable(manage::NameArgs),
     /// List other tools' MCP configurations (Claude Code, Codex, Gemini CLI, Cursor, VS Code, Windsurf, Zed, ...), or copy a tool's or a file's servers into mcpvisor's.
     Import(import::ImportArgs),
+    /// Trust a project folder (default: the current one): its project files (.mcp.json, .mcpvisor.toml, ...) start servers only once trusted, and only as they are now.
+    Trust(trust::TrustArgs),
     /// List the configured servers and where each is defined (starts nothing).
     List,
     /// Show one server's whole configuration, secrets redacted (starts nothing).
@@ -169,6 +173,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         Command::Enable(args) => manage::set_enabled(cli, &out, args, true),
         Command::Disable(args) => manage::set_enabled(cli, &out, args, false),
         Command::Import(args) => import::import(cli, &out, args),
+        Command::Trust(args) => trust::trust(cli, &out, args),
         Command::List => show::list(cli, &out),
         Command::Info(args) => show::info(cli, &out, args),
         Command::Status => with_runtime(|| status::status(cli, &out)),

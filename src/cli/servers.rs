@@ -11,15 +11,22 @@
 //! saying so. Editors' files found in the project are other programs'
 //! business: their unusable servers are skipped with a warning.
 //! Only when no server is defined anywhere (none loaded, none skipped, no
-//! file named) is one built-in server `demo` (this binary's `demo-server`)
-//! there, so every command can be tried at once.
+//! untrusted project file, no file named) is one built-in server `demo`
+//! (this binary's `demo-server`) there, so every command can be tried at once.
+//!
+//! Project files are used only once their folder is trusted, as they were
+//! then (`mcpvisor trust`, [`crate::config::trust`]); the others are in
+//! [`Servers::untrusted`], and every command but `list` (which shows them
+//! in place) says so in one line on stderr ([`super::trust::notice`]).
+//! A file the user names with `--config` is trusted for that run.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::config::discover::{self, Origin};
 use crate::config::foreign;
-use crate::config::{native, AgentSettings, Definition, LoadedConfig, LoadedServer, Locations, Scope, ServerConfig};
+use crate::config::trust::TrustedFolders;
+use crate::config::{native, AgentSettings, Definition, LoadedConfig, LoadedServer, Locations, Scope, ServerConfig, UntrustedFile};
 use crate::error::ConfigError;
 
 use super::output::{warn, Failure};
@@ -106,6 +113,8 @@ pub struct Servers {
     pub telemetry: Option<crate::config::OtlpSettings>,
     /// Configured servers that are left out, each with why (see [`super::nesting`]).
     pub left_out: Vec<LeftOut>,
+    /// Project files not used because they are not trusted, with their servers.
+    pub untrusted: Vec<UntrustedFile>,
 }
 
 /// A configured server that no command starts.
@@ -124,7 +133,8 @@ impl Servers {
         let (loaded, named) = match &cli.config {
             Some(file) => {
                 let file = absolute(file)?;
-                (load_file(&file, &current_dir()?)?, Some(file))
+                let record = Locations::new(None, env).trust.record()?;
+                (load_file(&file, &current_dir()?, record.as_ref())?, Some(file))
             }
             None => {
                 let locations = Locations::new(Some(&current_dir()?), env);
@@ -135,12 +145,15 @@ impl Servers {
         for skipped in &loaded.skipped {
             warn(format_args!("skipped: {skipped}"));
         }
+        if !matches!(cli.command, super::Command::List) {
+            super::trust::notice(&loaded.untrusted, cli.json);
+        }
         let mut entries: Vec<Entry> = loaded.servers.into_iter().map(Entry::from).collect();
         let left_out = leave_out_this_gateway(&mut entries)?;
         for left in &left_out {
             warn(format_args!("`{}` ({}) left out: {}", left.name, left.source.display(), left.reason));
         }
-        if entries.is_empty() && left_out.is_empty() {
+        if entries.is_empty() && left_out.is_empty() && loaded.untrusted.is_empty() {
             if let Some(file) = named.filter(|file| loaded.files.contains(file)) {
                 return Err(Failure::usage(format!(
                     "{} defines no server; add one with `mcpvisor add NAME -- COMMAND [ARGS...]`, or name another file",
@@ -161,6 +174,7 @@ impl Servers {
             serve: loaded.serve,
             telemetry: loaded.telemetry,
             left_out,
+            untrusted: loaded.untrusted,
         })
     }
 
@@ -189,7 +203,18 @@ impl Servers {
     }
 
     pub fn get(&self, name: &str) -> Result<&Entry, Failure> {
-        self.entries.iter().find(|entry| entry.name() == name).ok_or_else(|| {
+        if let Some(entry) = self.entries.iter().find(|entry| entry.name() == name) {
+            return Ok(entry);
+        }
+        if let Some(file) = self.untrusted.iter().find(|file| file.servers.iter().any(|server| server.name() == name)) {
+            return Err(Failure::usage(format!(
+                "`{name}` is defined in {}, which is not trusted ({}); review it, then run `mcpvisor trust {}` to use it",
+                file.path.display(),
+                file.why.reason(),
+                super::trust::project_root(file).display()
+            )));
+        }
+        None.ok_or_else(|| {
             let known: Vec<&str> = self.entries.iter().map(Entry::name).collect();
             Failure::usage(format!("no server named `{name}`; the configured ones are: {}", known.join(", ")))
         })
@@ -261,13 +286,14 @@ pub fn is_native(file: &Path) -> bool {
 
 /// Only `file`: mcpvisor's TOML, or another tool's file, every server
 /// usable. Claude Code's `~/.claude.json` is read as Claude Code reads it
-/// in `project`: user < project (`.mcp.json`) < local scope.
-pub fn load_file(file: &Path, project: &Path) -> Result<LoadedConfig, ConfigError> {
+/// in `project`: user < project (`.mcp.json`, if `record` trusts it) <
+/// local scope.
+pub fn load_file(file: &Path, project: &Path, record: Option<&TrustedFolders>) -> Result<LoadedConfig, ConfigError> {
     let text = std::fs::read_to_string(file).map_err(|e| ConfigError::Io { file: file.into(), action: "read", reason: e.to_string() })?;
     if !is_native(file) || foreign::is_codex(file, &text) {
         drop(text);
         let mut loaded = if file.file_name().is_some_and(|name| name == ".claude.json") {
-            discover::claude_code_scopes(file, project)
+            discover::claude_code_scopes(file, project, record)
         } else {
             discover::editor_file(file)
         };

@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use super::output::{aligned, table, Failure, Out, Paint, Piece};
 use super::servers::{env, DefinedIn, Entry, Servers};
+use super::trust::{project_root, runs};
 use super::Cli;
 use crate::config::duration::format_duration;
 use crate::config::{Auth, Keyword, ServerConfig};
@@ -21,16 +22,36 @@ pub struct InfoArgs {
 /// the servers as loaded ([`Entry`]).
 pub fn list(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     let servers = Servers::load(cli)?;
-    out.json_array(servers.entries.iter().map(|entry| match entry.definition.config() {
+    let untrusted = || servers.untrusted.iter().flat_map(|file| file.servers.iter().map(move |server| (file, server)));
+    let trusted = servers.entries.iter().map(|entry| match entry.definition.config() {
         Ok(config) => entry_json(entry, &config),
         Err(error) => json!({"name": entry.name(), "problem": error.to_string()}),
-    }));
+    });
+    out.json_array(trusted.chain(untrusted().map(|(file, server)| {
+        let to_trust = format!("mcpvisor trust {}", project_root(file).display());
+        json!({"name": server.name(), "state": "not_trusted", "reason": file.why, "runs": runs(server), "file": file.path, "to_trust": to_trust})
+    })));
     if out.json {
         return Ok(0);
     }
     let header = ["SERVER", "STATE", "TRANSPORT", "COMMAND / URL", "DEFINED IN"].map(String::from);
-    for line in aligned(std::iter::once(header).chain(servers.entries.iter().map(list_row))) {
+    let not_trusted = untrusted().map(|(file, server)| {
+        let transport = server.config().map(|config| config.transport.as_str().to_string()).unwrap_or_default();
+        [server.name().into(), "not trusted".into(), transport, runs(server), file.path.display().to_string()]
+    });
+    for line in aligned(std::iter::once(header).chain(servers.entries.iter().map(list_row)).chain(not_trusted)) {
         out.line(line);
+    }
+    for file in &servers.untrusted {
+        out.line("");
+        out.pieces([
+            Piece(Paint::Bad, format!("{}:", file.path.display())),
+            Piece::plain(format!(
+                " not trusted ({}), so it starts nothing; review it, then run `mcpvisor trust {}`",
+                file.why.reason(),
+                project_root(file).display()
+            )),
+        ]);
     }
     if !servers.files.is_empty() {
         let files: Vec<String> = servers.files.iter().map(|f| f.display().to_string()).collect();

@@ -33,7 +33,12 @@ pub async fn status(cli: &Cli, out: &Out) -> Result<u8, Failure> {
     let left_out = servers.left_out.iter().map(|left| {
         serde_json::json!({"name": left.name, "state": "left_out", "source": left.source.display().to_string(), "warning": left.reason})
     });
-    out.json(&statuses.iter().map(|status| status_json(status, &servers)).chain(left_out).collect::<Vec<_>>());
+    let untrusted = servers.untrusted.iter().flat_map(|file| {
+        file.servers.iter().map(move |server| {
+            serde_json::json!({"name": server.name(), "state": "not_trusted", "source": file.path, "warning": file.why.reason()})
+        })
+    });
+    out.json(&statuses.iter().map(|status| status_json(status, &servers)).chain(left_out).chain(untrusted).collect::<Vec<_>>());
     let mut rows =
         vec![["SERVER", "STATE", "PID", "TOOLS", "RESOURCES", "PROMPTS", "ERA", "RESTARTS", "UPTIME"].map(String::from).to_vec()];
     for s in &statuses {

@@ -26,7 +26,9 @@
 //! `$XDG_CONFIG_HOME/mcpvisor/servers.toml`, else
 //! `~/.config/mcpvisor/servers.toml`) < other tools' files in the project
 //! directory ([`discover::FOREIGN_PROJECT_FILES`], with Claude Code's local
-//! scope after `.mcp.json`) < the project's `.mcpvisor.toml`.
+//! scope after `.mcp.json`) < the project's `.mcpvisor.toml`. Project files
+//! take part only once the user trusts their folder, as they are then
+//! ([`trust`]): a cloned repository's files start nothing.
 //! A server defined again under the same name is replaced whole. Errors in
 //! mcpvisor's files fail the load; editors' files or servers that cannot be
 //! read are skipped with a reason ([`LoadedConfig::skipped`]).
@@ -78,11 +80,12 @@ mod serve;
 pub mod serve_auth;
 mod serve_policy;
 pub mod sources;
+pub mod trust;
 
 pub use agent::{AgentSettings, ConfirmMode, ServerConfirm, ToolRule};
 pub use audit::{AuditArguments, AuditConfig, AuditTarget};
 pub use definition::Definition;
-pub use discover::{load_all, LoadedConfig, LoadedServer, Locations};
+pub use discover::{load_all, LoadedConfig, LoadedServer, Locations, UntrustedFile};
 pub use filter::ToolFilter;
 pub use oauth::{Grant, IdentityProvider, OAuthConfig};
 pub use otel::OtlpSettings;
@@ -92,6 +95,7 @@ pub use sandbox::{Network, SandboxSpec};
 pub(crate) use serve::read as read_serve;
 pub use serve::{check_token, AuthSettings, IntrospectionSettings, ServeSettings, MAX_WORKERS};
 pub use serve_policy::{Effect, KeySettings, PolicySettings, RuleSettings};
+pub use trust::{ProjectTrust, Untrusted};
 
 /// Back-pressure bounds of one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

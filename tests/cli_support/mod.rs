@@ -83,6 +83,13 @@ impl Sandbox {
         self.home.join("cache")
     }
 
+    /// `mcpvisor trust` in the project: its project files, as they are now,
+    /// may start servers (a new or changed one is untrusted again).
+    pub fn trust(&self) {
+        let output = self.cmd(["trust"]).output().expect("mcpvisor runs");
+        assert!(output.status.success(), "mcpvisor trust failed: {}", stderr(&output));
+    }
+
     pub fn write_user_file(&self, text: &str) {
         write(&self.user_file, text);
     }
