@@ -17,7 +17,8 @@
 //! | `serve` | `serve` (every server served as one MCP server over stdio; `serve_http`: `--http`) |
 //! | `demo` | `demo` (and `demo-server`, run from here) |
 //!
-//! Shared parts: `servers` (which servers a command sees), `nesting` (a
+//! Shared parts: `environ` (our own environment block emptied at start,
+//! so `/proc/PID/environ` shows no secret), `servers` (which servers a command sees), `nesting` (a
 //! gateway never starts itself), `session` (a runtime for one command,
 //! with spinners), `catalog` (the tools `tools` shows, live or from the
 //! tool cache), `arguments` (`--arg k=v`),
@@ -34,6 +35,7 @@ mod arguments;
 mod auth;
 mod catalog;
 mod demo;
+mod environ;
 mod import;
 mod manage;
 mod nesting;
@@ -149,6 +151,8 @@ pub const EXIT_OUTPUT: u8 = 4;
 pub const EXIT_INTERRUPTED: u8 = 130;
 
 pub fn main() -> ExitCode {
+    // First, while no thread exists: our secrets leave /proc/PID/environ.
+    environ::empty_initial_block();
     let cli = Cli::parse();
     match &cli.command {
         Command::DemoServer(options) => ExitCode::from(demo_server::run(options.clone()).clamp(0, 255) as u8),

@@ -1,9 +1,11 @@
-//! Project trust (issue 30, part 1): a cloned repository's project files
-//! start nothing, through any command, until `mcpvisor trust`; a file that
-//! changes or appears afterwards is untrusted again; `serve`'s SIGHUP
-//! reload follows the same rule.
+//! Isolation of the command line (issue 30): a cloned repository's project
+//! files start nothing, through any command, until `mcpvisor trust`; a file
+//! that changes or appears afterwards is untrusted again; `serve`'s SIGHUP
+//! reload follows the same rule; and mcpvisor's own `/proc/PID/environ`
+//! shows none of the secrets it was started with.
 
 mod cli_support;
+mod gateway_http_support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -276,4 +278,24 @@ fn serve_reload_on_sighup_leaves_out_a_project_file_written_after_trust() {
     assert_eq!(started(&marker), 0, "the reload started the untrusted server");
     drop(stdin);
     let _ = child.wait();
+}
+
+#[tokio::test]
+async fn the_gateways_proc_environ_shows_no_secret_yet_its_token_still_works() {
+    let token = "0f3a9c2e7b1d4a6f8e0c2b4d6f8a0c1e";
+    let model_key = "sk-ant-test-0123456789abcdef0123456789";
+    let env = [("MCPVISOR_SERVE_TOKEN", token), ("ANTHROPIC_API_KEY", model_key)];
+    let gateway = gateway_http_support::Gateway::start("127.0.0.1:0", &[], &env).expect("the gateway starts");
+    let environ = std::fs::read(format!("/proc/{}/environ", gateway.child.id())).expect("our own child's environ is readable");
+    let shown = String::from_utf8_lossy(&environ);
+    assert!(!shown.contains(token) && !shown.contains(model_key), "secrets in /proc/PID/environ: {shown:?}");
+    assert!(environ.iter().all(|byte| *byte == 0), "the whole block is emptied: {shown:?}");
+
+    // The values were kept in the process: the token from the environment admits, and only it.
+    let http = gateway_http_support::client();
+    let initialize = gateway_http_support::initialize(gateway_http_support::LEGACY);
+    let refused = gateway_http_support::post(&http, &gateway.mcp(), &initialize).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let admitted = gateway_http_support::post(&http, &gateway.mcp(), &initialize).bearer_auth(token).send().await.unwrap();
+    assert_eq!(admitted.status(), 200);
 }
