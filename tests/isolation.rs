@@ -63,6 +63,9 @@ const COMMANDS: &[&[&str]] = &[
     &["agent", "-p", "use echo to say hi"],
     &["acp"],
     &["serve"],
+    &["top", "--once"],
+    &["top", "--once", "--json"],
+    &["auth", "evil"],
 ];
 
 #[test]
@@ -88,6 +91,20 @@ fn a_cloned_repositorys_mcp_json_starts_nothing_through_any_command_until_truste
             let _: Value = serde_json::from_str(&stdout(&output)).unwrap_or_else(|e| panic!("{args:?}: stdout is not JSON ({e})"));
         }
     }
+    // `serve --http` runs until stopped: its notice comes before it listens.
+    let mut http = sandbox.std_cmd(["serve", "--http", "127.0.0.1:0"]);
+    http.env_remove("MCPVISOR_GATEWAY_DEPTH").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = http.spawn().expect("serve --http starts");
+    let lines: Vec<String> = BufReader::new(child.stderr.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .take_while(|line| !line.contains("serving MCP at"))
+        .collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(lines.iter().any(|line| line.contains(".mcp.json") && line.contains("not trusted")), "{lines:#?}");
+    assert_eq!(started(&marker), 0, "`mcpvisor serve --http` started the untrusted server");
+
     // A call by name says where the server is and what to do.
     let output = run_bounded(sandbox.std_cmd(["call", "evil", "echo", r#"{"text": "hi"}"#]));
     assert_eq!(output.status.code(), Some(2));
