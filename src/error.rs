@@ -309,6 +309,24 @@ impl fmt::Display for ExitInfo {
     }
 }
 
+/// An error and its causes on one line (`a: b: c`), a cause left out when
+/// its words are already there (reqwest repeats hyper's, hyper rustls').
+/// The one way a transport or a client's error is shown whole: the reason
+/// a TLS handshake failed is in a cause, not in the error itself.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let words = cause.to_string();
+        if !text.contains(&words) {
+            text.push_str(": ");
+            text.push_str(&words);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// The conventional name of a Linux signal number.
 pub fn signal_name(signal: i32) -> &'static str {
     match signal {

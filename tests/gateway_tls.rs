@@ -117,3 +117,23 @@ fn a_public_bind_without_tls_warns_and_names_the_proxy_way() {
     let loopback = Gateway::loopback();
     assert!(!loopback.stderr_text().contains("plain HTTP beyond"), "{}", loopback.stderr_text());
 }
+
+#[test]
+fn top_over_https_names_why_the_certificate_was_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write_pair(dir.path(), &self_signed(), 0o600);
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let args = ["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()];
+    let gateway = Gateway::start("127.0.0.1:0", &args, &[]).expect("the gateway starts");
+    // The system's roots do not know a self-signed certificate.
+    let output = std::process::Command::new(gateway_http_support::BIN)
+        .args(["top", "--once", "--url", &gateway.base])
+        .env("HOME", dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("top runs");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{said}");
+    assert!(said.contains("cannot reach the gateway at https://"), "{said}");
+    assert!(said.to_lowercase().contains("certificate"), "the reason is kept: {said}");
+}

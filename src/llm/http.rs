@@ -106,7 +106,7 @@ impl Client {
                     return Err(LlmError::Unreachable {
                         provider: self.provider.into(),
                         url: self.url.clone(),
-                        message: error_chain(&e),
+                        message: crate::error::error_chain(&e),
                         hint: self.base_url_var,
                     })
                 }
@@ -261,16 +261,6 @@ fn error_message(body: &str) -> String {
     }
 }
 
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
-}
-
 /// Up to `limit` bytes of a body, as text.
 async fn read_capped(response: reqwest::Response, limit: usize) -> String {
     let mut body = Vec::new();
@@ -299,7 +289,7 @@ fn capped(
                 *seen += chunk.len();
                 Ok(chunk)
             }
-            Err(e) => Err(error_chain(&e)),
+            Err(e) => Err(crate::error::error_chain(&e)),
         };
         *failed = item.is_err();
         futures::future::ready(Some(item))

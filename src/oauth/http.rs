@@ -291,12 +291,5 @@ pub fn shown_body(body: &[u8]) -> String {
 
 /// reqwest's error without the URL it repeats (it may carry a query).
 fn without_url(error: reqwest::Error) -> String {
-    let error = error.without_url();
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        text = format!("{text}: {cause}");
-        source = cause.source();
-    }
-    text
+    crate::error::error_chain(&error.without_url())
 }

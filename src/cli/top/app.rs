@@ -1,7 +1,8 @@
 //! The state of `top` between frames and what each key does to it; the
 //! drawing is `view`, the I/O is the module's root.
 //!
-//! Keys: `q`, Ctrl-C (anywhere) and Esc (in the table) quit; `s` steps
+//! Keys: `q`, Ctrl-C (anywhere) and Esc (in the table; first it clears a
+//! kept filter) quit; `s` steps
 //! the sort key; `/` starts a filter (Enter keeps it, Esc clears it);
 //! ↑/↓ or `k`/`j` move the selection; Enter or `l` opens the selected
 //! server's recent log and calls (Esc goes back); `r`, `e`, `d` restart,
@@ -122,6 +123,11 @@ impl App {
                 _ => self.action(key.code),
             },
             Mode::Table => match key.code {
+                KeyCode::Esc if !self.filter.is_empty() => {
+                    self.filter.clear();
+                    self.arrange();
+                    Command::Nothing
+                }
                 KeyCode::Char('q') | KeyCode::Esc => Command::Quit,
                 KeyCode::Char('s') => {
                     self.sort = self.sort.next();
@@ -206,6 +212,12 @@ mod tests {
         press(&mut app, KeyCode::Backspace);
         press(&mut app, KeyCode::Enter);
         assert_eq!((app.mode, app.filter.as_str(), app.selected.as_deref()), (Mode::Table, "gam", Some("gamma")));
+        assert_eq!(press(&mut app, KeyCode::Esc), Command::Nothing, "Esc clears a kept filter before it quits");
+        assert_eq!((app.filter.as_str(), names(&app).len()), ("", 3));
+        for c in ['/', 'g', 'a', 'm'] {
+            press(&mut app, KeyCode::Char(c));
+        }
+        press(&mut app, KeyCode::Enter);
         assert_eq!(press(&mut app, KeyCode::Char('d')), Command::Act("gamma".into(), AdminAction::Disable));
         press(&mut app, KeyCode::Enter);
         assert_eq!(app.mode, Mode::Detail);

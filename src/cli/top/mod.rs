@@ -115,7 +115,8 @@ impl Remote {
             Some(token) => request.bearer_auth(token),
             None => request,
         };
-        let response = request.send().await.map_err(|e| format!("cannot reach the gateway at {}: {e}", self.base))?;
+        let response =
+            request.send().await.map_err(|e| format!("cannot reach the gateway at {}: {}", self.base, crate::error::error_chain(&e)))?;
         let status = response.status();
         if status == reqwest::StatusCode::UNAUTHORIZED {
             let had = if self.token.is_some() { "refused the token in" } else { "needs a token; set" };
@@ -123,7 +124,11 @@ impl Remote {
         }
         let mut response = response;
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| format!("the gateway at {} broke off its answer: {e}", self.base))? {
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| format!("the gateway at {} broke off its answer: {}", self.base, crate::error::error_chain(&e)))?
+        {
             if body.len() + chunk.len() > MAX_ANSWER {
                 return Err(format!(
                     "the gateway at {} answered more than {} MiB: is --url a mcpvisor gateway?",

@@ -132,14 +132,15 @@ fn draw_detail(frame: &mut Frame, app: &App, area: Rect) {
     let sample = app.latest.servers.iter().find(|s| s.name == row.name);
     let tail = sample.map(|s| s.stderr_tail.as_slice()).unwrap_or_default();
     let calls: Vec<&RecentCall> = app.latest.calls.iter().filter(|c| c.server == row.name).collect();
-    // Half the lines for the log, the rest for the calls, newest last.
-    let room = usize::from(area.height).saturating_sub(2);
-    let log_room = (room / 2).max(1);
+    // Half the lines for the log, the rest for the calls, newest first:
+    // whatever does not fit is the oldest.
+    let room = usize::from(area.height);
+    let log_room = (room.saturating_sub(2) / 2).max(1);
     let mut lines = vec![Line::from(format!("{} - {} - stderr, last {} lines:", row.name, row.state, tail.len().min(log_room)))];
     lines.extend(tail[tail.len().saturating_sub(log_room)..].iter().map(|l| Line::from(format!("  {l}"))));
-    lines.push(Line::from(format!("recent calls ({} kept):", calls.len())));
-    let call_room = room.saturating_sub(lines.len().saturating_sub(1));
-    for call in &calls[calls.len().saturating_sub(call_room)..] {
+    lines.push(Line::from(format!("recent calls ({} kept, newest first):", calls.len())));
+    let call_room = room.saturating_sub(lines.len());
+    for call in calls.iter().rev().take(call_room) {
         lines.push(Line::from(format!(
             "  {} {:<24} {:<12} {:>9.1} ms",
             clock(call.ended_at_ms),
@@ -217,6 +218,31 @@ mod tests {
         let (line, reversed) = selected_line(false);
         assert!(line.starts_with("> alpha"), "{line}");
         assert!(!reversed, "NO_COLOR: the marker alone shows the selection");
+    }
+
+    #[test]
+    fn the_newest_calls_show_first_and_fit_an_80_by_24_screen() {
+        let mut app = App::new("test", false);
+        let tail: Vec<String> = (0..50).map(|i| format!("log line {i}")).collect();
+        let servers = [json!({"name": "alpha", "state": "connected", "pid": 1, "stderr_tail": tail})];
+        let calls: Vec<_> = (0..40)
+            .map(
+                |i| json!({"server": "alpha", "tool": format!("tool{i:02}"), "outcome": "ok", "duration_ms": 1.0, "ended_at_ms": 1000 * i}),
+            )
+            .collect();
+        app.update(None, Sample::parse(&json!({"servers": servers, "calls": calls})));
+        app.key(ratatui::crossterm::event::KeyEvent::new(
+            ratatui::crossterm::event::KeyCode::Enter,
+            ratatui::crossterm::event::KeyModifiers::NONE,
+        ));
+        let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        terminal.draw(|frame| super::draw(frame, &app)).unwrap();
+        let buffer = terminal.backend().buffer();
+        let screen: Vec<String> = (0..24).map(|y| (0..80).map(|x| buffer[(x, y)].symbol()).collect()).collect();
+        let heading = screen.iter().position(|line| line.starts_with("recent calls")).expect("the calls' heading");
+        assert!(screen[heading + 1].contains("tool39"), "the newest call comes first: {screen:#?}");
+        assert!(screen[heading + 2].contains("tool38"), "{screen:#?}");
+        assert!(screen.iter().any(|line| line.contains("log line 49")), "the newest log line is shown: {screen:#?}");
     }
 
     #[test]

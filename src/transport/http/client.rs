@@ -58,18 +58,3 @@ fn make(connect_timeout: Duration, url: &Url) -> Result<reqwest::Client, String>
         .build()
         .map_err(|e| format!("cannot set up HTTP: {e}"))
 }
-
-/// A reqwest error with its causes, for a log line or an error answer.
-pub(super) fn error_chain(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let words = cause.to_string();
-        if !text.contains(&words) {
-            text.push_str(": ");
-            text.push_str(&words);
-        }
-        source = cause.source();
-    }
-    text
-}

@@ -60,7 +60,7 @@ async fn capped(response: reqwest::Response, max: usize) -> Result<Vec<u8>, Read
     let mut body = Vec::new();
     let mut chunks = response.bytes_stream();
     while let Some(chunk) = chunks.next().await {
-        let chunk = chunk.map_err(|e| ReadError::Broken(super::client::error_chain(&e)))?;
+        let chunk = chunk.map_err(|e| ReadError::Broken(crate::error::error_chain(&e)))?;
         if body.len() + chunk.len() > max {
             return Err(ReadError::TooLarge { max });
         }
@@ -92,7 +92,7 @@ pub(super) async fn error_text(response: reqwest::Response) -> String {
 pub(super) type Events = Pin<Box<dyn Stream<Item = Result<Event, ReadError>> + Send>>;
 
 pub(super) fn events(response: reqwest::Response, max: usize) -> Events {
-    let bytes = response.bytes_stream().map(|chunk| chunk.map_err(|e| ReadError::Broken(super::client::error_chain(&e))));
+    let bytes = response.bytes_stream().map(|chunk| chunk.map_err(|e| ReadError::Broken(crate::error::error_chain(&e))));
     crate::sse::decode(bytes, max + EVENT_OVERHEAD)
         .map(move |event| {
             event.map_err(|e| match e {

@@ -12,10 +12,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, Notify};
 
-use super::client::error_chain;
 use super::headers::{self, ParamHeaders};
 use super::RemoteStatus;
 use crate::codec::{decode_line, Frame};
+use crate::error::error_chain;
 use crate::protocol::{Message, RequestId};
 use crate::transport::credentials::{Challenge, Credentials, Renewal, RequestLine};
 
