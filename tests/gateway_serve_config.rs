@@ -78,3 +78,43 @@ async fn an_oauth_issuer_lets_a_non_loopback_bind_start_and_its_metadata_is_serv
     let refused = Gateway::start_with_config(&demo_with(&unset), "127.0.0.1:0", &[], &[]).err().expect("unset introspection variables");
     assert!(refused.contains("serve.auth.introspection.client_id") && refused.contains("${GW_INTRO_ID}"), "{refused}");
 }
+
+/// The status of an `initialize` POST on the gateway's own address, with `key`.
+async fn status_with(gateway: &Gateway, key: &str) -> u16 {
+    post(&client(), &gateway.mcp(), &initialize(LEGACY)).bearer_auth(key).send().await.unwrap().status().as_u16()
+}
+
+/// Sends SIGHUP, then waits (20 s at most) until `key` gets `status`.
+async fn after_hangup(gateway: &Gateway, key: &str, status: u16) {
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(gateway.child.id() as i32, libc::SIGHUP) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while status_with(gateway, key).await != status {
+        assert!(std::time::Instant::now() < deadline, "{status} not answered after SIGHUP: {}", gateway.stderr_text());
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn keys_from_files_are_rotated_and_added_by_sighup_without_a_restart() {
+    let secrets = tempfile::tempdir().unwrap();
+    let (alice_file, bob_file) = (secrets.path().join("alice"), secrets.path().join("bob"));
+    let (first, second, bob) = ("0f3a9c2e7b1d4a6f8e0c2b4d6f8a0c1e", "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b", "a1b2c3d4e5f60718293a4b5c6d7e8f90");
+    std::fs::write(&alice_file, format!("{first}\n")).unwrap();
+    let alice_only = format!("[serve.keys.alice]\ntoken_file = {alice_file:?}\n");
+    let gateway = Gateway::start_with_config(&demo_with(&alice_only), "127.0.0.1:0", &[], &[]).expect("the gateway starts");
+    assert_eq!(status_with(&gateway, first).await, 200);
+
+    // The mounted secret is replaced: the old key stops working, the new one works.
+    std::fs::write(&alice_file, second).unwrap();
+    after_hangup(&gateway, second, 200).await;
+    assert_eq!(status_with(&gateway, first).await, 401);
+
+    // A key added by SIGHUP works at once: its file is read then, unlike a ${VAR} set after start.
+    std::fs::write(&bob_file, bob).unwrap();
+    let both = format!("{alice_only}\n[serve.keys.bob]\ntoken_file = {bob_file:?}\n");
+    std::fs::write(gateway.config_file(), demo_with(&both)).unwrap();
+    after_hangup(&gateway, bob, 200).await;
+    assert_eq!(status_with(&gateway, second).await, 200);
+    assert!(!gateway.stderr_text().contains(second) && !gateway.stderr_text().contains(bob), "{}", gateway.stderr_text());
+}

@@ -26,7 +26,7 @@ use toml_edit::Item;
 use super::expand::{expand, is_only_reference, Problem, Syntax};
 use crate::error::ConfigError;
 
-const KEY_KEYS: [&str; 3] = ["token", "scopes", "claims"];
+const KEY_KEYS: [&str; 4] = ["token", "token_file", "scopes", "claims"];
 const POLICY_KEYS: [&str; 2] = ["default", "rules"];
 const RULE_KEYS: [&str; 7] = ["name", "effect", "servers", "tools", "prompts", "resources", "when"];
 
@@ -34,8 +34,12 @@ const RULE_KEYS: [&str; 7] = ["name", "effect", "servers", "tools", "prompts", "
 #[derive(Clone, PartialEq, Eq)]
 pub struct KeySettings {
     pub subject: String,
-    /// The key as written: one `${VAR}` reference.
+    /// The key as written: one `${VAR}` reference (empty with `token_file`).
     pub token: String,
+    /// Or the file that holds the key (a mounted secret), read at start and
+    /// on every SIGHUP; relative paths are resolved from the configuration
+    /// file's folder when read.
+    pub token_file: Option<std::path::PathBuf>,
     pub scopes: Vec<String>,
     pub claims: Map<String, Value>,
 }
@@ -45,6 +49,7 @@ impl std::fmt::Debug for KeySettings {
         f.debug_struct("KeySettings")
             .field("subject", &self.subject)
             .field("token", &super::MASK)
+            .field("token_file", &self.token_file)
             .field("scopes", &self.scopes)
             .field("claims", &self.claims)
             .finish()
@@ -90,10 +95,30 @@ impl KeySettings {
     /// The key with its reference expanded by `lookup`: an unset variable
     /// or a blank value is an error naming the file and the variable.
     pub fn token(&self, file: &Path, lookup: impl Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
+        if let Some(path) = &self.token_file {
+            return self.token_from_file(file, path);
+        }
         let field = format!("serve.keys.{}.token", self.subject);
         match expand_secret(&self.token, file, &field, lookup)? {
             Some(token) => Ok(token),
             None => Err(ConfigError::InvalidSetting { file: file.into(), field, message: "expands to nothing; set its variable".into() }),
+        }
+    }
+
+    /// The key read from `path` (relative to `file`'s folder), trimmed;
+    /// errors name the file and the key, never what the file holds.
+    fn token_from_file(&self, file: &Path, path: &Path) -> Result<String, ConfigError> {
+        let field = format!("serve.keys.{}.token_file", self.subject);
+        let path = file.parent().unwrap_or(Path::new("/")).join(path);
+        let invalid = |message: String| ConfigError::InvalidSetting { file: file.into(), field: field.clone(), message };
+        // A mounted secret is a few bytes; a bound keeps a wrong path (a device, a log) from being read whole.
+        let mut text = String::new();
+        let read =
+            std::fs::File::open(&path).and_then(|opened| std::io::Read::read_to_string(&mut std::io::Read::take(opened, 4096), &mut text));
+        read.map_err(|e| invalid(format!("cannot read {}: {e}; point it at the file that holds the key", path.display())))?;
+        match text.trim() {
+            "" => Err(invalid(format!("{} is empty; write the key into it", path.display()))),
+            token => Ok(token.to_string()),
         }
     }
 }
@@ -131,7 +156,8 @@ pub(crate) fn read_keys(path: &Path, item: &Item) -> Result<Vec<KeySettings>, Co
     for (subject, item) in table.iter() {
         let field = |key: &str| format!("serve.keys.{subject}.{key}");
         let key = item.as_table_like().ok_or_else(|| invalid(path, &field(""), "must be a table with token = \"${VAR}\""))?;
-        let mut settings = KeySettings { subject: subject.to_string(), token: String::new(), scopes: Vec::new(), claims: Map::new() };
+        let mut settings =
+            KeySettings { subject: subject.to_string(), token: String::new(), token_file: None, scopes: Vec::new(), claims: Map::new() };
         for (name, value) in key.iter() {
             match name {
                 "token" => {
@@ -143,6 +169,13 @@ pub(crate) fn read_keys(path: &Path, item: &Item) -> Result<Vec<KeySettings>, Co
                         )
                     })?;
                     settings.token = text.to_string();
+                }
+                "token_file" => {
+                    let text = value
+                        .as_str()
+                        .filter(|text| !text.trim().is_empty())
+                        .ok_or_else(|| invalid(path, &field(name), "must be the path of the file that holds the key"))?;
+                    settings.token_file = Some(text.into());
                 }
                 "scopes" => settings.scopes = strings(path, &field(name), value)?,
                 "claims" => {
@@ -158,8 +191,12 @@ pub(crate) fn read_keys(path: &Path, item: &Item) -> Result<Vec<KeySettings>, Co
                 other => return Err(unknown(path, field(other), &KEY_KEYS)),
             }
         }
-        if settings.token.is_empty() {
-            return Err(invalid(path, &field("token"), "is missing: write token = \"${VAR}\""));
+        match (settings.token.is_empty(), settings.token_file.is_some()) {
+            (true, false) => {
+                return Err(invalid(path, &field("token"), "is missing: write token = \"${VAR}\" or token_file = \"/run/secrets/NAME\""))
+            }
+            (false, true) => return Err(invalid(path, &field("token_file"), "cannot be given with token: keep one of them")),
+            _ => {}
         }
         keys.push(settings);
     }
@@ -282,10 +319,30 @@ mod tests {
     }
 
     #[test]
+    fn a_key_may_come_from_a_file_read_each_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("servers.toml");
+        let doc = document("[keys.alice]\ntoken_file = \"secrets/alice\"\n");
+        let keys = read_keys(&config, &doc["keys"]).unwrap();
+        let none = |_: &str| None;
+        let missing = keys[0].token(&config, none).unwrap_err().to_string();
+        assert!(missing.contains("serve.keys.alice.token_file") && missing.contains("secrets/alice"), "{missing}");
+        std::fs::create_dir_all(dir.path().join("secrets")).unwrap();
+        std::fs::write(dir.path().join("secrets/alice"), "first-key-0123456789abcdef\n").unwrap();
+        assert_eq!(keys[0].token(&config, none).unwrap(), "first-key-0123456789abcdef");
+        std::fs::write(dir.path().join("secrets/alice"), "second-key-0123456789abcdef").unwrap();
+        assert_eq!(keys[0].token(&config, none).unwrap(), "second-key-0123456789abcdef", "read again, as on SIGHUP");
+        std::fs::write(dir.path().join("secrets/alice"), "\n").unwrap();
+        let empty = keys[0].token(&config, none).unwrap_err().to_string();
+        assert!(empty.contains("is empty"), "{empty}");
+    }
+
+    #[test]
     fn key_errors_name_the_key() {
         for (body, expected) in [
             ("[keys.a]\ntoken = \"literal-secret\"\n", "`serve.keys.a.token` must be one reference"),
             ("[keys.a]\nscopes = []\n", "`serve.keys.a.token` is missing"),
+            ("[keys.a]\ntoken = \"${A}\"\ntoken_file = \"/run/a\"\n", "`serve.keys.a.token_file` cannot be given with token"),
             ("[keys.a]\ntoken = \"${A}\"\nclaims = { t = 1.5 }\n", "`serve.keys.a.claims.t` must be a string"),
             ("[keys.a]\ntoken = \"${A}\"\nrole = \"x\"\n", "unknown key `serve.keys.a.role`"),
         ] {

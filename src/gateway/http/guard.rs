@@ -232,6 +232,7 @@ mod tests {
         let settings = crate::config::KeySettings {
             subject: "alice".into(),
             token: "${ALICE}".into(),
+            token_file: None,
             scopes: vec!["tools:call".into()],
             claims: Default::default(),
         };

@@ -40,7 +40,8 @@ pub fn load(settings: &[KeySettings], file: &Path, lookup: impl Fn(&str) -> Opti
     let mut keys: Vec<NamedKey> = Vec::with_capacity(settings.len());
     for key in settings {
         let token = key.token(file, &lookup).map_err(|error| error.to_string())?;
-        check_token(&token, &format!("`serve.keys.{}.token` of {}", key.subject, file.display()))?;
+        let field = if key.token_file.is_some() { "token_file" } else { "token" };
+        check_token(&token, &format!("`serve.keys.{}.{field}` of {}", key.subject, file.display()))?;
         if let Some(twin) = keys.iter().find(|other| other.token == token) {
             return Err(format!(
                 "{}: the keys `{}` and `{}` are the same secret: give each caller its own",
@@ -78,7 +79,13 @@ mod tests {
     use super::*;
 
     fn settings(subject: &str, var: &str) -> KeySettings {
-        KeySettings { subject: subject.into(), token: format!("${{{var}}}"), scopes: vec!["tools:call".into()], claims: Default::default() }
+        KeySettings {
+            subject: subject.into(),
+            token: format!("${{{var}}}"),
+            token_file: None,
+            scopes: vec!["tools:call".into()],
+            claims: Default::default(),
+        }
     }
 
     #[test]
