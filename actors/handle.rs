@@ -248,6 +248,7 @@ impl Handle {
                 })
                 .collect(),
             audit_dropped: telemetry.audit().map_or(0, |audit| audit.dropped()),
+            otel_export_failures: telemetry.otel().map_or(0, |otel| otel.export_failures()),
         }
     }
 

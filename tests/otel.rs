@@ -312,3 +312,33 @@ async fn a_call_that_rides_on_input_required_stays_its_first_request_s_child() {
     assert_eq!((&call.trace_id, &call.parent_span_id), (&request.trace_id, &request.span_id), "{}", describe(call));
     assert_eq!(text(&call.attributes, "mcpvisor.outcome"), Some("ok"), "{}", describe(call));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_that_is_down_is_said_once_a_minute_and_counted() {
+    // A port that was just free: nothing listens there.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let endpoint = format!("http://{closed}");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.log");
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
+    let gateway = http::Gateway::start_with_config(&config(&log, ""), "127.0.0.1:0", &["--no-audit"], &env).expect("the gateway starts");
+    let session = http::open_session(&http::client(), &gateway.mcp()).await;
+    let failures = || async {
+        let text = http::client().get(format!("{}/metrics", gateway.base)).send().await.unwrap().text().await.unwrap();
+        text.lines().find_map(|line| line.strip_prefix("mcpvisor_otel_export_failures_total ")).and_then(|n| n.parse::<f64>().ok())
+    };
+    // Calls go on while their spans are lost; each batch (every 100 ms) fails.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let mut id = 1;
+    while failures().await.unwrap_or(0.0) < 3.0 {
+        assert!(std::time::Instant::now() < deadline, "no failed export counted: {}", gateway.stderr_text());
+        echo(&gateway, &session, id, &[]).await;
+        id += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let stderr = stop(gateway);
+    let notices: Vec<&str> =
+        stderr.lines().filter(|line| line.contains("OpenTelemetry: ") && line.contains("export(s) of spans")).collect();
+    assert_eq!(notices.len(), 1, "said once for many failures: {stderr}");
+    assert!(notices[0].contains(&format!("{endpoint}/v1/traces")), "{}", notices[0]);
+}

@@ -167,6 +167,8 @@ pub struct MetricsSnapshot {
     pub servers: Vec<ServerGauges>,
     /// Audit lines lost because the writer could not keep up (0 without an audit log).
     pub audit_dropped: u64,
+    /// OTLP exports (batches of spans or metrics) the collector did not take (0 without OpenTelemetry).
+    pub otel_export_failures: u64,
 }
 
 impl MetricsSnapshot {

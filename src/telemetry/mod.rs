@@ -23,6 +23,7 @@
 pub mod audit;
 pub mod metrics;
 pub mod otel;
+mod otel_export;
 pub mod prometheus;
 pub mod recent;
 

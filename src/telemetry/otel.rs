@@ -33,6 +33,7 @@ use serde_json::{Map, Value};
 use crate::config::OtlpSettings;
 
 use super::metrics::{Outcome, LATENCY_BUCKETS};
+use super::otel_export::{ExportFailures, Watched};
 
 /// The service name when neither the table nor `OTEL_SERVICE_NAME` gives one.
 pub const DEFAULT_SERVICE_NAME: &str = "mcpvisor";
@@ -50,6 +51,8 @@ pub struct Otel {
     calls: Counter<u64>,
     latency: Histogram<f64>,
     service_name: String,
+    /// Exports of spans, then of metrics, that could not be sent.
+    failures: [std::sync::Arc<ExportFailures>; 2],
 }
 
 /// Why OpenTelemetry could not start, naming the setting to fix.
@@ -86,13 +89,32 @@ impl Otel {
         };
         let fail =
             |what: &str, error: &dyn std::fmt::Display| OtelError(format!("cannot start the {what} exporter: {error}; {where_from}"));
+        // Where each signal goes, for the notice of a failed export (no user or query part).
+        let target = |path: &str, variable: &str| {
+            let url = signal_url(path)
+                .or_else(|| env(variable))
+                .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT").map(|base| format!("{}/{path}", base.trim_end_matches('/'))))
+                .unwrap_or_default();
+            match reqwest::Url::parse(&url) {
+                Ok(mut url) => {
+                    let _ = (url.set_username(""), url.set_password(None));
+                    url.set_query(None);
+                    url.to_string()
+                }
+                Err(_) => format!("the collector {variable} names"),
+            }
+        };
+        let failures = [
+            ExportFailures::new("spans", target("v1/traces", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")),
+            ExportFailures::new("metrics", target("v1/metrics", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")),
+        ];
 
         let mut spans =
             opentelemetry_otlp::SpanExporter::builder().with_http().with_http_client(http_client().map_err(|e| fail("span", &e))?);
         if let Some(url) = signal_url("v1/traces") {
             spans = spans.with_endpoint(url);
         }
-        let spans = spans.with_timeout(EXPORT_TIMEOUT).build().map_err(|e| fail("span", &e))?;
+        let spans = Watched::new(spans.with_timeout(EXPORT_TIMEOUT).build().map_err(|e| fail("span", &e))?, failures[0].clone());
         let traces = SdkTracerProvider::builder()
             .with_span_processor(BatchSpanProcessor::builder(spans).build())
             .with_resource(resource.clone())
@@ -105,7 +127,8 @@ impl Otel {
             if let Some(url) = signal_url("v1/metrics") {
                 exporter = exporter.with_endpoint(url);
             }
-            let exporter = exporter.with_timeout(EXPORT_TIMEOUT).build().map_err(|e| fail("metric", &e))?;
+            let exporter =
+                Watched::new(exporter.with_timeout(EXPORT_TIMEOUT).build().map_err(|e| fail("metric", &e))?, failures[1].clone());
             let mut reader = PeriodicReader::builder(exporter);
             if let Some(interval) = settings.and_then(|settings| settings.metrics_interval) {
                 reader = reader.with_interval(interval);
@@ -121,11 +144,16 @@ impl Otel {
             .with_description("Time from a tool call's arrival at its server's connection to its answer")
             .with_boundaries(LATENCY_BUCKETS.to_vec())
             .build();
-        Ok(Some(Otel { tracer: traces.tracer(SCOPE), traces, meters, calls, latency, service_name }))
+        Ok(Some(Otel { tracer: traces.tracer(SCOPE), traces, meters, calls, latency, service_name, failures }))
     }
 
     pub fn service_name(&self) -> &str {
         &self.service_name
+    }
+
+    /// Exports (of spans or metrics) that could not be sent so far.
+    pub fn export_failures(&self) -> u64 {
+        self.failures.iter().map(|failures| failures.count()).sum()
     }
 
     /// A server-side span of one request the gateway serves, child of

@@ -60,6 +60,9 @@ impl MetricsSnapshot {
         }
         family(&mut out, "mcpvisor_audit_dropped_total", "counter", "Audit lines dropped because the writer could not keep up.");
         sample(&mut out, "mcpvisor_audit_dropped_total", "", self.audit_dropped as f64);
+        let name = "mcpvisor_otel_export_failures_total";
+        family(&mut out, name, "counter", "OpenTelemetry exports (batches of spans or metrics) that could not be sent.");
+        sample(&mut out, name, "", self.otel_export_failures as f64);
         out
     }
 }
