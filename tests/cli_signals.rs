@@ -7,16 +7,17 @@ use std::time::{Duration, Instant};
 
 use cli_support::{stderr, Sandbox, BIN};
 
-/// Pids of live processes whose environment holds `marker`.
+/// Pids of live processes whose command line holds `marker` as an argument
+/// (not their environment: mcpvisor empties its own environment block).
 fn processes_with(marker: &str) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let zombie = stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'));
-            !zombie && environ.split(|b| *b == 0).any(|var| var == marker.as_bytes())
+            !zombie && cmdline.split(|b| *b == 0).any(|arg| arg == marker.as_bytes())
         })
         .collect()
 }
@@ -35,13 +36,11 @@ fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 #[test]
 fn ctrl_c_stops_the_servers_and_exits_130() {
     let sandbox = Sandbox::new();
-    let marker = format!("MCPVISOR_SIGNAL_TEST={}", std::process::id());
-    let (key, value) = marker.split_once('=').unwrap();
     let requests = tempfile::NamedTempFile::new().unwrap();
     let log = requests.path().to_str().unwrap();
-    sandbox.write_user_file(&format!(
-        "[servers.slow]\ncommand = {BIN:?}\nargs = [\"demo-server\", \"--request-log\", {log:?}]\nenv = {{ {key} = \"{value}\" }}\n"
-    ));
+    // The request log's path is this test's own: it marks the server's process.
+    let marker = log.to_string();
+    sandbox.write_user_file(&format!("[servers.slow]\ncommand = {BIN:?}\nargs = [\"demo-server\", \"--request-log\", {log:?}]\n"));
     let child = sandbox
         .std_cmd(["call", "slow", "sleep", "--arg", "ms=60000"])
         .stdout(std::process::Stdio::piped())

@@ -78,10 +78,10 @@ async fn bad_input_gets_the_json_rpc_error_it_deserves_and_the_gateway_goes_on()
     assert_eq!(no_uri["error"]["code"], -32002, "{no_uri}");
 
     gateway.send_line(b"{this is not json").await;
-    let parse = gateway.next_message().await;
+    let parse = gateway.next_answer().await;
     assert_eq!((parse["error"]["code"].clone(), parse["id"].clone()), (json!(-32700), Value::Null), "{parse}");
     gateway.send_line(b"[1, 2]").await;
-    assert!(gateway.next_message().await["error"]["code"].as_i64().is_some());
+    assert!(gateway.next_answer().await["error"]["code"].as_i64().is_some());
     // A frame past the codec's 16 MiB limit is refused by its id, unread.
     let huge = format!(
         r#"{{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{{"name":"demo__echo","arguments":{{"text":"{}"}}}}}}"#,
@@ -171,12 +171,7 @@ async fn progress_carries_the_clients_token_and_cancellation_reaches_the_upstrea
     // The cancelled request is never answered: the next answer is the ping's
     // (the pool's notifications, such as tools/list_changed, may come first).
     let ping = gateway.send("ping", json!({})).await;
-    let next = loop {
-        let message = gateway.next_message().await;
-        if message.get("id").is_some() {
-            break message;
-        }
-    };
+    let next = gateway.next_answer().await;
     assert_eq!(next["id"], ping, "{next}");
     assert_eq!(gateway.close().await, Some(0));
 }

@@ -201,6 +201,17 @@ impl Gateway {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carries only JSON-RPC ({e}): {line}"))
     }
 
+    /// The next message that is not a notification (the pool's
+    /// `list_changed` and logs may come at any time).
+    pub async fn next_answer(&mut self) -> Value {
+        loop {
+            let message = self.next_message().await;
+            if message.get("id").is_some() {
+                return message;
+            }
+        }
+    }
+
     /// Calls a tool and returns the whole response.
     pub async fn call(&mut self, name: &str, arguments: Value) -> Value {
         self.request("tools/call", json!({"name": name, "arguments": arguments})).await
