@@ -13,8 +13,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use mcpvisor::config::{Network, SandboxSpec, ServerConfig};
-use mcpvisor::transport::stdio;
 use mcpvisor::error::ExitInfo;
+use mcpvisor::transport::stdio;
 use tokio::io::AsyncReadExt;
 
 const DOORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/doors.py");
@@ -178,4 +178,19 @@ async fn the_kernels_attack_surface_is_refused_by_seccomp() {
     let open = probe(None, work.path(), "x32-getpid", &[]).await;
     assert!(!refused(&open, "EPERM"), "{open}");
     assert!(refused(&probe(sandbox(Network::Any), work.path(), "x32-getpid", &[]).await, "EPERM"));
+}
+
+#[tokio::test]
+async fn a_required_allow_list_refuses_to_start_naming_the_hosts_it_cannot_enforce() {
+    let allow = Network::Allow(vec!["api.github.com:443".into()]);
+    let mut config = ServerConfig::stdio("listed", "python3", [DOORS, "socketpair"]);
+    config.sandbox = Some(SandboxSpec { network: allow.clone(), required: true, ..SandboxSpec::default() });
+    let refused = stdio::spawn(&config).err().expect("a required allow-list refuses to start").to_string();
+    assert!(refused.contains("required = true") && refused.contains("api.github.com:443 are not enforced"), "{refused}");
+    // Best effort: it starts, and says what it does not enforce.
+    config.sandbox = sandbox(allow);
+    let process = stdio::spawn(&config).unwrap();
+    let gaps = process.sandbox.as_ref().unwrap().gaps.join("; ");
+    assert!(gaps.contains("api.github.com:443 are not enforced"), "{gaps}");
+    assert!(process.exit.wait().await.is_clean());
 }

@@ -6,7 +6,7 @@ use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
 use landlock::{
-    path_beneath_rules, Access, BitFlags, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, Scope, ABI,
+    path_beneath_rules, Access, AccessFs, AccessNet, BitFlags, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, Scope, ABI,
 };
 
 /// The Landlock ABI this kernel offers (0: none), from

@@ -118,7 +118,11 @@ pub fn prepare(
             let ports = spec.network.ports();
             let list = ports.iter().map(u16::to_string).collect::<Vec<_>>().join(", ");
             gaps.push(format!("the hosts of {} are not enforced (the kernel enforces ports only) and UDP is open", targets.join(", ")));
-            (Namespace::Host, NetRules::Ports { connect: ports, deny_bind: false }, format!("network: TCP connect to ports {list} on any host"))
+            (
+                Namespace::Host,
+                NetRules::Ports { connect: ports, deny_bind: false },
+                format!("network: TCP connect to ports {list} on any host"),
+            )
         }
     };
     let landlock_net = !matches!(net_rules, NetRules::Unhandled) && abi >= kernel::LANDLOCK_NET_ABI;
@@ -234,7 +238,9 @@ fn namespaces(
     if proc {
         achieved.push("/proc: its own processes only".into());
     } else {
-        gaps.push("/proc shows every process's command line and status: a private /proc needs CAP_SYS_ADMIN, Landlock and Linux 5.8".into());
+        gaps.push(
+            "/proc shows every process's command line and status: a private /proc needs CAP_SYS_ADMIN, Landlock and Linux 5.8".into(),
+        );
     }
     if !admin {
         gaps.push("/dev/shm and System V IPC are the host's (shared, and left behind): private ones need CAP_SYS_ADMIN".into());

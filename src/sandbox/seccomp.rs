@@ -259,6 +259,8 @@ mod tests {
     }
 
     #[test]
+    // The ioctl request type is c_ulong here and c_int on other libcs.
+    #[allow(clippy::unnecessary_cast)]
     fn the_filter_refuses_what_it_lists_and_allows_the_rest() {
         let program = program(Options { deny_unix_sockets: true }).unwrap();
         let call = |nr: i64, args: [u64; 6]| run(&program, AUDIT_ARCH, nr as u32, args);
