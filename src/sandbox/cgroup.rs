@@ -1,7 +1,7 @@
 //! One cgroup per sandboxed process tree, for the memory and process
 //! limits: cgroup v2 where `/sys/fs/cgroup` is a writable unified
 //! hierarchy with both controllers, else the v1 `memory` and `pids`
-//! hierarchies. Created in the parent before fork; the child joins it by
+//! hierarchies. Created in the parent before the clone; the child joins it by
 //! writing `0` to pre-opened `cgroup.procs` descriptors; removed (its
 //! stragglers killed) once the process group is gone.
 
