@@ -79,7 +79,7 @@ pub const DENIED_SYSCALLS: &[(&str, i64)] = &[
 const OPEN_TREE_ATTR: i64 = 467;
 
 /// Calls refused only with some arguments, for `status` and the docs.
-pub const DENIED_WITH_ARGUMENTS: &str = "clone/clone3 of namespaces, mknod of devices, ioctl TIOCSTI/TIOCLINUX";
+pub const DENIED_WITH_ARGUMENTS: &str = "clone of namespaces, mknod of devices, ioctl TIOCSTI/TIOCLINUX";
 
 /// Every namespace flag of `clone` and `unshare` (`CLONE_NEWTIME` only for
 /// `unshare`: in `clone`'s flags that bit is part of the exit signal).
