@@ -52,8 +52,6 @@ pub const DENIED_SYSCALLS: &[(&str, i64)] = &[
     ("syslog", libc::SYS_syslog),
     ("settimeofday", libc::SYS_settimeofday),
     ("clock_settime", libc::SYS_clock_settime),
-    ("clock_adjtime", libc::SYS_clock_adjtime),
-    ("adjtimex", libc::SYS_adjtimex),
     // raw kernel interfaces with a history of escapes
     ("io_uring_setup", libc::SYS_io_uring_setup),
     ("io_uring_enter", libc::SYS_io_uring_enter),
