@@ -15,14 +15,14 @@
 //! escapes a terminal's; its output is waited for [`DRAIN`] at most.
 
 use std::collections::VecDeque;
-use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
-use tokio::process::{ChildStdout, Command};
+use tokio::process::ChildStdout;
 
 use super::host::{CommandOutcome, CommandRequest, HostError};
-use crate::transport::stdio::{reap_group, ProcessGroup};
+use crate::transport::stdio::spawn::Launch;
+use crate::transport::stdio::{reap_group, start, ProcessGroup, Started};
 
 /// Between SIGTERM and SIGKILL at a time-out.
 pub const TERM_GRACE: Duration = Duration::from_secs(2);
@@ -43,57 +43,52 @@ impl Drop for GroupGuard {
 }
 
 pub(super) async fn run(request: &CommandRequest) -> Result<CommandOutcome, HostError> {
-    let mut command = Command::new("sh");
-    command
-        .arg("-c")
-        .arg(&request.command)
-        .current_dir(&request.cwd)
-        .env_clear()
-        .envs(request.env.iter().map(|(name, value)| (name, value)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .kill_on_drop(true);
-    // SAFETY: the closure runs in the child between fork and exec, after
-    // its stdio is set up, and calls only dup2 (async-signal-safe): stderr
-    // becomes the stdout pipe, so the two interleave in the order written.
-    unsafe {
-        command.pre_exec(|| match libc::dup2(1, 2) {
-            -1 => Err(std::io::Error::last_os_error()),
-            _ => Ok(()),
-        });
-    }
     let sandbox = match &request.sandbox {
         Some(spec) => {
             let path = std::env::var_os("PATH");
             let sandbox = crate::sandbox::prepare(spec, "run_command", "sh", &[], &request.cwd, path.as_deref())
                 .map_err(|why| std::io::Error::other(format!("sandbox: {why}")))?;
-            sandbox.install(&mut command);
             Some(sandbox)
         }
         None => None,
     };
-    let spawned = command.spawn();
-    let sandbox = SandboxGuard(sandbox.map(crate::sandbox::Sandbox::spawned));
-    let mut child = spawned?;
-    let (Some(pid), Some(mut stdout)) = (child.id(), child.stdout.take()) else {
-        return Err(std::io::Error::other("the shell ended before it could be watched").into());
+    let mut env = request.env.clone();
+    if let Some(sandbox) = &sandbox {
+        let (key, value) = sandbox.tmpdir();
+        env.retain(|(k, _)| *k != key);
+        env.push((key, value));
+    }
+    let args = ["-c".to_string(), request.command.clone()];
+    // stderr joins the stdout pipe, so the two interleave in the order
+    // written. Not tied to the spawning thread: a call may run on any.
+    let launch = Launch {
+        program: "sh",
+        args: &args,
+        env: &env,
+        cwd: Some(&request.cwd),
+        stdin_piped: false,
+        stderr_piped: false,
+        die_with_thread: false,
+        sandbox: sandbox.as_ref(),
     };
+    let spawned = start(&launch);
+    let sandbox = SandboxGuard(sandbox.map(crate::sandbox::Sandbox::spawned));
+    let Started { pid, mut stdout, child, .. } = spawned?;
     let group = ProcessGroup(pid as i32);
     let _guard = GroupGuard(group);
     let mut output = Capture::new(request.output_limit);
     let mut reading = true;
     let ended = async {
-        match tokio::time::timeout(request.timeout, child.wait()).await {
+        let mut exit = std::pin::pin!(child.wait());
+        match tokio::time::timeout(request.timeout, &mut exit).await {
             Ok(status) => (status, false),
             Err(_) => {
                 group.signal(libc::SIGTERM);
-                if let Ok(status) = tokio::time::timeout(TERM_GRACE, child.wait()).await {
+                if let Ok(status) = tokio::time::timeout(TERM_GRACE, &mut exit).await {
                     return (status, true);
                 }
                 group.signal(libc::SIGKILL);
-                (child.wait().await, true)
+                (exit.await, true)
             }
         }
     };

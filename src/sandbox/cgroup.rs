@@ -1,12 +1,12 @@
 //! One cgroup per sandboxed process tree, for the memory and process
 //! limits: cgroup v2 where `/sys/fs/cgroup` is a writable unified
 //! hierarchy with both controllers, else the v1 `memory` and `pids`
-//! hierarchies. Created in the parent before fork; the child joins it by
+//! hierarchies. Created in the parent before the clone; the child joins it by
 //! writing `0` to pre-opened `cgroup.procs` descriptors; removed (its
 //! stragglers killed) once the process group is gone.
 
 use std::fs::{self, OpenOptions};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -85,8 +85,8 @@ impl Cgroup {
     }
 
     /// The descriptors the child writes `0` to, to join.
-    pub fn join_fds(&self) -> Vec<RawFd> {
-        self.procs.iter().map(AsRawFd::as_raw_fd).collect()
+    pub fn join_fds(&self) -> &[OwnedFd] {
+        &self.procs
     }
 
     /// Closes the join descriptors (after spawn).
@@ -126,8 +126,13 @@ impl Cgroup {
     }
 
     /// Kills what is left in the cgroup (processes that left the group
-    /// with `setsid` included) and removes it, within a bounded time.
+    /// with `setsid` included) and removes it, within a bounded time: at
+    /// once with `cgroup.kill` (v2, Linux 5.14), else one by one, as many
+    /// rounds as it takes a fork loop to run out.
     pub async fn remove(self) {
+        for dir in self.dirs.iter().filter(|_| self.version == 2) {
+            let _ = fs::write(dir.join("cgroup.kill"), "1");
+        }
         for _ in 0..50 {
             for dir in &self.dirs {
                 for pid in fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default().lines().filter_map(|l| l.parse::<i32>().ok()) {

@@ -1,13 +1,13 @@
-//! The kernel's parts of a sandbox, built in the parent before fork: a
-//! Landlock ruleset (as a file descriptor) and a seccomp BPF program (as
-//! plain instructions). The child only applies them ([`super::apply`]).
+//! The kernel's parts of a sandbox that are built in the parent before
+//! the clone: a Landlock ruleset (as a file descriptor), what the kernel
+//! offers (Landlock ABI, its version, our capabilities).
 
-use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
-use landlock::{path_beneath_rules, Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, ABI};
-use seccompiler::{SeccompAction, SeccompFilter};
+use landlock::{
+    path_beneath_rules, Access, AccessFs, AccessNet, BitFlags, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, Scope, ABI,
+};
 
 /// The Landlock ABI this kernel offers (0: none), from
 /// `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`.
@@ -20,6 +20,10 @@ pub fn landlock_abi() -> i64 {
 
 /// Landlock ABI from which TCP bind/connect rules exist.
 pub const LANDLOCK_NET_ABI: i64 = 4;
+/// Landlock ABI from which signals and abstract UNIX sockets are scoped.
+pub const LANDLOCK_SCOPE_ABI: i64 = 6;
+/// The newest ABI this code asks for; older kernels get what they have.
+const ABI_WANTED: ABI = ABI::V7;
 
 /// What a ruleset restricts on the network.
 pub enum NetRules {
@@ -29,19 +33,42 @@ pub enum NetRules {
     Ports { connect: Vec<u16>, deny_bind: bool },
 }
 
-/// A Landlock ruleset ready for `landlock_restrict_self`; `None` where the
-/// kernel has no Landlock.
+/// Rights on a readable path.
+pub fn read_rights() -> BitFlags<AccessFs> {
+    AccessFs::from_read(ABI_WANTED)
+}
+
+/// Rights on a writable path: everything but making device nodes.
+pub fn write_rights() -> BitFlags<AccessFs> {
+    AccessFs::from_all(ABI_WANTED) & !(AccessFs::MakeBlock | AccessFs::MakeChar)
+}
+
+/// Rights the ruleset handles (denied wherever no rule grants them).
+fn handled_rights() -> BitFlags<AccessFs> {
+    AccessFs::from_all(ABI_WANTED)
+}
+
+/// The handled rights this kernel knows, as `landlock_add_rule` accepts
+/// them (a rule naming a right the ruleset does not handle is refused).
+pub fn known_rights(rights: BitFlags<AccessFs>, abi: i64) -> u64 {
+    let known = match abi {
+        0 => BitFlags::empty(),
+        abi => AccessFs::from_all(ABI::from(abi as i32)),
+    };
+    (rights & known).bits()
+}
+
+/// A Landlock ruleset ready for `landlock_restrict_self`, signals and
+/// abstract UNIX sockets scoped to the sandbox where the kernel can;
+/// `None` where the kernel has no Landlock.
 pub fn landlock_ruleset(read: &[PathBuf], write: &[PathBuf], net: &NetRules) -> Result<Option<OwnedFd>, RulesetError> {
-    let abi = ABI::V7;
-    let mut ruleset = Ruleset::default().handle_access(AccessFs::from_all(abi))?;
+    let mut ruleset = Ruleset::default().handle_access(handled_rights())?.scope(Scope::from_all(ABI_WANTED))?;
     if let NetRules::Ports { deny_bind, .. } = net {
         let access = if *deny_bind { AccessNet::ConnectTcp | AccessNet::BindTcp } else { AccessNet::ConnectTcp.into() };
         ruleset = ruleset.handle_access(access)?;
     }
-    let mut created = ruleset
-        .create()?
-        .add_rules(path_beneath_rules(read, AccessFs::from_read(abi)))?
-        .add_rules(path_beneath_rules(write, AccessFs::from_all(abi)))?;
+    let mut created =
+        ruleset.create()?.add_rules(path_beneath_rules(read, read_rights()))?.add_rules(path_beneath_rules(write, write_rights()))?;
     if let NetRules::Ports { connect, .. } = net {
         for port in connect {
             created = created.add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
@@ -50,46 +77,27 @@ pub fn landlock_ruleset(read: &[PathBuf], write: &[PathBuf], net: &NetRules) -> 
     Ok(created.into())
 }
 
-/// System calls no MCP server needs, answered with EPERM: tracing other
-/// processes, mounting, loading kernel code or modules, rebooting, swap,
-/// the kernel keyring and raw kernel interfaces.
-pub const DENIED_SYSCALLS: &[(&str, i64)] = &[
-    ("ptrace", libc::SYS_ptrace),
-    ("process_vm_readv", libc::SYS_process_vm_readv),
-    ("process_vm_writev", libc::SYS_process_vm_writev),
-    ("mount", libc::SYS_mount),
-    ("umount2", libc::SYS_umount2),
-    ("pivot_root", libc::SYS_pivot_root),
-    ("open_tree", libc::SYS_open_tree),
-    ("move_mount", libc::SYS_move_mount),
-    ("fsopen", libc::SYS_fsopen),
-    ("kexec_load", libc::SYS_kexec_load),
-    ("kexec_file_load", libc::SYS_kexec_file_load),
-    ("bpf", libc::SYS_bpf),
-    ("init_module", libc::SYS_init_module),
-    ("finit_module", libc::SYS_finit_module),
-    ("delete_module", libc::SYS_delete_module),
-    ("reboot", libc::SYS_reboot),
-    ("swapon", libc::SYS_swapon),
-    ("swapoff", libc::SYS_swapoff),
-    ("acct", libc::SYS_acct),
-    ("perf_event_open", libc::SYS_perf_event_open),
-    ("userfaultfd", libc::SYS_userfaultfd),
-    ("open_by_handle_at", libc::SYS_open_by_handle_at),
-    ("add_key", libc::SYS_add_key),
-    ("request_key", libc::SYS_request_key),
-    ("keyctl", libc::SYS_keyctl),
-    ("settimeofday", libc::SYS_settimeofday),
-    ("clock_settime", libc::SYS_clock_settime),
-];
+/// This process's effective capabilities (`CapEff` of /proc/self/status).
+pub fn effective_capabilities() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("CapEff:")).and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok()).unwrap_or(0)
+}
 
-/// The seccomp program: every call in [`DENIED_SYSCALLS`] fails with EPERM,
-/// everything else is allowed. Plain instructions (no pointers), so the
-/// child can load them without allocating.
-pub fn seccomp_program() -> Result<Vec<libc::sock_filter>, seccompiler::BackendError> {
-    let rules = DENIED_SYSCALLS.iter().map(|(_, number)| (*number, Vec::new())).collect::<BTreeMap<_, _>>();
-    let arch = std::env::consts::ARCH.try_into()?;
-    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)?;
-    let program: seccompiler::BpfProgram = filter.try_into()?;
-    Ok(program.into_iter().map(|i| libc::sock_filter { code: i.code, jt: i.jt, jf: i.jf, k: i.k }).collect())
+/// The highest capability number this kernel knows.
+pub fn last_capability() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(63)
+}
+
+/// The running kernel's (major, minor) version, from `uname`.
+pub fn kernel_version() -> (u32, u32) {
+    // SAFETY: uname fills the zeroed struct it is given.
+    let release = unsafe {
+        let mut name: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut name) != 0 {
+            return (0, 0);
+        }
+        std::ffi::CStr::from_ptr(name.release.as_ptr()).to_string_lossy().into_owned()
+    };
+    let mut numbers = release.split(|c: char| !c.is_ascii_digit()).map(|n| n.parse().unwrap_or(0));
+    (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0))
 }

@@ -1,29 +1,38 @@
 //! Sandboxes for the processes mcpvisor starts (stdio servers and
-//! `run_command`): Landlock filesystem and TCP rules, a network namespace,
-//! rlimits, a memory and pids cgroup, `no_new_privs` and a seccomp filter.
+//! `run_command`): Landlock filesystem and TCP rules with signals and
+//! abstract UNIX sockets scoped, network, mount and IPC namespaces (a
+//! private `/proc` and `/dev/shm`), no capabilities, rlimits, a memory and
+//! pids cgroup, `no_new_privs` and a seccomp filter.
 //!
 //! Invariants:
 //! - everything is prepared in the parent ([`prepare`]): the Landlock
 //!   ruleset fd, the seccomp program, the cgroup and its `cgroup.procs`
-//!   fds, the private temporary directory. Between fork and exec the child
-//!   only applies them with async-signal-safe system calls ([`Sandbox::install`]);
+//!   fds, the private temporary directory, the mount options. Between
+//!   clone and exec the child only applies them with async-signal-safe
+//!   system calls ([`Sandbox::apply`], run by the one spawn path);
 //! - best effort by default: what the kernel cannot enforce is named in
 //!   [`Sandbox::gaps`], and with `required = true` [`prepare`] refuses instead;
 //! - what is reported as achieved is what the kernel enforces, never more
-//!   (an allow-list of `host:port` is enforced by port only);
+//!   (an allow-list of `host:port` is enforced by port only, and says so
+//!   as a gap);
 //! - the cgroup and the temporary directory are removed by [`Running::remove`]
-//!   once the process group is gone.
+//!   once the process group is gone; the private `/dev/shm` and IPC objects
+//!   go with the namespaces when the sandbox's last process ends.
 
 mod cgroup;
+mod child;
 mod kernel;
 mod paths;
+mod seccomp;
 
-use std::ffi::OsStr;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::ffi::{CString, OsStr, OsString};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 pub use cgroup::human_size;
-pub use kernel::{landlock_abi, DENIED_SYSCALLS};
+pub use child::Step;
+pub use kernel::landlock_abi;
+pub use seccomp::DENIED_SYSCALLS;
 
 use crate::config::{Network, SandboxSpec};
 use cgroup::Cgroup;
@@ -49,12 +58,22 @@ struct Rlimits {
     address_space: Option<u64>,
 }
 
-/// A sandbox ready to be installed on one `Command`.
+/// `CAP_SETPCAP` and `CAP_SYS_ADMIN`, as bits of a capability set.
+const CAP_SETPCAP: u64 = 1 << 8;
+const CAP_SYS_ADMIN: u64 = 1 << 21;
+
+/// A sandbox ready to be applied in one child ([`Sandbox::apply`]).
 pub struct Sandbox {
     landlock: Option<OwnedFd>,
-    seccomp: Vec<libc::sock_filter>,
+    seccomp: Option<Vec<libc::sock_filter>>,
     rlimits: Rlimits,
     namespace: Namespace,
+    /// `unshare` flags: network, mount and IPC namespaces (0: none).
+    unshare: libc::c_int,
+    mounts: Option<child::Mounts>,
+    last_capability: u32,
+    /// Whether the bounding set can be emptied (CAP_SETPCAP).
+    drop_bounding: bool,
     cgroup: Option<Cgroup>,
     tmp: PathBuf,
     /// What the kernel enforces, as `status` shows it.
@@ -75,7 +94,8 @@ pub fn prepare(
     path_env: Option<&OsStr>,
 ) -> Result<Sandbox, String> {
     let abi = landlock_abi();
-    let admin = has_sys_admin();
+    let capabilities = kernel::effective_capabilities();
+    let admin = capabilities & CAP_SYS_ADMIN != 0;
     let mut gaps = Vec::new();
     let mut achieved = Vec::new();
 
@@ -85,7 +105,10 @@ pub fn prepare(
     let (namespace, net_rules, network) = match &spec.network {
         Network::Any => (Namespace::Host, NetRules::Unhandled, "network: any".to_string()),
         Network::None if admin => (Namespace::Empty, none_rules(), "network: none (empty network namespace)".into()),
-        Network::None => (Namespace::Host, none_rules(), "network: none (Landlock TCP connect and bind; UDP not restricted)".into()),
+        Network::None => {
+            gaps.push("network = \"none\" leaves UDP open: an empty network namespace needs CAP_SYS_ADMIN".into());
+            (Namespace::Host, none_rules(), "network: none (Landlock TCP connect and bind)".into())
+        }
         Network::Loopback if admin => (Namespace::Loopback, NetRules::Unhandled, "network: a private loopback (network namespace)".into()),
         Network::Loopback => {
             gaps.push("network = \"loopback\" needs a network namespace (CAP_SYS_ADMIN)".into());
@@ -94,8 +117,12 @@ pub fn prepare(
         Network::Allow(targets) => {
             let ports = spec.network.ports();
             let list = ports.iter().map(u16::to_string).collect::<Vec<_>>().join(", ");
-            let text = format!("network: TCP connect to ports {list} on any host (hosts of {} not enforced)", targets.join(", "));
-            (Namespace::Host, NetRules::Ports { connect: ports, deny_bind: false }, text)
+            gaps.push(format!("the hosts of {} are not enforced (the kernel enforces ports only) and UDP is open", targets.join(", ")));
+            (
+                Namespace::Host,
+                NetRules::Ports { connect: ports, deny_bind: false },
+                format!("network: TCP connect to ports {list} on any host"),
+            )
         }
     };
     let landlock_net = !matches!(net_rules, NetRules::Unhandled) && abi >= kernel::LANDLOCK_NET_ABI;
@@ -103,15 +130,45 @@ pub fn prepare(
         gaps.push(format!("network rules need Landlock ABI {} (this kernel: {abi})", kernel::LANDLOCK_NET_ABI));
     }
     let landlock = kernel::landlock_ruleset(&read, &write, &net_rules).map_err(|e| format!("cannot build its Landlock ruleset ({e})"))?;
-    match (abi, landlock.is_some()) {
-        (0, _) | (_, false) => gaps.push("filesystem rules need Landlock (this kernel has none)".into()),
-        (abi, true) if landlock_net => achieved.push(format!("landlock v{abi}: filesystem + network")),
-        (abi, true) => achieved.push(format!("landlock v{abi}: filesystem")),
+    let landlock_on = abi > 0 && landlock.is_some();
+    match (landlock_on, landlock_net) {
+        (false, _) => gaps.push("filesystem rules need Landlock (this kernel has none)".into()),
+        (true, true) => achieved.push(format!("landlock v{abi}: filesystem + network")),
+        (true, false) => achieved.push(format!("landlock v{abi}: filesystem")),
     }
     achieved.push(network);
-    achieved.push(format!("seccomp: {} system calls denied", DENIED_SYSCALLS.len()));
+    if landlock_on && abi >= kernel::LANDLOCK_SCOPE_ABI {
+        achieved.push("signals and abstract UNIX sockets scoped to the sandbox".into());
+    } else {
+        gaps.push(format!(
+            "signals and abstract UNIX sockets reach processes outside the sandbox: scoping them needs Landlock ABI {} (Linux 6.12; this kernel: {abi})",
+            kernel::LANDLOCK_SCOPE_ABI
+        ));
+    }
+    let deny_unix_sockets = spec.network != Network::Any;
+    let seccomp = seccomp::program(seccomp::Options { deny_unix_sockets });
+    match &seccomp {
+        Some(_) => {
+            if deny_unix_sockets {
+                achieved.push("UNIX sockets: none on disk (socket(AF_UNIX) refused; socketpair kept)".into());
+            }
+            achieved.push(format!(
+                "seccomp: {} system calls denied, and {}; other ABIs refused",
+                DENIED_SYSCALLS.len() + 1,
+                seccomp::DENIED_WITH_ARGUMENTS
+            ));
+        }
+        None => gaps.push(format!("no seccomp filter for {}", std::env::consts::ARCH)),
+    }
+
+    let (unshare, mounts) = namespaces(spec, namespace, admin, abi, &mut achieved, &mut gaps);
+    let drop_bounding = capabilities & CAP_SETPCAP != 0;
+    if capabilities != 0 && !drop_bounding {
+        gaps.push("capabilities: the bounding set cannot be emptied without CAP_SETPCAP".into());
+    } else {
+        achieved.push("capabilities: none".into());
+    }
     achieved.push("no_new_privs".into());
-    let seccomp = kernel::seccomp_program().map_err(|e| format!("cannot build its seccomp filter ({e})"))?;
 
     let mut rlimits =
         Rlimits { cpu_seconds: spec.cpu_seconds, open_files: spec.open_files, processes: spec.processes, address_space: None };
@@ -125,7 +182,8 @@ pub fn prepare(
             Err(why) => {
                 if let Some(bytes) = memory {
                     rlimits.address_space = Some(bytes);
-                    achieved.push(format!("address space {} (rlimit; no cgroup: {why})", human_size(bytes)));
+                    achieved.push(format!("address space {} (rlimit)", human_size(bytes)));
+                    gaps.push(format!("memory is bound only by RLIMIT_AS (address space, not memory used): no cgroup ({why})"));
                 }
                 // SAFETY: geteuid has no preconditions.
                 if processes.is_some() && unsafe { libc::geteuid() } == 0 {
@@ -142,7 +200,20 @@ pub fn prepare(
     if !limits.is_empty() {
         achieved.push(format!("rlimits: {}", limits.join(", ")));
     }
-    let sandbox = Sandbox { landlock, seccomp, rlimits, namespace, cgroup, tmp, achieved: achieved.join("; "), gaps };
+    let sandbox = Sandbox {
+        landlock,
+        seccomp,
+        rlimits,
+        namespace,
+        unshare,
+        mounts,
+        last_capability: kernel::last_capability(),
+        drop_bounding,
+        cgroup,
+        tmp,
+        achieved: achieved.join("; "),
+        gaps,
+    };
     if spec.required && !sandbox.gaps.is_empty() {
         let gaps = sandbox.gaps.join("; ");
         sandbox.discard();
@@ -151,54 +222,52 @@ pub fn prepare(
     Ok(sandbox)
 }
 
+/// The namespaces to enter and the private mounts to make, with what they
+/// achieve and what is left open without them.
+fn namespaces(
+    spec: &SandboxSpec,
+    network: Namespace,
+    admin: bool,
+    abi: i64,
+    achieved: &mut Vec<String>,
+    gaps: &mut Vec<String>,
+) -> (libc::c_int, Option<child::Mounts>) {
+    let net = if network == Namespace::Host { 0 } else { libc::CLONE_NEWNET };
+    // Per-mount procfs options (hidepid on a mount of our own) since Linux 5.8.
+    let proc = admin && abi > 0 && kernel::kernel_version() >= (5, 8);
+    if proc {
+        achieved.push("/proc: its own processes only".into());
+    } else {
+        gaps.push(
+            "/proc shows every process's command line and status: a private /proc needs CAP_SYS_ADMIN, Landlock and Linux 5.8".into(),
+        );
+    }
+    if !admin {
+        gaps.push("/dev/shm and System V IPC are the host's (shared, and left behind): private ones need CAP_SYS_ADMIN".into());
+        return (net, None);
+    }
+    let shm = Path::new("/dev/shm").is_dir().then(|| {
+        let size = spec.memory.map(|bytes| format!(",size={bytes}")).unwrap_or_default();
+        CString::new(format!("mode=1777{size}")).unwrap_or_default()
+    });
+    achieved.push("/dev/shm and IPC: private, freed with the sandbox".into());
+    let mounts = child::Mounts {
+        proc,
+        shm,
+        proc_rights: kernel::known_rights(kernel::read_rights(), abi),
+        shm_rights: kernel::known_rights(kernel::write_rights(), abi),
+    };
+    (net | libc::CLONE_NEWNS | libc::CLONE_NEWIPC, Some(mounts))
+}
+
 fn none_rules() -> NetRules {
     NetRules::Ports { connect: Vec::new(), deny_bind: true }
 }
 
-/// Whether this process may make namespaces (`CAP_SYS_ADMIN` in CapEff).
-fn has_sys_admin() -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let caps = status.lines().find_map(|l| l.strip_prefix("CapEff:")).and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok());
-    caps.is_some_and(|caps| caps & (1 << 21) != 0)
-}
-
 impl Sandbox {
-    /// Sets the private temporary directory and adds the `pre_exec` step
-    /// that applies the sandbox (after any step already added).
-    pub fn install(&self, command: &mut tokio::process::Command) {
-        command.env("TMPDIR", &self.tmp);
-        let landlock: Option<RawFd> = self.landlock.as_ref().map(AsRawFd::as_raw_fd);
-        let cgroups: Vec<RawFd> = self.cgroup.as_ref().map(Cgroup::join_fds).unwrap_or_default();
-        let seccomp = self.seccomp.clone();
-        let rlimits = self.rlimits;
-        let namespace = self.namespace;
-        // SAFETY: the closure runs in the child between fork and exec. It
-        // reads only what it owns, allocates nothing, and calls only
-        // async-signal-safe system calls (write, setrlimit, unshare, socket,
-        // ioctl, close, prctl, syscall).
-        unsafe {
-            command.pre_exec(move || {
-                for fd in &cgroups {
-                    check(libc::write(*fd, b"0".as_ptr().cast(), 1) as libc::c_int)?;
-                }
-                apply_rlimits(&rlimits)?;
-                match namespace {
-                    Namespace::Host => {}
-                    Namespace::Empty => check(libc::unshare(libc::CLONE_NEWNET))?,
-                    Namespace::Loopback => {
-                        check(libc::unshare(libc::CLONE_NEWNET))?;
-                        loopback_up()?;
-                    }
-                }
-                check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
-                if let Some(fd) = landlock {
-                    check(libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) as libc::c_int)?;
-                }
-                let program = libc::sock_fprog { len: seccomp.len() as u16, filter: seccomp.as_ptr().cast_mut() };
-                check(libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &program as *const libc::sock_fprog))?;
-                Ok(())
-            });
-        }
+    /// The variable that points the process at its private temporary directory.
+    pub fn tmpdir(&self) -> (OsString, OsString) {
+        ("TMPDIR".into(), self.tmp.clone().into_os_string())
     }
 
     /// The process has been spawned: the descriptors the child needed are
@@ -255,43 +324,4 @@ pub struct SandboxStatus {
     pub gaps: Vec<String>,
     /// The last limit a run of the process hit (`sandbox: ...`).
     pub violation: Option<String>,
-}
-
-fn check(result: libc::c_int) -> std::io::Result<()> {
-    if result < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-/// Sets the configured rlimits; async-signal-safe.
-unsafe fn apply_rlimits(limits: &Rlimits) -> std::io::Result<()> {
-    let pairs = [
-        // SIGXCPU at the limit, SIGKILL 5 s later.
-        (libc::RLIMIT_CPU, limits.cpu_seconds.map(|s| (s, s.saturating_add(5)))),
-        (libc::RLIMIT_NOFILE, limits.open_files.map(|n| (n, n))),
-        (libc::RLIMIT_NPROC, limits.processes.map(|n| (n, n))),
-        (libc::RLIMIT_AS, limits.address_space.map(|n| (n, n))),
-    ];
-    for (resource, value) in pairs {
-        if let Some((soft, hard)) = value {
-            let limit = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: hard as libc::rlim_t };
-            check(libc::setrlimit(resource, &limit))?;
-        }
-    }
-    Ok(())
-}
-
-/// Brings `lo` up in a fresh network namespace; async-signal-safe.
-unsafe fn loopback_up() -> std::io::Result<()> {
-    let socket = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-    check(socket)?;
-    let mut request: libc::ifreq = std::mem::zeroed();
-    request.ifr_name[0] = b'l' as libc::c_char;
-    request.ifr_name[1] = b'o' as libc::c_char;
-    request.ifr_ifru.ifru_flags = (libc::IFF_UP | libc::IFF_LOOPBACK | libc::IFF_RUNNING) as libc::c_short;
-    let result = libc::ioctl(socket, libc::SIOCSIFFLAGS, &request as *const libc::ifreq);
-    libc::close(socket);
-    check(result)
 }

@@ -19,16 +19,16 @@
 //! - a server dies with the thread that spawned it (`PR_SET_PDEATHSIG`), so
 //!   a SIGKILLed mcpvisor leaves no server behind even if the server ignores
 //!   EOF on stdin and SIGTERM;
-//! - a server without a sandbox is started without a fork (`spawn`: a
-//!   `CLONE_VM | CLONE_VFORK` child, as `posix_spawn` makes it), so starting
-//!   one costs the same whatever our size; a sandboxed one is forked by the
-//!   standard library, which applies its sandbox in `pre_exec`.
+//! - every server, sandboxed or not, is started the same way, without a
+//!   fork (`spawn`: a `CLONE_VM | CLONE_VFORK` child, as `posix_spawn`
+//!   makes it, which applies the sandbox before its exec), so starting one
+//!   costs the same whatever our size, and every server gets the same exec
+//!   rules, descriptors and reaping.
 
 use std::ffi::OsString;
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::watch;
 
 use std::sync::{Arc, Mutex};
@@ -38,7 +38,7 @@ use crate::config::ServerConfig;
 use crate::error::ConnectError;
 use crate::sandbox::SandboxStatus;
 
-mod spawn;
+pub(crate) mod spawn;
 
 /// Variables passed to a server unless `inherit_env` is set.
 pub const SAFE_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ"];
@@ -263,22 +263,50 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
         reason,
         path: path.as_ref().map(|v| v.to_string_lossy().into_owned()).unwrap_or_default(),
     };
-    let (started, sandbox) = match &config.sandbox {
-        None => (start_cloned(config, &env), None),
+    let sandbox = match &config.sandbox {
+        None => None,
         Some(spec) => {
             let cwd = config.cwd.clone().or_else(|| std::env::current_dir().ok()).unwrap_or_else(|| "/".into());
             let sandbox = crate::sandbox::prepare(spec, &config.name, &config.command, &config.args, &cwd, path.as_deref())
                 .map_err(|reason| ConnectError::Sandbox { server: config.name.clone(), reason })?;
-            (start_forked(config, &env, &sandbox), Some(sandbox))
+            Some(sandbox)
         }
     };
+    let mut env = env;
+    if let Some(sandbox) = &sandbox {
+        let (key, value) = sandbox.tmpdir();
+        env.retain(|(k, _)| *k != key);
+        env.push((key, value));
+    }
+    let launch = spawn::Launch {
+        program: &config.command,
+        args: &config.args,
+        env: &env,
+        cwd: config.cwd.as_deref(),
+        stdin_piped: true,
+        stderr_piped: true,
+        die_with_thread: true,
+        sandbox: sandbox.as_ref(),
+    };
+    let started = start(&launch);
     let sandbox = sandbox.map(crate::sandbox::Sandbox::spawned);
-    let Started { pid, stdin, stdout, stderr, child } = match started {
+    let started = started.and_then(|started| match started {
+        Started { pid, stdin: Some(stdin), stdout, stderr: Some(stderr), child } => Ok((pid, stdin, stdout, stderr, child)),
+        Started { child, .. } => {
+            ProcessGroup(child.pid).signal(libc::SIGKILL);
+            child.reap_in_background();
+            Err(std::io::Error::other("a server started without its stdin or stderr pipe"))
+        }
+    });
+    let (pid, stdin, stdout, stderr, child) = match started {
         Ok(started) => started,
         Err(e) => {
-            let reason = match (e.kind(), &sandbox) {
-                (std::io::ErrorKind::NotFound, _) => "command not found".to_string(),
-                (_, Some(_)) => format!("{e} (while applying its sandbox, or starting it)"),
+            let reason = match (e.kind(), e.raw_os_error(), &sandbox) {
+                (std::io::ErrorKind::NotFound, _, _) => "command not found".to_string(),
+                (_, Some(libc::ENOEXEC), _) => {
+                    "not a program this system can run (a script needs a first line such as #!/bin/sh)".to_string()
+                }
+                (_, _, Some(_)) => format!("{e} (while applying its sandbox, or starting it)"),
                 _ => e.to_string(),
             };
             if let Some(sandbox) = sandbox {
@@ -294,7 +322,7 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
     let violation_of_run = violation.clone();
     tokio::spawn(async move {
         let mut guard = KillOnDrop(Some(group));
-        let exit = child.wait().await;
+        let exit = child.wait().await.map(ExitInfo::from_status).unwrap_or(KILLED);
         // The leader is gone: nothing else of its group may outlive it.
         guard.0 = None;
         group.signal(libc::SIGKILL);
@@ -308,137 +336,35 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
     Ok(StdioProcess { pid, stdin, stdout, stderr, group, exit: ExitWatch::new(rx), sandbox: status, violation })
 }
 
-/// A just-started server: its pid, our ends of its pipes, and how to wait for it.
-struct Started {
-    pid: u32,
-    stdin: ChildStdin,
-    stdout: ChildStdout,
-    stderr: ChildStderr,
-    child: Child,
+/// A just-started process: its pid, our ends of its pipes (stdin and
+/// stderr as [`spawn::Launch`] asked), and how to wait for it.
+pub(crate) struct Started {
+    pub pid: u32,
+    pub stdin: Option<ChildStdin>,
+    pub stdout: ChildStdout,
+    pub stderr: Option<ChildStderr>,
+    pub child: spawn::Child,
 }
 
-/// A started server process, by the way it was started.
-enum Child {
-    /// A sandboxed server, forked by the standard library: its sandbox is
-    /// applied in `pre_exec`, after the fork.
-    Forked(tokio::process::Child),
-    /// Every other server, cloned without a copy of our memory ([`spawn`]).
-    Cloned { pid: i32, pidfd: std::os::fd::OwnedFd },
-}
-
-impl Child {
-    /// Waits for the exit and reaps the process. If this future is dropped
-    /// first, the caller's [`KillOnDrop`] kills the group, and a cloned
-    /// process is reaped by [`reap_in_background`] (a forked one by tokio).
-    async fn wait(self) -> ExitInfo {
-        match self {
-            Child::Forked(mut child) => child.wait().await.map(ExitInfo::from_status).unwrap_or(KILLED),
-            Child::Cloned { pid, pidfd } => {
-                let mut reaper = ReapOnDrop(Some(pid));
-                let exit = spawn::wait(pid, pidfd).await;
-                reaper.0 = None;
-                exit.map(ExitInfo::from_status).unwrap_or(KILLED)
-            }
-        }
-    }
-}
-
-/// Reaps a cloned child whose wait was dropped (the group is being killed
-/// by [`KillOnDrop`]), so a torn-down runtime leaves no zombie.
-struct ReapOnDrop(Option<i32>);
-
-impl Drop for ReapOnDrop {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0.take() {
-            reap_in_background(pid);
-        }
-    }
-}
-
-/// Waits for `pid` (ours, being killed) on a short-lived thread of its own.
-fn reap_in_background(pid: i32) {
-    let _ = std::thread::Builder::new().name("mcpvisor-reap".into()).spawn(move || {
-        let mut status = 0;
-        // SAFETY: a blocking waitpid on one child of ours.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
-    });
-}
-
-/// Starts a server that has no sandbox: cloned, with the parent-death
-/// signal set, without copying this process ([`spawn`]).
-fn start_cloned(config: &ServerConfig, env: &[(OsString, OsString)]) -> std::io::Result<Started> {
-    let launch = spawn::Launch { program: &config.command, args: &config.args, env, cwd: config.cwd.as_deref() };
-    let spawn::Spawned { pid, pidfd, stdin, stdout, stderr } = spawn::spawn(&launch)?;
+/// Starts a process ([`spawn::spawn`]) and joins its pipes to the reactor.
+/// Must run inside a tokio runtime.
+pub(crate) fn start(launch: &spawn::Launch) -> std::io::Result<Started> {
+    let spawn::Spawned { child, stdin, stdout, stderr } = spawn::spawn(launch)?;
     // From here on the child runs: if a pipe cannot join the reactor, end it.
     let pipes = (|| {
         Ok::<_, std::io::Error>((
-            ChildStdin::from_std(std::process::ChildStdin::from(stdin))?,
+            stdin.map(|fd| ChildStdin::from_std(std::process::ChildStdin::from(fd))).transpose()?,
             ChildStdout::from_std(std::process::ChildStdout::from(stdout))?,
-            ChildStderr::from_std(std::process::ChildStderr::from(stderr))?,
+            stderr.map(|fd| ChildStderr::from_std(std::process::ChildStderr::from(fd))).transpose()?,
         ))
     })();
     match pipes {
-        Ok((stdin, stdout, stderr)) => Ok(Started { pid: pid as u32, stdin, stdout, stderr, child: Child::Cloned { pid, pidfd } }),
+        Ok((stdin, stdout, stderr)) => Ok(Started { pid: child.pid as u32, stdin, stdout, stderr, child }),
         Err(e) => {
-            ProcessGroup(pid).signal(libc::SIGKILL);
-            reap_in_background(pid);
+            ProcessGroup(child.pid).signal(libc::SIGKILL);
+            child.reap_in_background();
             Err(e)
         }
-    }
-}
-
-/// Starts a sandboxed server with the standard library's fork, applying
-/// its sandbox and the parent-death signal in `pre_exec`.
-fn start_forked(config: &ServerConfig, env: &[(OsString, OsString)], sandbox: &crate::sandbox::Sandbox) -> std::io::Result<Started> {
-    let mut command = Command::new(&config.command);
-    command
-        .args(&config.args)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    if let Some(cwd) = &config.cwd {
-        command.current_dir(cwd);
-    }
-    die_with_this_thread(&mut command);
-    sandbox.install(&mut command);
-    let mut child = command.spawn()?;
-    let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) = (child.id(), child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        unreachable!("a just-spawned child with piped stdio has a pid and all three pipes")
-    };
-    Ok(Started { pid, stdin, stdout, stderr, child: Child::Forked(child) })
-}
-
-/// Makes the child get SIGKILL when the thread that spawns it ends
-/// (`PR_SET_PDEATHSIG`), so a server outlives neither a SIGKILLed mcpvisor
-/// nor a runtime torn down without a shutdown, even if it ignores EOF on
-/// stdin and SIGTERM. (A cloned server gets the same in [`spawn`].)
-///
-/// Linux ties the signal to the *thread* that forked the child, not to the
-/// process: servers are spawned by their connection actor, on the thread of
-/// the actix System that runs the Hub (the `mcpvisor-runtime` thread of
-/// the runtime), which lives exactly as long as the runtime. Spawning
-/// from a short-lived thread would kill the server when that thread ends.
-fn die_with_this_thread(command: &mut Command) {
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure runs in the child between fork and exec and calls
-    // only async-signal-safe functions (prctl, getppid), allocating nothing.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent may have died between fork and prctl: then no
-            // signal will come, so do not start at all.
-            if libc::getppid() != parent {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
     }
 }
 
