@@ -35,6 +35,8 @@ mod arguments;
 mod auth;
 mod catalog;
 mod demo;
+#[cfg(test)]
+mod documented_examples;
 mod environ;
 mod import;
 mod manage;

@@ -74,6 +74,9 @@ pub(super) struct Mounts {
     /// new, so the parent's rules for those paths do not cover them).
     pub proc_rights: u64,
     pub shm_rights: u64,
+    /// Configuration files and `.git` under writable paths, bound
+    /// read-only onto themselves ([`super::paths::protected`]).
+    pub read_only: Vec<std::ffi::CString>,
 }
 
 /// `struct landlock_path_beneath_attr`.
@@ -190,7 +193,8 @@ unsafe fn loopback_up() -> Result<(), libc::c_int> {
 /// In the new mount namespace: nothing propagates back to the host, a
 /// fresh `/proc` that shows only what Landlock lets this process trace,
 /// a `/dev/shm` of its own (freed with the namespace, its pages charged
-/// to the cgroup joined above), and Landlock rules for both.
+/// to the cgroup joined above), configuration files and `.git` read-only
+/// under writable paths, and Landlock rules for the new mounts.
 unsafe fn private_mounts(mounts: &Mounts, landlock: Option<libc::c_int>) -> Result<(), libc::c_int> {
     let c = |bytes: &'static [u8]| CStr::from_bytes_with_nul(bytes).map(CStr::as_ptr).unwrap_or(std::ptr::null());
     let mount = |source: *const libc::c_char, target: &'static [u8], kind: *const libc::c_char, flags, data: *const libc::c_char| {
@@ -206,6 +210,20 @@ unsafe fn private_mounts(mounts: &Mounts, landlock: Option<libc::c_int>) -> Resu
     }
     if let Some(options) = &mounts.shm {
         mount(c(b"tmpfs\0"), b"/dev/shm\0", c(b"tmpfs\0"), plain, options.as_ptr())?;
+    }
+    for path in &mounts.read_only {
+        let path = path.as_ptr();
+        // Gone since it was found: nothing to keep read-only.
+        if libc::mount(path, path, std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0 {
+            match errno() {
+                libc::ENOENT => continue,
+                error => return Err(error),
+            }
+        }
+        let read_only = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | plain;
+        if libc::mount(std::ptr::null(), path, std::ptr::null(), read_only, std::ptr::null()) != 0 {
+            return Err(errno());
+        }
     }
     let Some(ruleset) = landlock else { return Ok(()) };
     let rules: [(&'static [u8], bool, u64); 2] =

@@ -161,7 +161,8 @@ pub fn prepare(
         None => gaps.push(format!("no seccomp filter for {}", std::env::consts::ARCH)),
     }
 
-    let (unshare, mounts) = namespaces(spec, namespace, admin, abi, &mut achieved, &mut gaps);
+    let read_only = paths::protected(&write, |name| std::env::var(name).ok());
+    let (unshare, mounts) = namespaces(spec, namespace, admin, abi, read_only, &mut achieved, &mut gaps);
     let drop_bounding = capabilities & CAP_SETPCAP != 0;
     if capabilities != 0 && !drop_bounding {
         gaps.push("capabilities: the bounding set cannot be emptied without CAP_SETPCAP".into());
@@ -229,6 +230,7 @@ fn namespaces(
     network: Namespace,
     admin: bool,
     abi: i64,
+    read_only: Vec<PathBuf>,
     achieved: &mut Vec<String>,
     gaps: &mut Vec<String>,
 ) -> (libc::c_int, Option<child::Mounts>) {
@@ -244,8 +246,20 @@ fn namespaces(
     }
     if !admin {
         gaps.push("/dev/shm and System V IPC are the host's (shared, and left behind): private ones need CAP_SYS_ADMIN".into());
+        if !read_only.is_empty() {
+            gaps.push(format!(
+                "{} stay writable: keeping configuration files and .git read-only under a writable path needs a mount namespace (CAP_SYS_ADMIN); \
+                 a project file written there still starts nothing until `mcpvisor trust`",
+                names(&read_only)
+            ));
+        }
         return (net, None);
     }
+    if !read_only.is_empty() {
+        achieved.push(format!("read-only under writable paths: {}", names(&read_only)));
+    }
+    // A path with a NUL byte cannot be named to the kernel: it cannot have been found either.
+    let read_only = read_only.iter().filter_map(|path| CString::new(path.as_os_str().as_encoded_bytes()).ok()).collect();
     let shm = Path::new("/dev/shm").is_dir().then(|| {
         let size = spec.memory.map(|bytes| format!(",size={bytes}")).unwrap_or_default();
         CString::new(format!("mode=1777{size}")).unwrap_or_default()
@@ -256,8 +270,19 @@ fn namespaces(
         shm,
         proc_rights: kernel::known_rights(kernel::read_rights(), abi),
         shm_rights: kernel::known_rights(kernel::write_rights(), abi),
+        read_only,
     };
     (net | libc::CLONE_NEWNS | libc::CLONE_NEWIPC, Some(mounts))
+}
+
+/// The file names of `paths`, for `status` (`.git, .mcp.json`), at most six.
+fn names(paths: &[PathBuf]) -> String {
+    let mut shown: Vec<String> =
+        paths.iter().take(6).map(|path| path.file_name().unwrap_or(path.as_os_str()).to_string_lossy().into_owned()).collect();
+    if paths.len() > 6 {
+        shown.push(format!("{} more", paths.len() - 6));
+    }
+    shown.join(", ")
 }
 
 fn none_rules() -> NetRules {

@@ -79,6 +79,49 @@ pub fn allowed(
     (read, write)
 }
 
+/// Entries of a project folder that configure a tool or run code later:
+/// every tool's project files ([`crate::config::discover`]), Claude Code's
+/// settings (hooks) and `.git` (hooks, config).
+const PROJECT_ENTRIES: &[&str] = &[
+    ".mcpvisor.toml",
+    ".mcp.json",
+    ".cursor",
+    ".vscode",
+    ".gemini",
+    ".zed",
+    ".codex",
+    "opencode.json",
+    "opencode.jsonc",
+    ".claude",
+    ".git",
+];
+
+/// What stays read-only even under a writable path: the project entries
+/// of every writable folder, and the user-level files of mcpvisor (its
+/// configuration, its record of trusted folders, its tool cache, its saved
+/// conversations) and of the other tools, where a writable path covers
+/// them. Only what exists (a bind mount needs a target), canonical, and
+/// none inside another. `env` reads variables.
+pub fn protected(write: &[PathBuf], env: impl Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+    let writable: Vec<PathBuf> = write.iter().filter_map(|dir| dir.canonicalize().ok()).filter(|dir| dir.is_dir()).collect();
+    let mut candidates: Vec<PathBuf> = writable.iter().flat_map(|dir| PROJECT_ENTRIES.iter().map(move |entry| dir.join(entry))).collect();
+    candidates.extend(crate::config::discover::user_file(&env).and_then(|file| file.parent().map(Path::to_path_buf)));
+    candidates.extend(
+        [crate::user_dirs::state_dir(&env), crate::user_dirs::cache_dir(&env), crate::user_dirs::data_dir(&env)].into_iter().flatten(),
+    );
+    candidates.extend(crate::config::sources::user_files(&env).into_iter().map(|(_, file)| file));
+    let mut found: Vec<PathBuf> = candidates
+        .iter()
+        .filter_map(|path| path.canonicalize().ok())
+        .filter(|path| writable.iter().any(|dir| path.starts_with(dir) && path != dir))
+        .collect();
+    found.sort();
+    found.dedup();
+    let outer: Vec<PathBuf> =
+        found.iter().filter(|path| !found.iter().any(|other| other != *path && path.starts_with(other))).cloned().collect();
+    outer
+}
+
 /// The prefix the program is installed under (`/usr/local` for
 /// `/usr/local/bin/node`), or its own directory when that prefix would
 /// be `/` or the home directory.
@@ -93,5 +136,41 @@ fn install_dir(program: &str, path_env: Option<&OsStr>, home: Option<&Path>) -> 
     match bin.parent() {
         Some(prefix) if prefix != Path::new("/") && Some(prefix) != home => Some(prefix.to_path_buf()),
         _ => Some(bin.to_path_buf()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_files_and_mcpvisors_own_stay_read_only_under_writable_paths() {
+        let root = tempfile::tempdir().unwrap();
+        let (home, project) = (root.path().join("home"), root.path().join("project"));
+        for dir in [project.join(".git/hooks"), project.join(".vscode"), project.join("src"), home.join(".cache/mcpvisor/tools")] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(project.join(".mcp.json"), "{}").unwrap();
+        std::fs::write(home.join(".claude.json"), "{}").unwrap();
+        let home_text = home.to_string_lossy().into_owned();
+        let env = |name: &str| (name == "HOME").then(|| home_text.clone());
+        let canonical = |path: PathBuf| path.canonicalize().unwrap();
+
+        let found = protected(&[project.clone(), home.join(".cache"), root.path().join("missing")], env);
+        let expected = [
+            canonical(home.join(".cache/mcpvisor")),
+            canonical(project.join(".git")),
+            canonical(project.join(".mcp.json")),
+            canonical(project.join(".vscode")),
+        ];
+        let mut expected = expected.to_vec();
+        expected.sort();
+        assert_eq!(found, expected, "not src/, not ~/.claude.json (home is not writable), not what does not exist");
+
+        // A writable home covers the user-level files too, each once.
+        let found = protected(std::slice::from_ref(&home), env);
+        assert!(found.contains(&canonical(home.join(".claude.json"))), "{found:?}");
+        assert!(found.contains(&canonical(home.join(".cache/mcpvisor"))), "{found:?}");
+        assert!(!found.contains(&canonical(home.join(".cache/mcpvisor/tools"))), "inside another: {found:?}");
     }
 }
