@@ -341,6 +341,10 @@ impl Pool {
         if uri == STATUS_URI {
             self.check_use(GATEWAY_SERVER, Kind::Resource, STATUS_URI, STATUS_URI, None)?;
             let statuses: Vec<_> = self.handle.status().await.into_iter().filter(|status| serves(&self.options, &status.name)).collect();
+            // Only the servers the caller may use something of: a state and a stderr tail are that server's news.
+            let names = statuses.iter().map(|status| status.name.clone()).collect();
+            let heard = super::heard_by(&self.handle, &self.options, self.identity.as_deref(), names).await;
+            let statuses: Vec<_> = statuses.into_iter().filter(|status| heard.contains(&status.name)).collect();
             let mut statuses = serde_json::to_value(&statuses).unwrap_or_default();
             self.options.redactor.json(&mut statuses);
             let text = serde_json::to_string_pretty(&statuses).unwrap_or_default();

@@ -7,7 +7,7 @@
 //! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining or while the core (Hub, Registry) cannot serve (`"status": "core_down"`, `"error"`) |
 //! | `/.well-known/oauth-protected-resource`, `…/mcp` | the protected resource metadata (RFC 9728) with `[serve.auth]` (`auth`), else 404 |
 //! | `/admin/status`, `/admin/calls`, `/admin/servers/{name}/{action}` | the pool's state, last calls, restart/enable/disable (`admin`), for `mcpvisor top --url` |
-//! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states; the front's connections, sessions, open requests, buffered bytes and refusals by bound), when given a renderer |
+//! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states; the front's connections, sessions, open requests, buffered bytes and refusals by bound), when given a renderer; for the callers `/admin` is for (it names every server and tool) |
 //!
 //! The front knows HTTP only: each downstream session is a [`Port`] made
 //! by a [`Gateway`], which takes JSON-RPC messages each with the
@@ -117,6 +117,16 @@ pub trait Gateway: Send + Sync + 'static {
     /// The pool `/admin` shows and acts on; `None`: `/admin` answers 404.
     fn admin(&self) -> Option<Arc<dyn admin::Admin>> {
         None
+    }
+    /// The names of the pool's servers.
+    fn servers(&self) -> BoxFuture<'static, Vec<String>> {
+        Box::pin(async { Vec::new() })
+    }
+    /// The servers of `servers` whose news `identity` may have (the access
+    /// policy's verdict of the lists): what `/admin` shows it.
+    fn heard_by(&self, identity: Option<Arc<Identity>>, servers: Vec<String>) -> BoxFuture<'static, Vec<String>> {
+        let _ = identity;
+        Box::pin(async { servers })
     }
 }
 
@@ -324,7 +334,10 @@ async fn health(State(front): State<Arc<Front>>) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
-async fn metrics(State(front): State<Arc<Front>>) -> Response {
+async fn metrics(State(front): State<Arc<Front>>, Caller(caller): Caller) -> Response {
+    if let Err(refusal) = admin::authorised(&front, caller.as_deref(), METRICS_PATH) {
+        return *refusal;
+    }
     match &front.metrics {
         Some(render) => {
             let (requests, listen_streams) = front.requests.counts();
