@@ -28,6 +28,7 @@ use crate::server::outbox::{Frame, Outbox};
 use crate::server::paging::page;
 use crate::server::subscriptions::Subscriptions;
 use crate::server::{tasks, SERVER_NAME, STATUS_URI};
+use crate::telemetry::audit::Refusal;
 use crate::Handle;
 
 use super::logs::{self, RequestLogs, SessionLevel};
@@ -219,13 +220,21 @@ impl Pool {
             routes = self.routes().await;
         }
         let Some(owner) = routes.tools.get(&name).map(|(owner, _)| owner.clone()).or_else(|| self.routes.known_tool(&name)) else {
+            self.audit_refused(None, &name, &params, Refusal::UnknownTool, None);
             return Err(ErrorObject::invalid_params(unknown_tool(&name, &self.handle.status().await, &self.options)));
         };
-        self.check_use(&owner.server, Kind::Tool, &owner.name, &name, params.get("arguments"))?;
+        if let Err(denied) = self.check_use(&owner.server, Kind::Tool, &owner.name, &name, params.get("arguments")) {
+            let rule = denied.data.as_ref().and_then(|data| data.get("policyRule")).and_then(Value::as_str);
+            self.audit_refused(Some(&owner.server), &owner.name, &params, Refusal::Denied, rule);
+            return Err(denied);
+        }
         // Held until the call is answered (the caller's concurrency share).
         let _share = match self.caller_share(&owner).await {
             Ok(share) => share,
-            Err(refused) => return self.failure(refused).map(Answered::Json),
+            Err(refused) => {
+                self.audit_refused(Some(&owner.server), &owner.name, &params, Refusal::RateLimited, None);
+                return self.failure(refused).map(Answered::Json);
+            }
         };
         // Before the call: the server's requests during it go to this request's stream.
         let _ = server.set(owner.server.clone());

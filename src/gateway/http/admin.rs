@@ -19,6 +19,8 @@
 //!   something of, by the access policy ([`super::Gateway::heard_by`], the
 //!   verdict of the lists): another server's state, calls and stderr tail
 //!   are not in its views, and an action on it answers 404 like an unknown one;
+//! - every action is a line of the audit log with its caller's subject
+//!   ([`crate::telemetry::audit::AuditLog::admin`]), a 404 for a hidden or unknown server too;
 //! - nothing here carries a call's arguments or results, a token or a
 //!   whole session id: the last calls hold server, tool, outcome, duration
 //!   and time only, at most [`RECENT_CALLS`](crate::telemetry::recent::RECENT_CALLS) of them.
@@ -36,7 +38,7 @@ use super::guard::Caller;
 use super::Front;
 use crate::error::ManageError;
 use crate::identity::{Identity, Proof};
-use crate::telemetry::RecentCall;
+use crate::telemetry::{AuditLog, RecentCall};
 use crate::Handle;
 
 /// The scope that opens `/admin` to a named key's or an issuer's identity.
@@ -81,6 +83,10 @@ pub trait Admin: Send + Sync + 'static {
     /// The last calls, oldest first; only `server`'s when given.
     fn calls(&self, server: Option<&str>) -> Vec<RecentCall>;
     fn act(&self, server: &str, action: AdminAction) -> BoxFuture<'static, Result<(), ManageError>>;
+    /// Where actions are recorded with their caller, if anywhere.
+    fn audit(&self) -> Option<AuditLog> {
+        None
+    }
 }
 
 /// A runtime's pool as the admin endpoint serves it.
@@ -94,6 +100,10 @@ impl Admin for PoolAdmin {
 
     fn calls(&self, server: Option<&str>) -> Vec<RecentCall> {
         self.0.telemetry().recent().list(server)
+    }
+
+    fn audit(&self) -> Option<AuditLog> {
+        self.0.telemetry().audit().cloned()
     }
 
     fn act(&self, server: &str, action: AdminAction) -> BoxFuture<'static, Result<(), ManageError>> {
@@ -247,6 +257,10 @@ pub(super) async fn act(State(front): State<Arc<Front>>, Caller(caller): Caller,
         admin.act(&name, action).await
     };
     tracing::info!(server = %name, action = action.as_str(), caller = %who, ok = outcome.is_ok(), "admin action");
+    if let Some(log) = admin.audit() {
+        let error = outcome.as_ref().err().map(ToString::to_string);
+        log.admin(caller.as_deref(), &name, action.as_str(), error.as_deref());
+    }
     match outcome {
         Ok(()) => axum::Json(json!({"server": name, "action": action.as_str(), "ok": true})).into_response(),
         Err(error) => {

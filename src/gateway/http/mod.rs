@@ -20,9 +20,13 @@
 //! - bodies over the codec's `max_frame` are refused with 413 before they are read whole;
 //! - sessions, open requests and resumption buffers are bounded per client
 //!   and in total ([`limits`]): past a bound, 503 with `Retry-After`;
-//! - shutdown ([`Server::run`]'s signal) stops accepting, ends the GET
-//!   and legacy streams, waits for the requests in flight (at most
-//!   `drain`), then ends every session.
+//! - shutdown ([`Server::run`]'s signal) ends the GET and legacy streams,
+//!   waits for the requests in flight (at most `drain`), then stops
+//!   accepting and ends every session. While it drains, connections are
+//!   still accepted (one request each): `/healthz` answers 503 `draining`,
+//!   a client's POST to its session (its answers to the gateway's requests,
+//!   its cancellations) is served, and anything else gets 503 with
+//!   `Retry-After`, so a load balancer sends it to another replica.
 
 mod accept;
 pub mod admin;
@@ -268,6 +272,7 @@ impl Server {
             .route(admin::CALLS_PATH, get(admin::calls))
             .route(admin::ACTION_PATH, axum::routing::post(admin::act))
             .layer(DefaultBodyLimit::max(options.max_body))
+            .layer(axum::middleware::from_fn_with_state(front.clone(), while_draining))
             .layer(axum::middleware::from_fn_with_state(guard, guard::check))
             .with_state(front.clone());
         Ok(Server { listener, front, router, drain: options.drain, tls: options.tls, spawner: options.spawner })
@@ -300,14 +305,19 @@ impl Server {
             }
         };
         let stopping = tokio::spawn(stopped);
-        accept::accept_loop(listener, router, front.connections.clone(), tls, spawner, draining.clone()).await;
-        draining.cancelled().await;
+        let closing = CancellationToken::new();
+        let accepting = accept::accept_loop(listener, router, front.connections.clone(), tls, spawner, draining.clone(), closing.clone());
+        let drained = async {
+            draining.cancelled().await;
+            let mut in_flight = front.in_flight.subscribe();
+            let drained = tokio::time::timeout(drain, in_flight.wait_for(|n| *n == 0)).await.is_ok();
+            if !drained {
+                tracing::warn!("{} requests still in flight after {drain:?}: they are cancelled", *front.in_flight.borrow());
+            }
+            closing.cancel();
+        };
+        tokio::join!(accepting, drained);
         stopping.abort();
-        let mut in_flight = front.in_flight.subscribe();
-        let drained = tokio::time::timeout(drain, in_flight.wait_for(|n| *n == 0)).await.is_ok();
-        if !drained {
-            tracing::warn!("{} requests still in flight after {drain:?}: they are cancelled", *front.in_flight.borrow());
-        }
         sweeper.abort();
         front.sessions.end_all();
         // The connections left are streams that just ended; give them a moment to flush, no more.
@@ -332,6 +342,20 @@ async fn health(State(front): State<Arc<Front>>) -> Response {
     }
     let status = if draining || core.is_err() { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
     (status, axum::Json(body)).into_response()
+}
+
+/// While the front drains (see the module): `/healthz` and a session's
+/// POSTs pass, the rest gets 503.
+async fn while_draining(State(front): State<Arc<Front>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let passes = !front.draining.is_cancelled()
+        || request.uri().path() == HEALTH_PATH
+        || (request.method() == axum::http::Method::POST
+            && (request.headers().contains_key(SESSION_ID) || request.uri().path() == MESSAGE_PATH));
+    if passes {
+        return next.run(request).await;
+    }
+    let message = "Service Unavailable: this gateway is shutting down; retry (another replica serves)";
+    (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "1")], message).into_response()
 }
 
 async fn metrics(State(front): State<Arc<Front>>, Caller(caller): Caller) -> Response {
