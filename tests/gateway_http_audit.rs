@@ -93,7 +93,7 @@ async fn every_call_refused_ones_too_and_every_admin_action_is_a_line_naming_who
         assert_eq!(echoed["result"]["content"][0]["text"], "alice-secret-argument", "{echoed}");
     }
     let limited = call(&http, &gateway, ALICE, "demo__echo", secret.clone()).await;
-    assert!(limited.to_string().contains("rate limit of caller `alice`"), "{limited}");
+    assert!(limited.to_string().contains("rate limit of caller `key:alice`"), "{limited}");
     let restart = http.post(format!("{}/admin/servers/demo/restart", gateway.base)).bearer_auth(CAROL).send().await.unwrap();
     assert_eq!(restart.status(), 200);
 

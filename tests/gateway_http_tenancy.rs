@@ -236,3 +236,27 @@ async fn status_admin_and_metrics_are_filtered_by_caller() {
     let restart = http.post(format!("{}/admin/servers/vault/restart", gateway.base)).bearer_auth(CAROL).send().await.unwrap();
     assert_eq!(restart.status(), 404, "a server hidden from carol is one she cannot act on");
 }
+
+/// `[serve.caller_limits]` keys each caller by its kind of credential and
+/// subject: the named key `token` spending its share leaves the shared
+/// token's holders theirs (both were the caller `token`, one bucket).
+#[tokio::test]
+async fn a_named_key_and_the_shared_token_never_share_a_rate_limit() {
+    let servers = format!("[servers.demo]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n");
+    let config = format!(
+        "{servers}[serve]\ntoken = \"${{SHARED_TOKEN}}\"\n[serve.keys.token]\ntoken = \"${{KEY_TOKEN}}\"\n\
+         [serve.caller_limits]\nrate = 0.01\nburst = 1\n"
+    );
+    const SHARED: &str = "shared-4b3a2f1e0d9c8b7a6f5e";
+    const KEY: &str = "key-named-token-1a2b3c4d5e6f";
+    let env = [("SHARED_TOKEN", SHARED), ("KEY_TOKEN", KEY)];
+    let gateway = Gateway::start_with_config(&config, "127.0.0.1:0", &[], &env).expect("the gateway starts");
+    let key = Session::open(&gateway, KEY, json!({})).await;
+    let shared = Session::open(&gateway, SHARED, json!({})).await;
+    let echo = |text: &str| json!({"text": text});
+    assert_eq!(key.call(1, "demo__echo", echo("first")).await["result"]["content"][0]["text"], "first");
+    let refused = key.call(2, "demo__echo", echo("second")).await;
+    let answer = shared.call(3, "demo__echo", echo("shared")).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "shared", "the shared token's share is its own: {answer}");
+    assert!(refused.to_string().contains("rate limit of caller `key:token`"), "the key's share is spent: {refused}");
+}

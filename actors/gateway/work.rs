@@ -307,7 +307,7 @@ impl Pool {
     /// limits, or no identity), or the refusal naming the caller's limit.
     async fn caller_share(&self, owner: &Owner) -> Result<Option<crate::rate_limit::Permit>, crate::CallError> {
         let (Some(limits), Some(identity)) = (&self.options.caller_limits, &self.identity) else { return Ok(None) };
-        match limits.admit(&identity.subject).await {
+        match limits.admit(&identity.caller_key()).await {
             Ok(permit) => Ok(Some(permit)),
             Err(refusal) => Err(crate::CallError::RateLimited {
                 server: owner.server.clone(),
