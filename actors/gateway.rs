@@ -31,6 +31,7 @@
 //! not grow with a slow client.
 
 mod access;
+mod audience;
 pub mod bridge;
 mod events;
 mod guarded;
@@ -41,6 +42,7 @@ pub mod roots;
 mod traced;
 mod work;
 
+pub use audience::heard_by;
 pub use bridge::ClientBridge;
 pub use options::ServeOptions;
 pub use roots::ClientRoots;
@@ -94,8 +96,8 @@ pub struct WhenIdle;
 /// A server's own request (sampling, elicitation, roots) to put to the
 /// gateway's client. `None`: the client did not declare the capability (or
 /// is gone), or `calling` is set and none of the session's calls to
-/// `server` is open; the caller then asks another session or answers with
-/// its default.
+/// `server` is open; the server then gets the answer of a client without
+/// the capability (see [`bridge`]: never another session's).
 #[derive(Message, Debug)]
 #[rtype(result = "Option<Result<Value, ErrorObject>>")]
 pub struct AskClient {
@@ -105,6 +107,12 @@ pub struct AskClient {
     /// Only if a call of this session to `server` is open (then on its stream).
     pub calling: bool,
 }
+
+/// Whether a call of this session to the server is open (its client gone
+/// or not): a request of that server may be this session's doing.
+#[derive(Message, Debug)]
+#[rtype(result = "bool")]
+pub struct CallingServer(pub String);
 
 /// A request being served.
 struct Open {
@@ -141,6 +149,8 @@ pub struct GatewaySession {
     /// Whether the pool's events reach this session: from the start in the
     /// handshake era; a stateless session subscribes when a listen opens.
     hears_events: bool,
+    /// Which servers' events reach the caller ([`audience`]).
+    audience: audience::Audience,
 }
 
 /// The client as `initialize` described it.
@@ -192,6 +202,7 @@ impl GatewaySession {
             coalescing: Vec::new(),
             idle_waiters: Vec::new(),
             hears_events: false,
+            audience: Default::default(),
         }
     }
 
@@ -526,6 +537,14 @@ impl Handler<Closed> for GatewaySession {
 
     fn handle(&mut self, _: Closed, ctx: &mut Context<Self>) {
         self.close(ctx);
+    }
+}
+
+impl Handler<CallingServer> for GatewaySession {
+    type Result = bool;
+
+    fn handle(&mut self, CallingServer(server): CallingServer, _: &mut Context<Self>) -> bool {
+        self.open.values().any(|open| open.server.get() == Some(&server))
     }
 }
 

@@ -46,7 +46,7 @@
 //! | [`ToolsStale`], [`ToolsChanged`], [`ServerDown`] | Registry | — |
 //! | [`hub::AddServer`], [`hub::AddInProcess`], [`hub::RemoveServer`], [`hub::Shutdown`], [`hub::WaitReady`] | Hub | results |
 //! | [`hub::Status`] | Hub | `Vec<ServerStatus>` |
-//! | [`gateway::Inbound`], [`gateway::Closed`], [`gateway::AskClient`] | GatewaySession (one client of `mcpvisor serve`) | — / the client's answer |
+//! | [`gateway::Inbound`], [`gateway::Closed`], [`gateway::CallingServer`], [`gateway::AskClient`] | GatewaySession (one client of `mcpvisor serve`) | — / whether a call to the server is open / the client's answer |
 //! | [`Subscribe`] | Hub (server states) / Registry (catalog) | — |
 //! | [`messages`]: `Request`, `Routed`, `Forget`, `GetStatus`, `SetLogLevel`, ... | Connection | see each |
 

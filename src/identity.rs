@@ -49,6 +49,19 @@ impl Identity {
         self.scopes.iter().any(|granted| granted == scope)
     }
 
+    /// The caller as per-caller state (rate limits) is keyed and named: the
+    /// kind of credential and the subject, so a token whose `sub` is
+    /// `alice` is not the named key `alice`, nor `token` the shared token.
+    /// Tokens of the issuer (verified or introspected) share one kind: the
+    /// issuer names its subjects.
+    pub fn caller_key(&self) -> String {
+        match self.proof {
+            Proof::SharedToken => "shared-token".into(),
+            Proof::Key => format!("key:{}", self.subject),
+            Proof::Jwt | Proof::Introspection => format!("issuer:{}", self.subject),
+        }
+    }
+
     /// Whether two requests come from the same caller (a session stays with
     /// the caller that opened it).
     pub fn same_caller(&self, other: &Identity) -> bool {
@@ -69,5 +82,10 @@ mod tests {
         assert!(!alice.same_caller(&Identity { proof: Proof::Key, ..alice.clone() }));
         assert!(!alice.same_caller(&Identity { client_id: Some("cli".into()), ..alice.clone() }));
         assert_eq!(serde_json::to_value(Identity::shared_token()).unwrap()["proof"], "shared_token");
+        let key = Identity { proof: Proof::Key, ..alice.clone() };
+        let named_token = Identity { subject: "token".into(), proof: Proof::Key, ..alice.clone() };
+        assert_ne!(alice.caller_key(), key.caller_key(), "a JWT's alice is not the key alice");
+        assert_ne!(Identity::shared_token().caller_key(), named_token.caller_key());
+        assert_eq!(alice.caller_key(), Identity { proof: Proof::Introspection, ..alice.clone() }.caller_key());
     }
 }

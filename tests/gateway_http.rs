@@ -521,3 +521,35 @@ async fn stateless_requests_leave_nothing_behind() {
     let growth = rss_kib(gateway.child.id()).saturating_sub(before);
     assert!(growth < 32 * 1024, "{REQUESTS} stateless requests grew the gateway by {growth} KiB");
 }
+
+/// After SIGTERM the front drains: `/healthz` answers 503 `draining` (a
+/// load balancer's probe must get an answer, not a refused connection), a
+/// new session is refused with 503 and `Retry-After`, and the call in flight
+/// still ends with its answer.
+#[tokio::test]
+async fn healthz_answers_503_while_draining() {
+    let gateway = Gateway::loopback();
+    let http = client();
+    let session = open_session(&http, &gateway.mcp()).await;
+    let (mut events, _) = progress_call(&http, &gateway, &session, 1, 200).await;
+    gateway.terminate();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(8);
+    let health = loop {
+        let response = http.get(format!("{}/healthz", gateway.base)).send().await;
+        let response = response.unwrap_or_else(|error| panic!("/healthz must answer while draining, not refuse: {error:?}"));
+        if response.status() == 503 {
+            break json_of(response).await;
+        }
+        assert!(std::time::Instant::now() < deadline, "/healthz still answers {} after SIGTERM", response.status());
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(health["status"], "draining", "{health}");
+    let refused = post(&http, &gateway.mcp(), &initialize(LEGACY)).send().await.unwrap();
+    assert_eq!(refused.status(), 503, "no new session while draining");
+    assert!(refused.headers().contains_key("retry-after"));
+    let answer = events.answer_to(1).await;
+    assert!(answer["result"].is_object(), "the call in flight ends with its answer: {answer}");
+    let mut gateway = gateway;
+    let (status, gateway) = tokio::task::spawn_blocking(move || (gateway.child.wait().unwrap(), gateway)).await.unwrap();
+    assert_eq!(status.code(), Some(0), "the gateway exits cleanly after draining: {}", gateway.stderr.lock().unwrap());
+}

@@ -1,5 +1,6 @@
 //! Servers' own requests through `mcpvisor serve --http` (a real process
-//! in front of the demo server) reach the client whose call caused them.
+//! in front of the demo server) reach the client whose call caused them,
+//! and no other.
 
 mod gateway_http_support;
 
@@ -65,8 +66,10 @@ async fn a_sampling_request_goes_to_the_session_whose_call_caused_it() {
 }
 
 #[tokio::test]
-async fn without_a_call_open_a_sampling_request_goes_to_any_session_that_offers_it() {
-    // The second session declares no sampling: the first one (with no call open) is asked, on its GET stream.
+async fn a_sampling_request_goes_to_no_other_session_when_its_caller_cannot_answer() {
+    // The plain session declares no sampling; the capable one, with no call open, is not asked (it could be another
+    // identity's): the call gets the answer of a client without sampling, and the capable session's GET stream
+    // carries nothing of it.
     let gateway = Gateway::loopback();
     let (http, url) = (client(), gateway.mcp());
     let capable = sampling_session(&http, &url).await;
@@ -74,18 +77,16 @@ async fn without_a_call_open_a_sampling_request_goes_to_any_session_that_offers_
     let get = http.get(&url).header("accept", "text/event-stream").header("mcp-session-id", &capable).send().await.unwrap();
     let mut stream = SseReader::new(get);
     let call = request(3, "tools/call", json!({"name": "demo__sample", "arguments": {"prompt": "hello"}}));
-    let calling = tokio::spawn({
-        let (http, url) = (http.clone(), url.clone());
-        async move { json_of(post(&http, &url, &call).header("mcp-session-id", &plain).send().await.unwrap()).await }
-    });
-    // Notifications may come first on that stream (the pool's tools/list_changed once the demo server has listed).
-    let asked = loop {
-        let event = stream.next().await.expect("the request, on the capable session's GET stream").data;
-        if event.get("id").is_some() {
-            break event;
+    let answer = json_of(post(&http, &url, &call).header("mcp-session-id", &plain).send().await.unwrap()).await;
+    assert!(answer.to_string().contains("does not offer sampling"), "{answer}");
+    // A line of the capable session's own, after the call: its stream carried nothing before it but notifications.
+    let log = request(4, "tools/call", json!({"name": "demo__log", "arguments": {"level": "error", "message": "marker"}}));
+    assert_eq!(post(&http, &url, &log).header("mcp-session-id", &capable).send().await.unwrap().status(), 200);
+    loop {
+        let event = stream.next().await.expect("the marker, on the capable session's GET stream").data;
+        assert!(event.get("id").is_none(), "the capable session was asked: {event}");
+        if event["params"]["data"] == "marker" {
+            break;
         }
-    };
-    answer_sampling(&http, &url, &capable, &asked, "capable-model").await;
-    let answer = calling.await.unwrap();
-    assert_eq!(answer["result"]["content"][0]["text"], "capable-model says hi", "{answer}");
+    }
 }

@@ -6,6 +6,8 @@
 //! - a list and a use of one thing get the same verdict (with `arguments`
 //!   null in the list), read from the policy in force when the request
 //!   started;
+//! - a refused tool call is a line of the audit log, naming the rule
+//!   ([`crate::telemetry::audit`]);
 //! - a refusal names the thing as the client named it and the rule (or
 //!   the default), never the thing's schema or description, and has the
 //!   code of an unknown name (`-32602`, `-32002` for a resource): a hidden
@@ -17,6 +19,7 @@ use super::work::Pool;
 use crate::policy::{Kind, Policy, Target};
 use crate::protocol::{error_codes, ErrorObject};
 use crate::server::{SERVER_NAME, STATUS_URI};
+use crate::telemetry::audit::{Refusal, RefusedCall};
 
 /// The server the gateway's own status resource belongs to, for policies.
 pub const GATEWAY_SERVER: &str = SERVER_NAME;
@@ -63,6 +66,22 @@ impl Pool {
             message: format!("Forbidden: the {what} `{served}` is not available to {who}: {}", denial.reason),
             data: Some(json!({ "policyRule": denial.rule })),
         })
+    }
+
+    /// Writes the audit line of a call refused before it reached `server`
+    /// (`None`: the name leads to no server), `params` the call's.
+    pub(super) fn audit_refused(&self, server: Option<&str>, tool: &str, params: &Value, why: Refusal, rule: Option<&str>) {
+        let Some(log) = self.handle.telemetry().audit() else { return };
+        log.refused(&RefusedCall {
+            caller: Some(&self.caller),
+            identity: self.identity.as_deref(),
+            server,
+            tool,
+            arguments: params.get("arguments").and_then(Value::as_object),
+            redactor: &self.options.redactor,
+            why,
+            rule,
+        });
     }
 
     /// Whether the caller may read the gateway's own status resource.

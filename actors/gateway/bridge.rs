@@ -2,19 +2,28 @@
 //! gateway's client.
 //!
 //! A [`ClientBridge`] gives the runtime [`ClientHandlers`] that put each
-//! request to an attached session whose client declared the capability
-//! ([`AskClient`]): first to one with a tool call open to the asking server
-//! (the request then goes out on that call's stream: over HTTP, the POST's
-//! SSE stream, which ends with the call's answer), else to the first one
-//! (on its own stream: stdout, or the HTTP session's GET stream). A
-//! 2026-07-28 call whose request declared the capability takes it on an
-//! `input_required` answer instead (`crate::server::input`). The
-//! runtime does not say which call a server's request belongs to, so with
-//! two sessions calling the same server at once the first of them is
-//! asked. When no session offers the capability, the request gets the answer a
-//! client without handlers gets: sampling refused (saying why), elicitation
-//! declined. Roots follow [`ClientRoots`]: a server's configured roots,
-//! else the client's when they pass through, else none.
+//! request to the one session whose call caused it ([`AskClient`]): the
+//! session with a tool call open to the asking server (the request then
+//! goes out on that call's stream: over HTTP, the POST's SSE stream, which
+//! ends with the call's answer). A 2026-07-28 call whose request declared
+//! the capability takes it on an `input_required` answer instead
+//! (`crate::server::input`).
+//!
+//! Invariant: a server's request never reaches a session other than the
+//! one whose call caused it. The runtime does not say which call a
+//! server's request belongs to (stdio has no such field), so:
+//! - one session with a call open to the server: it is asked, and only it;
+//!   when its client did not declare the capability (or is gone), the
+//!   server gets the answer a client without handlers gets;
+//! - two or more sessions with calls open to that server: the cause is
+//!   ambiguous, and the server gets that same answer (never a guess);
+//! - none: the request belongs to no caller's call, and gets that answer
+//!   too, except under [`ClientBridge::new`] (one client, over stdio),
+//!   where the one client is asked on its own stream.
+//!
+//! The answer a client without handlers gets: sampling refused (saying
+//! why), elicitation declined. Roots follow [`ClientRoots`]: a server's
+//! configured roots, else the client's when they pass through, else none.
 
 use std::sync::{Arc, Mutex};
 
@@ -24,22 +33,38 @@ use serde_json::{json, Value};
 
 use super::roots::ClientRoots;
 use crate::actors::client_requests::{ClientHandlers, Refusal, Root};
-use crate::actors::gateway::{AskClient, GatewaySession};
+use crate::actors::gateway::{AskClient, CallingServer, GatewaySession};
 use crate::protocol::{methods, ErrorObject};
 
 /// The sessions that may answer servers' requests; clones share them.
-/// `Default`: the client's roots pass through (one client, over stdio).
-#[derive(Clone, Default)]
+/// `Default`: one client whose roots pass through (stdio).
+#[derive(Clone)]
 pub struct ClientBridge {
     sessions: Arc<Mutex<Vec<WeakAddr<GatewaySession>>>>,
     roots: ClientRoots,
+    /// Many clients (HTTP): a request that no session's call caused is
+    /// put to nobody.
+    shared: bool,
+}
+
+impl Default for ClientBridge {
+    fn default() -> Self {
+        ClientBridge::new(ClientRoots::default())
+    }
 }
 
 impl ClientBridge {
-    /// A bridge whose servers' roots follow `roots`; the sessions must be
-    /// served with the same record ([`crate::actors::gateway::ServeOptions::client_roots`]).
+    /// A bridge for one client (stdio) whose servers' roots follow `roots`;
+    /// the sessions must be served with the same record
+    /// ([`crate::actors::gateway::ServeOptions::client_roots`]).
     pub fn new(roots: ClientRoots) -> ClientBridge {
-        ClientBridge { sessions: Arc::default(), roots }
+        ClientBridge { sessions: Arc::default(), roots, shared: false }
+    }
+
+    /// A bridge for a front that serves many clients, each perhaps another
+    /// identity (HTTP): see the module's invariant.
+    pub fn shared(roots: ClientRoots) -> ClientBridge {
+        ClientBridge { shared: true, ..ClientBridge::new(roots) }
     }
 
     /// The record of the roots' rule, for [`crate::actors::gateway::ServeOptions::client_roots`].
@@ -99,20 +124,34 @@ impl ClientBridge {
             })
     }
 
-    /// The answer of the first session whose client declared the
-    /// capability, sessions with a call open to `server` (those whose call
-    /// may have caused the request) asked first.
+    /// The answer of the session whose call caused the request (see the
+    /// module's invariant); `None`: the server gets the no-client answer.
     async fn ask(&self, server: String, method: &'static str, params: Value) -> Option<Result<Value, Refusal>> {
         let sessions: Vec<_> = self.lock().iter().filter_map(WeakAddr::upgrade).collect();
-        for calling in [true, false] {
-            for session in &sessions {
-                let ask = AskClient { server: server.clone(), method, params: params.clone(), calling };
-                if let Ok(Some(answer)) = session.send(ask).await {
-                    return Some(answer.map_err(|ErrorObject { code, message, .. }| Refusal { code, message }));
-                }
+        let mut calling = Vec::new();
+        for session in &sessions {
+            if let Ok(true) = session.send(CallingServer(server.clone())).await {
+                calling.push(session);
             }
         }
-        None
+        let (session, calling) = match (calling.as_slice(), sessions.as_slice()) {
+            ([session], _) => (*session, true),
+            ([], [session]) if !self.shared => (session, false),
+            ([], _) => return None,
+            (_, _) => {
+                tracing::info!(
+                    %server,
+                    method,
+                    sessions = calling.len(),
+                    "a server's request while sessions of several callers have calls open to it: \
+                     which call caused it is unknown, so it gets the answer of a client without that capability"
+                );
+                return None;
+            }
+        };
+        let ask = AskClient { server, method, params, calling };
+        let answer = session.send(ask).await.ok()??;
+        Some(answer.map_err(|ErrorObject { code, message, .. }| Refusal { code, message }))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<WeakAddr<GatewaySession>>> {

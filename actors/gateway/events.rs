@@ -9,6 +9,10 @@
 //! for the URIs this session subscribed to (and [`STATUS_URI`] when a
 //! server's state changes). 2026-07-28 clients hear them on their
 //! `subscriptions/listen` streams, which are opened here too.
+//!
+//! Invariant: a server's events reach a session only if its caller may
+//! use something of that server ([`super::audience`]), the verdict of the
+//! lists.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,7 +47,7 @@ impl StreamHandler<Event> for GatewaySession {
             | Event::ListChanged { server, .. } => Some(server.as_str()),
             Event::NameCollision { .. } | Event::ActorPanicked { .. } => None,
         };
-        if server.is_some_and(|server| !serves(&self.pool.options, server)) {
+        if server.is_some_and(|server| !serves(&self.pool.options, server) || !self.hears_from(server, ctx)) {
             return;
         }
         match event {

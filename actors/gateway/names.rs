@@ -25,6 +25,7 @@ use super::ServeOptions;
 use crate::actors::registry::catalog::Catalog;
 use crate::actors::{Event, KeptTool, ServerState, ServerStatus};
 use crate::naming::{self, ExposedName, NameRule};
+use crate::policy::Kind;
 use crate::server::STATUS_URI;
 use crate::Handle;
 
@@ -151,6 +152,21 @@ impl Routes {
             .map(|(server, _)| server.as_str())
     }
 
+    /// Everything `server` lists: each tool, prompt, resource and template, by its own name or URI.
+    pub fn items_of<'a>(&'a self, server: &'a str) -> impl Iterator<Item = (Kind, &'a str)> + 'a {
+        let tools =
+            self.tools.values().filter(move |(owner, _)| owner.server == server).map(|(owner, _)| (Kind::Tool, owner.name.as_str()));
+        let prompts =
+            self.prompts.values().filter(move |(owner, _)| owner.server == server).map(|(owner, _)| (Kind::Prompt, owner.name.as_str()));
+        let resources = self.resources.iter().filter(move |(_, (owner, _))| owner == server).map(|(uri, _)| (Kind::Resource, uri.as_str()));
+        let templates = self
+            .templates
+            .iter()
+            .filter(move |(owner, _)| owner == server)
+            .map(|(_, template)| (Kind::Resource, template.uri_template.as_str()));
+        tools.chain(prompts).chain(resources).chain(templates)
+    }
+
     /// The server owning the template `uri_template`.
     pub fn template_server(&self, uri_template: &str) -> Option<&str> {
         self.templates.iter().find(|(_, template)| template.uri_template == uri_template).map(|(server, _)| server.as_str())
@@ -236,6 +252,11 @@ impl RoutesCache {
     /// The owner of a tool name served before, though not listed now.
     pub fn known_tool(&self, name: &str) -> Option<Owner> {
         self.lock().known_tools.get(name).cloned()
+    }
+
+    /// The own names of `server`'s tools served so far.
+    pub fn known_tools_of(&self, server: &str) -> Vec<String> {
+        self.lock().known_tools.values().filter(|owner| owner.server == server).map(|owner| owner.name.clone()).collect()
     }
 
     /// Forgets the tables: a server's lists may have changed.

@@ -28,6 +28,7 @@ use crate::server::outbox::{Frame, Outbox};
 use crate::server::paging::page;
 use crate::server::subscriptions::Subscriptions;
 use crate::server::{tasks, SERVER_NAME, STATUS_URI};
+use crate::telemetry::audit::Refusal;
 use crate::Handle;
 
 use super::logs::{self, RequestLogs, SessionLevel};
@@ -219,13 +220,21 @@ impl Pool {
             routes = self.routes().await;
         }
         let Some(owner) = routes.tools.get(&name).map(|(owner, _)| owner.clone()).or_else(|| self.routes.known_tool(&name)) else {
+            self.audit_refused(None, &name, &params, Refusal::UnknownTool, None);
             return Err(ErrorObject::invalid_params(unknown_tool(&name, &self.handle.status().await, &self.options)));
         };
-        self.check_use(&owner.server, Kind::Tool, &owner.name, &name, params.get("arguments"))?;
+        if let Err(denied) = self.check_use(&owner.server, Kind::Tool, &owner.name, &name, params.get("arguments")) {
+            let rule = denied.data.as_ref().and_then(|data| data.get("policyRule")).and_then(Value::as_str);
+            self.audit_refused(Some(&owner.server), &owner.name, &params, Refusal::Denied, rule);
+            return Err(denied);
+        }
         // Held until the call is answered (the caller's concurrency share).
         let _share = match self.caller_share(&owner).await {
             Ok(share) => share,
-            Err(refused) => return self.failure(refused).map(Answered::Json),
+            Err(refused) => {
+                self.audit_refused(Some(&owner.server), &owner.name, &params, Refusal::RateLimited, None);
+                return self.failure(refused).map(Answered::Json);
+            }
         };
         // Before the call: the server's requests during it go to this request's stream.
         let _ = server.set(owner.server.clone());
@@ -298,7 +307,7 @@ impl Pool {
     /// limits, or no identity), or the refusal naming the caller's limit.
     async fn caller_share(&self, owner: &Owner) -> Result<Option<crate::rate_limit::Permit>, crate::CallError> {
         let (Some(limits), Some(identity)) = (&self.options.caller_limits, &self.identity) else { return Ok(None) };
-        match limits.admit(&identity.subject).await {
+        match limits.admit(&identity.caller_key()).await {
             Ok(permit) => Ok(Some(permit)),
             Err(refusal) => Err(crate::CallError::RateLimited {
                 server: owner.server.clone(),
@@ -341,6 +350,10 @@ impl Pool {
         if uri == STATUS_URI {
             self.check_use(GATEWAY_SERVER, Kind::Resource, STATUS_URI, STATUS_URI, None)?;
             let statuses: Vec<_> = self.handle.status().await.into_iter().filter(|status| serves(&self.options, &status.name)).collect();
+            // Only the servers the caller may use something of: a state and a stderr tail are that server's news.
+            let names = statuses.iter().map(|status| status.name.clone()).collect();
+            let heard = super::heard_by(&self.handle, &self.options, self.identity.as_deref(), names).await;
+            let statuses: Vec<_> = statuses.into_iter().filter(|status| heard.contains(&status.name)).collect();
             let mut statuses = serde_json::to_value(&statuses).unwrap_or_default();
             self.options.redactor.json(&mut statuses);
             let text = serde_json::to_string_pretty(&statuses).unwrap_or_default();

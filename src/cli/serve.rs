@@ -68,7 +68,9 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         .map_err(|e| Failure::connection(format!("cannot start a tokio runtime: {e}")))?;
     let outcome = runtime.block_on(async {
         let passes_roots = http.is_none() || super::serve_http::passes_client_roots(&args.http, servers.serve.as_ref());
-        let bridge = ClientBridge::new(ClientRoots::new(passes_roots));
+        let roots = ClientRoots::new(passes_roots);
+        // Over HTTP, many clients: a server's request goes to the session whose call caused it, or nowhere.
+        let bridge = if http.is_some() { ClientBridge::shared(roots) } else { ClientBridge::new(roots) };
         // No settling wait: a request made before a server is up waits for it.
         let session = Session::launch_configs(configs, bridge.handlers(), telemetry)?;
         let parked = crate::server::input::ParkedCalls::from_env().map_err(Failure::usage)?;

@@ -15,6 +15,14 @@
 //! and every secret of the server's configuration or with a secret's shape.
 //! `outcome` is a [`Outcome`] label; `error_kind` the [`CallError::kind`].
 //!
+//! A call the gateway refused before it reached a server is a line too
+//! ([`AuditLog::refused`]): `outcome` `denied` (the access policy, `rule`
+//! naming the denying rule, `null` for the default), `rate_limited` (the
+//! caller's own limit) or `error` (`error_kind` `unknown_tool`, `server`
+//! `null`), `duration_ms` 0. An admin action is a line with `action`
+//! (`restart`, `enable`, `disable`) instead of `tool` and `arguments`, its
+//! caller's `subject`, and `outcome` `ok` or `error` ([`AuditLog::admin`]).
+//!
 //! Invariants:
 //! - a call never waits for the disk: lines go through a bounded channel
 //!   ([`AuditConfig::buffer`]); when it is full the line is dropped and
@@ -42,6 +50,7 @@ use serde_json::Value;
 use super::{CallStart, Outcome};
 use crate::config::redact::Redactor;
 pub use crate::config::{AuditArguments, AuditConfig, AuditTarget};
+use crate::identity::Identity;
 
 /// How long the writer lets lines gather after each write: at most this
 /// late on disk, and at most `buffer` lines in the meantime.
@@ -51,6 +60,8 @@ enum Job {
     /// A finished call, written as a line on the writer's thread (the
     /// formatting stays off the calls' thread).
     Line(Box<Finished>),
+    /// An admin action's line.
+    Admin(Box<AdminLine>),
     /// Answered once every line sent before it is written and flushed.
     Flush(std::sync::mpsc::Sender<()>),
 }
@@ -86,32 +97,129 @@ impl AuditLog {
     }
 
     pub(super) fn draft(&self, call: &CallStart<'_>) -> Draft {
-        let arguments = match (self.arguments, call.arguments) {
+        self.draft_of(call.caller, call.identity, Some(call.server), call.tool, call.arguments, call.redactor)
+    }
+
+    fn draft_of(
+        &self,
+        caller: Option<&str>,
+        identity: Option<&Identity>,
+        server: Option<&str>,
+        tool: &str,
+        arguments: Option<&serde_json::Map<String, Value>>,
+        redactor: &Redactor,
+    ) -> Draft {
+        let arguments = match (self.arguments, arguments) {
             (_, None) => Value::Null,
             (AuditArguments::Digest, Some(arguments)) => {
                 let json = serde_json::to_vec(arguments).unwrap_or_default();
                 let digest = ring::digest::digest(&ring::digest::SHA256, &json);
                 serde_json::json!({ "sha256": hex(digest.as_ref()) })
             }
-            (AuditArguments::Redacted, Some(arguments)) => redacted(arguments, call.redactor),
+            (AuditArguments::Redacted, Some(arguments)) => redacted(arguments, redactor),
         };
         Draft {
             time: SystemTime::now(),
-            caller: call.caller.map(str::to_owned),
-            subject: call.identity.map(|identity| identity.subject.clone()),
-            client_id: call.identity.and_then(|identity| identity.client_id.clone()),
-            server: call.server.to_owned(),
-            tool: call.tool.to_owned(),
+            caller: caller.map(str::to_owned),
+            subject: identity.map(|identity| identity.subject.clone()),
+            client_id: identity.and_then(|identity| identity.client_id.clone()),
+            server: server.map(str::to_owned),
+            tool: tool.to_owned(),
             arguments,
+            rule: None,
         }
     }
 
     /// Queues the line of a call that ended (`took`, `outcome`, `error_kind`).
     pub(super) fn write(&self, draft: Draft, took: Duration, outcome: Outcome, error_kind: Option<&'static str>) {
-        let finished = Box::new(Finished { draft, took, outcome, error_kind });
-        if let Err(TrySendError::Full(_)) = self.jobs.try_send(Job::Line(finished)) {
+        self.send(Job::Line(Box::new(Finished { draft, took, outcome: outcome.label(), error_kind })));
+    }
+
+    /// Queues the line of a call refused before it reached a server (see the module).
+    pub fn refused(&self, call: &RefusedCall<'_>) {
+        let mut draft = self.draft_of(call.caller, call.identity, call.server, call.tool, call.arguments, call.redactor);
+        draft.rule = call.rule.map(str::to_owned);
+        let (outcome, error_kind) = match call.why {
+            Refusal::Denied => ("denied", Some("policy")),
+            Refusal::RateLimited => (Outcome::RateLimited.label(), Some("rate_limited")),
+            Refusal::UnknownTool => (Outcome::Error.label(), Some("unknown_tool")),
+        };
+        self.send(Job::Line(Box::new(Finished { draft, took: Duration::ZERO, outcome, error_kind })));
+    }
+
+    /// Queues the line of an admin action on `server` by `identity` (none:
+    /// a caller without credentials, on loopback); `error` when it failed.
+    pub fn admin(&self, identity: Option<&Identity>, server: &str, action: &str, error: Option<&str>) {
+        let line = AdminLine {
+            time: SystemTime::now(),
+            subject: identity.map(|identity| identity.subject.clone()),
+            client_id: identity.and_then(|identity| identity.client_id.clone()),
+            server: server.to_owned(),
+            action: action.to_owned(),
+            error: error.map(str::to_owned),
+        };
+        self.send(Job::Admin(Box::new(line)));
+    }
+
+    fn send(&self, job: Job) {
+        if let Err(TrySendError::Full(_)) = self.jobs.try_send(job) {
             self.dropped.fetch_add(1, Relaxed);
         }
+    }
+}
+
+/// A call the gateway refused before it reached a server.
+pub struct RefusedCall<'a> {
+    pub caller: Option<&'a str>,
+    pub identity: Option<&'a Identity>,
+    /// `None` when the name leads to no server.
+    pub server: Option<&'a str>,
+    /// The server's own name of the tool, or the name the client sent when it leads nowhere.
+    pub tool: &'a str,
+    pub arguments: Option<&'a serde_json::Map<String, Value>>,
+    /// Masks secrets in redacted arguments.
+    pub redactor: &'a Redactor,
+    pub why: Refusal,
+    /// The denying rule (`None`: the default, or no policy refusal).
+    pub rule: Option<&'a str>,
+}
+
+/// Why the gateway refused a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The access policy.
+    Denied,
+    /// The caller's own rate limit (`[serve.caller_limits]`).
+    RateLimited,
+    /// No served tool has that name.
+    UnknownTool,
+}
+
+/// An admin action, on its way to the writer.
+struct AdminLine {
+    time: SystemTime,
+    subject: Option<String>,
+    client_id: Option<String>,
+    server: String,
+    action: String,
+    error: Option<String>,
+}
+
+impl AdminLine {
+    fn finish(self) -> String {
+        let mut line = serde_json::json!({
+            "time": rfc3339(self.time),
+            "caller": "admin",
+            "server": self.server,
+            "action": self.action,
+            "outcome": if self.error.is_some() { "error" } else { "ok" },
+        });
+        for (field, value) in [("subject", self.subject), ("client_id", self.client_id), ("error", self.error)] {
+            if let Some(value) = value {
+                line[field] = Value::String(value);
+            }
+        }
+        line.to_string()
     }
 }
 
@@ -119,7 +227,8 @@ impl AuditLog {
 struct Finished {
     draft: Draft,
     took: Duration,
-    outcome: Outcome,
+    /// An [`Outcome`] label, or `denied`.
+    outcome: &'static str,
     error_kind: Option<&'static str>,
 }
 
@@ -129,9 +238,11 @@ pub(super) struct Draft {
     caller: Option<String>,
     subject: Option<String>,
     client_id: Option<String>,
-    server: String,
+    server: Option<String>,
     tool: String,
     arguments: Value,
+    /// The policy rule that refused the call.
+    rule: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -142,16 +253,18 @@ struct Line<'a> {
     subject: &'a Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     client_id: &'a Option<String>,
-    server: &'a str,
+    server: &'a Option<String>,
     tool: &'a str,
     arguments: &'a Value,
     duration_ms: f64,
     outcome: &'static str,
     error_kind: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rule: &'a Option<String>,
 }
 
 impl Draft {
-    fn finish(self, took: Duration, outcome: Outcome, error_kind: Option<&'static str>) -> String {
+    fn finish(self, took: Duration, outcome: &'static str, error_kind: Option<&'static str>) -> String {
         let line = Line {
             time: rfc3339(self.time),
             caller: &self.caller,
@@ -161,8 +274,9 @@ impl Draft {
             tool: &self.tool,
             arguments: &self.arguments,
             duration_ms: (took.as_secs_f64() * 1e6).round() / 1e3,
-            outcome: outcome.label(),
+            outcome,
             error_kind,
+            rule: &self.rule,
         };
         serde_json::to_string(&line).unwrap_or_default()
     }
@@ -240,6 +354,11 @@ impl Writer {
                     tracing::warn!("audit log: cannot write: {error}");
                 }
             }
+            Job::Admin(line) => {
+                if let Err(error) = self.line(&line.finish()) {
+                    tracing::warn!("audit log: cannot write: {error}");
+                }
+            }
             Job::Flush(done) => {
                 let _ = self.out.flush();
                 let _ = done.send(());
@@ -299,9 +418,10 @@ mod tests {
                 caller: None,
                 subject: None,
                 client_id: None,
-                server: "s".into(),
+                server: Some("s".into()),
                 tool: format!("t{i}"),
                 arguments: Value::Null,
+                rule: None,
             };
             log.write(draft, Duration::ZERO, Outcome::Ok, None);
         }

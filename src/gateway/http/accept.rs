@@ -271,6 +271,7 @@ impl Activity {
         phase.serving += 1;
         phase.head_started = None;
         phase.fresh = false;
+        self.changed.notify_one();
         Serving(self.clone())
     }
 
@@ -376,10 +377,11 @@ pub async fn accept_loop(
     tls: Option<Certificates>,
     spawner: Option<super::Spawner>,
     draining: CancellationToken,
+    closing: CancellationToken,
 ) {
     loop {
         let accepted = tokio::select! {
-            () = draining.cancelled() => return,
+            () = closing.cancelled() => return,
             accepted = listener.accept() => accepted,
         };
         let (stream, peer) = match accepted {
@@ -402,17 +404,23 @@ pub async fn accept_loop(
             }
         };
         let _ = stream.set_nodelay(true);
-        let (router, connections, tls, draining) = (router.clone(), connections.clone(), tls.clone(), draining.clone());
+        // A connection accepted while draining serves one request (a health probe's 503, say) and closes;
+        // the end of the drain ends it.
+        let ends = match draining.is_cancelled() {
+            true => Ends::AfterOneRequest { closing: closing.clone() },
+            false => Ends::Draining { draining: draining.clone(), closing: closing.clone() },
+        };
+        let (router, connections, tls) = (router.clone(), connections.clone(), tls.clone());
         let task = async move {
             let _slot = slot;
             let limits = connections.limits;
             let activity = Activity::new();
             match tls {
-                None => serve(Watched { io: stream, activity: activity.clone() }, peer, router, &connections, activity, draining).await,
+                None => serve(Watched { io: stream, activity: activity.clone() }, peer, router, &connections, activity, ends).await,
                 Some(tls) => {
                     let io = Watched { io: stream, activity: activity.clone() };
                     match tokio::time::timeout(limits.header_timeout, tls.acceptor().accept(io)).await {
-                        Ok(Ok(io)) => serve(io, peer, router, &connections, activity, draining).await,
+                        Ok(Ok(io)) => serve(io, peer, router, &connections, activity, ends).await,
                         Ok(Err(error)) => tracing::debug!("a TLS handshake from {peer} failed: {error}"),
                         Err(_) => {
                             connections.header_timeouts.fetch_add(1, Ordering::Relaxed);
@@ -429,9 +437,19 @@ pub async fn accept_loop(
     }
 }
 
-/// Serves HTTP/1.1 on one connection until it closes, expires or (once
-/// `draining` is cancelled) ends its request in flight.
-async fn serve<I>(io: I, peer: SocketAddr, router: Router, connections: &Connections, activity: Arc<Activity>, draining: CancellationToken)
+/// How a connection ends besides closing or expiring.
+enum Ends {
+    /// Once `draining` is cancelled: after its request in flight, or, when
+    /// it has read none yet (accepted just before), after its first one.
+    Draining { draining: CancellationToken, closing: CancellationToken },
+    /// After its first request (no keep-alive).
+    AfterOneRequest { closing: CancellationToken },
+}
+// Either way, once `closing` is cancelled (the drain is over), a connection
+// serving nothing ends at once.
+
+/// Serves HTTP/1.1 on one connection until it closes, expires or `ends`.
+async fn serve<I>(io: I, peer: SocketAddr, router: Router, connections: &Connections, activity: Arc<Activity>, ends: Ends)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -450,10 +468,22 @@ where
     let mut http = hyper::server::conn::http1::Builder::new();
     // Our own clock bounds the head (see `Activity`); hyper's would also close kept-alive connections.
     http.timer(TokioTimer::new()).header_read_timeout(None);
+    let (draining, closing, one_request) = match ends {
+        Ends::Draining { draining, closing } => (draining, closing, false),
+        // Never cancelled: keep-alive is off already.
+        Ends::AfterOneRequest { closing } => (CancellationToken::new(), closing, true),
+    };
+    http.keep_alive(!one_request);
     let connection = http.serve_connection(TokioIo::new(io), service);
     tokio::pin!(connection);
-    let mut shutting_down = false;
+    // `shutdown_after_first`: the drain began before this connection's first request was read; shutting it down
+    // then would close it under a request on its way (hyper closes an idle connection at once).
+    let (mut shutting_down, mut shutdown_after_first) = (false, false);
     loop {
+        if shutdown_after_first && !shutting_down && activity.phase().serving > 0 {
+            connection.as_mut().graceful_shutdown();
+            shutting_down = true;
+        }
         let deadline = activity.deadline(&limits);
         let wake_at = deadline.map_or_else(|| Instant::now() + limits.header_timeout.min(limits.idle_timeout), |(at, _)| at);
         tokio::select! {
@@ -463,7 +493,19 @@ where
                 }
                 return;
             }
-            () = draining.cancelled(), if !shutting_down => {
+            () = draining.cancelled(), if !shutting_down && !shutdown_after_first => {
+                let fresh = { let phase = activity.phase(); phase.fresh && phase.serving == 0 };
+                if fresh {
+                    shutdown_after_first = true;
+                } else {
+                    connection.as_mut().graceful_shutdown();
+                    shutting_down = true;
+                }
+            }
+            () = closing.cancelled(), if !shutting_down => {
+                if activity.phase().serving == 0 {
+                    return;
+                }
                 connection.as_mut().graceful_shutdown();
                 shutting_down = true;
             }

@@ -12,9 +12,15 @@
 //! - a gateway without credentials serves `/admin` only when it listens on
 //!   loopback (403 otherwise), so nobody else on the network can restart
 //!   its servers;
-//! - with credentials, `/admin` is for the holders of the shared token and
-//!   for identities granted the scope [`ADMIN_SCOPE`] (a key's `scopes`, a
-//!   token's `scope`); every other caller gets 403 naming the scope;
+//! - with credentials, `/admin` (and `/metrics`) is for the holders of the
+//!   shared token and for identities granted the scope [`ADMIN_SCOPE`] (a
+//!   key's `scopes`, a token's `scope`); every other caller gets 403 naming the scope;
+//! - an admin sees and acts on only the servers its identity may use
+//!   something of, by the access policy ([`super::Gateway::heard_by`], the
+//!   verdict of the lists): another server's state, calls and stderr tail
+//!   are not in its views, and an action on it answers 404 like an unknown one;
+//! - every action is a line of the audit log with its caller's subject
+//!   ([`crate::telemetry::audit::AuditLog::admin`]), a 404 for a hidden or unknown server too;
 //! - nothing here carries a call's arguments or results, a token or a
 //!   whole session id: the last calls hold server, tool, outcome, duration
 //!   and time only, at most [`RECENT_CALLS`](crate::telemetry::recent::RECENT_CALLS) of them.
@@ -32,7 +38,7 @@ use super::guard::Caller;
 use super::Front;
 use crate::error::ManageError;
 use crate::identity::{Identity, Proof};
-use crate::telemetry::RecentCall;
+use crate::telemetry::{AuditLog, RecentCall};
 use crate::Handle;
 
 /// The scope that opens `/admin` to a named key's or an issuer's identity.
@@ -77,6 +83,10 @@ pub trait Admin: Send + Sync + 'static {
     /// The last calls, oldest first; only `server`'s when given.
     fn calls(&self, server: Option<&str>) -> Vec<RecentCall>;
     fn act(&self, server: &str, action: AdminAction) -> BoxFuture<'static, Result<(), ManageError>>;
+    /// Where actions are recorded with their caller, if anywhere.
+    fn audit(&self) -> Option<AuditLog> {
+        None
+    }
 }
 
 /// A runtime's pool as the admin endpoint serves it.
@@ -90,6 +100,10 @@ impl Admin for PoolAdmin {
 
     fn calls(&self, server: Option<&str>) -> Vec<RecentCall> {
         self.0.telemetry().recent().list(server)
+    }
+
+    fn audit(&self) -> Option<AuditLog> {
+        self.0.telemetry().audit().cloned()
     }
 
     fn act(&self, server: &str, action: AdminAction) -> BoxFuture<'static, Result<(), ManageError>> {
@@ -154,33 +168,62 @@ fn page_size() -> u64 {
     u64::try_from(size).ok().filter(|s| *s > 0).unwrap_or(4096)
 }
 
-/// The admin of `front`, or why `caller` may not use it.
-fn admin_of<'a>(front: &'a Front, caller: Option<&Identity>) -> Result<&'a Arc<dyn Admin>, Box<Response>> {
-    let Some(admin) = &front.admin else {
-        return Err(Box::new((StatusCode::NOT_FOUND, "Not Found: this gateway has no admin endpoint").into_response()));
-    };
+/// Whether `caller` may use the admin endpoint and `/metrics` of `front`,
+/// or the 403 that says why not.
+pub(super) fn authorised(front: &Front, caller: Option<&Identity>, path: &str) -> Result<(), Box<Response>> {
     if let Some(caller) = caller {
         if caller.proof == Proof::SharedToken || caller.has_scope(ADMIN_SCOPE) {
-            return Ok(admin);
+            return Ok(());
         }
         let message = format!(
-            "Forbidden: /admin needs the gateway's shared token or the scope `{ADMIN_SCOPE}`, and `{}` has neither; \
+            "Forbidden: {path} needs the gateway's shared token or the scope `{ADMIN_SCOPE}`, and `{}` has neither; \
              grant it to the key (`scopes` in [serve.keys.NAME]) or the token",
             caller.subject
         );
         return Err(Box::new((StatusCode::FORBIDDEN, message).into_response()));
     }
     if !front.admin_open {
-        let message = "Forbidden: /admin needs the gateway's token when it listens beyond loopback: set MCPVISOR_SERVE_TOKEN \
-                       (or `token` in the [serve] table), or listen on 127.0.0.1";
+        let message = format!(
+            "Forbidden: {path} needs the gateway's token when it listens beyond loopback: set MCPVISOR_SERVE_TOKEN \
+             (or `token` in the [serve] table), or listen on 127.0.0.1"
+        );
         return Err(Box::new((StatusCode::FORBIDDEN, message).into_response()));
     }
+    Ok(())
+}
+
+/// The admin of `front`, or why `caller` may not use it.
+fn admin_of<'a>(front: &'a Front, caller: Option<&Identity>) -> Result<&'a Arc<dyn Admin>, Box<Response>> {
+    let Some(admin) = &front.admin else {
+        return Err(Box::new((StatusCode::NOT_FOUND, "Not Found: this gateway has no admin endpoint").into_response()));
+    };
+    authorised(front, caller, "/admin")?;
     Ok(admin)
+}
+
+/// The servers `caller` may see in the admin views, of those the pool has now.
+async fn heard(front: &Front, caller: &Option<Arc<Identity>>) -> Vec<String> {
+    let servers = front.gateway.servers().await;
+    front.gateway.heard_by(caller.clone(), servers).await
+}
+
+/// `snapshot` with only `heard`'s servers, their tools and their calls.
+fn only_heard(mut snapshot: Value, heard: &[String]) -> Value {
+    let keeps = |item: &Value, field: &str| item.get(field).and_then(Value::as_str).is_some_and(|name| heard.iter().any(|h| h == name));
+    for (list, field) in [("servers", "name"), ("tools", "server"), ("calls", "server")] {
+        if let Some(items) = snapshot.get_mut(list).and_then(Value::as_array_mut) {
+            items.retain(|item| keeps(item, field));
+        }
+    }
+    snapshot
 }
 
 pub(super) async fn status(State(front): State<Arc<Front>>, Caller(caller): Caller) -> Response {
     match admin_of(&front, caller.as_deref()) {
-        Ok(admin) => axum::Json(admin.snapshot().await).into_response(),
+        Ok(admin) => {
+            let snapshot = admin.snapshot().await;
+            axum::Json(only_heard(snapshot, &heard(&front, &caller).await)).into_response()
+        }
         Err(refusal) => *refusal,
     }
 }
@@ -189,7 +232,11 @@ pub(super) async fn calls(State(front): State<Arc<Front>>, Caller(caller): Calle
     let query = uri.query().unwrap_or_default().as_bytes();
     let server = url::form_urlencoded::parse(query).find(|(key, _)| key == "server").map(|(_, value)| value.into_owned());
     match admin_of(&front, caller.as_deref()) {
-        Ok(admin) => axum::Json(json!({"calls": admin.calls(server.as_deref())})).into_response(),
+        Ok(admin) => {
+            let heard = heard(&front, &caller).await;
+            let calls: Vec<_> = admin.calls(server.as_deref()).into_iter().filter(|call| heard.contains(&call.server)).collect();
+            axum::Json(json!({ "calls": calls })).into_response()
+        }
         Err(refusal) => *refusal,
     }
 }
@@ -203,8 +250,18 @@ pub(super) async fn act(State(front): State<Arc<Front>>, Caller(caller): Caller,
         let message = format!("Not Found: `{action}` is not an admin action; use restart, enable or disable");
         return (StatusCode::NOT_FOUND, message).into_response();
     };
-    tracing::info!(server = %name, action = action.as_str(), "admin action");
-    match admin.act(&name, action).await {
+    let who = caller.as_ref().map_or("an unauthenticated caller on loopback", |caller| caller.subject.as_str());
+    let outcome = if front.gateway.heard_by(caller.clone(), vec![name.clone()]).await.is_empty() {
+        Err(ManageError::UnknownServer(name.clone()))
+    } else {
+        admin.act(&name, action).await
+    };
+    tracing::info!(server = %name, action = action.as_str(), caller = %who, ok = outcome.is_ok(), "admin action");
+    if let Some(log) = admin.audit() {
+        let error = outcome.as_ref().err().map(ToString::to_string);
+        log.admin(caller.as_deref(), &name, action.as_str(), error.as_deref());
+    }
+    match outcome {
         Ok(()) => axum::Json(json!({"server": name, "action": action.as_str(), "ok": true})).into_response(),
         Err(error) => {
             let status = match error {

@@ -10,6 +10,8 @@
 //!   `alg` verifies it, `iss` is the issuer, `aud` names the audience,
 //!   `exp` is in the future and `nbf` is not (both within `leeway`), and it
 //!   has a `sub`;
+//! - an identity has a non-empty subject (`sub`, else `client_id`): a token
+//!   or an introspection answer that names none is refused (401);
 //! - an opaque token passes only when introspection is configured and the
 //!   issuer says it is `active`, for this audience when it says one;
 //! - every token must grant all `required_scopes`: else 403
@@ -140,7 +142,7 @@ impl Authenticator {
         // A token without `kid` is tried against a few keys only: each try is a signature check.
         for key in keys.iter().take(if header.kid.is_some() { keys.len() } else { MAX_KEYS_WITHOUT_KID }) {
             match jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation) {
-                Ok(data) => return Ok(self.identity(&data.claims, Proof::Jwt)),
+                Ok(data) => return self.identity(&data.claims, Proof::Jwt),
                 Err(error) => last = Some(error),
             }
         }
@@ -185,11 +187,11 @@ impl Authenticator {
         if claims.get("exp").and_then(Value::as_u64).is_some_and(|exp| exp + self.settings.leeway.as_secs() < now) {
             return Err(Rejection::Invalid("the token has expired".into()));
         }
-        Ok(self.identity(&claims, Proof::Introspection))
+        self.identity(&claims, Proof::Introspection)
     }
 
     /// The identity of verified `claims` (see [`identity_of`]).
-    fn identity(&self, claims: &Map<String, Value>, proof: Proof) -> Identity {
+    fn identity(&self, claims: &Map<String, Value>, proof: Proof) -> Result<Identity, Rejection> {
         identity_of(claims, &self.settings.claims, proof)
     }
 
@@ -268,8 +270,11 @@ fn describe(error: &jsonwebtoken::errors::Error) -> String {
 
 /// The caller that verified `claims` prove: `sub` (else `client_id`) as
 /// subject, `client_id` (else `azp`), scopes from `scope` (space separated)
-/// or `scp` (a list or a string), and the claims named in `keep`.
-pub fn identity_of(claims: &Map<String, Value>, keep: &[String], proof: Proof) -> Identity {
+/// or `scp` (a list or a string), and the claims named in `keep`. Refused
+/// when the subject would be empty: policies, limits, sessions and the
+/// audit log tell callers apart by it, and every token without one would
+/// be the same caller `""`.
+pub fn identity_of(claims: &Map<String, Value>, keep: &[String], proof: Proof) -> Result<Identity, Rejection> {
     let text = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_string);
     let client_id = text("client_id").or_else(|| text("azp"));
     let scopes = match (claims.get("scope"), claims.get("scp")) {
@@ -278,8 +283,11 @@ pub fn identity_of(claims: &Map<String, Value>, keep: &[String], proof: Proof) -
         _ => Vec::new(),
     };
     let kept = keep.iter().filter_map(|name| Some((name.clone(), claims.get(name)?.clone()))).collect();
-    let subject = text("sub").or_else(|| client_id.clone()).unwrap_or_default();
-    Identity { subject, client_id, scopes, claims: kept, proof }
+    let subject = text("sub").filter(|sub| !sub.trim().is_empty()).or_else(|| client_id.clone()).unwrap_or_default();
+    if subject.trim().is_empty() {
+        return Err(Rejection::Invalid("the token names no subject (its `sub` and `client_id` are missing or empty)".into()));
+    }
+    Ok(Identity { subject, client_id, scopes, claims: kept, proof })
 }
 
 /// Whether `path` is the resource metadata (served without credentials).
@@ -300,16 +308,30 @@ mod tests {
     fn claims_become_an_identity() {
         let keep = ["email".to_string(), "absent".to_string()];
         let jwt =
-            identity_of(&claims(json!({"sub": "alice", "azp": "cli", "scope": "a  b", "email": "a@x", "secret": 1})), &keep, Proof::Jwt);
+            identity_of(&claims(json!({"sub": "alice", "azp": "cli", "scope": "a  b", "email": "a@x", "secret": 1})), &keep, Proof::Jwt)
+                .unwrap();
         assert_eq!(
             (jwt.subject.as_str(), jwt.client_id.as_deref(), jwt.scopes.clone()),
             ("alice", Some("cli"), vec!["a".into(), "b".into()])
         );
         assert_eq!(Value::Object(jwt.claims), json!({"email": "a@x"}));
-        let scp = identity_of(&claims(json!({"sub": "bob", "client_id": "c", "azp": "other", "scp": ["x", 2, "y"]})), &[], Proof::Jwt);
+        let scp =
+            identity_of(&claims(json!({"sub": "bob", "client_id": "c", "azp": "other", "scp": ["x", 2, "y"]})), &[], Proof::Jwt).unwrap();
         assert_eq!((scp.client_id.as_deref(), scp.scopes), (Some("c"), vec!["x".into(), "y".into()]));
-        let machine = identity_of(&claims(json!({"client_id": "svc", "scp": "r w"})), &[], Proof::Introspection);
+        let machine = identity_of(&claims(json!({"client_id": "svc", "scp": "r w"})), &[], Proof::Introspection).unwrap();
         assert_eq!((machine.subject.as_str(), machine.scopes.len()), ("svc", 2));
+    }
+
+    /// An introspection answer without `sub` used to become the caller `""`,
+    /// one identity for every such token.
+    #[test]
+    fn a_token_that_names_no_subject_is_no_identity() {
+        for nameless in [json!({"active": true, "scope": "a"}), json!({"sub": "", "client_id": " "}), json!({"sub": "  "})] {
+            let refused = identity_of(&claims(nameless.clone()), &[], Proof::Introspection);
+            assert!(matches!(&refused, Err(Rejection::Invalid(why)) if why.contains("no subject")), "{nameless}: {refused:?}");
+        }
+        let empty_sub = identity_of(&claims(json!({"sub": "", "client_id": "svc"})), &[], Proof::Jwt).unwrap();
+        assert_eq!(empty_sub.subject, "svc", "an empty `sub` falls back to the client like a missing one");
     }
 
     fn jwt_shaped(header: &str) -> String {

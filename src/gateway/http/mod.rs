@@ -7,7 +7,7 @@
 //! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining or while the core (Hub, Registry) cannot serve (`"status": "core_down"`, `"error"`) |
 //! | `/.well-known/oauth-protected-resource`, `…/mcp` | the protected resource metadata (RFC 9728) with `[serve.auth]` (`auth`), else 404 |
 //! | `/admin/status`, `/admin/calls`, `/admin/servers/{name}/{action}` | the pool's state, last calls, restart/enable/disable (`admin`), for `mcpvisor top --url` |
-//! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states; the front's connections, sessions, open requests, buffered bytes and refusals by bound), when given a renderer |
+//! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states; the front's connections, sessions, open requests, buffered bytes and refusals by bound), when given a renderer; for the callers `/admin` is for (it names every server and tool) |
 //!
 //! The front knows HTTP only: each downstream session is a [`Port`] made
 //! by a [`Gateway`], which takes JSON-RPC messages each with the
@@ -20,9 +20,13 @@
 //! - bodies over the codec's `max_frame` are refused with 413 before they are read whole;
 //! - sessions, open requests and resumption buffers are bounded per client
 //!   and in total ([`limits`]): past a bound, 503 with `Retry-After`;
-//! - shutdown ([`Server::run`]'s signal) stops accepting, ends the GET
-//!   and legacy streams, waits for the requests in flight (at most
-//!   `drain`), then ends every session.
+//! - shutdown ([`Server::run`]'s signal) ends the GET and legacy streams,
+//!   waits for the requests in flight (at most `drain`), then stops
+//!   accepting and ends every session. While it drains, connections are
+//!   still accepted (one request each): `/healthz` answers 503 `draining`,
+//!   a client's POST to its session (its answers to the gateway's requests,
+//!   its cancellations) is served, and anything else gets 503 with
+//!   `Retry-After`, so a load balancer sends it to another replica.
 
 mod accept;
 pub mod admin;
@@ -117,6 +121,16 @@ pub trait Gateway: Send + Sync + 'static {
     /// The pool `/admin` shows and acts on; `None`: `/admin` answers 404.
     fn admin(&self) -> Option<Arc<dyn admin::Admin>> {
         None
+    }
+    /// The names of the pool's servers.
+    fn servers(&self) -> BoxFuture<'static, Vec<String>> {
+        Box::pin(async { Vec::new() })
+    }
+    /// The servers of `servers` whose news `identity` may have (the access
+    /// policy's verdict of the lists): what `/admin` shows it.
+    fn heard_by(&self, identity: Option<Arc<Identity>>, servers: Vec<String>) -> BoxFuture<'static, Vec<String>> {
+        let _ = identity;
+        Box::pin(async { servers })
     }
 }
 
@@ -258,6 +272,7 @@ impl Server {
             .route(admin::CALLS_PATH, get(admin::calls))
             .route(admin::ACTION_PATH, axum::routing::post(admin::act))
             .layer(DefaultBodyLimit::max(options.max_body))
+            .layer(axum::middleware::from_fn_with_state(front.clone(), while_draining))
             .layer(axum::middleware::from_fn_with_state(guard, guard::check))
             .with_state(front.clone());
         Ok(Server { listener, front, router, drain: options.drain, tls: options.tls, spawner: options.spawner })
@@ -290,14 +305,19 @@ impl Server {
             }
         };
         let stopping = tokio::spawn(stopped);
-        accept::accept_loop(listener, router, front.connections.clone(), tls, spawner, draining.clone()).await;
-        draining.cancelled().await;
+        let closing = CancellationToken::new();
+        let accepting = accept::accept_loop(listener, router, front.connections.clone(), tls, spawner, draining.clone(), closing.clone());
+        let drained = async {
+            draining.cancelled().await;
+            let mut in_flight = front.in_flight.subscribe();
+            let drained = tokio::time::timeout(drain, in_flight.wait_for(|n| *n == 0)).await.is_ok();
+            if !drained {
+                tracing::warn!("{} requests still in flight after {drain:?}: they are cancelled", *front.in_flight.borrow());
+            }
+            closing.cancel();
+        };
+        tokio::join!(accepting, drained);
         stopping.abort();
-        let mut in_flight = front.in_flight.subscribe();
-        let drained = tokio::time::timeout(drain, in_flight.wait_for(|n| *n == 0)).await.is_ok();
-        if !drained {
-            tracing::warn!("{} requests still in flight after {drain:?}: they are cancelled", *front.in_flight.borrow());
-        }
         sweeper.abort();
         front.sessions.end_all();
         // The connections left are streams that just ended; give them a moment to flush, no more.
@@ -324,7 +344,24 @@ async fn health(State(front): State<Arc<Front>>) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
-async fn metrics(State(front): State<Arc<Front>>) -> Response {
+/// While the front drains (see the module): `/healthz` and a session's
+/// POSTs pass, the rest gets 503.
+async fn while_draining(State(front): State<Arc<Front>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let passes = !front.draining.is_cancelled()
+        || request.uri().path() == HEALTH_PATH
+        || (request.method() == axum::http::Method::POST
+            && (request.headers().contains_key(SESSION_ID) || request.uri().path() == MESSAGE_PATH));
+    if passes {
+        return next.run(request).await;
+    }
+    let message = "Service Unavailable: this gateway is shutting down; retry (another replica serves)";
+    (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "1")], message).into_response()
+}
+
+async fn metrics(State(front): State<Arc<Front>>, Caller(caller): Caller) -> Response {
+    if let Err(refusal) = admin::authorised(&front, caller.as_deref(), METRICS_PATH) {
+        return *refusal;
+    }
     match &front.metrics {
         Some(render) => {
             let (requests, listen_streams) = front.requests.counts();

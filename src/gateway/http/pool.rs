@@ -89,6 +89,16 @@ impl Gateway for PoolGateway {
         Some(Arc::new(super::admin::PoolAdmin(self.handle.clone())))
     }
 
+    fn servers(&self) -> BoxFuture<'static, Vec<String>> {
+        let handle = self.handle.clone();
+        Box::pin(async move { handle.status().await.into_iter().map(|status| status.name).collect() })
+    }
+
+    fn heard_by(&self, identity: Option<Arc<Identity>>, servers: Vec<String>) -> BoxFuture<'static, Vec<String>> {
+        let (handle, options) = (self.handle.clone(), self.options.clone());
+        Box::pin(async move { crate::actors::gateway::heard_by(&handle, &options, identity.as_deref(), servers).await })
+    }
+
     fn core(&self) -> BoxFuture<'static, Result<(), String>> {
         let probe = self.handle.hub().send(hub::CoreHealth);
         Box::pin(async move { probe.await.unwrap_or_else(|_| Err("the hub stopped (a panic escaped its guard); restart mcpvisor".into())) })
