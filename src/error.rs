@@ -43,7 +43,7 @@ pub enum CallError {
     #[error("server `{server}` is overloaded ({in_flight} calls in flight, {queued} queued); `{tool}` was refused at once. Retry later or raise max_in_flight/max_queued")]
     Overloaded { server: String, tool: String, in_flight: usize, queued: usize },
 
-    #[error("`{tool}` on server `{server}` was refused by {limit}{}; call less often or raise the limit in the server's configuration", retry_suffix(.retry_after))]
+    #[error("`{tool}` on server `{server}` was refused by {limit}{}; {}", retry_suffix(.retry_after), rate_limit_advice(.limit))]
     RateLimited { server: String, tool: String, limit: String, retry_after: Option<Duration> },
 
     #[error("`{tool}` on server `{server}` failed with JSON-RPC error {code}: {message}")]
@@ -75,6 +75,17 @@ pub enum CallError {
 
     #[error("server `{server}` had not listed its tools yet when the call to `{tool}` gave up after {after:?}; wait until the server is connected or give the call a longer timeout")]
     NotListed { server: String, tool: String, after: Duration },
+}
+
+/// What to do about a rate limit: a caller's own limit (`[serve.caller_limits]`,
+/// described as `... of caller `key:alice` ...`) is the gateway operator's to
+/// raise, a server's or a tool's is in the server's configuration.
+fn rate_limit_advice(limit: &str) -> &'static str {
+    if limit.contains(" of caller `") {
+        "call less often; your own limit is set by the gateway's operator ([serve.caller_limits]), not by the server"
+    } else {
+        "call less often or raise the limit in the server's configuration"
+    }
 }
 
 fn retry_suffix(retry_after: &Option<Duration>) -> String {

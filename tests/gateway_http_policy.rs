@@ -232,6 +232,10 @@ async fn each_identity_has_its_own_rate_limit() {
     let refused = alice.ask("tools/call", echo("one too many")).await;
     let text = refused.to_string();
     assert!(text.contains("rate limit of caller `key:alice` (0.2/s, burst 2)") && !text.contains(ALICE), "{refused}");
+    assert!(
+        text.contains("[serve.caller_limits]") && !text.contains("server's configuration"),
+        "the advice fits a caller's limit: {refused}"
+    );
     let answer = bob.ask("tools/call", echo("bob")).await;
     assert_eq!(answer["result"]["content"][0]["text"], "bob", "bob's share is his own: {answer}");
 }
