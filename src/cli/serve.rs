@@ -67,6 +67,8 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         .build()
         .map_err(|e| Failure::connection(format!("cannot start a tokio runtime: {e}")))?;
     let outcome = runtime.block_on(async {
+        // Before anything is served: a SIGHUP sent as soon as the first answer is out must find its handler, not end the gateway.
+        let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
         let passes_roots = http.is_none() || super::serve_http::passes_client_roots(&args.http, servers.serve.as_ref());
         let roots = ClientRoots::new(passes_roots);
         // Over HTTP, many clients: a server's request goes to the session whose call caused it, or nowhere.
@@ -93,7 +95,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
             let served = super::serve_http::serve(session.handle.clone(), options, bridge, addr, http, workers, stop);
             let outcome = tokio::select! {
                 outcome = served => outcome,
-                () = reload_on_hangup(cli, args, &session.handle, &access) => Ok(0),
+                () = reload_on_hangup(cli, args, &session.handle, &access, hangups) => Ok(0),
             };
             close(session).await;
             return outcome;
@@ -101,7 +103,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         let served = crate::gateway::stdio::serve_stdio(session.handle.clone(), options, bridge);
         let outcome = tokio::select! {
             () = served => Ok(0),
-            () = reload_on_hangup(cli, args, &session.handle, &access) => Ok(0),
+            () = reload_on_hangup(cli, args, &session.handle, &access, hangups) => Ok(0),
             signal = interrupted() => Err(Failure { code: EXIT_INTERRUPTED, message: format!("interrupted by {signal}; the servers were stopped") }),
         };
         close(session).await;
@@ -133,11 +135,10 @@ fn selected(servers: &Servers, args: &ServeArgs) -> Result<Vec<ServerConfig>, Fa
     prepare(servers.to_start(args.server.as_deref())?, |config| nesting::mark_child(config, depth))
 }
 
-/// Applies the configuration again on every `SIGHUP`; never returns
-/// (pending for ever when SIGHUP cannot be watched).
-async fn reload_on_hangup(cli: &Cli, args: &ServeArgs, handle: &Handle, access: &Access) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let Ok(mut hangups) = signal(SignalKind::hangup()) else { return std::future::pending().await };
+/// Applies the configuration again on every `SIGHUP` `hangups` hears;
+/// never returns (pending for ever when SIGHUP cannot be watched).
+async fn reload_on_hangup(cli: &Cli, args: &ServeArgs, handle: &Handle, access: &Access, hangups: Option<tokio::signal::unix::Signal>) {
+    let Some(mut hangups) = hangups else { return std::future::pending().await };
     while hangups.recv().await.is_some() {
         let servers = Servers::load(cli);
         if servers.as_ref().is_ok_and(|servers| access.reload(servers.serve.as_ref())) {
