@@ -8,22 +8,13 @@ mod gateway_http_support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use gateway_http_support::{client, json_of, modern_meta, post, request, Gateway, BIN, MODERN};
+use gateway_http_support::{
+    client, json_of, modern_meta, post, request, Gateway, ALICE, BIN, BOB, CAROL, MODERN, THREE_KEYS, THREE_KEYS_ENV,
+};
 use serde_json::{json, Value};
 
-const ALICE: &str = "alice-0f3a9c2e7b1d4a6f8e0c";
-const BOB: &str = "bob-9e8d7c6b5a4f3e2d1c0b";
-const CAROL: &str = "carol-5d4c3b2a1f0e9d8c7b6a";
-
+/// The policy (and limits) after [`THREE_KEYS`].
 const CONFIG: &str = r#"
-[serve.keys.alice]
-token = "${ALICE_KEY}"
-[serve.keys.bob]
-token = "${BOB_KEY}"
-[serve.keys.carol]
-token = "${CAROL_KEY}"
-scopes = ["mcpvisor:admin"]
-
 [serve.caller_limits]
 rate = 0.01
 burst = 2
@@ -76,9 +67,10 @@ async fn every_call_refused_ones_too_and_every_admin_action_is_a_line_naming_who
     let servers = format!(
         "[servers.demo]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n[servers.vault]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n"
     );
-    let env = [("ALICE_KEY", ALICE), ("BOB_KEY", BOB), ("CAROL_KEY", CAROL)];
+    let env = THREE_KEYS_ENV;
     let extra = ["--audit", audit.to_str().unwrap()];
-    let gateway = Gateway::start_with_config(&format!("{servers}{CONFIG}"), "127.0.0.1:0", &extra, &env).expect("the gateway starts");
+    let gateway =
+        Gateway::start_with_config(&format!("{servers}{THREE_KEYS}{CONFIG}"), "127.0.0.1:0", &extra, &env).expect("the gateway starts");
     let http = client();
     let secret = json!({"text": "alice-secret-argument"});
 

@@ -10,22 +10,13 @@
 
 mod gateway_http_support;
 
-use gateway_http_support::{client, json_of, post, request, Gateway, Sse, SseReader, BIN, LEGACY};
+use gateway_http_support::{
+    client, json_of, post, request, Gateway, Sse, SseReader, ALICE, BIN, BOB, CAROL, LEGACY, THREE_KEYS, THREE_KEYS_ENV,
+};
 use serde_json::{json, Value};
 
-const ALICE: &str = "alice-0f3a9c2e7b1d4a6f8e0c";
-const BOB: &str = "bob-9e8d7c6b5a4f3e2d1c0b";
-const CAROL: &str = "carol-5d4c3b2a1f0e9d8c7b6a";
-
+/// The policy (and limits) after [`THREE_KEYS`].
 const CONFIG: &str = r#"
-[serve.keys.alice]
-token = "${ALICE_KEY}"
-[serve.keys.bob]
-token = "${BOB_KEY}"
-[serve.keys.carol]
-token = "${CAROL_KEY}"
-scopes = ["mcpvisor:admin"]
-
 [serve.policy]
 default = "deny"
 
@@ -45,8 +36,8 @@ fn start() -> Gateway {
     let servers = format!(
         "[servers.demo]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n[servers.vault]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n"
     );
-    let env = [("ALICE_KEY", ALICE), ("BOB_KEY", BOB), ("CAROL_KEY", CAROL)];
-    Gateway::start_with_config(&format!("{servers}{CONFIG}"), "127.0.0.1:0", &[], &env).expect("the gateway starts")
+    let env = THREE_KEYS_ENV;
+    Gateway::start_with_config(&format!("{servers}{THREE_KEYS}{CONFIG}"), "127.0.0.1:0", &[], &env).expect("the gateway starts")
 }
 
 /// A handshake-era session of `key`'s, its client declaring `capabilities`.

@@ -261,3 +261,23 @@ pub async fn call_modern(http: &reqwest::Client, url: &str, body: &Value) -> Val
     }
     panic!("the SSE stream ended without the response")
 }
+
+/// Three named keys: alice and bob, and carol with the admin scope; their
+/// secrets below, given to the gateway as `ALICE_KEY`, `BOB_KEY`, `CAROL_KEY`.
+pub const ALICE: &str = "alice-0f3a9c2e7b1d4a6f8e0c";
+pub const BOB: &str = "bob-9e8d7c6b5a4f3e2d1c0b";
+pub const CAROL: &str = "carol-5d4c3b2a1f0e9d8c7b6a";
+
+/// The `[serve.keys]` of [`ALICE`], [`BOB`] and [`CAROL`].
+pub const THREE_KEYS: &str = r#"
+[serve.keys.alice]
+token = "${ALICE_KEY}"
+[serve.keys.bob]
+token = "${BOB_KEY}"
+[serve.keys.carol]
+token = "${CAROL_KEY}"
+scopes = ["mcpvisor:admin"]
+"#;
+
+/// The environment that gives the three keys their secrets.
+pub const THREE_KEYS_ENV: [(&str, &str); 3] = [("ALICE_KEY", ALICE), ("BOB_KEY", BOB), ("CAROL_KEY", CAROL)];
