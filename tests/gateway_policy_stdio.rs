@@ -63,3 +63,37 @@ async fn a_reloaded_policy_is_announced_as_changed_lists() {
     let listed = gateway.result("tools/list", json!({})).await;
     assert!(listed["tools"].as_array().is_some_and(|tools| tools.iter().any(|tool| tool["name"] == "demo__echo")), "{listed}");
 }
+
+#[tokio::test]
+async fn a_resource_rule_holds_however_the_uri_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("servers.toml");
+    let policy = r#"
+[serve.policy]
+default = "allow"
+[[serve.policy.rules]]
+name = "no-secrets"
+effect = "deny"
+resources = ["demo://item/secret*"]
+"#;
+    std::fs::write(&config, format!("{}{policy}", demo_table("demo", &[]))).unwrap();
+    let mut gateway = Gateway::start(&config, &[], json!({})).await;
+    let read = gateway.result("resources/read", json!({"uri": "demo://item/1"})).await;
+    assert_eq!(read["contents"][0]["uri"], "demo://item/1", "{read}");
+    // Each of these is demo://item/secret-1 to the server: the rule refuses them all.
+    for written in [
+        "demo://item/secret-1",
+        "demo://item/./secret-1",
+        "demo://item/%73ecret-1",
+        "demo://item/public/%2e%2e/secret-1",
+        "DEMO://ITEM/secret-1",
+    ] {
+        let refused = gateway.request("resources/read", json!({"uri": written})).await;
+        let message = refused["error"]["message"].as_str().unwrap_or_else(|| panic!("{written} was read: {refused}"));
+        assert!(message.contains("no-secrets"), "{written}: {message}");
+    }
+    // What has no one form is refused before any rule, naming why.
+    let ambiguous = gateway.request("resources/read", json!({"uri": "demo://item//secret-1"})).await;
+    assert_eq!(ambiguous["error"]["code"], -32602, "{ambiguous}");
+    assert!(ambiguous["error"]["message"].as_str().unwrap().contains("empty segment"), "{ambiguous}");
+}

@@ -346,7 +346,7 @@ impl Pool {
     }
 
     async fn read(&self, params: Value) -> Answer {
-        let uri = string_param(&params, "uri", methods::RESOURCES_READ)?.to_owned();
+        let uri = normal_uri(string_param(&params, "uri", methods::RESOURCES_READ)?, methods::RESOURCES_READ)?;
         if uri == STATUS_URI {
             self.check_use(GATEWAY_SERVER, Kind::Resource, STATUS_URI, STATUS_URI, None)?;
             let statuses: Vec<_> = self.handle.status().await.into_iter().filter(|status| serves(&self.options, &status.name)).collect();
@@ -365,7 +365,7 @@ impl Pool {
     }
 
     async fn subscription(&self, method: &str, params: Value) -> Answer {
-        let uri = string_param(&params, "uri", method)?.to_owned();
+        let uri = normal_uri(string_param(&params, "uri", method)?, method)?;
         let subscribe = method == methods::RESOURCES_SUBSCRIBE;
         if uri == STATUS_URI {
             self.check_use(GATEWAY_SERVER, Kind::Resource, STATUS_URI, STATUS_URI, None)?;
@@ -386,6 +386,9 @@ impl Pool {
     /// server serves is skipped (its stream never hears of it). Subscriptions
     /// stay until the server restarts: updates nobody asked for are filtered out.
     pub async fn watch(&self, uris: Vec<String>) {
+        // A URI with no one form is skipped, as one no server serves.
+        let uris: Vec<String> =
+            uris.iter().filter_map(|uri| crate::protocol::uri::normalize(uri).ok().map(|uri| uri.into_owned())).collect();
         for uri in uris.iter().filter(|uri| *uri != STATUS_URI) {
             if let Ok(server) = self.resource_server(uri).await {
                 if self.check_use(&server, Kind::Resource, uri, uri, None).is_err() {
@@ -473,4 +476,12 @@ fn optional_object(params: &Value, key: &str, method: &str) -> Result<Option<Jso
             Err(ErrorObject::invalid_params(format!("{method}: `{key}` must be an object, not {}", crate::protocol::json_kind(other))))
         }
     }
+}
+
+/// A resource URI in its one form (`protocol::uri`), as the policy matches
+/// it and the server receives it; one that has none is refused, naming why.
+fn normal_uri(uri: &str, method: &str) -> Result<String, ErrorObject> {
+    crate::protocol::uri::normalize(uri).map(|uri| uri.into_owned()).map_err(|why| {
+        ErrorObject::invalid_params(format!("{method}: the uri `{uri}` cannot be read safely: {why}; send it in plain form"))
+    })
 }

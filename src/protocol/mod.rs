@@ -9,6 +9,7 @@ pub mod methods;
 pub mod pagination;
 pub mod schema;
 pub mod session;
+pub(crate) mod uri;
 mod version;
 
 pub use jsonrpc::{error_codes, notification_frame, request_frame, response_frame, ErrorObject, Message, RequestId};
