@@ -7,10 +7,17 @@ mod gateway_support;
 use gateway_support::{demo_table, Gateway};
 use serde_json::json;
 
+/// `serve` over stdio with `config` as its file (kept in the returned folder).
+async fn serving(config: String) -> (tempfile::TempDir, Gateway) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("servers.toml");
+    std::fs::write(&file, config).unwrap();
+    let gateway = Gateway::start(&file, &[], json!({})).await;
+    (dir, gateway)
+}
+
 #[tokio::test]
 async fn over_stdio_identity_is_null() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("servers.toml");
     let policy = r#"
 [serve.policy]
 default = "deny"
@@ -25,8 +32,7 @@ effect = "allow"
 servers = ["other"]
 when = 'identity.claims.team == "red"'
 "#;
-    std::fs::write(&config, format!("{}{}{policy}", demo_table("demo", &[]), demo_table("other", &[]))).unwrap();
-    let mut gateway = Gateway::start(&config, &[], json!({})).await;
+    let (_dir, mut gateway) = serving(format!("{}{}{policy}", demo_table("demo", &[]), demo_table("other", &[]))).await;
     let listed = gateway.result("tools/list", json!({})).await;
     let names: Vec<&str> = listed["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"demo__echo"), "{names:?}");
@@ -66,8 +72,6 @@ async fn a_reloaded_policy_is_announced_as_changed_lists() {
 
 #[tokio::test]
 async fn a_resource_rule_holds_however_the_uri_is_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("servers.toml");
     let policy = r#"
 [serve.policy]
 default = "allow"
@@ -76,8 +80,7 @@ name = "no-secrets"
 effect = "deny"
 resources = ["demo://item/secret*"]
 "#;
-    std::fs::write(&config, format!("{}{policy}", demo_table("demo", &[]))).unwrap();
-    let mut gateway = Gateway::start(&config, &[], json!({})).await;
+    let (_dir, mut gateway) = serving(format!("{}{policy}", demo_table("demo", &[]))).await;
     let read = gateway.result("resources/read", json!({"uri": "demo://item/1"})).await;
     assert_eq!(read["contents"][0]["uri"], "demo://item/1", "{read}");
     // Each of these is demo://item/secret-1 to the server: the rule refuses them all.

@@ -17,7 +17,8 @@
 //! | `serve` | `serve` (every server served as one MCP server over stdio; `serve_http`: `--http`) |
 //! | `demo` | `demo` (and `demo-server`, run from here) |
 //!
-//! Shared parts: `environ` (our own environment block emptied at start,
+//! Shared parts: `untrusted` (the notice about project files left out,
+//! and what their servers would run), `environ` (our own environment block emptied at start,
 //! so `/proc/PID/environ` shows no secret), `servers` (which servers a command sees), `nesting` (a
 //! gateway never starts itself), `session` (a runtime for one command,
 //! with spinners), `catalog` (the tools `tools` shows, live or from the
@@ -57,6 +58,7 @@ mod status;
 mod tools;
 mod top;
 mod trust;
+mod untrusted;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

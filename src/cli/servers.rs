@@ -17,7 +17,7 @@
 //! Project files are used only once their folder is trusted, as they were
 //! then (`mcpvisor trust`, [`crate::config::trust`]); the others are in
 //! [`Servers::untrusted`], and every command but `list` (which shows them
-//! in place) says so in one line on stderr ([`super::trust::notice`]).
+//! in place) says so in one line on stderr ([`super::untrusted::notice`]).
 //! A file the user names with `--config` is trusted for that run.
 
 use std::path::{Path, PathBuf};
@@ -146,7 +146,7 @@ impl Servers {
             warn(format_args!("skipped: {skipped}"));
         }
         if !matches!(cli.command, super::Command::List) {
-            super::trust::notice(&loaded.untrusted, cli.json);
+            super::untrusted::notice(&loaded.untrusted, cli.json);
         }
         let mut entries: Vec<Entry> = loaded.servers.into_iter().map(Entry::from).collect();
         let left_out = leave_out_this_gateway(&mut entries)?;
@@ -211,7 +211,7 @@ impl Servers {
                 "`{name}` is defined in {}, which is not trusted ({}); review it, then run `mcpvisor trust {}` to use it",
                 file.path.display(),
                 file.why.reason(),
-                super::trust::project_root(file).display()
+                super::untrusted::project_root(file).display()
             )));
         }
         None.ok_or_else(|| {

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::output::{aligned, table, Failure, Out, Paint, Piece};
 use super::servers::{env, DefinedIn, Entry, Servers};
-use super::trust::{project_root, runs};
+use super::untrusted::{project_root, runs};
 use super::Cli;
 use crate::config::duration::format_duration;
 use crate::config::{Auth, Keyword, ServerConfig};

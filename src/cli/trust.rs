@@ -4,8 +4,8 @@
 //! the digest of each project file it has now, after showing what those
 //! files would start; `--list` shows the record and what changed since;
 //! `--revoke DIR` forgets a folder. The record and its rules are
-//! [`crate::config::trust`]; this file is its command and the one notice
-//! every other command gives about untrusted files ([`notice`]).
+//! [`crate::config::trust`]; the notice every other command gives about
+//! untrusted files is `super::untrusted`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,10 +14,11 @@ use serde_json::{json, Value};
 
 use super::output::{Failure, Out, Paint, Piece};
 use super::servers::{absolute, current_dir, env};
+use super::untrusted::{command_line, project_files};
 use super::Cli;
-use crate::config::discover::{FOREIGN_PROJECT_FILES, PROJECT_FILE};
+use crate::config::discover::PROJECT_FILE;
 use crate::config::trust::{digest, folder_key, trust_file, TrustedFolders};
-use crate::config::{LoadedServer, ServerConfig, UntrustedFile};
+use crate::config::ServerConfig;
 
 #[derive(Debug, clap::Args)]
 pub struct TrustArgs {
@@ -30,11 +31,6 @@ pub struct TrustArgs {
     /// Forget a trusted folder: its project files start nothing again.
     #[arg(long, value_name = "DIR", conflicts_with = "list")]
     pub revoke: Option<PathBuf>,
-}
-
-/// Every project file name, mcpvisor's last.
-fn project_files() -> impl Iterator<Item = &'static str> {
-    FOREIGN_PROJECT_FILES.into_iter().chain([PROJECT_FILE])
 }
 
 fn record_file() -> Result<PathBuf, Failure> {
@@ -117,21 +113,6 @@ fn servers_of(dir: &Path, name: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// What a server runs, as one line: its command and arguments, or its URL.
-pub fn runs(server: &LoadedServer) -> String {
-    match server.config() {
-        Ok(config) => command_line(&config.redacted()),
-        Err(error) => format!("(cannot be read: {error})"),
-    }
-}
-
-fn command_line(config: &ServerConfig) -> String {
-    if config.command.is_empty() {
-        return config.url.clone().unwrap_or_default();
-    }
-    std::iter::once(config.command.as_str()).chain(config.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
-}
-
 /// A trusted folder as it is now: each project file's state against the record.
 struct FolderNow {
     dir: PathBuf,
@@ -186,45 +167,6 @@ fn today() -> String {
     let days = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() / 86_400);
     let (year, month, day) = crate::civil_date::civil_from_days(days as i64);
     format!("{year:04}-{month:02}-{day:02}")
-}
-
-/// The one notice of a command that left untrusted project files out:
-/// one line on stderr, a JSON object with `--json`.
-pub fn notice(untrusted: &[UntrustedFile], json: bool) {
-    if untrusted.is_empty() {
-        return;
-    }
-    let hint = format!("review them with `mcpvisor list`, then run `mcpvisor trust` in {}", project_root(&untrusted[0]).display());
-    if json {
-        let files: Vec<Value> = untrusted
-            .iter()
-            .map(|file| {
-                json!({"file": file.path, "reason": file.why, "servers": file.servers.iter().map(LoadedServer::name).collect::<Vec<_>>()})
-            })
-            .collect();
-        eprintln!("{}", json!({"warning": "project files not trusted, their servers were not started", "untrusted": files, "hint": hint}));
-        return;
-    }
-    let files: Vec<String> = untrusted
-        .iter()
-        .map(|file| {
-            let names: Vec<&str> = file.servers.iter().map(LoadedServer::name).collect();
-            let servers = if names.is_empty() { String::new() } else { format!("; servers {}", names.join(", ")) };
-            format!("{} ({}{servers})", file.path.display(), file.why.reason())
-        })
-        .collect();
-    super::output::warn(format_args!("not trusted, so nothing in it was started: {}; {hint}", files.join(", ")));
-}
-
-/// The project folder of an untrusted file (`.cursor/mcp.json` is one level down).
-pub fn project_root(file: &UntrustedFile) -> PathBuf {
-    let parent = file.path.parent().unwrap_or(Path::new("/"));
-    let nested = project_files().any(|name| name.contains('/') && file.path.ends_with(name));
-    if nested {
-        parent.parent().unwrap_or(parent).to_path_buf()
-    } else {
-        parent.to_path_buf()
-    }
 }
 
 /// After mcpvisor itself wrote `file` at the user's command (`add`,
