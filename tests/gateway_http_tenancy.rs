@@ -251,3 +251,96 @@ async fn a_named_key_and_the_shared_token_never_share_a_rate_limit() {
     assert_eq!(answer["result"]["content"][0]["text"], "shared", "the shared token's share is its own: {answer}");
     assert!(refused.to_string().contains("rate limit of caller `key:token`"), "the key's share is spent: {refused}");
 }
+
+/// A list change of a server bob may not use reaches alice, who made it,
+/// and not bob; nor may bob subscribe to that server's resources.
+#[tokio::test]
+async fn a_denied_servers_list_changes_and_resources_never_reach_the_session() {
+    let gateway = start();
+    let alice = Session::open(&gateway, ALICE, json!({})).await;
+    let bob = Session::open(&gateway, BOB, json!({})).await;
+    let mut alices_stream = alice.listen().await;
+    let mut bobs_stream = bob.listen().await;
+    let added = alice.call(1, "vault__add_tool", json!({"name": "alices_tool"})).await;
+    assert!(added.get("result").is_some(), "{added}");
+    let added = alice.call(2, "vault__add_resource", json!({"name": "alices-file"})).await;
+    assert!(added.get("result").is_some(), "{added}");
+    let subscribe = |id| request(id, "resources/subscribe", json!({"uri": "demo://added/alices-file"}));
+    let refused = json_of(bob.send(&subscribe(3)).await).await;
+    assert!(refused["error"]["message"].as_str().is_some_and(|message| message.contains("Forbidden")), "{refused}");
+    let subscribed = json_of(alice.send(&subscribe(4)).await).await;
+    assert!(subscribed.get("result").is_some(), "{subscribed}");
+    let touched = alice.call(5, "vault__touch", json!({"uri": "demo://added/alices-file"})).await;
+    assert!(touched.get("result").is_some(), "{touched}");
+    alice.call(6, "demo__log", json!({"level": "error", "message": "list marker"})).await;
+
+    let alices = until_marker(&mut alices_stream, "list marker").await;
+    let methods = |events: &[Value]| events.iter().filter_map(|event| event["method"].as_str().map(str::to_string)).collect::<Vec<_>>();
+    let heard = methods(&alices);
+    assert!(heard.iter().any(|method| method == "notifications/resources/updated"), "alice hears her resource: {heard:?}");
+    let bobs = until_marker(&mut bobs_stream, "list marker").await;
+    let carried = serde_json::to_string(&bobs).unwrap();
+    assert!(!carried.contains("alices-file") && !carried.contains("list_changed"), "bob heard vault's lists: {carried}");
+    // Alice's tools changed: her session is told (gathered for 50 ms, so it may follow the marker).
+    if !heard.iter().any(|method| method == "notifications/tools/list_changed") {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let event = tokio::time::timeout_at(deadline, alices_stream.next()).await.expect("alice is told her tools changed");
+            if event.expect("alice's stream stays open").data["method"] == "notifications/tools/list_changed" {
+                break;
+            }
+        }
+    }
+}
+
+/// A rule whose cost grows with the square of the input: a call with
+/// 20,000 items is refused within a second, naming the rule and the
+/// budget, while bob's calls go on; a small input is judged by the rule.
+#[tokio::test]
+async fn a_costly_rule_refuses_a_huge_input_at_once_and_stalls_no_other_caller() {
+    let policy = r#"
+[serve.policy]
+default = "allow"
+
+[[serve.policy.rules]]
+name = "distinct-items"
+effect = "deny"
+tools = ["echo"]
+when = 'has(arguments.items) && !arguments.items.all(x, arguments.items.filter(y, y == x).size() == 1)'
+"#;
+    let servers = format!("[servers.demo]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n");
+    let config = format!("{servers}{THREE_KEYS}{policy}");
+    let gateway = Gateway::start_with_config(&config, "127.0.0.1:0", &[], &THREE_KEYS_ENV).expect("the gateway starts");
+    let alice = Session::open(&gateway, ALICE, json!({})).await;
+    let bob = Session::open(&gateway, BOB, json!({})).await;
+
+    let distinct: Vec<String> = (0..200).map(|i| format!("item-{i}")).collect();
+    let judged = alice.call(1, "demo__echo", json!({"text": "distinct", "items": distinct})).await;
+    assert_eq!(judged["result"]["content"][0]["text"], "distinct", "the rule ran and allowed: {judged}");
+    let mut repeated = distinct.clone();
+    repeated.push("item-7".into());
+    let judged = alice.call(2, "demo__echo", json!({"text": "repeated", "items": repeated})).await;
+    assert!(judged.to_string().contains("the rule `distinct-items` denies it"), "the rule ran and denied: {judged}");
+
+    let huge: Vec<String> = (0..20_000).map(|i| format!("item-{i}")).collect();
+    let bobs_calls = async {
+        let mut slowest = std::time::Duration::ZERO;
+        for id in 0..20 {
+            let started = std::time::Instant::now();
+            let answer = bob.call(100 + id, "demo__echo", json!({"text": "bob"})).await;
+            assert_eq!(answer["result"]["content"][0]["text"], "bob", "{answer}");
+            slowest = slowest.max(started.elapsed());
+        }
+        slowest
+    };
+    let alices_call = async {
+        let started = std::time::Instant::now();
+        let answer = alice.call(3, "demo__echo", json!({"text": "huge", "items": huge})).await;
+        (answer, started.elapsed())
+    };
+    let ((answer, took), bobs_slowest) = tokio::join!(alices_call, bobs_calls);
+    let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("refused: {answer}"));
+    assert!(message.contains("`distinct-items`") && message.contains("over the budget"), "{message}");
+    assert!(took < std::time::Duration::from_secs(1), "the huge call took {took:?}");
+    assert!(bobs_slowest < std::time::Duration::from_secs(1), "bob's slowest call took {bobs_slowest:?}");
+}
