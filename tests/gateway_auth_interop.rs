@@ -257,6 +257,59 @@ async fn opaque_tokens_are_introspected_with_the_gateways_credentials() {
     assert!(!said.contains("not-the-secret") && !said.contains("opaque-carol"), "{said}");
 }
 
+/// Introspection answers are kept: a token used again costs the issuer
+/// nothing until its `exp` (then it is refused from memory of its expiry
+/// by asking again), junk is asked once, and a flood of new junk tokens
+/// costs the issuer at most the burst while kept tokens go on passing.
+#[tokio::test]
+#[ignore = "needs MCPVISOR_INTEROP=1 and .ci/interop-setup"]
+async fn introspection_answers_are_kept_and_the_issuer_is_spared() {
+    let config = format!("{INTROSPECTION}\nleeway = \"1s\"");
+    let setup = setup_with(&config, &[("INTRO_ID", "introspector"), ("INTRO_SECRET", "intro-s3cret")], &[]);
+    let asked = || async {
+        let answer = client().get(format!("{}/test/introspections", setup.idp.url)).send().await.unwrap();
+        json_of(answer).await["count"].as_u64().unwrap()
+    };
+    let register = |token: &'static str, claims: Value| {
+        let body = json!({"token": token, "claims": claims});
+        let url = format!("{}/test/opaque", setup.idp.url);
+        async move { client().post(url).header("content-type", "application/json").body(body.to_string()).send().await.unwrap() }
+    };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    register("opaque-carol", json!({"sub": "carol", "scope": SCOPE, "aud": setup.audience})).await;
+    register("opaque-brief", json!({"sub": "dave", "scope": SCOPE, "aud": setup.audience, "exp": now + 3})).await;
+    for _ in 0..5 {
+        assert_eq!(setup.initialize(Some("opaque-carol")).await.status(), 200);
+        assert_eq!(setup.initialize(Some("opaque-junk")).await.status(), 401);
+    }
+    assert_eq!(asked().await, 2, "one introspection per token, however often it is used");
+
+    assert_eq!(setup.initialize(Some("opaque-brief")).await.status(), 200);
+    let before = asked().await;
+    tokio::time::sleep(Duration::from_secs(4)).await; // past the token's own exp, which is the point
+    let expired = setup.initialize(Some("opaque-brief")).await;
+    assert_eq!(expired.status(), 401, "a kept answer ends at the token's exp");
+    assert!(challenge(&expired).contains("expired"), "{}", challenge(&expired));
+    assert_eq!(asked().await, before + 1, "past its exp the token is asked about again");
+
+    let before = asked().await;
+    let mut spared = 0;
+    for n in 0..200 {
+        let refused = setup.initialize(Some(&format!("junk-{n}"))).await;
+        match refused.status().as_u16() {
+            401 => {}
+            503 => {
+                assert!(refused.headers().contains_key("retry-after"));
+                spared += 1;
+            }
+            other => panic!("junk token {n}: HTTP {other}"),
+        }
+    }
+    let flood = asked().await - before;
+    assert!(flood < 200 && spared > 0, "200 junk tokens cost the issuer {flood} introspections ({spared} spared)");
+    assert_eq!(setup.initialize(Some("opaque-carol")).await.status(), 200, "a kept token passes during the flood");
+}
+
 #[tokio::test]
 #[ignore = "needs MCPVISOR_INTEROP=1 and .ci/interop-setup"]
 async fn per_client_bounds_count_per_subject_not_per_address() {
