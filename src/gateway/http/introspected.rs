@@ -200,7 +200,9 @@ mod tests {
         kept.answer("opaque-carol", async { Ok((carol(), None)) }).await.unwrap();
         let mut refused = 0;
         for n in 0..(BURST as usize + 10) {
-            if let Err(Rejection::Unavailable(why)) = kept.answer(&format!("junk-{n}"), async { Err(Rejection::Invalid("no".into())) }).await {
+            if let Err(Rejection::Unavailable(why)) =
+                kept.answer(&format!("junk-{n}"), async { Err(Rejection::Invalid("no".into())) }).await
+            {
                 assert!(why.contains("spared"), "{why}");
                 refused += 1;
             }
