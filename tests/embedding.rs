@@ -120,6 +120,10 @@ async fn a_waiting_call_fails_clearly_when_its_server_never_lists_fails_or_is_di
     assert!(matches!(&off, Err(CallError::Disabled { server, .. }) if server == "off"), "{off:?}");
     let broken = handle.call_tool("mcp__broken__echo", None).await;
     assert!(matches!(&broken, Err(CallError::Failed { server, .. }) if server == "broken"), "{broken:?}");
+    // The operating system's error stays reachable beneath the call's, as an embedder would look for it.
+    let error = broken.unwrap_err();
+    let os = mcpvisor::Cause::find::<std::io::Error>(&error).map(std::io::Error::kind);
+    assert_eq!(os, Some(std::io::ErrorKind::NotFound), "{error:?}");
     handle.shutdown().await;
 }
 

@@ -130,7 +130,9 @@ async fn a_server_killed_mid_call_fails_the_call_and_is_reconnected_when_it_is_b
     wait_posted(&fixture, "tools/call", 1).await;
     fixture.kill();
     let failed = pending.await.unwrap();
-    let Err(CallError::Transport { server, tool, message }) = &failed else { panic!("expected a transport error, got {failed:?}") };
+    let Err(CallError::Transport { server, tool, message, cause }) = &failed else { panic!("expected a transport error, got {failed:?}") };
+    let http = cause.as_ref().and_then(|cause| cause.downcast_ref::<reqwest::Error>());
+    assert!(http.is_some_and(|error| error.is_connect() || error.is_request()), "the HTTP client's error is kept: {cause:?}");
     assert_eq!((server.as_str(), tool.as_str()), ("web", "wait"));
     assert!(message.contains(&format!("POST {} failed", fixture.url())), "it says what broke: {message}");
     assert!(message.contains("not resent"), "{message}");
