@@ -1,4 +1,4 @@
-// A real OAuth 2 / OIDC identity provider for tests/gateway_auth_interop.rs:
+// A real OAuth 2 / OIDC identity provider for tests/interop/gateway_auth.rs:
 // oauth2-mock-server (npm) on 127.0.0.1:PORT, with RS256 keys it signs
 // tokens with and serves as its JWKS. A few routes under /test shape tokens
 // the way the tests need them:
