@@ -33,6 +33,7 @@
 //! | [`pool`] | 2 services | the pool as plain data: catalog entries ([`ToolEntry`]), server states and statuses |
 //! | `tool_search` | 2 services | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
 //! | `catalog_cache` | 2 services | each server's tool list kept on disk, so searches need not start every server |
+//! | `integrity` | 2 services | tool integrity: the texts of servers' tools scanned for hidden Unicode, instructions to the model, shadowing and data-carrying URLs |
 //! | `policy` | 2 services | the gateway's access rules (`[serve.policy]`): which identity may list and use which server's tools, prompts and resources, `when` expressions in CEL |
 //! | `server` | 2 services | the one MCP server side: eras, `initialize`/`server/discover` answers, paging, listen filters, tasks, parked calls, error constructors |
 //! | [`actors`] | 3 actors | everything with a mailbox: [`actors::Hub`] (supervisor), [`actors::Connection`] (one server), [`actors::Registry`] (tool catalog and routing), the agent, a gateway client's session; [`Handle`] and [`AgentHandle`], the runtime and an agent as seen from any tokio program; typed operations ([`actors::operation`]), progress, the server's requests to the client ([`actors::client_requests`]) |
@@ -96,6 +97,7 @@ mod acp; // `mcpvisor acp`, reached through `cli`
 mod catalog_cache;
 mod civil_date;
 mod identity;
+mod integrity;
 mod policy;
 mod runtime;
 mod sandbox; // applied from `config::SandboxSpec`
