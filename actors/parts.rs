@@ -38,12 +38,18 @@ pub struct Parts {
     /// while connecting, by server name. A server without one leaves the
     /// login to the user (`needs_auth`).
     pub authorizers: BTreeMap<String, Arc<dyn Authorizer>>,
+    /// Tool definitions pinned on first use; `None`: not pinned.
+    pub pins: Option<Arc<crate::integrity::pins::PinStore>>,
 }
 
 impl Parts {
     /// The parts that belong to server `name`.
     pub fn for_server(&self, name: &str) -> ServerParts {
-        ServerParts { in_process: self.in_process.get(name).cloned(), authorizer: self.authorizers.get(name).cloned() }
+        ServerParts {
+            in_process: self.in_process.get(name).cloned(),
+            authorizer: self.authorizers.get(name).cloned(),
+            pins: self.pins.clone(),
+        }
     }
 }
 
@@ -65,6 +71,8 @@ pub struct ServerParts {
     pub in_process: Option<InProcessHandler>,
     /// The authorizer of a remote server's OAuth logins.
     pub authorizer: Option<Arc<dyn Authorizer>>,
+    /// The runtime's tool pins, shared by every connection.
+    pub pins: Option<Arc<crate::integrity::pins::PinStore>>,
 }
 
 impl fmt::Debug for ServerParts {

@@ -87,6 +87,11 @@ pub enum CallError {
     #[error("`{tool}` failed: {panic}")]
     Internal { tool: String, panic: Panicked },
 
+    #[error(
+        "`{tool}` of server `{server}` is withheld: {change}. `mcpvisor tools --accept {server}/{tool}` shows what changed and accepts it"
+    )]
+    Withheld { server: String, tool: String, change: String },
+
     #[error("server `{server}` had not listed its tools yet when the call to `{tool}` gave up after {after:?}; wait until the server is connected or give the call a longer timeout")]
     NotListed { server: String, tool: String, after: Duration },
 }
@@ -131,6 +136,7 @@ impl CallError {
             CallError::Stopped { .. } => "stopped",
             CallError::RuntimeStopped { .. } => "runtime_stopped",
             CallError::NotListed { .. } => "not_listed",
+            CallError::Withheld { .. } => "withheld",
             CallError::Internal { .. } => "internal",
         }
     }

@@ -105,6 +105,8 @@ pub struct ServerStatus {
     pub stderr_tail: Vec<String>,
     /// Problems worth a user's attention: tools left out, names disambiguated or in collision.
     pub warnings: Vec<String>,
+    /// Tools withheld by their pins until a change is accepted (why, in `warnings`).
+    pub withheld: Vec<String>,
     /// A remote server's transport: URL, kind, session (`None` for others).
     pub remote: Option<RemoteStatus>,
     /// A sandboxed server's sandbox: what is enforced, what is not, and
@@ -123,6 +125,7 @@ impl ServerStatus {
             protocol_version: None,
             server_info: None,
             tools: 0,
+            withheld: Vec::new(),
             resources: 0,
             prompts: 0,
             in_flight: 0,

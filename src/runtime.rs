@@ -90,6 +90,16 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Pins every server's tool definitions on first use, in the file
+    /// `path` (0600 in a 0700 directory): a tool whose definition changes
+    /// later, or that disappears and comes back, is left out of the
+    /// catalog and refused (`CallError::Withheld`) until the change is
+    /// accepted (`mcpvisor tools --accept`). Default: nothing is pinned.
+    pub fn pin_tools(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.parts.pins = Some(Arc::new(crate::integrity::pins::PinStore::open(path.into())));
+        self
+    }
+
     /// Starts the runtime thread and the configured servers. Returns as soon
     /// as the hub is up; calls made before a server is connected wait for it.
     pub fn start(self) -> std::io::Result<Handle> {

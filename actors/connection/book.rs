@@ -44,6 +44,9 @@ pub(super) struct Queued {
     pub(super) progress: Option<ProgressRoute>,
     /// When it was queued and the span its wait is told to (OpenTelemetry on).
     pub(super) trace: Option<(std::time::Instant, opentelemetry::Context)>,
+    /// The tool a `tools/call` calls: checked again when it leaves the
+    /// queue, as the tools may have been listed (and some withheld) meanwhile.
+    pub(super) tool: Option<String>,
 }
 
 #[derive(Default)]

@@ -38,6 +38,10 @@ impl Connection {
             }
             _ => {}
         }
+        let tool = (method == crate::protocol::methods::TOOLS_CALL).then(|| label.to_string());
+        if let Some(withheld) = tool.as_deref().and_then(|tool| self.withheld(tool)) {
+            return Err(pinning::refusal(&self.config.name, withheld));
+        }
         let send_now = !self.calls.has_queued() && self.can_send_call();
         if !send_now && self.calls.queued() >= self.config.limits.max_queued {
             let (server, tool) = names();
@@ -55,7 +59,7 @@ impl Connection {
             self.put_on_wire(id.clone(), frame, Pending::new(reply, true, progress), ctx);
         } else {
             let trace = trace.map(|trace| (std::time::Instant::now(), trace));
-            self.calls.enqueue(Queued { id: id.clone(), frame, reply, progress, trace });
+            self.calls.enqueue(Queued { id: id.clone(), frame, reply, progress, trace, tool });
         }
         Ok(Admitted { id, answer, clock })
     }

@@ -137,6 +137,7 @@ impl Connection {
         tracing::info!(server = %self.config.name, tools = tools.len(), "tools listed");
         self.contracts = contracts;
         self.tool_warnings = warnings;
+        let tools = self.admit_listed(tools);
         self.tool_count = tools.len();
         if self.enabled && self.phase != Phase::Stopping {
             self.registry.do_send_tools(ToolsChanged { server: self.config.name.clone(), tools });

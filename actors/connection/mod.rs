@@ -57,6 +57,7 @@ mod guard;
 mod intake;
 mod listing;
 mod negotiation;
+mod pinning;
 mod process;
 mod run;
 mod unmatched;
@@ -107,6 +108,8 @@ enum Failure {
     Stopped,
     /// The server refused the credentials; a user must log in or fix them.
     NeedsAuth,
+    /// The tool is withheld by its pin: the tool, and why.
+    Withheld(String, String),
 }
 
 type Outcome = Result<Box<RawValue>, Failure>;
@@ -129,6 +132,7 @@ impl Failure {
             Failure::Disabled => CallError::Disabled { server, tool },
             Failure::Stopped => CallError::Stopped { server, tool },
             Failure::NeedsAuth => CallError::NeedsAuth { server, tool },
+            Failure::Withheld(tool, change) => CallError::Withheld { server, tool, change },
         }
     }
 
@@ -144,6 +148,7 @@ impl Failure {
             Failure::Disabled => "the server was disabled meanwhile".into(),
             Failure::Stopped => "the connection was stopped before the answer came".into(),
             Failure::NeedsAuth => "the server needs authorisation".into(),
+            Failure::Withheld(tool, change) => format!("the tool `{tool}` is withheld: {change}"),
         };
         ConnectError::Protocol { server, method, message }
     }
@@ -235,6 +240,8 @@ pub struct Connection {
     tool_count: usize,
     /// Tools of the last listing left out or changed, one sentence each.
     tool_warnings: Vec<String>,
+    /// Tools of the last listing withheld by their pins ([`pinning`]).
+    withheld: Vec<crate::integrity::pins::Withheld>,
     /// What calls to each tool are checked against.
     contracts: HashMap<String, Arc<ToolContract>>,
     /// The schemas of the tools called last, parsed (bounded: see [`SchemaCache`]).
@@ -328,6 +335,7 @@ impl Connection {
             sandbox_violation: None,
             redactor,
             tool_count: 0,
+            withheld: Vec::new(),
             tool_warnings: Vec::new(),
             contracts: HashMap::new(),
             schemas: SchemaCache::default(),
@@ -478,7 +486,8 @@ impl Connection {
             uptime: run.filter(|r| r.ready).map(|r| r.started_at.elapsed()),
             last_error: self.last_error.clone(),
             stderr_tail: self.stderr_tail(),
-            warnings: self.tool_warnings.clone(),
+            warnings: self.tool_warnings.iter().cloned().chain(self.withheld_warnings()).collect(),
+            withheld: self.withheld.iter().map(|withheld| withheld.tool.clone()).collect(),
             remote: run.and_then(|r| r.process.remote_status()),
             sandbox: run
                 .and_then(|r| r.process.sandbox())

@@ -87,6 +87,10 @@ impl Connection {
     pub(super) fn pump(&mut self, ctx: &mut Context<Self>) {
         while self.can_send_call() {
             let Some(call) = self.calls.next_queued() else { break };
+            if let Some(withheld) = call.tool.as_deref().and_then(|tool| self.withheld(tool)) {
+                let _ = call.reply.send(Err(Failure::Withheld(withheld.tool.clone(), withheld.change.as_str().to_string())));
+                continue;
+            }
             if let Some((queued_at, trace)) = &call.trace {
                 crate::telemetry::otel::queued_for(trace, queued_at.elapsed());
             }

@@ -333,6 +333,19 @@ pub fn unknown_tool(name: &str, statuses: &[ServerStatus], options: &ServeOption
     format!("`{name}` is not available: server `{server}` {why}{stderr}")
 }
 
+/// The server's own tool a gateway `name` means when that tool is withheld
+/// by its pin (not in the tables, so not found by them).
+pub fn withheld_owner(name: &str, statuses: &[ServerStatus], options: &ServeOptions) -> Option<Owner> {
+    statuses.iter().filter(|status| serves(options, &status.name)).find_map(|status| {
+        let prefix = NameRule::GATEWAY.server_prefix(&naming::server_segment(&status.name, false));
+        let tool = match options.passthrough {
+            Some(_) => name,
+            None => name.strip_prefix(prefix.as_str())?,
+        };
+        status.withheld.iter().any(|withheld| withheld == tool).then(|| Owner { server: status.name.clone(), name: tool.to_string() })
+    })
+}
+
 /// Whether `server` is served under these options.
 pub fn serves(options: &ServeOptions, server: &str) -> bool {
     options.passthrough.as_deref().is_none_or(|only| only == server)

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::access::GATEWAY_SERVER;
 use super::ServeOptions;
-use crate::actors::gateway::names::{serves, unknown_tool, Owner, Routes, RoutesCache};
+use crate::actors::gateway::names::{serves, unknown_tool, withheld_owner, Owner, Routes, RoutesCache};
 use crate::actors::hub::ToServer;
 use crate::actors::operation::{Complete, LogLevel};
 use crate::actors::{CallTool, KeptTool, ProgressSink};
@@ -220,13 +220,20 @@ impl Pool {
             routes = self.routes().await;
         }
         let Some(owner) = routes.tools.get(&name).map(|(owner, _)| owner.clone()).or_else(|| self.routes.known_tool(&name)) else {
+            let statuses = self.handle.status().await;
+            if let Some(owner) = withheld_owner(&name, &statuses, &self.options) {
+                if let Err(denied) = self.check_use(&owner.server, Kind::Tool, &owner.name, &name, params.get("arguments")).await {
+                    return Err(self.denied_call(&owner, &params, denied));
+                }
+                // The connection refuses it, saying what changed (and the call is counted and audited there).
+                let refused = self.handle.call_on(&owner.server, CallTool::new(owner.name.clone(), Value::Null)).await;
+                return refused.map(Answered::Call).or_else(|error| self.failure(error).map(Answered::Json));
+            }
             self.audit_refused(None, &name, &params, Refusal::UnknownTool, None);
-            return Err(ErrorObject::invalid_params(unknown_tool(&name, &self.handle.status().await, &self.options)));
+            return Err(ErrorObject::invalid_params(unknown_tool(&name, &statuses, &self.options)));
         };
         if let Err(denied) = self.check_use(&owner.server, Kind::Tool, &owner.name, &name, params.get("arguments")).await {
-            let rule = denied.data.as_ref().and_then(|data| data.get("policyRule")).and_then(Value::as_str);
-            self.audit_refused(Some(&owner.server), &owner.name, &params, Refusal::Denied, rule);
-            return Err(denied);
+            return Err(self.denied_call(&owner, &params, denied));
         }
         // Held until the call is answered (the caller's concurrency share).
         let _share = match self.caller_share(&owner).await {
@@ -316,6 +323,13 @@ impl Pool {
                 retry_after: refusal.retry_after,
             }),
         }
+    }
+
+    /// A call the policy refused, audited with its rule.
+    fn denied_call(&self, owner: &Owner, params: &Value, denied: ErrorObject) -> ErrorObject {
+        let rule = denied.data.as_ref().and_then(|data| data.get("policyRule")).and_then(Value::as_str);
+        self.audit_refused(Some(&owner.server), &owner.name, params, Refusal::Denied, rule);
+        denied
     }
 
     fn failure(&self, error: crate::CallError) -> Answer {

@@ -30,6 +30,7 @@
 //! configuration error; 3 connection or protocol error (and a demo whose
 //! runtime did not behave as designed); 4 the output could not be written.
 
+mod accept;
 mod acp;
 mod agent;
 mod arguments;

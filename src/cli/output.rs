@@ -63,6 +63,7 @@ impl From<CallError> for Failure {
             | CallError::UnknownServer { .. }
             | CallError::InvalidArguments { .. }
             | CallError::NotPermitted { .. }
+            | CallError::Withheld { .. }
             | CallError::Disabled { .. } => EXIT_USAGE,
             _ => EXIT_CONNECTION,
         };

@@ -55,11 +55,14 @@ impl Session {
     pub fn launch_configs(configs: Vec<ServerConfig>, handlers: ClientHandlers, telemetry: Telemetry) -> Result<Session, Failure> {
         let startup_bound = configs.iter().filter(|c| c.enabled).map(|c| c.timeouts.startup).max().unwrap_or_default() + SETTLE_MARGIN;
         let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
-        let handle = Runtime::builder(RuntimeConfig { end_orphans: true, ..RuntimeConfig::new(configs) })
+        let mut builder = Runtime::builder(RuntimeConfig { end_orphans: true, ..RuntimeConfig::new(configs) })
             .client_handlers(handlers)
-            .telemetry(telemetry)
-            .start()
-            .map_err(|e| Failure::connection(format!("cannot start the runtime: {e}")))?;
+            .telemetry(telemetry);
+        // Every command pins the tools it sees, so a changed tool is withheld wherever it would be offered.
+        if let Some(pins) = crate::integrity::pins::pins_file(|name| std::env::var(name).ok()) {
+            builder = builder.pin_tools(pins);
+        }
+        let handle = builder.start().map_err(|e| Failure::connection(format!("cannot start the runtime: {e}")))?;
         Ok(Session { handle, names, startup_bound })
     }
 

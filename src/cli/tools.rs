@@ -31,6 +31,9 @@ pub struct ToolsArgs {
     /// Start the servers and list their tools live even when the tool cache could answer.
     #[arg(long)]
     pub refresh: bool,
+    /// Show what changed in SERVER's withheld tools (or TOOL's) since they were pinned, then accept it (starts no server).
+    #[arg(long, value_name = "SERVER[/TOOL]", conflicts_with_all = ["search", "refresh", "server"])]
+    pub accept: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -50,6 +53,9 @@ pub struct CallArgs {
 }
 
 pub async fn tools(cli: &Cli, out: &Out, args: &ToolsArgs) -> Result<u8, Failure> {
+    if let Some(target) = &args.accept {
+        return super::accept::accept(cli, out, target);
+    }
     let servers = Servers::load(cli)?;
     let only = args.server.as_deref();
     let cache = CatalogCache::default_location();
@@ -127,6 +133,12 @@ async fn call_started(session: &Session, entry: &Entry, args: &CallArgs) -> Resu
     let catalog = session.handle.list_kept_tools().await;
     let of_server: Vec<&ToolEntry<KeptTool>> = catalog.iter().filter(|t| t.server == args.server).collect();
     let Some(tool) = of_server.iter().find(|t| t.tool.name() == args.tool) else {
+        let statuses = session.handle.status().await;
+        if statuses.iter().any(|status| status.name == args.server && status.withheld.contains(&args.tool)) {
+            // The connection refuses it, saying why and what to do.
+            let call = CallTool::new(args.tool.clone(), Value::Object(Default::default()));
+            return Ok(session.handle.call_on(&args.server, call).await?);
+        }
         if !entry.config()?.tools.permits(&args.tool) {
             return Err(Failure::usage(format!(
                 "tool `{}` of server `{}` is excluded by the server's tool allow/deny lists; change them in its configuration to call it",

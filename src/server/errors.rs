@@ -27,6 +27,7 @@ pub fn tool_failure(error: CallError) -> Result<Value, ErrorObject> {
         | CallError::UnknownServer { .. }
         | CallError::InvalidArguments { .. }
         | CallError::NotPermitted { .. }
+        | CallError::Withheld { .. }
         | CallError::Overloaded { .. }
         | CallError::RateLimited { .. }
         | CallError::Rpc { .. } => Err(rpc_error(error)),
@@ -42,6 +43,9 @@ pub fn rpc_error(error: CallError) -> ErrorObject {
             (error_codes::INVALID_PARAMS, None)
         }
         CallError::NotPermitted { .. } => (error_codes::INVALID_PARAMS, None),
+        CallError::Withheld { server, tool, change } => {
+            (error_codes::INVALID_PARAMS, Some(json!({ "kind": "withheld", "server": server, "tool": tool, "change": change })))
+        }
         CallError::Overloaded { server, in_flight, queued, .. } => {
             (SERVER_ERROR, Some(json!({ "kind": "overloaded", "server": server, "inFlight": in_flight, "queued": queued })))
         }

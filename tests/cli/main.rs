@@ -28,6 +28,7 @@ mod cli_config;
 mod cli_import;
 mod cli_manage;
 mod cli_output;
+mod cli_pins;
 mod cli_redaction;
 mod cli_remote;
 mod cli_scan;

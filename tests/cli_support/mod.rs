@@ -54,6 +54,8 @@ impl Sandbox {
             .env("XDG_CACHE_HOME", self.cache_home())
             .env("XDG_DATA_HOME", self.home.join("data"))
             .env("MCPVISOR_CONFIG", &self.user_file)
+            // State (trust record, tool pins, audit log) under the sandbox's home, whatever the runner has set.
+            .env_remove("XDG_STATE_HOME")
             .env_remove("RUST_LOG")
             .env_remove("NO_COLOR");
         command
