@@ -39,7 +39,7 @@ use crate::error::ConfigError;
 use schema::{parse_document, servers_table};
 
 pub use edit::{remove, set_enabled, upsert};
-pub use schema::{DEFAULT_MAX_RESTARTS, KEYS};
+pub use schema::{json_schema, DEFAULT_MAX_RESTARTS, KEYS};
 
 /// The servers of the file, in file order; a missing file has none.
 pub fn load(path: &Path) -> Result<Vec<ServerConfig>, ConfigError> {
@@ -346,6 +346,20 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
         assert!(parse_error("[servers]\ns = 1\n").contains("`servers.s` must be a table: write [servers.s]"));
         assert!(parse_error("servers = 1\n").contains("`servers` must be a table"));
         assert!(parse_error("[servers.s\n").starts_with("servers.toml: not valid TOML: "));
+    }
+
+    #[test]
+    fn the_keys_written_are_the_keys_read_and_the_keys_described() {
+        assert_eq!(crate::config::de::fields_of::<read::ServerFile>(), KEYS);
+        let schema = json_schema();
+        let keys = |value: &serde_json::Value| value["properties"].as_object().map(|p| p.keys().cloned().collect::<Vec<_>>());
+        let sorted = |keys: &[&str]| {
+            let mut keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+            keys.sort();
+            keys
+        };
+        assert_eq!(keys(&schema), Some(sorted(&schema::TOP_LEVEL_KEYS)));
+        assert_eq!(keys(&schema["$defs"]["ServerFile"]), Some(sorted(&KEYS)));
     }
 
     #[test]

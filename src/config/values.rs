@@ -1,0 +1,298 @@
+//! The kinds of value mcpvisor's TOML holds, each read by serde with the
+//! words an error needs ("a number of seconds greater than zero, like 60
+//! or 2.5") and described in the JSON Schema the same way.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use super::duration::parse_duration;
+use super::Keyword;
+
+/// What a table read as each struct looks like, for "must be a table, like ...".
+pub(crate) const TABLE_EXAMPLES: &[(&str, &str)] = &[
+    ("BackoffFile", "{ initial = \"100ms\", max = \"30s\" }"),
+    ("LimitsFile", "{ rate = 10, burst = 20, concurrent = 4 }"),
+    ("ToolLimitsFile", "{ rate = 10, burst = 20, concurrent = 4 }"),
+    ("ToolsFile", "{ allow = [\"read_*\"], deny = [\"*delete*\"] }"),
+    ("IdentityProviderFile", "{ token_endpoint = \"https://idp.example.com/token\", client_id = \"...\", id_token_file = \"...\" }"),
+    ("SandboxFile", "{ network = \"none\", memory = \"512MiB\" }"),
+];
+
+/// A visitor that says `expecting` and takes what `accept` takes.
+macro_rules! expecting {
+    ($f:ident, $text:expr) => {
+        fn expecting(&self, $f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            $f.write_str($text)
+        }
+    };
+}
+
+/// One TOML scalar, for the kinds of value that take more than one type.
+pub(crate) enum Scalar {
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Bool,
+}
+
+impl Scalar {
+    fn number(&self) -> Option<f64> {
+        match self {
+            Scalar::Int(n) => Some(*n as f64),
+            Scalar::Float(x) => Some(*x),
+            _ => None,
+        }
+    }
+}
+
+/// Reads a scalar and gives it to `accept`; anything it refuses, and any
+/// table or array, is an error saying `must be {expecting}`.
+pub(crate) fn scalar<'de, D: Deserializer<'de>, T>(
+    deserializer: D,
+    expecting: &'static str,
+    accept: impl FnOnce(Scalar) -> Option<T>,
+) -> Result<T, D::Error> {
+    struct Any(&'static str);
+    impl Visitor<'_> for Any {
+        type Value = Scalar;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+        fn visit_i64<E: de::Error>(self, n: i64) -> Result<Scalar, E> {
+            Ok(Scalar::Int(n))
+        }
+        fn visit_f64<E: de::Error>(self, x: f64) -> Result<Scalar, E> {
+            Ok(Scalar::Float(x))
+        }
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<Scalar, E> {
+            Ok(Scalar::Str(text.into()))
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Scalar, E> {
+            Ok(Scalar::Bool)
+        }
+    }
+    let value = deserializer.deserialize_any(Any(expecting))?;
+    accept(value).ok_or_else(|| de::Error::custom(format!("must be {expecting}")))
+}
+
+/// `["a", "b"]`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct TextList(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for TextList {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Strings;
+        impl<'de> Visitor<'de> for Strings {
+            type Value = Vec<String>;
+            expecting!(f, "an array of strings, like [\"a\", \"b\"]");
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
+                let mut list = Vec::new();
+                while let Some(text) = seq.next_element::<String>()? {
+                    list.push(text);
+                }
+                Ok(list)
+            }
+        }
+        deserializer.deserialize_seq(Strings).map(TextList)
+    }
+}
+
+impl JsonSchema for TextList {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "TextList".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "array", "items": { "type": "string" } })
+    }
+}
+
+/// `{ NAME = "value" }`, in key order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct TextMap(pub BTreeMap<String, String>);
+
+impl<'de> Deserialize<'de> for TextMap {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Texts;
+        impl<'de> Visitor<'de> for Texts {
+            type Value = BTreeMap<String, String>;
+            expecting!(f, "a table, like { NAME = \"value\" }");
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut texts = BTreeMap::new();
+                while let Some((key, value)) = map.next_entry::<String, String>()? {
+                    texts.insert(key, value);
+                }
+                Ok(texts)
+            }
+        }
+        deserializer.deserialize_map(Texts).map(TextMap)
+    }
+}
+
+impl JsonSchema for TextMap {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "TextMap".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "object", "additionalProperties": { "type": "string" } })
+    }
+}
+
+/// One of a [`Keyword`]'s spellings: `"on-failure"`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Word<K>(pub K);
+
+impl<'de, K: Keyword> Deserialize<'de> for Word<K> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let word = String::deserialize(deserializer)?;
+        if let Some(why) = K::refusal(&word) {
+            return Err(de::Error::custom(why));
+        }
+        K::parse(&word).map(Word).ok_or_else(|| de::Error::custom(format!("is {word:?}; write one of {}", K::choices())))
+    }
+}
+
+impl<K: Keyword> JsonSchema for Word<K> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Word".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let names: Vec<&str> = K::CHOICES.iter().map(|(name, _)| *name).collect();
+        json_schema!({ "type": "string", "enum": names })
+    }
+}
+
+/// A time-out: a number of seconds above zero (`60`, `2.5`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Seconds(pub Duration);
+
+const SECONDS: &str = "a number of seconds greater than zero, like 60 or 2.5";
+
+fn seconds(value: f64) -> Option<Duration> {
+    Some(value).filter(|s| *s > 0.0).and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        scalar(deserializer, SECONDS, |value| value.number().and_then(seconds)).map(Seconds)
+    }
+}
+
+impl JsonSchema for Seconds {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Seconds".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "number", "exclusiveMinimum": 0, "description": SECONDS })
+    }
+}
+
+/// A span of time: `"250ms"`, `"60s"`, `"10m"`, `"1h"`, or a number of seconds; above zero.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Span(pub Duration);
+
+const SPAN: &str = "a span of time greater than zero, like \"100ms\", \"60s\", \"10m\" or a number of seconds";
+
+impl<'de> Deserialize<'de> for Span {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let span = |value: Scalar| match value {
+            Scalar::Str(text) => parse_duration(&text).filter(|d| !d.is_zero()),
+            number => number.number().and_then(seconds),
+        };
+        scalar(deserializer, SPAN, span).map(Span)
+    }
+}
+
+impl JsonSchema for Span {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Span".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": SPAN,
+            "anyOf": [
+                { "type": "string", "pattern": "^\\s*[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|h)\\s*$" },
+                { "type": "number", "exclusiveMinimum": 0 }
+            ]
+        })
+    }
+}
+
+/// A whole number of at least `MIN`, that fits `T`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Count<T, const MIN: i64>(pub T);
+
+impl<'de, T: TryFrom<i64>, const MIN: i64> Deserialize<'de> for Count<T, MIN> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Whole<T, const MIN: i64>(PhantomData<T>);
+        impl<T: TryFrom<i64>, const MIN: i64> Visitor<'_> for Whole<T, MIN> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a whole number of at least {MIN}")
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<T, E> {
+                Some(n)
+                    .filter(|n| *n >= MIN)
+                    .and_then(|n| T::try_from(n).ok())
+                    .ok_or_else(|| E::custom(format!("must be a whole number of at least {MIN}")))
+            }
+        }
+        deserializer.deserialize_any(Whole::<T, MIN>(PhantomData)).map(Count)
+    }
+}
+
+impl<T, const MIN: i64> JsonSchema for Count<T, MIN> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        format!("Count{MIN}").into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "integer", "minimum": MIN })
+    }
+}
+
+/// Calls per second, above zero (`10`, `0.5`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Rate(pub f64);
+
+const RATE: &str = "a number of calls per second greater than zero, like 10 or 0.5";
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        scalar(deserializer, RATE, |value| value.number().filter(|r| r.is_finite() && *r > 0.0)).map(Rate)
+    }
+}
+
+impl JsonSchema for Rate {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Rate".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "number", "exclusiveMinimum": 0, "description": RATE })
+    }
+}
