@@ -12,7 +12,7 @@ use serde::Deserialize;
 use toml_edit::Item;
 
 use super::de::{from_node, DeError, Node};
-use super::values::{scalar, Scalar, TABLE_EXAMPLES};
+use super::values::{scalar, strings, Scalar, TABLE_EXAMPLES};
 use crate::error::ConfigError;
 
 /// The keys of a sandbox table, in the order they are written.
@@ -207,25 +207,6 @@ pub fn parse_size(text: &str) -> Option<u64> {
 const PATHS: &str = "an array of paths, like [\"~/.config/gh\"]";
 const NETWORK: &str = "\"none\", \"loopback\", \"any\" or a list of \"host:port\", like [\"api.github.com:443\"]";
 const SIZE: &str = "a size, like \"512MiB\", \"2GiB\" or a number of bytes";
-
-/// Reads an array of strings, saying `expecting` when it is something else.
-fn strings<'de, D: Deserializer<'de>>(deserializer: D, expecting: &'static str) -> Result<Vec<String>, D::Error> {
-    struct Strings(&'static str);
-    impl<'de> Visitor<'de> for Strings {
-        type Value = Vec<String>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str(self.0)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
-            let mut list = Vec::new();
-            while let Some(text) = seq.next_element::<String>()? {
-                list.push(text);
-            }
-            Ok(list)
-        }
-    }
-    deserializer.deserialize_seq(Strings(expecting))
-}
 
 /// `["~/.config/gh"]`.
 #[derive(JsonSchema)]

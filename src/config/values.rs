@@ -85,21 +85,28 @@ pub(crate) fn scalar<'de, D: Deserializer<'de>, T>(
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct TextList(pub Vec<String>);
 
+/// Reads an array of strings, saying `expecting` when it is something else.
+pub(crate) fn strings<'de, D: Deserializer<'de>>(deserializer: D, expecting: &'static str) -> Result<Vec<String>, D::Error> {
+    struct Strings(&'static str);
+    impl<'de> Visitor<'de> for Strings {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
+            let mut list = Vec::new();
+            while let Some(text) = seq.next_element::<String>()? {
+                list.push(text);
+            }
+            Ok(list)
+        }
+    }
+    deserializer.deserialize_seq(Strings(expecting))
+}
+
 impl<'de> Deserialize<'de> for TextList {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Strings;
-        impl<'de> Visitor<'de> for Strings {
-            type Value = Vec<String>;
-            expecting!(f, "an array of strings, like [\"a\", \"b\"]");
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
-                let mut list = Vec::new();
-                while let Some(text) = seq.next_element::<String>()? {
-                    list.push(text);
-                }
-                Ok(list)
-            }
-        }
-        deserializer.deserialize_seq(Strings).map(TextList)
+        strings(deserializer, "an array of strings, like [\"a\", \"b\"]").map(TextList)
     }
 }
 
@@ -146,6 +153,47 @@ impl JsonSchema for TextMap {
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({ "type": "object", "additionalProperties": { "type": "string" } })
+    }
+}
+
+/// A table whose keys are names (servers, tools, patterns), in file order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Ordered<V>(pub Vec<(String, V)>);
+
+impl<V> Default for Ordered<V> {
+    fn default() -> Self {
+        Ordered(Vec::new())
+    }
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entries<V>(PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for Entries<V> {
+            type Value = Vec<(String, V)>;
+            expecting!(f, "a table");
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, V>()? {
+                    entries.push(entry);
+                }
+                Ok(entries)
+            }
+        }
+        deserializer.deserialize_map(Entries(PhantomData)).map(Ordered)
+    }
+}
+
+impl<V: JsonSchema> JsonSchema for Ordered<V> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        format!("Ordered_{}", V::schema_name()).into()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let values = generator.subschema_for::<V>();
+        json_schema!({ "type": "object", "additionalProperties": values })
     }
 }
 

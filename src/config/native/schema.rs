@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use toml_edit::{DocumentMut, Item, TableLike};
 
 use super::read::ServerFile;
+use crate::config::agent::AgentFile;
 use crate::config::audit::AuditFile;
 use crate::config::otel::TelemetryFile;
 use crate::config::sandbox::SandboxDefaultFile;
@@ -25,7 +26,7 @@ struct ConfigFile {
     /// One table per server: `[servers.NAME]`.
     servers: Option<BTreeMap<String, ServerFile>>,
     /// The agent: its model, limits and confirmations (docs/agent.md).
-    agent: Option<Unchecked>,
+    agent: Option<AgentFile>,
     /// The audit log of tool calls (docs/operations.md).
     audit: Option<AuditFile>,
     /// How `mcpvisor serve` guards itself: tokens, keys, policies (docs/gateway.md).
