@@ -17,11 +17,11 @@
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use toml_edit::Item;
 
 use super::de::{from_node, Node};
-use super::values::{scalar, Count, Scalar, TABLE_EXAMPLES};
+use super::values::{scalar_type, Count, Scalar, TABLE_EXAMPLES};
 use crate::error::ConfigError;
 
 /// Where audit lines go.
@@ -76,71 +76,44 @@ impl AuditConfig {
 #[serde(deny_unknown_fields)]
 pub(crate) struct AuditFile {
     /// The log file, relative to this file's folder; `"-"` is stdout.
-    #[schemars(with = "Option<String>")]
-    path: Option<Checked<String>>,
+    path: Option<LogPath>,
     /// Rotated before it would pass this: `"10MB"` (B, KB, MB, GB) or a number of bytes.
-    #[schemars(with = "Option<AuditSize>")]
-    max_size: Option<Checked<u64>>,
+    max_size: Option<LogSize>,
     /// Rotated files kept.
     keep: Option<Count<usize, 0>>,
-    /// `digest` (SHA-256) or `redacted` (secrets masked).
-    #[schemars(with = "Option<AuditArgumentsWord>")]
-    arguments: Option<Checked<AuditArguments>>,
+    arguments: Option<Arguments>,
     /// Lines waiting for the writer at most.
     buffer: Option<Count<usize, 1>>,
 }
 
-/// A value of [`AuditFile`], read by the rule of its type.
-struct Checked<T>(T);
+scalar_type!(LogPath(String), "a file path, or \"-\" for stdout", { "type": "string", "minLength": 1 }, |value: Scalar| match value {
+    Scalar::Str(text) if !text.is_empty() => Some(text),
+    _ => None,
+});
 
-impl<'de> Deserialize<'de> for Checked<String> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = |value: Scalar| match value {
-            Scalar::Str(text) if !text.is_empty() => Some(Checked(text)),
-            _ => None,
-        };
-        scalar(deserializer, "a file path, or \"-\" for stdout", text)
+scalar_type!(
+    LogSize(u64),
+    "a size of at least 1KB, like \"10MB\" or a number of bytes",
+    { "anyOf": [{ "type": "integer", "minimum": 1024 }, { "type": "string", "pattern": "^\\s*[0-9]+\\s*[A-Za-z]+\\s*$" }] },
+    |value: Scalar| match value {
+        Scalar::Int(n) => u64::try_from(n).ok(),
+        Scalar::Str(text) => parse_size(&text),
+        _ => None,
     }
-}
+    .filter(|n| *n >= 1024)
+);
 
-impl<'de> Deserialize<'de> for Checked<u64> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let size = |value: Scalar| match value {
-            Scalar::Int(n) => u64::try_from(n).ok(),
-            Scalar::Str(text) => parse_size(&text),
-            _ => None,
-        };
-        let checked = |value| size(value).filter(|n| *n >= 1024).map(Checked);
-        scalar(deserializer, "a size of at least 1KB, like \"10MB\" or a number of bytes", checked)
+scalar_type!(
+    /// `digest` (SHA-256) or `redacted` (secrets masked).
+    Arguments(AuditArguments),
+    "\"digest\" or \"redacted\"",
+    { "type": "string", "enum": ["digest", "redacted"] },
+    |value: Scalar| match value {
+        Scalar::Str(word) if word == "digest" => Some(AuditArguments::Digest),
+        Scalar::Str(word) if word == "redacted" => Some(AuditArguments::Redacted),
+        _ => None,
     }
-}
-
-impl<'de> Deserialize<'de> for Checked<AuditArguments> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let word = |value: Scalar| match value {
-            Scalar::Str(word) if word == "digest" => Some(Checked(AuditArguments::Digest)),
-            Scalar::Str(word) if word == "redacted" => Some(Checked(AuditArguments::Redacted)),
-            _ => None,
-        };
-        scalar(deserializer, "\"digest\" or \"redacted\"", word)
-    }
-}
-
-#[derive(JsonSchema)]
-#[schemars(untagged)]
-#[allow(dead_code)]
-enum AuditSize {
-    Bytes(#[schemars(range(min = 1024))] u64),
-    Text(#[schemars(pattern(r"^\s*[0-9]+\s*[A-Za-z]+\s*$"))] String),
-}
-
-#[derive(JsonSchema)]
-#[schemars(rename_all = "lowercase")]
-#[allow(dead_code)]
-enum AuditArgumentsWord {
-    Digest,
-    Redacted,
-}
+);
 
 /// Reads `[audit]` of the file at `path`.
 pub(crate) fn read(path: &Path, item: &Item) -> Result<AuditConfig, ConfigError> {
@@ -150,7 +123,7 @@ pub(crate) fn read(path: &Path, item: &Item) -> Result<AuditConfig, ConfigError>
     }
     let table: AuditFile = from_node(Node::Item(item), "audit", TABLE_EXAMPLES).map_err(|error| error.into_setting_error(path))?;
     let mut config = AuditConfig::stdout();
-    if let Some(Checked(text)) = table.path {
+    if let Some(LogPath(text)) = table.path {
         config.target = match text.as_str() {
             "-" => AuditTarget::Stdout,
             text => AuditTarget::File(path.parent().unwrap_or(Path::new("")).join(text)),

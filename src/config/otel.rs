@@ -17,12 +17,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use toml_edit::Item;
 
 use super::de::{from_node, Node};
 use super::duration::parse_duration;
-use super::values::{scalar, Scalar, TABLE_EXAMPLES};
+use super::values::{scalar_type, Scalar, DURATION_PATTERN, TABLE_EXAMPLES};
 use crate::error::ConfigError;
 
 /// What the `[telemetry]` table says; `None` fields fall back to the
@@ -40,51 +40,37 @@ pub struct OtlpSettings {
 #[serde(deny_unknown_fields)]
 pub(crate) struct TelemetryFile {
     /// The collector's base URL; /v1/traces and /v1/metrics are added.
-    #[schemars(with = "Option<String>", url)]
     otlp_endpoint: Option<Endpoint>,
     /// The resource attribute service.name (default "mcpvisor").
-    #[schemars(with = "Option<String>", length(min = 1))]
     service_name: Option<ServiceName>,
     /// How often metrics are pushed, like "60s".
-    #[schemars(with = "Option<String>")]
     metrics_interval: Option<Interval>,
 }
 
-struct Endpoint(String);
-struct ServiceName(String);
-struct Interval(Duration);
-
-impl<'de> Deserialize<'de> for Endpoint {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let url = |value: Scalar| match value {
-            Scalar::Str(url) if (url.starts_with("http://") || url.starts_with("https://")) && url.parse::<http::Uri>().is_ok() => {
-                Some(Endpoint(url))
-            }
-            _ => None,
-        };
-        scalar(deserializer, "the collector's http:// or https:// URL, like \"http://127.0.0.1:4318\"", url)
+scalar_type!(
+    Endpoint(String),
+    "the collector's http:// or https:// URL, like \"http://127.0.0.1:4318\"",
+    { "type": "string", "pattern": "^https?://" },
+    |value: Scalar| match value {
+        Scalar::Str(url) if (url.starts_with("http://") || url.starts_with("https://")) && url.parse::<http::Uri>().is_ok() => Some(url),
+        _ => None,
     }
-}
+);
 
-impl<'de> Deserialize<'de> for ServiceName {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let name = |value: Scalar| match value {
-            Scalar::Str(name) if !name.trim().is_empty() => Some(ServiceName(name)),
-            _ => None,
-        };
-        scalar(deserializer, "a non-empty string", name)
-    }
-}
+scalar_type!(ServiceName(String), "a non-empty string", { "type": "string", "minLength": 1 }, |value: Scalar| match value {
+    Scalar::Str(name) if !name.trim().is_empty() => Some(name),
+    _ => None,
+});
 
-impl<'de> Deserialize<'de> for Interval {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let interval = |value: Scalar| match value {
-            Scalar::Str(text) => parse_duration(&text).filter(|interval| *interval >= Duration::from_millis(100)).map(Interval),
-            _ => None,
-        };
-        scalar(deserializer, "a span of time of at least 100ms, like \"60s\"", interval)
+scalar_type!(
+    Interval(Duration),
+    "a span of time of at least 100ms, like \"60s\"",
+    { "type": "string", "pattern": DURATION_PATTERN },
+    |value: Scalar| match value {
+        Scalar::Str(text) => parse_duration(&text).filter(|interval| *interval >= Duration::from_millis(100)),
+        _ => None,
     }
-}
+);
 
 /// Reads `[telemetry]` of the file at `path`.
 pub(crate) fn read(path: &Path, item: &Item) -> Result<OtlpSettings, ConfigError> {

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use toml_edit::Item;
 
 use super::de::{from_node, DeError, Node};
-use super::values::{scalar, strings, Scalar, TABLE_EXAMPLES};
+use super::values::{scalar_type, strings, Scalar, TABLE_EXAMPLES};
 use crate::error::ConfigError;
 
 /// The keys of a sandbox table, in the order they are written.
@@ -117,31 +117,17 @@ pub(crate) struct SandboxDefaultFile {
     default: Option<DefaultSandbox>,
 }
 
-/// `"standard"` (the preset) or `"none"`.
-struct DefaultSandbox(bool);
-
-impl<'de> Deserialize<'de> for DefaultSandbox {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let word = |value: Scalar| match value {
-            Scalar::Str(word) if word == STANDARD => Some(DefaultSandbox(true)),
-            Scalar::Str(word) if word == "none" => Some(DefaultSandbox(false)),
-            _ => None,
-        };
-        scalar(deserializer, "\"standard\" or \"none\"", word)
+scalar_type!(
+    /// `"standard"` (the preset) or `"none"`.
+    DefaultSandbox(bool),
+    "\"standard\" or \"none\"",
+    { "type": "string", "enum": [STANDARD, "none"] },
+    |value: Scalar| match value {
+        Scalar::Str(word) if word == STANDARD => Some(true),
+        Scalar::Str(word) if word == "none" => Some(false),
+        _ => None,
     }
-}
-
-impl JsonSchema for DefaultSandbox {
-    fn inline_schema() -> bool {
-        true
-    }
-    fn schema_name() -> Cow<'static, str> {
-        "DefaultSandbox".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "enum": [STANDARD, "none"] })
-    }
-}
+);
 
 /// `[sandbox] default = "standard" | "none"`: the sandbox of servers without
 /// a table of their own (`None`: no sandbox).
@@ -272,82 +258,39 @@ impl JsonSchema for NetworkFile {
     }
 }
 
-/// Bytes, or a size with a unit.
-struct Size(u64);
+scalar_type!(
+    /// Bytes, or a size with a unit.
+    Size(u64),
+    SIZE,
+    {
+        "description": SIZE,
+        "anyOf": [{ "type": "integer", "minimum": 1 }, { "type": "string", "pattern": "^\\s*[0-9]+\\s*(B|K|KiB|M|MiB|G|GiB|KB|MB|GB)?\\s*$" }]
+    },
+    |value: Scalar| match value {
+        Scalar::Int(bytes) => u64::try_from(bytes).ok().filter(|b| *b > 0),
+        Scalar::Str(text) => parse_size(&text),
+        _ => None,
+    }
+);
 
-impl<'de> Deserialize<'de> for Size {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let size = |value: Scalar| match value {
-            Scalar::Int(bytes) => u64::try_from(bytes).ok().filter(|b| *b > 0),
-            Scalar::Str(text) => parse_size(&text),
-            _ => None,
-        };
-        scalar(deserializer, SIZE, size).map(Size)
+scalar_type!(
+    /// A whole number above zero.
+    AboveZero(u64),
+    "a whole number above zero",
+    { "type": "integer", "minimum": 1 },
+    |value: Scalar| match value {
+        Scalar::Int(n) => u64::try_from(n).ok().filter(|n| *n > 0),
+        _ => None,
     }
-}
+);
 
-impl JsonSchema for Size {
-    fn inline_schema() -> bool {
-        true
-    }
-    fn schema_name() -> Cow<'static, str> {
-        "Size".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "description": SIZE,
-            "anyOf": [{ "type": "integer", "minimum": 1 }, { "type": "string", "pattern": "^\\s*[0-9]+\\s*(B|K|KiB|M|MiB|G|GiB|KB|MB|GB)?\\s*$" }]
-        })
-    }
-}
-
-/// A whole number above zero.
-struct AboveZero(u64);
-
-impl<'de> Deserialize<'de> for AboveZero {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let count = |value: Scalar| match value {
-            Scalar::Int(n) => u64::try_from(n).ok().filter(|n| *n > 0),
-            _ => None,
-        };
-        scalar(deserializer, "a whole number above zero", count).map(AboveZero)
-    }
-}
-
-impl JsonSchema for AboveZero {
-    fn inline_schema() -> bool {
-        true
-    }
-    fn schema_name() -> Cow<'static, str> {
-        "AboveZero".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "integer", "minimum": 1 })
-    }
-}
-
-/// `preset = "standard"`.
-struct Preset;
-
-impl<'de> Deserialize<'de> for Preset {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        scalar(deserializer, "\"standard\" (the only preset)", |value| {
-            matches!(value, Scalar::Str(word) if word == STANDARD).then_some(Preset)
-        })
-    }
-}
-
-impl JsonSchema for Preset {
-    fn inline_schema() -> bool {
-        true
-    }
-    fn schema_name() -> Cow<'static, str> {
-        "Preset".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "const": STANDARD })
-    }
-}
+scalar_type!(
+    /// `preset = "standard"`.
+    Preset(()),
+    "\"standard\" (the only preset)",
+    { "const": STANDARD },
+    |value: Scalar| matches!(value, Scalar::Str(word) if word == STANDARD).then_some(())
+);
 
 #[cfg(test)]
 mod tests {

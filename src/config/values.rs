@@ -24,6 +24,34 @@ pub(crate) const TABLE_EXAMPLES: &[(&str, &str)] = &[
     ("SandboxFile", "{ network = \"none\", memory = \"512MiB\" }"),
 ];
 
+/// A newtype read from one TOML scalar: `accept` takes it or refuses it
+/// (`must be {expecting}`); the JSON Schema describes it as `schema`.
+macro_rules! scalar_type {
+    ($(#[$doc:meta])* $name:ident($inner:ty), $expecting:expr, $schema:tt, $accept:expr) => {
+        $(#[$doc])*
+        pub(crate) struct $name(pub $inner);
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                $crate::config::values::scalar(deserializer, $expecting, $accept).map($name)
+            }
+        }
+
+        impl schemars::JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!($schema)
+            }
+        }
+    };
+}
+pub(crate) use scalar_type;
+
 /// A visitor that says `expecting` and takes what `accept` takes.
 macro_rules! expecting {
     ($f:ident, $text:expr) => {
@@ -224,67 +252,41 @@ impl<K: Keyword> JsonSchema for Word<K> {
     }
 }
 
-/// A time-out: a number of seconds above zero (`60`, `2.5`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Seconds(pub Duration);
-
+/// What [`parse_duration`] reads, for the JSON Schema.
+pub(crate) const DURATION_PATTERN: &str = r"^\s*[0-9]+(\.[0-9]+)?\s*(ms|s|m|h)\s*$";
 const SECONDS: &str = "a number of seconds greater than zero, like 60 or 2.5";
+const SPAN: &str = "a span of time greater than zero, like \"100ms\", \"60s\", \"10m\" or a number of seconds";
 
 fn seconds(value: f64) -> Option<Duration> {
     Some(value).filter(|s| *s > 0.0).and_then(|s| Duration::try_from_secs_f64(s).ok())
 }
 
-impl<'de> Deserialize<'de> for Seconds {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        scalar(deserializer, SECONDS, |value| value.number().and_then(seconds)).map(Seconds)
-    }
-}
+scalar_type!(
+    /// A time-out: a number of seconds above zero (`60`, `2.5`).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    Seconds(Duration),
+    SECONDS,
+    { "type": "number", "exclusiveMinimum": 0, "description": SECONDS },
+    |value: Scalar| value.number().and_then(seconds)
+);
 
-impl JsonSchema for Seconds {
-    fn inline_schema() -> bool {
-        true
+scalar_type!(
+    /// A span of time: `"250ms"`, `"60s"`, `"10m"`, `"1h"`, or a number of seconds; above zero.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    Span(Duration),
+    SPAN,
+    {
+        "description": SPAN,
+        "anyOf": [
+            { "type": "string", "pattern": DURATION_PATTERN },
+            { "type": "number", "exclusiveMinimum": 0 }
+        ]
+    },
+    |value: Scalar| match value {
+        Scalar::Str(text) => parse_duration(&text).filter(|d| !d.is_zero()),
+        number => number.number().and_then(seconds),
     }
-    fn schema_name() -> Cow<'static, str> {
-        "Seconds".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "number", "exclusiveMinimum": 0, "description": SECONDS })
-    }
-}
-
-/// A span of time: `"250ms"`, `"60s"`, `"10m"`, `"1h"`, or a number of seconds; above zero.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Span(pub Duration);
-
-const SPAN: &str = "a span of time greater than zero, like \"100ms\", \"60s\", \"10m\" or a number of seconds";
-
-impl<'de> Deserialize<'de> for Span {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let span = |value: Scalar| match value {
-            Scalar::Str(text) => parse_duration(&text).filter(|d| !d.is_zero()),
-            number => number.number().and_then(seconds),
-        };
-        scalar(deserializer, SPAN, span).map(Span)
-    }
-}
-
-impl JsonSchema for Span {
-    fn inline_schema() -> bool {
-        true
-    }
-    fn schema_name() -> Cow<'static, str> {
-        "Span".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "description": SPAN,
-            "anyOf": [
-                { "type": "string", "pattern": "^\\s*[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|h)\\s*$" },
-                { "type": "number", "exclusiveMinimum": 0 }
-            ]
-        })
-    }
-}
+);
 
 /// A whole number of at least `MIN`, that fits `T`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -321,26 +323,13 @@ impl<T, const MIN: i64> JsonSchema for Count<T, MIN> {
     }
 }
 
-/// Calls per second, above zero (`10`, `0.5`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Rate(pub f64);
-
 const RATE: &str = "a number of calls per second greater than zero, like 10 or 0.5";
 
-impl<'de> Deserialize<'de> for Rate {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        scalar(deserializer, RATE, |value| value.number().filter(|r| r.is_finite() && *r > 0.0)).map(Rate)
-    }
-}
-
-impl JsonSchema for Rate {
-    fn inline_schema() -> bool {
-        true
-    }
-    fn schema_name() -> Cow<'static, str> {
-        "Rate".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "number", "exclusiveMinimum": 0, "description": RATE })
-    }
-}
+scalar_type!(
+    /// Calls per second, above zero (`10`, `0.5`).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    Rate(f64),
+    RATE,
+    { "type": "number", "exclusiveMinimum": 0, "description": RATE },
+    |value: Scalar| value.number().filter(|r| r.is_finite() && *r > 0.0)
+);
