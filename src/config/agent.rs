@@ -51,7 +51,7 @@ use toml_edit::Item;
 use super::de::{from_node, DeError, Kind, Node};
 use super::filter::glob_match;
 use super::sandbox::SandboxFile;
-use super::values::{strings, Count, Ordered, Word, TABLE_EXAMPLES};
+use super::values::{Count, Ordered, Strings, Word, TABLE_EXAMPLES};
 use super::Keyword;
 use crate::error::ConfigError;
 
@@ -222,12 +222,12 @@ pub(crate) struct AgentFile {
     /// Read/write/list files and run commands (server `builtin`).
     builtin_tools: Option<bool>,
     /// The workspace beyond the working directory (`~/` expanded, relative to this file's folder).
-    directories: Option<List>,
+    directories: Option<Strings>,
     /// Rules `NAME` or `NAME(ARGUMENTS)`, like "run_command(git diff:*)" or "mcp__time__*".
-    allow: Option<List>,
-    deny: Option<List>,
+    allow: Option<Strings>,
+    deny: Option<Strings>,
     /// Variables run_command inherits beyond the safe set.
-    command_env: Option<List>,
+    command_env: Option<Strings>,
     /// Confirmation overrides, by server name.
     servers: Option<Ordered<ServerConfirmFile>>,
     /// The sandbox of run_command.
@@ -269,17 +269,6 @@ impl<'de> Deserialize<'de> for Provider {
     }
 }
 
-/// A list of strings.
-#[derive(JsonSchema)]
-#[schemars(transparent)]
-struct List(Vec<String>);
-
-impl<'de> Deserialize<'de> for List {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        strings(deserializer, "a list of strings").map(List)
-    }
-}
-
 /// Reads the `[agent]` table of `file`.
 pub(crate) fn read(file: &Path, item: &Item) -> Result<AgentSettings, ConfigError> {
     let error = |error: DeError| {
@@ -298,7 +287,7 @@ pub(crate) fn read(file: &Path, item: &Item) -> Result<AgentSettings, ConfigErro
 
 impl AgentFile {
     fn into_settings(self, file: &Path) -> Result<AgentSettings, DeError> {
-        let rules = |field: &str, list: Option<List>| {
+        let rules = |field: &str, list: Option<Strings>| {
             let parse = |rule: String| ToolRule::parse(&rule).map_err(|why| DeError::field(field, format!("rule {rule:?} {why}")));
             list.map_or_else(Vec::new, |list| list.0).into_iter().map(parse).collect::<Result<Vec<_>, _>>()
         };

@@ -116,6 +116,17 @@ impl DeError {
         self
     }
 
+    /// The same error, its path (and an unknown key's) written by `rename` where it says.
+    pub fn renamed(mut self, rename: impl Fn(&str) -> Option<String>) -> Self {
+        if let Some(path) = rename(&self.path) {
+            self.path = path;
+        }
+        if let Kind::Unknown { key, .. } = &mut self.kind {
+            *key = rename(key).unwrap_or_else(|| key.clone());
+        }
+        self
+    }
+
     /// The path of the value, relative to where reading started.
     pub fn path(&self) -> String {
         match (self.located, &self.below) {

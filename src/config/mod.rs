@@ -219,11 +219,6 @@ pub trait Keyword: Copy + PartialEq + 'static {
         Self::CHOICES.iter().find(|(_, value)| *value == self).map_or("", |(name, _)| name)
     }
 
-    /// Why a word that names a value of the model is still refused in files.
-    fn refusal(_word: &str) -> Option<&'static str> {
-        None
-    }
-
     /// `a | b | c`, for error messages.
     fn choices() -> String {
         Self::CHOICES.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(" | ")
@@ -233,12 +228,6 @@ pub trait Keyword: Copy + PartialEq + 'static {
 impl Keyword for Transport {
     /// What a file may say: an in-process server is made in code only.
     const CHOICES: &'static [(&'static str, Self)] = &[("stdio", Transport::Stdio), ("http", Transport::Http), ("sse", Transport::Sse)];
-
-    fn refusal(word: &str) -> Option<&'static str> {
-        (word == Transport::InProcess.as_str()).then_some(
-            "is \"in-process\": such a server is registered in code by the program that embeds mcpvisor, never read from a file; write \"stdio\", \"http\" or \"sse\"",
-        )
-    }
 
     fn as_str(self) -> &'static str {
         match self {

@@ -2,6 +2,7 @@
 //! words an error needs ("a number of seconds greater than zero, like 60
 //! or 2.5") and described in the JSON Schema the same way.
 
+use std::any::TypeId;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -12,7 +13,7 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::duration::parse_duration;
-use super::Keyword;
+use super::{Keyword, Transport};
 
 /// What a table read as each struct looks like, for "must be a table, like ...".
 pub(crate) const TABLE_EXAMPLES: &[(&str, &str)] = &[
@@ -22,6 +23,8 @@ pub(crate) const TABLE_EXAMPLES: &[(&str, &str)] = &[
     ("ToolsFile", "{ allow = [\"read_*\"], deny = [\"*delete*\"] }"),
     ("IdentityProviderFile", "{ token_endpoint = \"https://idp.example.com/token\", client_id = \"...\", id_token_file = \"...\" }"),
     ("SandboxFile", "{ network = \"none\", memory = \"512MiB\" }"),
+    ("CallerLimitsFile", "{ rate = 5, burst = 10, concurrent = 4 }"),
+    ("KeyFile", "{ token = \"${VAR}\" }"),
 ];
 
 /// A newtype read from one TOML scalar: `accept` takes it or refuses it
@@ -37,6 +40,14 @@ macro_rules! scalar_type {
             }
         }
 
+        $crate::config::values::schema_as!($name, $schema);
+    };
+}
+pub(crate) use scalar_type;
+
+/// Describes `$name` in the JSON Schema as `schema`, inline.
+macro_rules! schema_as {
+    ($name:ident, $schema:tt) => {
         impl schemars::JsonSchema for $name {
             fn inline_schema() -> bool {
                 true
@@ -50,7 +61,7 @@ macro_rules! scalar_type {
         }
     };
 }
-pub(crate) use scalar_type;
+pub(crate) use schema_as;
 
 /// A visitor that says `expecting` and takes what `accept` takes.
 macro_rules! expecting {
@@ -107,6 +118,69 @@ pub(crate) fn scalar<'de, D: Deserializer<'de>, T>(
     }
     let value = deserializer.deserialize_any(Any(expecting))?;
     accept(value).ok_or_else(|| de::Error::custom(format!("must be {expecting}")))
+}
+
+/// [`scalar`], where `accept` says itself why it refuses a value (`Err`
+/// is the whole message: "must be one reference such as ...").
+pub(crate) fn scalar_or<'de, D: Deserializer<'de>, T>(
+    deserializer: D,
+    expecting: &'static str,
+    accept: impl FnOnce(Scalar) -> Result<T, String>,
+) -> Result<T, D::Error> {
+    let mut why = None;
+    let value = scalar(deserializer, expecting, |value| accept(value).map_err(|message| why = Some(message)).ok());
+    value.map_err(|error| why.map_or(error, de::Error::custom))
+}
+
+/// Any value: its text when it is a string (a list's element that is not
+/// one is reported on the list: "must hold strings only").
+pub(crate) struct MaybeText(pub Option<String>);
+
+impl<'de> Deserialize<'de> for MaybeText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(MaybeText(
+            scalar(deserializer, "", |value| match value {
+                Scalar::Str(text) => Some(text),
+                _ => None,
+            })
+            .ok(),
+        ))
+    }
+}
+
+/// A list of strings, refused as a whole: `must be {expecting}`, or `not_text`
+/// when an element is not a string.
+pub(crate) fn string_list<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    expecting: &'static str,
+    not_text: &'static str,
+) -> Result<Vec<String>, D::Error> {
+    struct Texts(&'static str, &'static str);
+    impl<'de> Visitor<'de> for Texts {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
+            let mut list = Vec::new();
+            while let Some(MaybeText(text)) = seq.next_element::<MaybeText>()? {
+                list.push(text.ok_or_else(|| de::Error::custom(self.1))?);
+            }
+            Ok(list)
+        }
+    }
+    deserializer.deserialize_seq(Texts(expecting, not_text))
+}
+
+/// A list of strings as `[serve]` and `[agent]` write them.
+#[derive(Debug, Clone, Default, PartialEq, JsonSchema)]
+#[schemars(transparent)]
+pub(crate) struct Strings(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Strings {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        string_list(deserializer, "a list of strings", "must hold strings only").map(Strings)
+    }
 }
 
 /// `["a", "b"]`.
@@ -229,11 +303,14 @@ impl<V: JsonSchema> JsonSchema for Ordered<V> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Word<K>(pub K);
 
+/// What a file that names the transport only code can make is told.
+const IN_PROCESS: &str = "is \"in-process\": such a server is registered in code by the program that embeds mcpvisor, never read from a file; write \"stdio\", \"http\" or \"sse\"";
+
 impl<'de, K: Keyword> Deserialize<'de> for Word<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let word = String::deserialize(deserializer)?;
-        if let Some(why) = K::refusal(&word) {
-            return Err(de::Error::custom(why));
+        if TypeId::of::<K>() == TypeId::of::<Transport>() && word == Transport::InProcess.as_str() {
+            return Err(de::Error::custom(IN_PROCESS));
         }
         K::parse(&word).map(Word).ok_or_else(|| de::Error::custom(format!("is {word:?}; write one of {}", K::choices())))
     }

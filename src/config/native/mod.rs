@@ -39,7 +39,8 @@ use crate::error::ConfigError;
 use schema::{parse_document, servers_table};
 
 pub use edit::{remove, set_enabled, upsert};
-pub use schema::{json_schema, DEFAULT_MAX_RESTARTS, KEYS};
+pub(crate) use schema::json_schema;
+pub use schema::{DEFAULT_MAX_RESTARTS, KEYS};
 
 /// The servers of the file, in file order; a missing file has none.
 pub fn load(path: &Path) -> Result<Vec<ServerConfig>, ConfigError> {

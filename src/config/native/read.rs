@@ -134,6 +134,7 @@ struct ToolLimitsFile {
 /// `auth = { type = "...", ... }`: the credentials sent to a remote server.
 #[derive(Deserialize, JsonSchema)]
 #[schemars(tag = "type", deny_unknown_fields)]
+#[allow(clippy::large_enum_variant)] // one per server table, read once and converted at once
 enum AuthFile {
     #[serde(rename = "bearer")]
     Bearer { token: String },

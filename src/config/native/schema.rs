@@ -14,6 +14,7 @@ use crate::config::agent::AgentFile;
 use crate::config::audit::AuditFile;
 use crate::config::otel::TelemetryFile;
 use crate::config::sandbox::SandboxDefaultFile;
+use crate::config::serve::ServeFile;
 use crate::config::Keyword;
 use crate::error::ConfigError;
 
@@ -30,17 +31,11 @@ struct ConfigFile {
     /// The audit log of tool calls (docs/operations.md).
     audit: Option<AuditFile>,
     /// How `mcpvisor serve` guards itself: tokens, keys, policies (docs/gateway.md).
-    serve: Option<Unchecked>,
+    serve: Option<ServeFile>,
     sandbox: Option<SandboxDefaultFile>,
     /// OpenTelemetry export (docs/operations.md).
     telemetry: Option<TelemetryFile>,
 }
-
-/// A table that mcpvisor checks key by key when it reads it, and that this
-/// schema does not describe yet.
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-struct Unchecked(BTreeMap<String, serde_json::Value>);
 
 /// An unset key is left out, as TOML has no null: the `null` that serde
 /// allows for an `Option` is taken out of the schema.
@@ -66,7 +61,7 @@ fn without_null(schema: &mut schemars::Schema) {
 }
 
 /// The JSON Schema (draft 2020-12) of mcpvisor's TOML, as `mcpvisor config schema` prints it.
-pub fn json_schema() -> serde_json::Value {
+pub(crate) fn json_schema() -> serde_json::Value {
     let settings = schemars::generate::SchemaSettings::draft2020_12().for_deserialize();
     let generator = settings.with_transform(schemars::transform::RecursiveTransform(without_null)).into_generator();
     generator.into_root_schema_for::<ConfigFile>().to_value()
