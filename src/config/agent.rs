@@ -51,7 +51,7 @@ use toml_edit::Item;
 use super::de::{from_node, DeError, Kind, Node};
 use super::filter::glob_match;
 use super::sandbox::SandboxFile;
-use super::values::{Count, Ordered, Strings, Word, TABLE_EXAMPLES};
+use super::values::{schema_as, Count, Ordered, Strings, Word, TABLE_EXAMPLES};
 use super::Keyword;
 use crate::error::ConfigError;
 
@@ -246,18 +246,9 @@ struct ServerConfirmFile {
 }
 
 /// One of [`PROVIDERS`].
-#[derive(JsonSchema)]
-#[schemars(transparent)]
-struct Provider(#[schemars(with = "ProviderWord")] String);
+struct Provider(String);
 
-#[derive(JsonSchema)]
-#[schemars(rename_all = "lowercase")]
-#[allow(dead_code)]
-enum ProviderWord {
-    Openai,
-    Anthropic,
-    Scripted,
-}
+schema_as!(Provider, { "type": "string", "enum": PROVIDERS });
 
 impl<'de> Deserialize<'de> for Provider {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -18,7 +18,7 @@
 
 use std::fmt::{self, Display};
 
-use serde::de::{self, DeserializeSeed, Error as _, IntoDeserializer, Visitor};
+use serde::de::{self, DeserializeSeed, Error as _, Visitor};
 use toml_edit::{Item, Table, Value};
 
 use crate::error::ConfigError;
@@ -334,17 +334,14 @@ impl<'de> de::Deserializer<'de> for De<'de> {
         self.located(result)
     }
 
-    /// A string is a unit variant; a table is tagged by its `type` key.
+    /// A table tagged by its `type` key (keywords are read by `values::Word`).
     fn deserialize_enum<V: Visitor<'de>>(
         self,
-        _name: &'static str,
+        name: &'static str,
         variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DeError> {
-        if let View::Str(word) = self.node.view() {
-            return self.located(visitor.visit_enum(word.into_deserializer()));
-        }
-        let Some(entries) = self.table() else { return self.deserialize_any(visitor) };
+        let entries = self.table().ok_or_else(|| self.not_a_table(name))?;
         let quoted: Vec<String> = variants.iter().map(|v| format!("{v:?}")).collect();
         let choices = match quoted.split_last() {
             Some((last, [])) => last.clone(),

@@ -231,7 +231,7 @@ pub(crate) fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigErro
             .map_err(|error| error.under("serve.auth").into_setting_error(path))?,
         keys: table
             .keys
-            .map(|keys| into_keys(keys))
+            .map(into_keys)
             .transpose()
             .map_err(|error| error.under("serve.keys").into_setting_error(path))?
             .unwrap_or_default(),

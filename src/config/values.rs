@@ -17,6 +17,7 @@ use super::{Keyword, Transport};
 
 /// What a table read as each struct looks like, for "must be a table, like ...".
 pub(crate) const TABLE_EXAMPLES: &[(&str, &str)] = &[
+    ("AuthFile", "{ type = \"bearer\", token = \"${TOKEN}\" }"),
     ("BackoffFile", "{ initial = \"100ms\", max = \"30s\" }"),
     ("LimitsFile", "{ rate = 10, burst = 20, concurrent = 4 }"),
     ("ToolLimitsFile", "{ rate = 10, burst = 20, concurrent = 4 }"),

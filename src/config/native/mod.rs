@@ -364,6 +364,23 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
     }
 
     #[test]
+    fn each_kind_of_value_says_what_to_write_and_what_it_found() {
+        let cases = [
+            ("transport = \"in-process\"", "`transport` is \"in-process\": such a server is registered in code"),
+            ("url = \"https://x\"\nauth = \"t\"", "`auth` must be a table, like { type = \"bearer\", token = \"${TOKEN}\" }, not string"),
+            ("command = \"x\"\nintensity = \"3\"", "`intensity` must be a whole number of at least 1, not string"),
+            ("command = \"x\"\nenabled = \"yes\"", "`enabled` must be true or false, not string"),
+            ("command = \"x\"\nenv = { A = { B = \"c\" } }", "`env.A` must be a string, not inline table"),
+            ("command = \"x\"\nsandbox = { memory = \"lots\" }", "`sandbox.memory` must be a size, like \"512MiB\""),
+            ("command = \"x\"\nsandbox = { wirte = [] }", "unknown key `sandbox.wirte`; the known keys are read, write, network"),
+        ];
+        for (body, expected) in cases {
+            let message = parse_error(&format!("[servers.s]\n{body}\n"));
+            assert!(message.starts_with("servers.toml: server \"s\": ") && message.contains(expected), "{body:?}: {message}");
+        }
+    }
+
+    #[test]
     fn references_in_the_url_are_checked_after_expansion() {
         let servers = parse(Path::new("x.toml"), "[servers.r]\nurl = \"${BASE_URL}/mcp\"\n").unwrap();
         assert_eq!(servers[0].url.as_deref(), Some("${BASE_URL}/mcp"));
