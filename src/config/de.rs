@@ -113,6 +113,9 @@ impl DeError {
             true => self.path = join(prefix, &self.path),
             false => self.below = Some(join(prefix, self.below.as_deref().unwrap_or_default())),
         }
+        if let (true, Kind::Unknown { key, .. }) = (self.located, &mut self.kind) {
+            *key = join(prefix, key);
+        }
         self
     }
 
