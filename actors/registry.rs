@@ -298,7 +298,7 @@ fn refusal_of(state: &ServerState) -> bool {
 fn refused_by_state(server: &str, name: &str, state: &ServerState) -> Option<CallError> {
     let (server, tool) = (server.to_string(), name.to_string());
     match state {
-        ServerState::Failed { error, .. } => Some(CallError::Failed { server, tool, error: error.clone() }),
+        ServerState::Failed { error, cause, .. } => Some(CallError::Failed { server, tool, error: error.clone(), cause: cause.clone() }),
         ServerState::Disabled => Some(CallError::Disabled { server, tool }),
         ServerState::NeedsAuth => Some(CallError::NeedsAuth { server, tool }),
         _ => None,

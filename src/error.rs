@@ -56,13 +56,27 @@ pub enum CallError {
     NeedsAuth { server: String, tool: String },
 
     #[error("server `{server}` has failed ({error}); fix it and reconnect it to call `{tool}`")]
-    Failed { server: String, tool: String, error: String },
+    Failed {
+        server: String,
+        tool: String,
+        error: String,
+        /// Why it failed, as the start-up said it, when the call waited through it.
+        #[source]
+        cause: Option<Cause>,
+    },
 
     #[error("server `{server}` sent a malformed answer to `{tool}`: {message}")]
     Protocol { server: String, tool: String, message: String },
 
     #[error("transport to server `{server}` failed during `{tool}`: {message}")]
-    Transport { server: String, tool: String, message: String },
+    Transport {
+        server: String,
+        tool: String,
+        message: String,
+        /// What broke (an HTTP client's error, a caught panic), when known.
+        #[source]
+        cause: Option<Cause>,
+    },
 
     #[error("server `{server}` was stopped (removed, changed or shut down) before {} finished", what(.tool))]
     Stopped { server: String, tool: String },
@@ -153,7 +167,15 @@ fn tail_suffix(tail: &[String]) -> String {
 #[non_exhaustive]
 pub enum ConnectError {
     #[error("server `{server}`: cannot start `{command}`: {reason} (PATH={path})")]
-    Spawn { server: String, command: String, reason: String, path: String },
+    Spawn {
+        server: String,
+        command: String,
+        reason: String,
+        path: String,
+        /// The operating system's error (an [`std::io::Error`]), when it said one.
+        #[source]
+        cause: Option<Cause>,
+    },
 
     #[error("server `{server}`: its sandbox cannot be set up: {reason}")]
     Sandbox { server: String, reason: String },
@@ -317,6 +339,80 @@ impl fmt::Display for ExitInfo {
             (Some(code), None) => write!(f, "exit code {code}"),
             (None, None) => f.write_str("exit status unknown"),
         }
+    }
+}
+
+/// The error beneath another, kept whole so an embedder can reach it
+/// (`cause.downcast_ref::<std::io::Error>()` for its `kind()`), and
+/// cloneable as the errors that carry it must be.
+///
+/// Invariants: it shows as the error it holds, and its own
+/// [`source`](std::error::Error::source) is that error's, so a chain
+/// walked through it reads each cause once.
+#[derive(Clone)]
+pub struct Cause(std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl Cause {
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Cause {
+        Cause(std::sync::Arc::new(error))
+    }
+
+    /// The error held, if it is a `T`.
+    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+
+    /// The error held.
+    pub fn get(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+
+    /// The kind of the operating system's error, when one is held.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        self.downcast_ref::<std::io::Error>().map(std::io::Error::kind)
+    }
+
+    /// The first `T` in `error`'s chain of sources, seeing through the
+    /// causes kept on the way: `Cause::find::<std::io::Error>(&call_error)`.
+    pub fn find<'e, T: std::error::Error + 'static>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e T> {
+        let mut next = Some(error);
+        while let Some(error) = next {
+            if let Some(found) = error.downcast_ref::<T>() {
+                return Some(found);
+            }
+            match error.downcast_ref::<Cause>() {
+                Some(cause) => next = Some(cause.get()),
+                None => next = error.source(),
+            }
+        }
+        None
+    }
+}
+
+impl fmt::Debug for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl Eq for Cause {}
+
+impl PartialEq for Cause {
+    /// The same error, or two that read the same.
+    fn eq(&self, other: &Cause) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
     }
 }
 

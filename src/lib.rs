@@ -114,7 +114,7 @@ pub use actors::handle::{Events, Handle, EVENT_BUFFER};
 pub use actors::hub::SetServersResult;
 pub use actors::operation::LogLevel;
 pub use actors::{CallTool, Event, IntoArguments, Progress, ProgressSink};
-pub use error::{CallError, ConfigError, ConnectError, ManageError};
+pub use error::{CallError, Cause, ConfigError, ConnectError, ManageError};
 pub use pool::{ServerState, ServerStatus, ToolEntry};
 /// The MCP types of the public API (results, references of completions,
 /// elicitation answers, the tools and content of in-process servers), so a

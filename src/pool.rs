@@ -56,6 +56,9 @@ pub enum ServerState {
         /// reconnect starts it again.
         #[serde(serialize_with = "serialize_opt_millis", rename = "retry_in_ms")]
         retry_in: Option<Duration>,
+        /// The error that failed it, whole (`error` is its text).
+        #[serde(skip)]
+        cause: Option<crate::error::Cause>,
     },
     NeedsAuth,
     Disabled,

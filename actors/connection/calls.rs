@@ -28,9 +28,9 @@ impl Connection {
                 let (server, tool) = names();
                 return Err(CallError::Disabled { server, tool });
             }
-            ServerState::Failed { error, .. } => {
+            ServerState::Failed { error, cause, .. } => {
                 let (server, tool) = names();
-                return Err(CallError::Failed { server, tool, error: error.clone() });
+                return Err(CallError::Failed { server, tool, error: error.clone(), cause: cause.clone() });
             }
             ServerState::NeedsAuth => {
                 let (server, tool) = names();
@@ -98,7 +98,7 @@ impl Connection {
         let Admitted { id, answer, clock } = match admitted {
             Ok(Ok(admitted)) => admitted,
             Ok(Err(error)) => return Box::pin(std::future::ready(Err(error))),
-            Err(panic) => return Box::pin(std::future::ready(Err(Failure::Internal(panic).into_call_error(&server, &label)))),
+            Err(panic) => return Box::pin(std::future::ready(Err(Failure::internal(panic).into_call_error(&server, &label)))),
         };
         let timeout = timeout.unwrap_or(self.config.timeouts.call);
         let max = self.config.timeouts.max_call;

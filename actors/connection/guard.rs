@@ -25,7 +25,8 @@ impl Connection {
     fn on_panic(&mut self, panic: Panicked) -> String {
         let text = format!("{panic}; the connection is being restarted");
         self.events.do_send(Event::panicked(&panic));
-        self.calls.fail_all(|| Failure::Internal(text.clone()));
+        let cause = Cause::new(panic.clone());
+        self.calls.fail_all(|| Failure::Internal(text.clone(), Some(cause.clone())));
         let error = ConnectError::Protocol { server: self.config.name.clone(), method: panic.during, message: text.clone() };
         self.abort_run(error, Ending::Failure);
         text
@@ -54,7 +55,7 @@ impl Connection {
     ) -> Reply<Result<T, CallError>> {
         match self.guarded(label, ctx, body) {
             Ok(reply) => reply,
-            Err(panic) => Reply::Ready(Err(Failure::Internal(panic).into_call_error(&self.config.name, label))),
+            Err(panic) => Reply::Ready(Err(Failure::internal(panic).into_call_error(&self.config.name, label))),
         }
     }
 

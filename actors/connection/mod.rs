@@ -64,7 +64,7 @@ mod wire;
 
 use crate::codec::{peek_id, Frame, FrameError, JsonRpcCodec};
 use crate::config::{Era as ConfiguredEra, Keyword, Redactor, ServerConfig, Transport};
-use crate::error::{CallError, ConnectError};
+use crate::error::{CallError, Cause, ConnectError};
 use crate::protocol::pagination::ListBounds;
 use crate::protocol::schema::{SchemaCache, ToolContract};
 use crate::protocol::{self, error_codes, methods, Era, ErrorObject, Message as RpcMessage, RequestId, Session};
@@ -99,9 +99,10 @@ enum Failure {
     },
     /// The answer came but cannot be used; the sentence says why.
     Malformed(String),
-    Internal(String),
+    /// Something broke on our side of the connection: the sentence, and the error beneath it.
+    Internal(String, Option<Cause>),
     /// The server has failed for good (restart policy or intensity).
-    GaveUp(String),
+    GaveUp(String, Option<Cause>),
     Disabled,
     Stopped,
     /// The server refused the credentials; a user must log in or fix them.
@@ -111,6 +112,11 @@ enum Failure {
 type Outcome = Result<Box<RawValue>, Failure>;
 
 impl Failure {
+    /// Something broke on our side, with no error beneath the sentence.
+    fn internal(message: String) -> Failure {
+        Failure::Internal(message, None)
+    }
+
     fn into_call_error(self, server: &str, tool: &str) -> CallError {
         let (server, tool) = (server.to_string(), tool.to_string());
         match self {
@@ -118,8 +124,8 @@ impl Failure {
             Failure::Rpc(e) => CallError::Rpc { server, tool, code: e.code, message: e.message, data: e.data },
             Failure::Exited { exit, stderr_tail } => CallError::ServerExited { server, tool, exit, stderr_tail },
             Failure::Malformed(message) => CallError::Protocol { server, tool, message },
-            Failure::Internal(message) => CallError::Transport { server, tool, message },
-            Failure::GaveUp(error) => CallError::Failed { server, tool, error },
+            Failure::Internal(message, cause) => CallError::Transport { server, tool, message, cause },
+            Failure::GaveUp(error, cause) => CallError::Failed { server, tool, error, cause },
             Failure::Disabled => CallError::Disabled { server, tool },
             Failure::Stopped => CallError::Stopped { server, tool },
             Failure::NeedsAuth => CallError::NeedsAuth { server, tool },
@@ -133,8 +139,8 @@ impl Failure {
         let message = match self {
             Failure::Rpc(e) => return ConnectError::Rpc { server, method, code: e.code, message: e.message },
             Failure::Exited { exit, stderr_tail } => return ConnectError::Exited { server, exit, stderr_tail },
-            Failure::Malformed(message) | Failure::Internal(message) => message,
-            Failure::GaveUp(error) => format!("the server had failed for good ({error})"),
+            Failure::Malformed(message) | Failure::Internal(message, _) => message,
+            Failure::GaveUp(error, _) => format!("the server had failed for good ({error})"),
             Failure::Disabled => "the server was disabled meanwhile".into(),
             Failure::Stopped => "the connection was stopped before the answer came".into(),
             Failure::NeedsAuth => "the server needs authorisation".into(),

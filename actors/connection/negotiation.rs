@@ -34,7 +34,7 @@ impl Connection {
 
     fn on_initialize(&mut self, outcome: Outcome, ctx: &mut Context<Self>) {
         let server = self.config.name.clone();
-        let init = match outcome.and_then(|raw| parse::<serde_json::Value>(&raw).map_err(Failure::Internal)) {
+        let init = match outcome.and_then(|raw| parse::<serde_json::Value>(&raw).map_err(Failure::internal)) {
             Ok(init) => init,
             // A dual-era server that a late `server/discover` already made
             // modern refuses `initialize`: under `auto`, speak modern.
@@ -115,7 +115,7 @@ impl Connection {
 
     fn on_discover(&mut self, generation: u64, outcome: Outcome, probe: bool, ctx: &mut Context<Self>) {
         let server = self.config.name.clone();
-        let discovered = outcome.and_then(|raw| parse::<serde_json::Value>(&raw).map_err(Failure::Internal));
+        let discovered = outcome.and_then(|raw| parse::<serde_json::Value>(&raw).map_err(Failure::internal));
         let answer = match discovered {
             Ok(answer) => answer,
             Err(Failure::Rpc(error)) if error.code == error_codes::UNSUPPORTED_PROTOCOL_VERSION => {
@@ -403,7 +403,7 @@ impl Handler<RootsChanged> for Connection {
                 act.notify(methods::ROOTS_LIST_CHANGED, &serde_json::json!({}), ctx);
             }
         });
-        done.map_err(|panic| Failure::Internal(panic).into_call_error(&self.config.name, tool))
+        done.map_err(|panic| Failure::internal(panic).into_call_error(&self.config.name, tool))
     }
 }
 

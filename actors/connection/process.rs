@@ -168,7 +168,7 @@ impl Process {
     }
 
     /// Set when a remote server was lost: how (a sentence naming its URL).
-    pub(super) fn lost(&self) -> Option<String> {
+    pub(super) fn lost(&self) -> Option<(String, Option<Cause>)> {
         match &self.kind {
             Kind::Remote(task) => task.lost(),
             _ => None,

@@ -51,7 +51,7 @@ impl Connection {
             Err(error) => {
                 // A missing command does not appear by restarting: fail now.
                 tracing::error!(server = %self.name(), "{error}");
-                self.give_up(error.to_string(), ctx);
+                self.give_up(error.to_string(), Some(Cause::new(error)), ctx);
                 return;
             }
         };
@@ -174,7 +174,9 @@ impl Connection {
             (true, ..) => Failure::Stopped,
             (false, Some(_), _) => Failure::NeedsAuth,
             // A remote server: what broke says more than an exit status.
-            (false, None, Some(lost)) => Failure::Internal(format!("{lost}; the call was not resent because tools may have side effects")),
+            (false, None, Some((lost, cause))) => {
+                Failure::Internal(format!("{lost}; the call was not resent because tools may have side effects"), cause.clone())
+            }
             (false, None, None) => Failure::Exited { exit, stderr_tail: stderr_tail.clone() },
         });
         if run.ready && self.phase != Phase::Stopping {
@@ -193,14 +195,15 @@ impl Connection {
         if let Some(message) = needs_login {
             return self.wait_for_login(message);
         }
-        let (error, ending) = match (self.run_error.take(), lost) {
-            (Some((error, _)), _) if error.is_permanent() => return self.give_up(error.to_string(), ctx),
-            (Some((error, ending)), _) => (error.to_string(), ending),
-            (None, Some(lost)) => (format!("server `{}`: {lost}", self.config.name), Ending::Failure),
+        let (error, cause, ending) = match (self.run_error.take(), lost) {
+            (Some((error, _)), _) if error.is_permanent() => return self.give_up(error.to_string(), Some(Cause::new(error)), ctx),
+            (Some((error, ending)), _) => (error.to_string(), Some(Cause::new(error)), ending),
+            (None, Some((lost, cause))) => (format!("server `{}`: {lost}", self.config.name), cause, Ending::Failure),
             (None, None) if !run.ready => {
-                (ConnectError::Exited { server: self.config.name.clone(), exit, stderr_tail: Vec::new() }.to_string(), Ending::Failure)
+                let error = ConnectError::Exited { server: self.config.name.clone(), exit, stderr_tail: Vec::new() };
+                (error.to_string(), Some(Cause::new(error)), Ending::Failure)
             }
-            (None, None) => (format!("server exited ({exit})"), if exit.is_clean() { Ending::Clean } else { Ending::Failure }),
+            (None, None) => (format!("server exited ({exit})"), None, if exit.is_clean() { Ending::Clean } else { Ending::Failure }),
         };
         self.last_error = Some(error.clone());
         match self.restarts.on_down(Instant::now(), run.started_at.elapsed(), ending) {
@@ -210,16 +213,16 @@ impl Connection {
                 // The Supervisor restarts the actor; `started` schedules the spawn.
                 ctx.stop();
             }
-            Decision::CoolDown { reason, after } => self.cool_down(format!("{error}; {reason}"), after, ctx),
-            Decision::GiveUp { reason } => self.give_up(format!("{error}; {reason}"), ctx),
+            Decision::CoolDown { reason, after } => self.cool_down(format!("{error}; {reason}"), cause, after, ctx),
+            Decision::GiveUp { reason } => self.give_up(format!("{error}; {reason}"), cause, ctx),
         }
     }
 
     /// Marks the server failed for the cool-down `after`, then starts it
     /// again unless something else (a reconnect, a shutdown) came first.
-    fn cool_down(&mut self, error: String, after: Duration, ctx: &mut Context<Self>) {
+    fn cool_down(&mut self, error: String, cause: Option<Cause>, after: Duration, ctx: &mut Context<Self>) {
         self.retry_at = Some(Instant::now() + after);
-        self.give_up(error, ctx);
+        self.give_up(error, cause, ctx);
         self.later(after, "a retry after the cool-down", ctx, |act, ctx| {
             let due = act.retry_at.is_some_and(|at| at <= Instant::now());
             if due && act.phase == Phase::Serving && act.run.is_none() && matches!(act.state, ServerState::Failed { .. }) {
@@ -241,11 +244,13 @@ impl Connection {
     }
 
     /// Marks the server failed: no more restarts, waiting calls fail.
-    pub(super) fn give_up(&mut self, error: String, _ctx: &mut Context<Self>) {
+    /// `cause`: the error beneath `error`, kept for the callers' errors.
+    pub(super) fn give_up(&mut self, error: String, cause: Option<Cause>, _ctx: &mut Context<Self>) {
         tracing::error!(server = %self.config.name, "failed: {error}");
         self.last_error = Some(error.clone());
-        self.calls.fail_queued(|| Failure::GaveUp(error.clone()));
+        self.calls.fail_queued(|| Failure::GaveUp(error.clone(), cause.clone()));
         let retry_in = self.retry_in();
-        self.set_state(ServerState::Failed { error, stderr_tail: self.stderr_tail.iter().cloned().collect(), retry_in });
+        let stderr_tail = self.stderr_tail.iter().cloned().collect();
+        self.set_state(ServerState::Failed { error, stderr_tail, retry_in, cause });
     }
 }

@@ -8,21 +8,36 @@
 //!   started;
 //! - a refused tool call is a line of the audit log, naming the rule
 //!   ([`crate::telemetry::audit`]);
+//! - a check whose estimate ([`Policy::estimate`]) is over [`INLINE_STEPS`]
+//!   runs on the blocking pool, at most one per core at once, so a costly
+//!   rule delays only the request it judges, never another session's;
 //! - a refusal names the thing as the client named it and the rule (or
 //!   the default), never the thing's schema or description, and has the
 //!   code of an unknown name (`-32602`, `-32002` for a resource): a hidden
 //!   thing reads like one that is not served, but for the rule named.
 
+use std::sync::{Arc, LazyLock};
+
 use serde_json::{json, Value};
+use tokio::sync::Semaphore;
 
 use super::work::Pool;
-use crate::policy::{Kind, Policy, Target};
+use crate::identity::Identity;
+use crate::policy::{Denial, Kind, Policy, Target};
 use crate::protocol::{error_codes, ErrorObject};
 use crate::server::{SERVER_NAME, STATUS_URI};
 use crate::telemetry::audit::{Refusal, RefusedCall};
 
 /// The server the gateway's own status resource belongs to, for policies.
 pub const GATEWAY_SERVER: &str = SERVER_NAME;
+
+/// The estimated steps a check may take on the session's own thread
+/// (a few milliseconds at most).
+const INLINE_STEPS: f64 = 10_000.0;
+
+/// Costly checks running at once: one per core.
+static COSTLY_CHECKS: LazyLock<Semaphore> =
+    LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)));
 
 impl Pool {
     /// The policy in force for this request.
@@ -37,7 +52,7 @@ impl Pool {
 
     /// Refuses a use of `name` of `server` (served to the client as
     /// `served`) that the policy does not allow this caller.
-    pub(super) fn check_use(
+    pub(super) async fn check_use(
         &self,
         server: &str,
         kind: Kind,
@@ -51,7 +66,12 @@ impl Pool {
             _ => Some(arguments.unwrap_or(&empty)),
         };
         let target = Target { server, kind, name, arguments };
-        let Err(denial) = self.policy().check(self.identity.as_deref(), &target) else { return Ok(()) };
+        let policy = self.policy();
+        let verdict = match policy.estimate(self.identity.as_deref(), &target) {
+            steps if steps <= INLINE_STEPS => policy.check(self.identity.as_deref(), &target),
+            _ => check_aside(policy, self.identity.clone(), server, kind, name, arguments).await,
+        };
+        let Err(denial) = verdict else { return Ok(()) };
         let who =
             self.identity.as_ref().map_or_else(|| "this unauthenticated caller".to_string(), |identity| format!("`{}`", identity.subject));
         let what = match kind {
@@ -88,4 +108,23 @@ impl Pool {
     pub(super) fn may_read_status(&self, policy: &Policy) -> bool {
         Pool::may_list(policy, self.identity.as_deref(), GATEWAY_SERVER, Kind::Resource, STATUS_URI)
     }
+}
+
+/// Checks `target` on the blocking pool, once a core is free for it.
+async fn check_aside(
+    policy: Arc<Policy>,
+    identity: Option<Arc<Identity>>,
+    server: &str,
+    kind: Kind,
+    name: &str,
+    arguments: Option<&Value>,
+) -> Result<(), Denial> {
+    let failed = |why: String| Denial { rule: None, reason: format!("the policy could not be checked ({why}), which denies") };
+    let _permit = COSTLY_CHECKS.acquire().await.map_err(|error| failed(error.to_string()))?;
+    let (server, name, arguments) = (server.to_string(), name.to_string(), arguments.cloned());
+    tokio::task::spawn_blocking(move || {
+        policy.check(identity.as_deref(), &Target { server: &server, kind, name: &name, arguments: arguments.as_ref() })
+    })
+    .await
+    .unwrap_or_else(|error| Err(failed(error.to_string())))
 }

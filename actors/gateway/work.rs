@@ -223,7 +223,7 @@ impl Pool {
             self.audit_refused(None, &name, &params, Refusal::UnknownTool, None);
             return Err(ErrorObject::invalid_params(unknown_tool(&name, &self.handle.status().await, &self.options)));
         };
-        if let Err(denied) = self.check_use(&owner.server, Kind::Tool, &owner.name, &name, params.get("arguments")) {
+        if let Err(denied) = self.check_use(&owner.server, Kind::Tool, &owner.name, &name, params.get("arguments")).await {
             let rule = denied.data.as_ref().and_then(|data| data.get("policyRule")).and_then(Value::as_str);
             self.audit_refused(Some(&owner.server), &owner.name, &params, Refusal::Denied, rule);
             return Err(denied);
@@ -341,14 +341,14 @@ impl Pool {
         };
         let arguments = optional_object(&params, "arguments", methods::PROMPTS_GET)?;
         let given = arguments.clone().map(Value::Object);
-        self.check_use(&owner.server, Kind::Prompt, &owner.name, &name, given.as_ref())?;
+        self.check_use(&owner.server, Kind::Prompt, &owner.name, &name, given.as_ref()).await?;
         self.handle.get_prompt(&owner.server, &owner.name, arguments).await.map(|result| json!(result)).map_err(rpc_error)
     }
 
     async fn read(&self, params: Value) -> Answer {
         let uri = normal_uri(string_param(&params, "uri", methods::RESOURCES_READ)?, methods::RESOURCES_READ)?;
         if uri == STATUS_URI {
-            self.check_use(GATEWAY_SERVER, Kind::Resource, STATUS_URI, STATUS_URI, None)?;
+            self.check_use(GATEWAY_SERVER, Kind::Resource, STATUS_URI, STATUS_URI, None).await?;
             let statuses: Vec<_> = self.handle.status().await.into_iter().filter(|status| serves(&self.options, &status.name)).collect();
             // Only the servers the caller may use something of: a state and a stderr tail are that server's news.
             let names = statuses.iter().map(|status| status.name.clone()).collect();
@@ -360,7 +360,7 @@ impl Pool {
             return Ok(json!({"contents": [{"uri": STATUS_URI, "mimeType": "application/json", "text": text}]}));
         }
         let server = self.resource_server(&uri).await?;
-        self.check_use(&server, Kind::Resource, &uri, &uri, None)?;
+        self.check_use(&server, Kind::Resource, &uri, &uri, None).await?;
         self.handle.read_resource(&server, &uri).await.map(|result| json!(result)).map_err(rpc_error)
     }
 
@@ -368,10 +368,10 @@ impl Pool {
         let uri = normal_uri(string_param(&params, "uri", method)?, method)?;
         let subscribe = method == methods::RESOURCES_SUBSCRIBE;
         if uri == STATUS_URI {
-            self.check_use(GATEWAY_SERVER, Kind::Resource, STATUS_URI, STATUS_URI, None)?;
+            self.check_use(GATEWAY_SERVER, Kind::Resource, STATUS_URI, STATUS_URI, None).await?;
         } else {
             let server = self.resource_server(&uri).await?;
-            self.check_use(&server, Kind::Resource, &uri, &uri, None)?;
+            self.check_use(&server, Kind::Resource, &uri, &uri, None).await?;
             let outcome = match subscribe {
                 true => self.handle.subscribe_resource(&server, &uri).await,
                 false => self.handle.unsubscribe_resource(&server, &uri).await,
@@ -391,7 +391,7 @@ impl Pool {
             uris.iter().filter_map(|uri| crate::protocol::uri::normalize(uri).ok().map(|uri| uri.into_owned())).collect();
         for uri in uris.iter().filter(|uri| *uri != STATUS_URI) {
             if let Ok(server) = self.resource_server(uri).await {
-                if self.check_use(&server, Kind::Resource, uri, uri, None).is_err() {
+                if self.check_use(&server, Kind::Resource, uri, uri, None).await.is_err() {
                     continue;
                 }
                 if let Err(error) = self.handle.subscribe_resource(&server, uri).await {
@@ -427,7 +427,7 @@ impl Pool {
                     .prompts
                     .get(&name)
                     .ok_or_else(|| ErrorObject::invalid_params(format!("completion/complete: unknown prompt `{name}`")))?;
-                self.check_use(&owner.server, Kind::Prompt, &owner.name, &name, None)?;
+                self.check_use(&owner.server, Kind::Prompt, &owner.name, &name, None).await?;
                 (owner.server.clone(), Reference::for_prompt(owner.name.clone()))
             }
             Some("ref/resource") => {
@@ -435,7 +435,7 @@ impl Pool {
                 let server = routes.template_server(&uri).ok_or_else(|| {
                     ErrorObject::invalid_params(format!("completion/complete: no server has the resource template `{uri}`"))
                 })?;
-                self.check_use(server, Kind::Resource, &uri, &uri, None)?;
+                self.check_use(server, Kind::Resource, &uri, &uri, None).await?;
                 (server.to_string(), Reference::for_resource(uri))
             }
             _ => {

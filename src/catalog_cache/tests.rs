@@ -101,7 +101,7 @@ fn save_all_keeps_connected_servers_only() {
     let statuses = [
         status("up", ServerState::Connected),
         status("empty", ServerState::Connected),
-        status("down", ServerState::Failed { error: "exited".into(), stderr_tail: Vec::new(), retry_in: None }),
+        status("down", ServerState::Failed { error: "exited".into(), stderr_tail: Vec::new(), retry_in: None, cause: None }),
     ];
     let errors = cache.save_all(&configs, &statuses, &[entry("up", "t")]);
     assert!(errors.is_empty(), "{errors:?}");

@@ -182,7 +182,7 @@ pub struct DemoServerOptions {
     pub skills: bool,
 }
 
-/// Three `tools/list` pages by default: `tests/memory_bound.rs` counts the lines the client sends
+/// Three `tools/list` pages by default: `tests/memory/memory_bound.rs` counts the lines the client sends
 /// before its first call (initialize, initialized, 3 pages).
 const DEFAULT_PAGE_SIZE: usize = 10;
 

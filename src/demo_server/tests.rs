@@ -529,7 +529,7 @@ async fn a_dual_server_sends_legacy_notifications_only_after_initialize() {
 
 #[tokio::test]
 async fn the_default_tool_list_has_three_pages() {
-    // tests/memory_bound.rs counts the lines a client sends before its first call.
+    // tests/memory/memory_bound.rs counts the lines a client sends before its first call.
     for mut client in [Client::legacy(), Client::modern()] {
         let (mut pages, mut page) = (1, client.result("tools/list", json!({})).await);
         while let Some(cursor) = page.get("nextCursor").cloned() {

@@ -116,3 +116,55 @@ fn evaluation_errors_quoted_in_denials_are_bounded() {
     let denied = policy.check(None, &Target { server: "s", kind: Kind::Tool, name: "t", arguments: Some(&arguments) }).unwrap_err();
     assert!(denied.reason.contains("could not be evaluated") && denied.reason.len() < 400, "{}", denied.reason.len());
 }
+
+fn with_argument_rule(when: &str) -> Result<Policy, String> {
+    policy(&format!("[policy]\ndefault = \"allow\"\n[[policy.rules]]\nname = \"guard\"\neffect = \"deny\"\nwhen = '{when}'\n"))
+}
+
+fn call<'a>(arguments: &'a Value) -> Target<'a> {
+    Target { server: "files", kind: Kind::Tool, name: "read_file", arguments: Some(arguments) }
+}
+
+#[test]
+fn a_rule_with_an_unknown_name_or_function_is_refused_at_load() {
+    let error = with_argument_rule("argument.path == \"/x\"").unwrap_err();
+    assert!(error.contains(FILE) && error.contains("serve.policy.rules.guard.when"), "{error}");
+    assert!(error.contains("uses `argument`") && error.contains("arguments"), "{error}");
+    let error = with_argument_rule("arguments.path.lowerAscii() == \"/x\"").unwrap_err();
+    assert!(error.contains("uses `lowerAscii()`") && error.contains("path.within"), "{error}");
+}
+
+#[test]
+fn a_rule_too_costly_for_a_small_input_is_refused_at_load() {
+    let nested = "arguments.a.all(a, arguments.a.all(b, arguments.a.all(c, arguments.a.all(d, d in arguments.a))))";
+    let error = with_argument_rule(nested).unwrap_err();
+    assert!(error.contains("over the budget") && error.contains("faster than n^4"), "{error}");
+}
+
+#[test]
+fn a_rule_over_its_budget_for_this_input_denies_without_running() {
+    let policy = with_argument_rule("arguments.items.all(x, arguments.items.filter(y, y == x).size() == 1) == false").unwrap();
+    let small = json!({"items": ["a", "b", "c"]});
+    assert_eq!(policy.check(None, &call(&small)), Ok(()), "three distinct items: the rule runs and does not deny");
+    let large = json!({"items": (0..20_000).map(|i| format!("item-{i}")).collect::<Vec<_>>()});
+    let started = std::time::Instant::now();
+    let denial = policy.check(None, &call(&large)).unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(1), "{:?}", started.elapsed());
+    assert_eq!(denial.rule.as_deref(), Some("guard"));
+    assert!(denial.reason.contains("over the budget") && denial.reason.contains("size 20"), "{}", denial.reason);
+    assert!(policy.estimate(None, &call(&large)) > STEP_BUDGET);
+    assert!(policy.estimate(None, &call(&small)) < 1_000.0);
+}
+
+#[test]
+fn path_helpers_judge_a_path_as_the_server_resolves_it() {
+    let policy = with_argument_rule("!path.within(arguments.path, \"/srv/public\")").unwrap();
+    let allowed = json!({"path": "/srv/public/./notes/../readme.txt"});
+    assert_eq!(policy.check(None, &call(&allowed)), Ok(()));
+    for escaping in ["/srv/public/../private/secrets.txt", "/srv//public/../../etc/passwd", "/srv/publicity/x", "srv/public/a"] {
+        let arguments = json!({ "path": escaping });
+        assert!(policy.check(None, &call(&arguments)).is_err(), "{escaping}");
+    }
+    let missing = json!({});
+    assert!(policy.check(None, &call(&missing)).is_err(), "no path: the rule cannot be evaluated, which denies");
+}

@@ -257,11 +257,12 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
         }
     }
     let path = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
-    let spawn_error = |reason: String| ConnectError::Spawn {
+    let spawn_error = |reason: String, cause: std::io::Error| ConnectError::Spawn {
         server: config.name.clone(),
         command: config.command.clone(),
         reason,
         path: path.as_ref().map(|v| v.to_string_lossy().into_owned()).unwrap_or_default(),
+        cause: Some(crate::error::Cause::new(cause)),
     };
     let sandbox = match &config.sandbox {
         None => None,
@@ -312,7 +313,7 @@ pub fn spawn(config: &ServerConfig) -> Result<StdioProcess, ConnectError> {
             if let Some(sandbox) = sandbox {
                 tokio::spawn(sandbox.remove());
             }
-            return Err(spawn_error(reason));
+            return Err(spawn_error(reason, e));
         }
     };
     let group = ProcessGroup(pid as i32);

@@ -17,7 +17,7 @@ which the gateway reaches at 2026-07-28.
   level, none for a request that asks for `warning`, and their progress.
 
 Every check raises on failure; the last line printed is `ok N checks`.
-Run by tests/gateway_interop.rs.
+Run by tests/interop/gateway_stdio.rs.
 """
 
 import json

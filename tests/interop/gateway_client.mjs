@@ -4,7 +4,7 @@
 //
 // SDK_DIR is the package's directory (…/node_modules/@modelcontextprotocol/sdk).
 // CONFIG serves two demo servers, `demo` and `other`. Every check throws on
-// failure; the last line printed is `ok N checks`. Run by tests/gateway_interop.rs.
+// failure; the last line printed is `ok N checks`. Run by tests/interop/gateway_stdio.rs.
 
 import { pathToFileURL } from "node:url";
 import path from "node:path";

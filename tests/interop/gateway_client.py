@@ -3,7 +3,7 @@
 Usage: python gateway_client.py MCPVISOR CONFIG
 
 CONFIG serves two demo servers, `demo` and `other`. Every check raises on
-failure; the last line printed is `ok N checks`. Run by tests/gateway_interop.rs.
+failure; the last line printed is `ok N checks`. Run by tests/interop/gateway_stdio.rs.
 """
 
 import json

@@ -35,7 +35,7 @@ async function run(label, transport) {
   // The SDK runs notification handlers a tick after the messages arrive and
   // drops a request's progress handler when its answer arrives, so the last
   // steps may be missed on its side even though all three were sent
-  // (tests/gateway_http.rs checks that every step goes out).
+  // (tests/gateway/gateway_http.rs checks that every step goes out).
   check(`${label}: progress`, progress.length >= 1 && progress[0] === 1, progress);
   const sample = await client.callTool({ name: "demo__sample", arguments: { prompt: "hi" } });
   check(`${label}: sampling round trip`, JSON.stringify(sample.content).includes("sampled by typescript"), sample);

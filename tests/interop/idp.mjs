@@ -1,4 +1,4 @@
-// A real OAuth 2 / OIDC identity provider for tests/gateway_auth_interop.rs:
+// A real OAuth 2 / OIDC identity provider for tests/interop/gateway_auth.rs:
 // oauth2-mock-server (npm) on 127.0.0.1:PORT, with RS256 keys it signs
 // tokens with and serves as its JWKS. A few routes under /test shape tokens
 // the way the tests need them:
@@ -13,6 +13,8 @@
 //        /test/introspect, which the metadata names; for the client
 //        introspector:intro-s3cret only, else 401) says it is active with
 //        these claims; any other token is inactive
+//   GET  /test/introspections                           -> {count}
+//        how often /test/introspect was asked
 //   GET  /test/jwks-fetches                             -> {count}
 //        how often the JWKS was fetched (the discovery documents point
 //        jwks_uri at /test/jwks, which counts)
@@ -91,7 +93,10 @@ service.addRoute("POST", "/test/opaque", (req, res) => {
 });
 // The mock's own /introspect reads no request body (it answers every token
 // active), so the metadata points at this one, which reads the form.
+let introspections = 0;
+service.addRoute("GET", "/test/introspections", (req, res) => send(res, 200, { count: introspections }));
 service.addRoute("POST", "/test/introspect", (req, res) => {
+  introspections += 1;
   const expected = "Basic " + Buffer.from("introspector:intro-s3cret").toString("base64");
   if (req.headers.authorization !== expected) return send(res, 401, { error: "invalid_client" });
   const claims = opaque.get(req.body?.token);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Speak raw JSON-RPC over stdio to an MCP server: the survey behind
-docs/interop.md and a debugging aid for tests/interop.rs. Standard library only.
+docs/interop.md and a debugging aid for tests/interop/servers_stdio.rs. Standard library only.
 
     probe.py [--era legacy|modern] [--env K=V ...] [--cwd DIR] [STEP ...] -- COMMAND ARGS...
 

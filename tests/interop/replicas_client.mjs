@@ -1,5 +1,5 @@
 // The TypeScript SDK client through nginx in front of replicas of
-// `mcpvisor serve --http` (tests/gateway_replicas_interop.rs): SESSIONS
+// `mcpvisor serve --http` (tests/interop/gateway_replicas.rs): SESSIONS
 // Streamable HTTP sessions and one HTTP+SSE session (its POSTs name the
 // session in ?sessionId=, which nginx routes on). Then it prints
 // {"phase":"ready"} and waits for a line on stdin while the test kills a

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The reference Python SDK client (mcp 2.x) through nginx in front of
-replicas of `mcpvisor serve --http` (tests/gateway_replicas_interop.rs):
+replicas of `mcpvisor serve --http` (tests/interop/gateway_replicas.rs):
 SESSIONS `initialize`-era sessions and one 2026-07-28 client whose sampling
 call parks on `input_required` and is retried by the SDK. Then it prints
 {"phase": "ready"} and waits for a line on stdin, while the test kills a

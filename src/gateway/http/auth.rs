@@ -16,6 +16,8 @@
 //!   issuer says it is `active`, for this audience when it says one;
 //! - every token must grant all `required_scopes`: else 403
 //!   `insufficient_scope` naming them;
+//! - introspection answers are kept and the issuer asked within bounds
+//!   ([`super::introspected`]);
 //! - a token longer than [`MAX_TOKEN_BYTES`] is refused unread, and one
 //!   without `kid` is tried against at most 4 keys; no token,
 //!   claim value or secret goes into a log line or an answer.
@@ -25,7 +27,9 @@ use axum::response::{IntoResponse, Response};
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::{json, Map, Value};
 
+use super::introspected::Introspected;
 use super::jwks::{Issuer, KeyError};
+pub use super::rejection::Rejection;
 use crate::config::AuthSettings;
 use crate::identity::{Identity, Proof};
 use crate::oauth::http::{Answer, Http};
@@ -38,19 +42,6 @@ const MAX_KEYS_WITHOUT_KID: usize = 4;
 /// The longest token read, in bytes.
 pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
 
-/// Why a request's token was not accepted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rejection {
-    /// No bearer token was sent.
-    Missing,
-    /// The token was refused; the text says why without quoting it.
-    Invalid(String),
-    /// The token lacks some of these required scopes.
-    InsufficientScope(Vec<String>),
-    /// The issuer could not be asked (its keys or introspection).
-    Unavailable(String),
-}
-
 /// Checks the tokens of one issuer.
 pub struct Authenticator {
     settings: AuthSettings,
@@ -58,6 +49,8 @@ pub struct Authenticator {
     issuer: Issuer,
     /// `(client_id, client_secret)` for introspection, expanded.
     introspection_client: Option<(String, String)>,
+    /// The issuer's recent introspection answers, and the bound on asking.
+    introspected: Introspected,
     http: Http,
     /// The absolute URL of this resource's metadata, for challenges.
     metadata_url: String,
@@ -94,7 +87,8 @@ impl Authenticator {
         let http = Http::new().map_err(|e| e.to_string())?;
         let metadata_url = metadata_url(&settings.audience)?;
         let issuer = Issuer::new(&settings.issuer, settings.jwks_min_refresh, http.clone());
-        Ok(Authenticator { settings, algorithms, issuer, introspection_client, http, metadata_url })
+        let introspected = Introspected::default();
+        Ok(Authenticator { settings, algorithms, issuer, introspection_client, introspected, http, metadata_url })
     }
 
     /// How often the issuer's keys were fetched so far.
@@ -110,7 +104,7 @@ impl Authenticator {
         }
         let identity = match jsonwebtoken::decode_header(token) {
             Ok(header) => self.verify_jwt(token, header).await?,
-            Err(_) if self.introspection_client.is_some() => self.introspect(token).await?,
+            Err(_) if self.introspection_client.is_some() => self.introspected.answer(token, self.introspect(token)).await?,
             Err(_) => return Err(Rejection::Invalid("the token is not a JWT, and this gateway introspects no opaque tokens".into())),
         };
         let missing: Vec<String> = self.settings.required_scopes.iter().filter(|scope| !identity.has_scope(scope)).cloned().collect();
@@ -149,7 +143,8 @@ impl Authenticator {
         Err(Rejection::Invalid(last.map_or_else(|| "no key verified the token".into(), |error| describe(&error))))
     }
 
-    async fn introspect(&self, token: &str) -> Result<Identity, Rejection> {
+    /// The issuer's answer for an opaque token, and the token's `exp` if it says one.
+    async fn introspect(&self, token: &str) -> Result<(Identity, Option<u64>), Rejection> {
         let Some((client_id, secret)) = &self.introspection_client else { return Err(Rejection::Invalid("no introspection".into())) };
         let endpoint = match &self.settings.introspection.as_ref().and_then(|introspection| introspection.endpoint.clone()) {
             Some(endpoint) => endpoint.clone(),
@@ -184,10 +179,11 @@ impl Authenticator {
             return Err(Rejection::Invalid("the token is from another issuer".into()));
         }
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        if claims.get("exp").and_then(Value::as_u64).is_some_and(|exp| exp + self.settings.leeway.as_secs() < now) {
+        let exp = claims.get("exp").and_then(Value::as_u64);
+        if exp.is_some_and(|exp| exp.saturating_add(self.settings.leeway.as_secs()) < now) {
             return Err(Rejection::Invalid("the token has expired".into()));
         }
-        self.identity(&claims, Proof::Introspection)
+        Ok((self.identity(&claims, Proof::Introspection)?, exp))
     }
 
     /// The identity of verified `claims` (see [`identity_of`]).

@@ -74,7 +74,7 @@ impl Bridge {
         match transport {
             Transport::Sse => {
                 if let Err(why) = self.use_legacy().await {
-                    self.link.end(Ending::Lost(format!("no HTTP+SSE server at {}: {why}", self.link.shown_url())));
+                    self.link.end(Ending::Lost(format!("no HTTP+SSE server at {}: {why}", self.link.shown_url()), None));
                 }
             }
             _ => {

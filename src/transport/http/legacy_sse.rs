@@ -67,12 +67,12 @@ pub(super) async fn read(link: Arc<Link>, mut stream: Events) {
             Ok(_) => {}
             Err(error @ ReadError::TooLarge { .. }) => {
                 return link
-                    .end(Ending::Lost(format!("the event stream of {} carried a message it cannot take: {error}", link.shown_url())))
+                    .end(Ending::Lost(format!("the event stream of {} carried a message it cannot take: {error}", link.shown_url()), None))
             }
-            Err(error) => return link.end(Ending::Lost(format!("the event stream of {} broke: {error}", link.shown_url()))),
+            Err(error) => return link.end(Ending::Lost(format!("the event stream of {} broke: {error}", link.shown_url()), None)),
         }
     }
-    link.end(Ending::Lost(format!("the server closed the event stream of {}", link.shown_url())))
+    link.end(Ending::Lost(format!("the server closed the event stream of {}", link.shown_url()), None))
 }
 
 /// POSTs `frame` to the endpoint; a refused request is answered with the

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, Notify};
 use super::headers::{self, ParamHeaders};
 use super::RemoteStatus;
 use crate::codec::{decode_line, Frame};
-use crate::error::error_chain;
+use crate::error::{error_chain, Cause};
 use crate::protocol::{Message, RequestId};
 use crate::transport::credentials::{Challenge, Credentials, Renewal, RequestLine};
 
@@ -27,8 +27,9 @@ const DPOP_NONCE: &str = "dpop-nonce";
 /// Why the bridge ends before its input does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Ending {
-    /// The server cannot be reached or the connection broke; the sentence says how.
-    Lost(String),
+    /// The server cannot be reached or the connection broke; the sentence
+    /// says how, and the error beneath it is kept when there is one.
+    Lost(String, Option<Cause>),
     /// Only a user can fix the credentials; the sentence says what to do.
     NeedsLogin(String),
 }
@@ -294,7 +295,7 @@ impl Link {
             slot.get_or_insert_with(|| ending.clone());
         }
         let line = match &ending {
-            Ending::Lost(message) | Ending::NeedsLogin(message) => message.clone(),
+            Ending::Lost(message, _) | Ending::NeedsLogin(message) => message.clone(),
         };
         self.note(line);
         let _ = self.end.try_send(ending);
@@ -306,11 +307,13 @@ impl Link {
     /// what they could. A failure to reach the server ends the bridge.
     pub(super) async fn send(&self, what: &str, build: impl Fn(&reqwest::Client) -> RequestBuilder) -> Result<Response, Broken> {
         for renewals in 0.. {
-            let lost = |error: &reqwest::Error| Ending::Lost(format!("{what} {} failed: {}", self.shown_url(), error_chain(error)));
+            let lost = |error: reqwest::Error| {
+                Ending::Lost(format!("{what} {} failed: {}", self.shown_url(), error_chain(&error)), Some(Cause::new(error)))
+            };
             let mut request = match build(&self.http).headers(self.headers.clone()).build() {
                 Ok(request) => request,
                 Err(error) => {
-                    self.end(lost(&error));
+                    self.end(lost(error));
                     return Err(Broken);
                 }
             };
@@ -318,13 +321,13 @@ impl Link {
             let credentials = match self.credentials.headers(line).await {
                 Ok(credentials) => credentials,
                 Err(error) => {
-                    self.end(Ending::Lost(format!("no credentials for {}: {error}", self.shown_url())));
+                    self.end(Ending::Lost(format!("no credentials for {}: {error}", self.shown_url()), None));
                     return Err(Broken);
                 }
             };
             for (name, value) in credentials {
                 let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&value)) else {
-                    self.end(Ending::Lost(format!("the credentials for {} made a header HTTP cannot carry", self.shown_url())));
+                    self.end(Ending::Lost(format!("the credentials for {} made a header HTTP cannot carry", self.shown_url()), None));
                     return Err(Broken);
                 };
                 request.headers_mut().insert(name, value);
@@ -332,7 +335,7 @@ impl Link {
             let response = match self.http.execute(request).await {
                 Ok(response) => response,
                 Err(error) => {
-                    self.end(lost(&error));
+                    self.end(lost(error));
                     return Err(Broken);
                 }
             };
@@ -354,7 +357,7 @@ impl Link {
                     self.end(Ending::NeedsLogin(message));
                 }
                 Ok(Renewal::NeedsLogin { message }) => self.end(Ending::NeedsLogin(message)),
-                Err(error) => self.end(Ending::Lost(format!("server `{}`: credentials: {error}", self.name))),
+                Err(error) => self.end(Ending::Lost(format!("server `{}`: credentials: {error}", self.name), None)),
             }
             return Err(Broken);
         }

@@ -50,7 +50,7 @@ use tokio::task::AbortHandle;
 use super::{ExitInfo, ExitWatch};
 use crate::codec::Frame;
 use crate::config::ServerConfig;
-use crate::error::ConnectError;
+use crate::error::{Cause, ConnectError};
 use crate::transport::credentials::Credentials;
 
 pub use credentials::StaticCredentials;
@@ -128,10 +128,10 @@ impl RemoteTask {
         }
     }
 
-    /// Set when the bridge ended because the server was lost: how.
-    pub fn lost(&self) -> Option<String> {
+    /// Set when the bridge ended because the server was lost: how, and the error beneath.
+    pub fn lost(&self) -> Option<(String, Option<Cause>)> {
         match self.ending() {
-            Some(Ending::Lost(message)) => Some(message),
+            Some(Ending::Lost(message, cause)) => Some((message, cause)),
             _ => None,
         }
     }

@@ -90,7 +90,10 @@ async fn a_missing_or_unrunnable_program_is_an_error() {
             let mut config = ServerConfig::stdio("s", program, Vec::<String>::new());
             config.sandbox = sandbox;
             match start(&config) {
-                Err(ConnectError::Spawn { reason, .. }) => assert!(reason.contains(reason_part), "{program}: {reason}"),
+                Err(ConnectError::Spawn { reason, cause, .. }) => {
+                    assert!(reason.contains(reason_part), "{program}: {reason}");
+                    assert!(cause.as_ref().and_then(crate::error::Cause::io_kind).is_some(), "{program}: the OS error is kept: {cause:?}");
+                }
                 Err(other) => panic!("{program}: {other}"),
                 Ok(_) => panic!("{program} started"),
             }
