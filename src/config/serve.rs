@@ -33,7 +33,7 @@ use super::serve_auth::ServeAuthFile;
 pub use super::serve_auth::{AuthSettings, IntrospectionSettings};
 use super::serve_policy::{expand_secret, into_keys, named_rules, KeyFile, PolicyFile, Reference, REFERENCE_PATTERN};
 use super::serve_policy::{KeySettings, PolicySettings};
-use super::values::{scalar_type, schema_as, string_list, Count, Ordered, Rate, Scalar, TABLE_EXAMPLES};
+use super::values::{scalar_type, schema_as, string_list, Ordered, RateLimitFile, Scalar, TABLE_EXAMPLES};
 use crate::error::ConfigError;
 use crate::rate_limit::RateLimit;
 
@@ -153,18 +153,9 @@ pub(crate) struct ServeFile {
     keys: Option<Ordered<KeyFile>>,
     policy: Option<PolicyFile>,
     /// Tool calls per second and at once of each identity apart.
-    caller_limits: Option<CallerLimitsFile>,
+    caller_limits: Option<RateLimitFile>,
     /// Threads serving HTTP connections and sessions (default: one per core).
     workers: Option<Workers>,
-}
-
-/// `{ rate = 5, burst = 10, concurrent = 4 }`.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct CallerLimitsFile {
-    rate: Option<Rate>,
-    burst: Option<Count<u32, 1>>,
-    concurrent: Option<Count<usize, 1>>,
 }
 
 /// `[serve] token`.
@@ -240,11 +231,7 @@ pub(crate) fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigErro
             .map(PolicyFile::into_policy)
             .transpose()
             .map_err(|error| error.under("serve.policy").into_setting_error(path))?,
-        caller_limits: table.caller_limits.map(|limits| RateLimit {
-            rate: limits.rate.map(|r| r.0),
-            burst: limits.burst.map(|c| c.0),
-            concurrent: limits.concurrent.map(|c| c.0),
-        }),
+        caller_limits: table.caller_limits.map(|limits| limits.limit()),
         workers: table.workers.map(|workers| workers.0),
     };
     if settings.caller_limits.is_some_and(|limits| limits.is_empty()) {

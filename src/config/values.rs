@@ -20,11 +20,10 @@ pub(crate) const TABLE_EXAMPLES: &[(&str, &str)] = &[
     ("AuthFile", "{ type = \"bearer\", token = \"${TOKEN}\" }"),
     ("BackoffFile", "{ initial = \"100ms\", max = \"30s\" }"),
     ("LimitsFile", "{ rate = 10, burst = 20, concurrent = 4 }"),
-    ("ToolLimitsFile", "{ rate = 10, burst = 20, concurrent = 4 }"),
+    ("RateLimitFile", "{ rate = 10, burst = 20, concurrent = 4 }"),
     ("ToolsFile", "{ allow = [\"read_*\"], deny = [\"*delete*\"] }"),
     ("IdentityProviderFile", "{ token_endpoint = \"https://idp.example.com/token\", client_id = \"...\", id_token_file = \"...\" }"),
     ("SandboxFile", "{ network = \"none\", memory = \"512MiB\" }"),
-    ("CallerLimitsFile", "{ rate = 5, burst = 10, concurrent = 4 }"),
     ("KeyFile", "{ token = \"${VAR}\" }"),
 ];
 
@@ -411,3 +410,22 @@ scalar_type!(
     { "type": "number", "exclusiveMinimum": 0, "description": RATE },
     |value: Scalar| value.number().filter(|r| r.is_finite() && *r > 0.0)
 );
+
+/// One set of rate limits: a tool's own, or each caller's of `[serve]`.
+#[derive(serde::Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RateLimitFile {
+    pub rate: Option<Rate>,
+    pub burst: Option<Count<u32, 1>>,
+    pub concurrent: Option<Count<usize, 1>>,
+}
+
+impl RateLimitFile {
+    pub(crate) fn limit(&self) -> crate::rate_limit::RateLimit {
+        crate::rate_limit::RateLimit {
+            rate: self.rate.map(|r| r.0),
+            burst: self.burst.map(|c| c.0),
+            concurrent: self.concurrent.map(|c| c.0),
+        }
+    }
+}

@@ -13,7 +13,7 @@ use toml_edit::Item;
 use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS};
 use crate::config::de::{from_node, DeError, Node};
 use crate::config::sandbox::SandboxFile;
-use crate::config::values::{Count, Rate, Seconds, Span, TextList, TextMap, Word, TABLE_EXAMPLES};
+use crate::config::values::{Count, Rate, RateLimitFile, Seconds, Span, TextList, TextMap, Word, TABLE_EXAMPLES};
 use crate::config::{Auth, Era, Grant, IdentityProvider, OAuthConfig, ServerConfig, ToolFilter, Transport};
 use crate::error::ConfigError;
 use crate::rate_limit::{RateLimit, RateLimits};
@@ -120,15 +120,7 @@ struct LimitsFile {
     burst: Option<Count<u32, 1>>,
     concurrent: Option<Count<usize, 1>>,
     /// By the server's own tool name.
-    tools: Option<BTreeMap<String, ToolLimitsFile>>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct ToolLimitsFile {
-    rate: Option<Rate>,
-    burst: Option<Count<u32, 1>>,
-    concurrent: Option<Count<usize, 1>>,
+    tools: Option<BTreeMap<String, RateLimitFile>>,
 }
 
 /// `auth = { type = "...", ... }`: the credentials sent to a remote server.
@@ -265,13 +257,8 @@ impl BackoffFile {
     }
 }
 
-fn rate_limit(
-    field: &str,
-    rate: Option<Rate>,
-    burst: Option<Count<u32, 1>>,
-    concurrent: Option<Count<usize, 1>>,
-) -> Result<RateLimit, DeError> {
-    let limit = RateLimit { rate: rate.map(|r| r.0), burst: burst.map(|c| c.0), concurrent: concurrent.map(|c| c.0) };
+/// `limit` of `field`, whose burst needs a rate.
+fn rate_limit(field: &str, limit: RateLimit) -> Result<RateLimit, DeError> {
     if limit.burst.is_some() && limit.rate.is_none() {
         let message = format!("needs {field}.rate: a burst is the calls let through at once above a rate");
         return Err(DeError::field(&format!("{field}.burst"), message));
@@ -281,10 +268,11 @@ fn rate_limit(
 
 impl LimitsFile {
     fn into_limits(self) -> Result<RateLimits, DeError> {
-        let server = rate_limit("limits", self.rate, self.burst, self.concurrent)?;
+        let own = RateLimitFile { rate: self.rate, burst: self.burst, concurrent: self.concurrent };
+        let server = rate_limit("limits", own.limit())?;
         let mut tools = BTreeMap::new();
         for (tool, limits) in self.tools.unwrap_or_default() {
-            let limit = rate_limit(&format!("limits.tools.{tool}"), limits.rate, limits.burst, limits.concurrent)?;
+            let limit = rate_limit(&format!("limits.tools.{tool}"), limits.limit())?;
             tools.insert(tool, limit);
         }
         Ok(RateLimits { server, tools })
