@@ -1,48 +1,18 @@
 //! mcpvisor: an actor-model runtime that keeps many MCP servers alive and
 //! usable at once.
 //!
-//! The map of the crate, in layers from the bottom up. Every import points
-//! down a layer or stays in its own (without a loop); `tests/architecture.rs`
-//! reads this very table, so a new module needs a row here, and the test fails
-//! on an import that points up a layer or a loop between modules. The
-//! actors live in the top-level folder `actors/`, mounted as `crate::actors`
-//! (docs/architecture.md, "Layers").
+//! # Embedding
 //!
-//! | module | layer | what it holds |
-//! | --- | --- | --- |
-//! | `protocol` | 1 data and wire | the JSON-RPC envelope, MCP method names and versions, the agreed era (`protocol::Session`), tool schema checks |
-//! | `codec` | 1 data and wire | newline-delimited JSON-RPC framing with a frame-size limit |
-//! | `sse` | 1 data and wire | server-sent events decoded in one linear pass, for the HTTP transports and the model client |
-//! | [`naming`] | 1 data and wire | exposed tool names `mcp__{server}__{tool}`, and how names that read alike are told apart |
-//! | [`error`] | 1 data and wire | typed errors: [`CallError`], [`ConnectError`], [`ManageError`], [`ConfigError`] |
-//! | [`config`] | 1 data and wire | the server configuration model, the files it is read from (TOML and editors' JSON) and written to |
-//! | [`restart`] | 1 data and wire | restart policy, backoff, intensity and cool-down, as plain data |
-//! | [`rate_limit`] | 1 data and wire | calls per second (token bucket) and calls at once, per server and per tool |
-//! | `task_store` | 1 data and wire | the server side of 2025-11-25 tasks, for the demo server and the gateway |
-//! | `civil_date` | 1 data and wire | calendar dates from day counts, for session ids and audit lines (no date-time dependency) |
-//! | `user_dirs` | 1 data and wire | where data and caches live (XDG base directories) |
-//! | `identity` | 1 data and wire | who called the gateway, as authentication proved it (`Identity`), for policies, logs, limits and traces |
-//! | [`transport`] | 2 services | child processes over stdio (process groups, environment, shutdown, orphans, parent-death signal); in-process servers ([`ToolHandler`]); remote servers over Streamable HTTP and HTTP+SSE ([`transport::http`]) with their credentials |
-//! | [`oauth`] | 2 services | OAuth 2.1 for remote servers: discovery, registration, PKCE logins, refresh, step-up, client credentials, tokens on disk |
-//! | `sandbox` | 2 services | sandboxes for the processes mcpvisor starts: Landlock, a network namespace, rlimits, a cgroup, seccomp |
-//! | [`telemetry`] | 2 services | call metrics (Prometheus text for `/metrics`) and the audit log, fed by every tool call |
-//! | [`llm`] | 2 services | model providers (OpenAI-compatible, Anthropic) behind one [`llm::ChatModel`] seam |
-//! | [`builtin_tools`] | 2 services | the agent's built-in tools (read, write, list, run a command) as the in-process server `builtin` |
-//! | [`sessions`] | 2 services | the agent's saved conversations: one JSON-lines file each, secrets masked, resumable |
-//! | [`skills`] | 2 services | servers' skills (SEP-2640): entries listed without reading files, files verified by size, digest and frontmatter |
-//! | [`pool`] | 2 services | the pool as plain data: catalog entries ([`ToolEntry`]), server states and statuses |
-//! | `tool_search` | 2 services | ranking a catalog's tools against a query (`tools --search`, the agent's `search_tools`) |
-//! | `catalog_cache` | 2 services | each server's tool list kept on disk, so searches need not start every server |
-//! | `policy` | 2 services | the gateway's access rules (`[serve.policy]`): which identity may list and use which server's tools, prompts and resources, `when` expressions in CEL |
-//! | `server` | 2 services | the one MCP server side: eras, `initialize`/`server/discover` answers, paging, listen filters, tasks, parked calls, error constructors |
-//! | [`actors`] | 3 actors | everything with a mailbox: [`actors::Hub`] (supervisor), [`actors::Connection`] (one server), [`actors::Registry`] (tool catalog and routing), the agent, a gateway client's session; [`Handle`] and [`AgentHandle`], the runtime and an agent as seen from any tokio program; typed operations ([`actors::operation`]), progress, the server's requests to the client ([`actors::client_requests`]) |
-//! | `runtime` | 4 fronts | [`Runtime::start`] and [`RuntimeBuilder`]: the runtime thread for non-actix programs, which hands out the `Send + Sync + Clone` [`Handle`] (with this crate root's re-exports, the facade) |
-//! | `gateway` | 4 fronts | the whole pool served as one MCP server (`mcpvisor serve`): the HTTP and stdio fronts, the session actor, its routing tables and client bridge are `actors::gateway` |
-//! | `demo_server` | 4 fronts | the bundled MCP server with fault knobs (`mcpvisor demo-server`) |
-//! | `acp` | 4 fronts | the agent served to editors over the Agent Client Protocol (`mcpvisor acp`) |
-//! | `cli` | 4 fronts | the `mcpvisor` command line |
+//! [`Runtime::start`] runs the actors on a thread of their own and hands
+//! back a [`Handle`]: `Send + Sync + Clone`, usable from any tokio task.
+//! Each configured server becomes a supervised connection that owns its
+//! child process (or HTTP session) and is restarted by its policy; the
+//! registry collects every server's tools under exposed names
+//! (`mcp__{server}__{tool}`, [`naming`]); a call is routed, bounded and
+//! answered, or fails with a [`CallError`] that names the server, the tool
+//! and what to do. Nothing here panics on what a server sends.
 //!
-//! Embedding from any tokio program (this example runs as a test; it finds
+//! An example (it runs as a test; it finds
 //! the `mcpvisor` binary in the target directory, where `cargo test`
 //! builds it before running doc tests):
 //!
@@ -60,6 +30,22 @@
 //! handle.shutdown().await;
 //! # Ok(()) }
 //! ```
+//!
+//! - **Calls**: [`Handle::call_tool`] by exposed name, [`Handle::call_on`]
+//!   by a server's own name with a [`CallTool`] (time-out, progress,
+//!   cancellation on drop); resources, prompts, completions and skills
+//!   likewise.
+//! - **The pool**: [`Handle::status`], [`Handle::set_servers`] (add, change,
+//!   remove without a restart), [`Handle::subscribe`] for [`Event`]s.
+//! - **Requests from servers** (sampling, elicitation, roots):
+//!   [`ClientHandlers`], given to [`RuntimeBuilder`].
+//! - **A model using the tools**: [`AgentHandle`] with an [`AgentConfig`].
+//! - **Errors keep their causes**: [`Cause::find`] reaches the
+//!   `std::io::Error` beneath a failed spawn, for instance.
+//! - **Inside actix**: the actors and their messages are [`actors`].
+//!
+//! How the crate is layered, and why, is docs/architecture.md ("Layers");
+//! its module table is what `tests/architecture.rs` holds the imports to.
 
 // The API (README, "Stability"): the modules an embedder names, and the
 // re-exports below. `actors` is the actix side; everything else is for
@@ -96,6 +82,7 @@ mod acp; // `mcpvisor acp`, reached through `cli`
 mod catalog_cache;
 mod civil_date;
 mod identity;
+mod integrity;
 mod policy;
 mod runtime;
 mod sandbox; // applied from `config::SandboxSpec`

@@ -48,6 +48,7 @@ mod otel;
 mod output;
 mod prompts;
 mod resources;
+mod scan;
 mod secrets;
 mod serve;
 mod serve_access;
@@ -125,6 +126,8 @@ pub enum Command {
     Tools(tools::ToolsArgs),
     /// Call a tool: `call SERVER TOOL [JSON] [--arg k=v]...`.
     Call(tools::CallArgs),
+    /// Read every tool's texts for hidden Unicode, instructions to the model, shadowing of other servers' tools and data-carrying URLs.
+    Scan(scan::ScanArgs),
     /// List the resources and resource templates of every server (or one).
     Resources(resources::ResourcesArgs),
     /// Read a resource: `read SERVER URI`.
@@ -194,6 +197,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         Command::Top(args) => with_runtime(|| top::run(cli, &out, args)),
         Command::Tools(args) => with_runtime(|| tools::tools(cli, &out, args)),
         Command::Call(args) => with_runtime(|| tools::call(cli, &out, args)),
+        Command::Scan(args) => with_runtime(|| scan::scan(cli, &out, args)),
         Command::Resources(args) => with_runtime(|| resources::resources(cli, &out, args)),
         Command::Read(args) => with_runtime(|| resources::read(cli, &out, args)),
         Command::Prompts(args) => with_runtime(|| prompts::prompts(cli, &out, args)),

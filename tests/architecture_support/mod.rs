@@ -100,10 +100,12 @@ fn node_of(path: &[String]) -> Option<String> {
 }
 
 /// The layer table: module -> layer, from the rows `| [`module`] | N name | ... |` of `lib_rs`'s crate doc.
-pub fn layer_table(lib_rs: &str) -> BTreeMap<String, u8> {
+pub fn layer_table(text: &str) -> BTreeMap<String, u8> {
     let mut table = BTreeMap::new();
-    for line in lib_rs.lines() {
-        let Some(row) = line.trim_start().strip_prefix("//!").map(str::trim) else { continue };
+    for line in text.lines() {
+        // A Markdown table, in a file or in a crate doc.
+        let line = line.trim_start();
+        let row = line.strip_prefix("//!").unwrap_or(line).trim();
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
         // "| a | b | c |" splits into ["", a, b, c, ""].
         if cells.len() < 4 || !cells[0].is_empty() {

@@ -30,6 +30,7 @@ mod cli_manage;
 mod cli_output;
 mod cli_redaction;
 mod cli_remote;
+mod cli_scan;
 mod cli_serve_nesting;
 mod cli_signals;
 mod cli_terminal;

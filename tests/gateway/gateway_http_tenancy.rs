@@ -337,6 +337,7 @@ when = 'has(arguments.items) && !arguments.items.all(x, arguments.items.filter(y
         (answer, started.elapsed())
     };
     let ((answer, took), bobs_slowest) = tokio::join!(alices_call, bobs_calls);
+    println!("a 20,000-item call refused in {took:?}; bob's slowest of 20 calls meanwhile: {bobs_slowest:?}");
     let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("refused: {answer}"));
     assert!(message.contains("`distinct-items`") && message.contains("over the budget"), "{message}");
     assert!(took < std::time::Duration::from_secs(1), "the huge call took {took:?}");

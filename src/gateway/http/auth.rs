@@ -17,7 +17,7 @@
 //! - every token must grant all `required_scopes`: else 403
 //!   `insufficient_scope` naming them;
 //! - introspection answers are kept and the issuer asked within bounds
-//!   ([`super::introspected`]);
+//!   (`gateway::http::introspected`);
 //! - a token longer than [`MAX_TOKEN_BYTES`] is refused unread, and one
 //!   without `kid` is tried against at most 4 keys; no token,
 //!   claim value or secret goes into a log line or an answer.
