@@ -1,10 +1,11 @@
 //! Every TOML example of the docs and the README, read as mcpvisor reads
 //! a configuration file: a documented example that mcpvisor would refuse
-//! (an unknown key, a bad value, a rule that does not compile) fails here.
-//! And every command line of their shell blocks, as the shell splits it:
-//! an `mcpvisor` command clap would refuse (a renamed flag, a gone
-//! subcommand), or a `cargo test --test NAME` naming no test target,
-//! fails here too.
+//! (an unknown key, a bad value, a rule that does not compile) fails here,
+//! and so does one that the published JSON Schema (docs/servers.schema.json)
+//! would refuse in an editor. And every command line of their shell
+//! blocks, as the shell splits it: an `mcpvisor` command clap would refuse
+//! (a renamed flag, a gone subcommand), or a `cargo test --test NAME`
+//! naming no test target, fails here too.
 
 use std::path::Path;
 
@@ -44,23 +45,60 @@ fn read(path: &Path, text: &str) -> Result<(), String> {
 
 #[test]
 fn every_documented_toml_example_is_a_configuration_mcpvisor_accepts() {
+    let blocks = documented_blocks();
+    assert!(blocks.len() >= 10, "only {} TOML examples found", blocks.len());
+    let problems: Vec<String> = blocks
+        .iter()
+        .filter_map(|(place, block)| {
+            read(Path::new(place.split(':').next().unwrap_or_default()), block).err().map(|e| format!("{place}: {e}"))
+        })
+        .collect();
+    assert!(problems.is_empty(), "documented examples mcpvisor refuses:\n{}", problems.join("\n"));
+}
+
+/// The Markdown files of docs/ and the README: each one's name from the
+/// repository's root, and its text.
+fn documented_files() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files: Vec<_> = std::fs::read_dir(root.join("docs")).unwrap().filter_map(Result::ok).map(|entry| entry.path()).collect();
     files.push(root.join("README.md"));
     files.sort();
-    let mut read_blocks = 0;
-    let mut problems = Vec::new();
-    for file in files.iter().filter(|file| file.extension().is_some_and(|ext| ext == "md")) {
-        let text = std::fs::read_to_string(file).unwrap();
-        for (line, block) in toml_blocks(&text) {
-            read_blocks += 1;
-            if let Err(problem) = read(file, &block) {
-                problems.push(format!("{}:{line}: {problem}", file.strip_prefix(root).unwrap_or(file).display()));
-            }
-        }
+    let markdown = files.into_iter().filter(|file| file.extension().is_some_and(|ext| ext == "md"));
+    markdown.map(|file| (file.strip_prefix(root).unwrap_or(&file).display().to_string(), std::fs::read_to_string(&file).unwrap())).collect()
+}
+
+/// The ```toml blocks of the docs and the README, each with where it is.
+fn documented_blocks() -> Vec<(String, String)> {
+    let mut blocks = Vec::new();
+    for (name, text) in documented_files() {
+        blocks.extend(toml_blocks(&text).into_iter().map(|(line, block)| (format!("{name}:{line}"), block)));
     }
-    assert!(read_blocks >= 10, "only {read_blocks} TOML examples found");
-    assert!(problems.is_empty(), "documented examples mcpvisor refuses:\n{}", problems.join("\n"));
+    blocks
+}
+
+/// `text` as the JSON value a schema validator checks.
+fn as_json(text: &str) -> serde_json::Value {
+    let document: toml_edit::DocumentMut = text.parse().unwrap();
+    crate::config::de::from_node(crate::config::de::Node::Table(document.as_table()), "", &[]).unwrap()
+}
+
+#[test]
+fn every_documented_toml_example_is_valid_under_the_published_schema() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root.join("docs/servers.schema.json")).unwrap()).unwrap();
+    let (mut schemas, mut compiler) = (boon::Schemas::new(), boon::Compiler::new());
+    compiler.add_resource("file:///servers.schema.json", schema).unwrap();
+    let index = compiler.compile("file:///servers.schema.json", &mut schemas).unwrap();
+    let blocks = documented_blocks();
+    assert!(blocks.len() >= 10, "only {} TOML examples found", blocks.len());
+    let problems: Vec<String> = blocks
+        .iter()
+        .filter_map(|(place, block)| schemas.validate(&as_json(block), index).err().map(|error| format!("{place}: {error:#}")))
+        .collect();
+    assert!(problems.is_empty(), "documented examples the schema refuses:\n{}", problems.join("\n"));
+    for wrong in ["[servers.x]\ncomand = \"y\"\n", "[servers.x]\ntimeout = \"60\"\n", "[server.x]\ncommand = \"y\"\n"] {
+        assert!(schemas.validate(&as_json(wrong), index).is_err(), "the schema takes {wrong:?}");
+    }
 }
 
 /// The command lines of a Markdown file's shell blocks (```sh, ```bash,
@@ -170,17 +208,13 @@ fn is_assignment(word: &str) -> bool {
 #[test]
 fn every_documented_command_line_is_one_mcpvisor_and_cargo_accept() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files: Vec<_> = std::fs::read_dir(root.join("docs")).unwrap().filter_map(Result::ok).map(|entry| entry.path()).collect();
-    files.push(root.join("README.md"));
-    files.sort();
     let (mut checked, mut problems) = (0, Vec::new());
-    for file in files.iter().filter(|file| file.extension().is_some_and(|ext| ext == "md")) {
-        let text = std::fs::read_to_string(file).unwrap();
+    for (name, text) in documented_files() {
         for (line, command_line) in shell_lines(&text) {
             for words in commands(&command_line) {
                 checked += usize::from(matches!(words.iter().find(|word| !is_assignment(word)).map(String::as_str), Some("mcpvisor")));
                 if let Some(problem) = command_problem(&words, root) {
-                    problems.push(format!("{}:{line}: {problem}", file.strip_prefix(root).unwrap_or(file).display()));
+                    problems.push(format!("{name}:{line}: {problem}"));
                 }
             }
         }

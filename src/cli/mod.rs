@@ -5,6 +5,7 @@
 //! | `manage` | `add`, `remove`, `enable`, `disable` (edit mcpvisor's TOML) |
 //! | `import` | `import` (list other tools' configurations, or copy them) |
 //! | `trust` | `trust` (which project folders may start their servers) |
+//! | `config` | `config schema` (the JSON Schema of mcpvisor's TOML) |
 //! | `show` | `list`, `info` (configuration only, nothing is started) |
 //! | `status` | `status`, `test` |
 //! | `top` | `top` (a live view of the pool, local or a gateway's through `/admin`) |
@@ -36,6 +37,7 @@ mod agent;
 mod arguments;
 mod auth;
 mod catalog;
+mod config;
 mod demo;
 #[cfg(test)]
 mod documented_examples;
@@ -109,6 +111,8 @@ pub enum Command {
     Import(import::ImportArgs),
     /// Trust a project folder (default: the current one): its project files (.mcp.json, .mcpvisor.toml, ...) start servers only once trusted, and only as they are now.
     Trust(trust::TrustArgs),
+    /// mcpvisor's configuration file: `config schema` prints its JSON Schema (for editors: Taplo's `#:schema`).
+    Config(config::ConfigArgs),
     /// List the configured servers and where each is defined (starts nothing).
     List,
     /// Show one server's whole configuration, secrets redacted (starts nothing).
@@ -186,6 +190,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         Command::Disable(args) => manage::set_enabled(cli, &out, args, false),
         Command::Import(args) => import::import(cli, &out, args),
         Command::Trust(args) => trust::trust(cli, &out, args),
+        Command::Config(args) => config::run(cli, args),
         Command::List => show::list(cli, &out),
         Command::Info(args) => show::info(cli, &out, args),
         Command::Status => with_runtime(|| status::status(cli, &out)),

@@ -44,9 +44,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use toml_edit::{Item, TableLike};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toml_edit::Item;
 
+use super::de::{from_node, DeError, Kind, Node};
 use super::filter::glob_match;
+use super::sandbox::SandboxFile;
+use super::values::{schema_as, Count, Ordered, Strings, Word, TABLE_EXAMPLES};
 use super::Keyword;
 use crate::error::ConfigError;
 
@@ -198,133 +203,108 @@ impl AgentSettings {
     }
 }
 
-const AGENT_KEYS: [&str; 15] = [
-    "provider",
-    "model",
-    "base_url",
-    "confirm",
-    "max_turns",
-    "context_tokens",
-    "stream",
-    "system_prompt",
-    "builtin_tools",
-    "directories",
-    "allow",
-    "deny",
-    "command_env",
-    "servers",
-    "sandbox",
-];
-const SERVER_KEYS: [&str; 3] = ["trust", "confirm", "tools"];
+/// `[agent]` as written.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AgentFile {
+    provider: Option<Provider>,
+    model: Option<String>,
+    /// An OpenAI-compatible endpoint, like "http://localhost:11434/v1".
+    base_url: Option<String>,
+    /// When the agent asks before a tool call (default: ask).
+    confirm: Option<Word<ConfirmMode>>,
+    /// Model round trips per prompt.
+    max_turns: Option<Count<usize, 1>>,
+    /// Older turns are summarised as a request nears it.
+    context_tokens: Option<Count<u64, 1000>>,
+    stream: Option<bool>,
+    system_prompt: Option<String>,
+    /// Read/write/list files and run commands (server `builtin`).
+    builtin_tools: Option<bool>,
+    /// The workspace beyond the working directory (`~/` expanded, relative to this file's folder).
+    directories: Option<Strings>,
+    /// Rules `NAME` or `NAME(ARGUMENTS)`, like "run_command(git diff:*)" or "mcp__time__*".
+    allow: Option<Strings>,
+    deny: Option<Strings>,
+    /// Variables run_command inherits beyond the safe set.
+    command_env: Option<Strings>,
+    /// Confirmation overrides, by server name.
+    servers: Option<Ordered<ServerConfirmFile>>,
+    /// The sandbox of run_command.
+    sandbox: Option<SandboxFile>,
+}
+
+/// `[agent.servers.NAME]`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ServerConfirmFile {
+    /// Never ask before this server's tools (unless `confirm` or `tools` say otherwise).
+    trust: Option<bool>,
+    confirm: Option<Word<ConfirmMode>>,
+    /// By glob pattern on the server's own tool names, first match wins.
+    tools: Option<Ordered<Word<ConfirmMode>>>,
+}
+
+/// One of [`PROVIDERS`].
+struct Provider(String);
+
+schema_as!(Provider, { "type": "string", "enum": PROVIDERS });
+
+impl<'de> Deserialize<'de> for Provider {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        match PROVIDERS.contains(&name.as_str()) {
+            true => Ok(Provider(name)),
+            false => Err(serde::de::Error::custom(format!("is {name:?}; write one of {}", PROVIDERS.join(" | ")))),
+        }
+    }
+}
 
 /// Reads the `[agent]` table of `file`.
 pub(crate) fn read(file: &Path, item: &Item) -> Result<AgentSettings, ConfigError> {
-    let read = Reading { file };
-    let table = read.table("agent", item)?;
-    let mut settings = AgentSettings::default();
-    for (key, value) in table.iter() {
-        let field = format!("agent.{key}");
-        match key {
-            "provider" => {
-                let name = read.string(&field, value)?;
-                if !PROVIDERS.contains(&name.as_str()) {
-                    return Err(read.invalid(&field, format!("is {name:?}; write one of {}", PROVIDERS.join(" | "))));
-                }
-                settings.provider = Some(name);
+    let error = |error: DeError| {
+        let field = error.path();
+        match &error.kind {
+            Kind::Unknown { key, known } => {
+                let message = format!("is not a known key; the known keys here are {}", known.join(", "));
+                ConfigError::InvalidSetting { file: file.into(), field: key.clone(), message }
             }
-            "model" => settings.model = Some(read.string(&field, value)?),
-            "base_url" => settings.base_url = Some(read.string(&field, value)?),
-            "system_prompt" => settings.system_prompt = Some(read.string(&field, value)?),
-            "confirm" => settings.confirm = Some(read.keyword(&field, value)?),
-            "stream" => settings.stream = Some(value.as_bool().ok_or_else(|| read.invalid(&field, "must be true or false"))?),
-            "builtin_tools" => settings.builtin_tools = Some(value.as_bool().ok_or_else(|| read.invalid(&field, "must be true or false"))?),
-            "max_turns" => {
-                let turns =
-                    value.as_integer().filter(|n| *n >= 1).ok_or_else(|| read.invalid(&field, "must be a whole number of at least 1"))?;
-                settings.max_turns = Some(turns as usize);
-            }
-            "context_tokens" => {
-                let tokens = value
-                    .as_integer()
-                    .filter(|n| *n >= 1000)
-                    .ok_or_else(|| read.invalid(&field, "must be a whole number of at least 1000"))?;
-                settings.context_tokens = Some(tokens as u64);
-            }
-            "directories" => {
-                let base = file.parent().unwrap_or(Path::new("/"));
-                for directory in read.strings(&field, value)? {
-                    settings.directories.push(crate::user_dirs::expand_home(base, &directory));
-                }
-            }
-            "allow" | "deny" => {
-                let mut rules = Vec::new();
-                for rule in read.strings(&field, value)? {
-                    rules.push(ToolRule::parse(&rule).map_err(|why| read.invalid(&field, format!("rule {rule:?} {why}")))?);
-                }
-                *if key == "allow" { &mut settings.allow } else { &mut settings.deny } = rules;
-            }
-            "command_env" => settings.command_env = read.strings(&field, value)?,
-            "servers" => {
-                for (server, overrides) in read.table(&field, value)?.iter() {
-                    settings.servers.insert(server.to_string(), read.server(&format!("{field}.{server}"), overrides)?);
-                }
-            }
-            "sandbox" => settings.sandbox = Some(super::sandbox::read(file, "agent", &field, value)?),
-            _ => return Err(read.unknown(&field, &AGENT_KEYS)),
+            _ => ConfigError::InvalidSetting { file: file.into(), field, message: error.message() },
         }
-    }
-    Ok(settings)
+    };
+    let table: AgentFile = from_node(Node::Item(item), "agent", TABLE_EXAMPLES).map_err(error)?;
+    table.into_settings(file).map_err(|e| error(e.under("agent")))
 }
 
-/// Reads values of the `[agent]` table, naming the file and the key in every error.
-struct Reading<'a> {
-    file: &'a Path,
-}
-
-impl Reading<'_> {
-    fn invalid(&self, field: &str, message: impl Into<String>) -> ConfigError {
-        ConfigError::InvalidSetting { file: self.file.into(), field: field.into(), message: message.into() }
-    }
-
-    fn unknown(&self, field: &str, known: &[&str]) -> ConfigError {
-        self.invalid(field, format!("is not a known key; the known keys here are {}", known.join(", ")))
-    }
-
-    fn table<'i>(&self, field: &str, item: &'i Item) -> Result<&'i dyn TableLike, ConfigError> {
-        item.as_table_like().ok_or_else(|| self.invalid(field, format!("must be a table, not {}", item.type_name())))
-    }
-
-    fn string(&self, field: &str, item: &Item) -> Result<String, ConfigError> {
-        item.as_str().map(str::to_owned).ok_or_else(|| self.invalid(field, format!("must be a string, not {}", item.type_name())))
-    }
-
-    fn strings(&self, field: &str, item: &Item) -> Result<Vec<String>, ConfigError> {
-        let array = item.as_array().ok_or_else(|| self.invalid(field, format!("must be a list of strings, not {}", item.type_name())))?;
-        let strings: Option<Vec<String>> = array.iter().map(|value| value.as_str().map(str::to_owned)).collect();
-        strings.ok_or_else(|| self.invalid(field, "must hold strings only"))
-    }
-
-    fn keyword<K: Keyword>(&self, field: &str, item: &Item) -> Result<K, ConfigError> {
-        let word = self.string(field, item)?;
-        K::parse(&word).ok_or_else(|| self.invalid(field, format!("is {word:?}; write one of {}", K::choices())))
-    }
-
-    fn server(&self, field: &str, item: &Item) -> Result<ServerConfirm, ConfigError> {
-        let mut overrides = ServerConfirm::default();
-        for (key, value) in self.table(field, item)?.iter() {
-            let field = format!("{field}.{key}");
-            match key {
-                "trust" => overrides.trust = value.as_bool().ok_or_else(|| self.invalid(&field, "must be true or false"))?,
-                "confirm" => overrides.confirm = Some(self.keyword(&field, value)?),
-                "tools" => {
-                    for (pattern, mode) in self.table(&field, value)?.iter() {
-                        overrides.tools.push((pattern.to_string(), self.keyword(&format!("{field}.{pattern}"), mode)?));
-                    }
-                }
-                _ => return Err(self.unknown(&field, &SERVER_KEYS)),
-            }
-        }
-        Ok(overrides)
+impl AgentFile {
+    fn into_settings(self, file: &Path) -> Result<AgentSettings, DeError> {
+        let rules = |field: &str, list: Option<Strings>| {
+            let parse = |rule: String| ToolRule::parse(&rule).map_err(|why| DeError::field(field, format!("rule {rule:?} {why}")));
+            list.map_or_else(Vec::new, |list| list.0).into_iter().map(parse).collect::<Result<Vec<_>, _>>()
+        };
+        let base = file.parent().unwrap_or(Path::new("/"));
+        let directories = self.directories.map_or_else(Vec::new, |list| list.0);
+        let servers = self.servers.unwrap_or_default().0.into_iter().map(|(name, overrides)| {
+            let tools = overrides.tools.unwrap_or_default().0.into_iter().map(|(pattern, mode)| (pattern, mode.0)).collect();
+            (name, ServerConfirm { trust: overrides.trust.unwrap_or(false), confirm: overrides.confirm.map(|w| w.0), tools })
+        });
+        Ok(AgentSettings {
+            provider: self.provider.map(|p| p.0),
+            model: self.model,
+            base_url: self.base_url,
+            confirm: self.confirm.map(|w| w.0),
+            max_turns: self.max_turns.map(|c| c.0),
+            context_tokens: self.context_tokens.map(|c| c.0),
+            stream: self.stream,
+            system_prompt: self.system_prompt,
+            builtin_tools: self.builtin_tools,
+            servers: servers.collect(),
+            directories: directories.iter().map(|directory| crate::user_dirs::expand_home(base, directory)).collect(),
+            allow: rules("allow", self.allow)?,
+            deny: rules("deny", self.deny)?,
+            command_env: self.command_env.map_or_else(Vec::new, |list| list.0),
+            sandbox: self.sandbox.map(SandboxFile::into_spec).transpose().map_err(|error| error.under("sandbox"))?,
+        })
     }
 }
 

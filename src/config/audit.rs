@@ -16,11 +16,13 @@
 
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use toml_edit::Item;
 
+use super::de::{from_node, Node};
+use super::values::{scalar_type, Count, Scalar, TABLE_EXAMPLES};
 use crate::error::ConfigError;
-
-const KEYS: [&str; 5] = ["path", "max_size", "keep", "arguments", "buffer"];
 
 /// Where audit lines go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,58 +71,68 @@ impl AuditConfig {
     }
 }
 
+/// `[audit]` as written.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AuditFile {
+    /// The log file, relative to this file's folder; `"-"` is stdout.
+    path: Option<LogPath>,
+    /// Rotated before it would pass this: `"10MB"` (B, KB, MB, GB) or a number of bytes.
+    max_size: Option<LogSize>,
+    /// Rotated files kept.
+    keep: Option<Count<usize, 0>>,
+    arguments: Option<Arguments>,
+    /// Lines waiting for the writer at most.
+    buffer: Option<Count<usize, 1>>,
+}
+
+scalar_type!(LogPath(String), "a file path, or \"-\" for stdout", { "type": "string", "minLength": 1 }, |value: Scalar| match value {
+    Scalar::Str(text) if !text.is_empty() => Some(text),
+    _ => None,
+});
+
+scalar_type!(
+    LogSize(u64),
+    "a size of at least 1KB, like \"10MB\" or a number of bytes",
+    { "anyOf": [{ "type": "integer", "minimum": 1024 }, { "type": "string", "pattern": "^\\s*[0-9]+\\s*[A-Za-z]+\\s*$" }] },
+    |value: Scalar| match value {
+        Scalar::Int(n) => u64::try_from(n).ok(),
+        Scalar::Str(text) => parse_size(&text),
+        _ => None,
+    }
+    .filter(|n| *n >= 1024)
+);
+
+scalar_type!(
+    /// `digest` (SHA-256) or `redacted` (secrets masked).
+    Arguments(AuditArguments),
+    "\"digest\" or \"redacted\"",
+    { "type": "string", "enum": ["digest", "redacted"] },
+    |value: Scalar| match value {
+        Scalar::Str(word) if word == "digest" => Some(AuditArguments::Digest),
+        Scalar::Str(word) if word == "redacted" => Some(AuditArguments::Redacted),
+        _ => None,
+    }
+);
+
 /// Reads `[audit]` of the file at `path`.
 pub(crate) fn read(path: &Path, item: &Item) -> Result<AuditConfig, ConfigError> {
-    let invalid = |field: &str, message: &str| ConfigError::InvalidSetting {
-        file: path.into(),
-        field: format!("audit.{field}"),
-        message: message.into(),
-    };
-    let table = item.as_table_like().ok_or_else(|| invalid("", "must be a table: write [audit] with path = \"...\" below it"))?;
-    let mut config = AuditConfig::stdout();
-    for (key, value) in table.iter() {
-        match key {
-            "path" => {
-                let text =
-                    value.as_str().filter(|t| !t.is_empty()).ok_or_else(|| invalid(key, "must be a file path, or \"-\" for stdout"))?;
-                config.target = match text {
-                    "-" => AuditTarget::Stdout,
-                    text => AuditTarget::File(path.parent().unwrap_or(Path::new("")).join(text)),
-                };
-            }
-            "max_size" => {
-                config.max_size = value
-                    .as_integer()
-                    .and_then(|n| u64::try_from(n).ok())
-                    .or_else(|| value.as_str().and_then(parse_size))
-                    .filter(|n| *n >= 1024)
-                    .ok_or_else(|| invalid(key, "must be a size of at least 1KB, like \"10MB\" or a number of bytes"))?;
-            }
-            "keep" => {
-                config.keep = value
-                    .as_integer()
-                    .and_then(|n| usize::try_from(n).ok())
-                    .ok_or_else(|| invalid(key, "must be a whole number of at least 0"))?;
-            }
-            "arguments" => {
-                config.arguments = match value.as_str() {
-                    Some("digest") => AuditArguments::Digest,
-                    Some("redacted") => AuditArguments::Redacted,
-                    _ => return Err(invalid(key, "must be \"digest\" or \"redacted\"")),
-                };
-            }
-            "buffer" => {
-                config.buffer = value
-                    .as_integer()
-                    .and_then(|n| usize::try_from(n).ok())
-                    .filter(|n| *n >= 1)
-                    .ok_or_else(|| invalid(key, "must be a whole number of at least 1"))?;
-            }
-            _ => {
-                return Err(ConfigError::UnknownKey { file: path.into(), server: None, key: format!("audit.{key}"), known: KEYS.to_vec() })
-            }
-        }
+    if item.as_table_like().is_none() {
+        let message = "must be a table: write [audit] with path = \"...\" below it".into();
+        return Err(ConfigError::InvalidSetting { file: path.into(), field: "audit.".into(), message });
     }
+    let table: AuditFile = from_node(Node::Item(item), "audit", TABLE_EXAMPLES).map_err(|error| error.into_setting_error(path))?;
+    let mut config = AuditConfig::stdout();
+    if let Some(LogPath(text)) = table.path {
+        config.target = match text.as_str() {
+            "-" => AuditTarget::Stdout,
+            text => AuditTarget::File(path.parent().unwrap_or(Path::new("")).join(text)),
+        };
+    }
+    config.max_size = table.max_size.map_or(config.max_size, |size| size.0);
+    config.keep = table.keep.map_or(config.keep, |keep| keep.0);
+    config.arguments = table.arguments.map_or(config.arguments, |arguments| arguments.0);
+    config.buffer = table.buffer.map_or(config.buffer, |buffer| buffer.0);
     Ok(config)
 }
 

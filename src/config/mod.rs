@@ -61,6 +61,7 @@ use crate::restart::{RestartLimits, RestartPolicy};
 
 pub mod agent;
 mod audit;
+pub(crate) mod de;
 pub mod definition;
 pub mod discover;
 mod dotenv;
@@ -81,6 +82,7 @@ pub mod serve_auth;
 mod serve_policy;
 pub mod sources;
 pub mod trust;
+mod values;
 
 pub use agent::{AgentSettings, ConfirmMode, ServerConfirm, ToolRule};
 pub use audit::{AuditArguments, AuditConfig, AuditTarget};

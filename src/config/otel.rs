@@ -16,11 +16,14 @@
 use std::path::Path;
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use toml_edit::Item;
 
+use super::de::{from_node, Node};
+use super::duration::parse_duration;
+use super::values::{scalar_type, Scalar, DURATION_PATTERN, TABLE_EXAMPLES};
 use crate::error::ConfigError;
-
-const KEYS: [&str; 3] = ["otlp_endpoint", "service_name", "metrics_interval"];
 
 /// What the `[telemetry]` table says; `None` fields fall back to the
 /// standard `OTEL_*` variables, then to the defaults.
@@ -32,51 +35,55 @@ pub struct OtlpSettings {
     pub metrics_interval: Option<Duration>,
 }
 
+/// `[telemetry]` as written.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TelemetryFile {
+    /// The collector's base URL; /v1/traces and /v1/metrics are added.
+    otlp_endpoint: Option<Endpoint>,
+    /// The resource attribute service.name (default "mcpvisor").
+    service_name: Option<ServiceName>,
+    /// How often metrics are pushed, like "60s".
+    metrics_interval: Option<Interval>,
+}
+
+scalar_type!(
+    Endpoint(String),
+    "the collector's http:// or https:// URL, like \"http://127.0.0.1:4318\"",
+    { "type": "string", "pattern": "^https?://" },
+    |value: Scalar| match value {
+        Scalar::Str(url) if (url.starts_with("http://") || url.starts_with("https://")) && url.parse::<http::Uri>().is_ok() => Some(url),
+        _ => None,
+    }
+);
+
+scalar_type!(ServiceName(String), "a non-empty string", { "type": "string", "minLength": 1 }, |value: Scalar| match value {
+    Scalar::Str(name) if !name.trim().is_empty() => Some(name),
+    _ => None,
+});
+
+scalar_type!(
+    Interval(Duration),
+    "a span of time of at least 100ms, like \"60s\"",
+    { "type": "string", "pattern": DURATION_PATTERN },
+    |value: Scalar| match value {
+        Scalar::Str(text) => parse_duration(&text).filter(|interval| *interval >= Duration::from_millis(100)),
+        _ => None,
+    }
+);
+
 /// Reads `[telemetry]` of the file at `path`.
 pub(crate) fn read(path: &Path, item: &Item) -> Result<OtlpSettings, ConfigError> {
-    let invalid = |field: &str, message: &str| ConfigError::InvalidSetting {
-        file: path.into(),
-        field: format!("telemetry.{field}"),
-        message: message.into(),
-    };
-    let table = item
-        .as_table_like()
-        .ok_or_else(|| invalid("", "must be a table: write [telemetry] with otlp_endpoint = \"http://...\" below it"))?;
-    let mut settings = OtlpSettings::default();
-    for (key, value) in table.iter() {
-        match key {
-            "otlp_endpoint" => {
-                let url = value
-                    .as_str()
-                    .filter(|url| url.starts_with("http://") || url.starts_with("https://"))
-                    .filter(|url| url.parse::<http::Uri>().is_ok())
-                    .ok_or_else(|| invalid(key, "must be the collector's http:// or https:// URL, like \"http://127.0.0.1:4318\""))?;
-                settings.endpoint = Some(url.to_string());
-            }
-            "service_name" => {
-                let name =
-                    value.as_str().filter(|name| !name.trim().is_empty()).ok_or_else(|| invalid(key, "must be a non-empty string"))?;
-                settings.service_name = Some(name.to_string());
-            }
-            "metrics_interval" => {
-                let interval = value
-                    .as_str()
-                    .and_then(super::duration::parse_duration)
-                    .filter(|interval| *interval >= Duration::from_millis(100))
-                    .ok_or_else(|| invalid(key, "must be a span of time of at least 100ms, like \"60s\""))?;
-                settings.metrics_interval = Some(interval);
-            }
-            _ => {
-                return Err(ConfigError::UnknownKey {
-                    file: path.into(),
-                    server: None,
-                    key: format!("telemetry.{key}"),
-                    known: KEYS.to_vec(),
-                })
-            }
-        }
+    if item.as_table_like().is_none() {
+        let message = "must be a table: write [telemetry] with otlp_endpoint = \"http://...\" below it".into();
+        return Err(ConfigError::InvalidSetting { file: path.into(), field: "telemetry.".into(), message });
     }
-    Ok(settings)
+    let table: TelemetryFile = from_node(Node::Item(item), "telemetry", TABLE_EXAMPLES).map_err(|error| error.into_setting_error(path))?;
+    Ok(OtlpSettings {
+        endpoint: table.otlp_endpoint.map(|url| url.0),
+        service_name: table.service_name.map(|name| name.0),
+        metrics_interval: table.metrics_interval.map(|interval| interval.0),
+    })
 }
 
 #[cfg(test)]

@@ -2,10 +2,17 @@
 //! sandboxed process may touch, as plain values. Enforcing them is
 //! the sandbox service's work, a layer above.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
 use toml_edit::Item;
 
+use super::de::{from_node, DeError, Node};
+use super::values::{scalar_type, strings, Scalar, TABLE_EXAMPLES};
 use crate::error::ConfigError;
 
 /// The keys of a sandbox table, in the order they are written.
@@ -58,76 +65,80 @@ pub struct SandboxSpec {
     pub required: bool,
 }
 
+/// A sandbox table as written: `{ read = [...], network = "none", memory = "512MiB", ... }`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SandboxFile {
+    /// Readable beyond the standard preset (`~` expanded when applied).
+    read: Option<PathList>,
+    /// Readable and writable beyond the preset.
+    write: Option<PathList>,
+    network: Option<NetworkFile>,
+    /// Bytes, or a size with a unit: `"512MiB"`, `"2GiB"`, `"1GB"`.
+    memory: Option<Size>,
+    processes: Option<AboveZero>,
+    cpu_seconds: Option<AboveZero>,
+    open_files: Option<AboveZero>,
+    /// Refuse to start when the kernel cannot enforce all of it.
+    required: Option<bool>,
+    /// The only preset, `"standard"`: a table with nothing else to say.
+    #[serde(rename = "preset")]
+    _preset: Option<Preset>,
+}
+
+impl SandboxFile {
+    pub(crate) fn into_spec(self) -> Result<SandboxSpec, DeError> {
+        let paths = |list: Option<PathList>| list.map_or_else(Vec::new, |list| list.0.into_iter().map(PathBuf::from).collect());
+        Ok(SandboxSpec {
+            read: paths(self.read),
+            write: paths(self.write),
+            network: self.network.map_or(Network::Any, |n| n.0),
+            memory: self.memory.map(|s| s.0),
+            processes: self.processes.map(|n| n.0),
+            cpu_seconds: self.cpu_seconds.map(|n| n.0),
+            open_files: self.open_files.map(|n| n.0),
+            required: self.required.unwrap_or(false),
+        })
+    }
+}
+
 /// Reads a sandbox table at `field` (e.g. `sandbox`) of `server` (or
 /// `agent`), naming the file, the owner and the key in every error.
 pub fn read(file: &Path, owner: &str, field: &str, item: &Item) -> Result<SandboxSpec, ConfigError> {
-    let invalid = |key: &str, message: String| ConfigError::InvalidField {
-        file: file.into(),
-        server: owner.into(),
-        field: format!("{field}.{key}"),
-        message,
-    };
-    let table = item.as_table_like().ok_or_else(|| ConfigError::InvalidField {
-        file: file.into(),
-        server: owner.into(),
-        field: field.into(),
-        message: format!("must be a table, like {{ network = \"none\", memory = \"512MiB\" }}, not {}", item.type_name()),
-    })?;
-    let mut spec = SandboxSpec::default();
-    for (key, value) in table.iter() {
-        let count = |value: &Item| {
-            value.as_integer().filter(|n| *n > 0).map(|n| n as u64).ok_or_else(|| invalid(key, "must be a whole number above zero".into()))
-        };
-        match key {
-            "read" | "write" => {
-                let paths = strings(value).ok_or_else(|| invalid(key, "must be an array of paths, like [\"~/.config/gh\"]".into()))?;
-                let paths = paths.into_iter().map(PathBuf::from);
-                if key == "read" {
-                    spec.read.extend(paths)
-                } else {
-                    spec.write.extend(paths)
-                }
-            }
-            "network" => spec.network = network(value).map_err(|message| invalid(key, message))?,
-            "memory" => {
-                spec.memory =
-                    Some(size(value).ok_or_else(|| invalid(key, "must be a size, like \"512MiB\", \"2GiB\" or a number of bytes".into()))?)
-            }
-            "processes" => spec.processes = Some(count(value)?),
-            "cpu_seconds" => spec.cpu_seconds = Some(count(value)?),
-            "open_files" => spec.open_files = Some(count(value)?),
-            "required" => spec.required = value.as_bool().ok_or_else(|| invalid(key, "must be true or false".into()))?,
-            "preset" => {
-                if value.as_str() != Some(STANDARD) {
-                    return Err(invalid(key, format!("must be \"{STANDARD}\" (the only preset)")));
-                }
-            }
-            _ => {
-                return Err(ConfigError::UnknownKey {
-                    file: file.into(),
-                    server: Some(owner.into()),
-                    key: format!("{field}.{key}"),
-                    known: SANDBOX_KEYS.to_vec(),
-                })
-            }
-        }
-    }
-    Ok(spec)
+    let table: SandboxFile = from_node(Node::Item(item), field, TABLE_EXAMPLES).map_err(|error| error.into_server_error(file, owner))?;
+    table.into_spec().map_err(|error| error.under(field).into_server_error(file, owner))
 }
+
+/// `[sandbox]`: the file's default sandbox.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SandboxDefaultFile {
+    /// The sandbox of stdio servers without a `sandbox` table of their own.
+    default: Option<DefaultSandbox>,
+}
+
+scalar_type!(
+    /// `"standard"` (the preset) or `"none"`.
+    DefaultSandbox(bool),
+    "\"standard\" or \"none\"",
+    { "type": "string", "enum": [STANDARD, "none"] },
+    |value: Scalar| match value {
+        Scalar::Str(word) if word == STANDARD => Some(true),
+        Scalar::Str(word) if word == "none" => Some(false),
+        _ => None,
+    }
+);
 
 /// `[sandbox] default = "standard" | "none"`: the sandbox of servers without
 /// a table of their own (`None`: no sandbox).
 pub fn read_default(file: &Path, item: &Item) -> Result<Option<SandboxSpec>, ConfigError> {
-    let wrong = |message: String| ConfigError::InvalidSetting { file: file.into(), field: "sandbox.default".into(), message };
-    let table = item.as_table_like().ok_or_else(|| wrong("must sit in a [sandbox] table".into()))?;
-    if let Some((key, _)) = table.iter().find(|(key, _)| *key != "default") {
-        return Err(ConfigError::UnknownKey { file: file.into(), server: None, key: format!("sandbox.{key}"), known: vec!["default"] });
+    if item.as_table_like().is_none() {
+        let message = "must sit in a [sandbox] table".into();
+        return Err(ConfigError::InvalidSetting { file: file.into(), field: "sandbox.default".into(), message });
     }
-    match table.get("default").map(|item| item.as_str()) {
-        None | Some(Some("none")) => Ok(None),
-        Some(Some(STANDARD)) => Ok(Some(SandboxSpec::default())),
-        _ => Err(wrong(format!("must be \"{STANDARD}\" or \"none\""))),
-    }
+    let table: SandboxDefaultFile =
+        from_node(Node::Item(item), "sandbox", TABLE_EXAMPLES).map_err(|error| error.into_setting_error(file))?;
+    Ok(table.default.is_some_and(|d| d.0).then(SandboxSpec::default))
 }
 
 /// The table as written back to a file (an inline table; defaults left out).
@@ -162,39 +173,6 @@ pub fn to_value(spec: &SandboxSpec) -> toml_edit::Value {
     toml_edit::Value::InlineTable(table)
 }
 
-fn strings(item: &Item) -> Option<Vec<String>> {
-    item.as_array()?.iter().map(|v| v.as_str().map(str::to_owned)).collect()
-}
-
-fn network(item: &Item) -> Result<Network, String> {
-    let wrong = || "must be \"none\", \"loopback\", \"any\" or a list of \"host:port\", like [\"api.github.com:443\"]".to_string();
-    if let Some(word) = item.as_str() {
-        return match word {
-            "any" => Ok(Network::Any),
-            "none" => Ok(Network::None),
-            "loopback" => Ok(Network::Loopback),
-            _ => Err(wrong()),
-        };
-    }
-    let targets = strings(item).ok_or_else(wrong)?;
-    for target in &targets {
-        let port = target.rsplit_once(':').and_then(|(host, port)| port.parse::<u16>().ok().filter(|p| *p > 0 && !host.is_empty()));
-        if port.is_none() {
-            return Err(format!("has {target:?}, which is not \"host:port\" with a port from 1 to 65535"));
-        }
-    }
-    Ok(Network::Allow(targets))
-}
-
-/// A size: bytes as a number, or a string with a unit (`KiB`, `MiB`, `GiB`,
-/// `K`, `M`, `G` binary; `KB`, `MB`, `GB` decimal).
-pub fn size(item: &Item) -> Option<u64> {
-    if let Some(bytes) = item.as_integer() {
-        return u64::try_from(bytes).ok().filter(|b| *b > 0);
-    }
-    parse_size(item.as_str()?)
-}
-
 pub fn parse_size(text: &str) -> Option<u64> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
@@ -211,6 +189,108 @@ pub fn parse_size(text: &str) -> Option<u64> {
     };
     number.parse::<u64>().ok()?.checked_mul(unit).filter(|b| *b > 0)
 }
+
+const PATHS: &str = "an array of paths, like [\"~/.config/gh\"]";
+const NETWORK: &str = "\"none\", \"loopback\", \"any\" or a list of \"host:port\", like [\"api.github.com:443\"]";
+const SIZE: &str = "a size, like \"512MiB\", \"2GiB\" or a number of bytes";
+
+/// `["~/.config/gh"]`.
+#[derive(JsonSchema)]
+#[schemars(transparent)]
+struct PathList(Vec<String>);
+
+impl<'de> Deserialize<'de> for PathList {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        strings(deserializer, PATHS).map(PathList)
+    }
+}
+
+/// `"none"`, `"loopback"`, `"any"` or `["host:port", ...]`.
+struct NetworkFile(Network);
+
+impl<'de> Deserialize<'de> for NetworkFile {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> Visitor<'de> for Either {
+            type Value = Network;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(NETWORK)
+            }
+            fn visit_str<E: de::Error>(self, word: &str) -> Result<Network, E> {
+                match word {
+                    "any" => Ok(Network::Any),
+                    "none" => Ok(Network::None),
+                    "loopback" => Ok(Network::Loopback),
+                    _ => Err(E::custom(format!("must be {NETWORK}"))),
+                }
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Network, A::Error> {
+                let mut targets = Vec::new();
+                while let Some(target) = seq.next_element::<String>()? {
+                    let port =
+                        target.rsplit_once(':').and_then(|(host, port)| port.parse::<u16>().ok().filter(|p| *p > 0 && !host.is_empty()));
+                    if port.is_none() {
+                        return Err(de::Error::custom(format!("has {target:?}, which is not \"host:port\" with a port from 1 to 65535")));
+                    }
+                    targets.push(target);
+                }
+                Ok(Network::Allow(targets))
+            }
+        }
+        deserializer.deserialize_any(Either).map(NetworkFile)
+    }
+}
+
+impl JsonSchema for NetworkFile {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Network".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "anyOf": [
+                { "type": "string", "enum": ["any", "none", "loopback"] },
+                { "type": "array", "items": { "type": "string", "pattern": "^.+:[0-9]+$" } }
+            ]
+        })
+    }
+}
+
+scalar_type!(
+    /// Bytes, or a size with a unit.
+    Size(u64),
+    SIZE,
+    {
+        "description": SIZE,
+        "anyOf": [{ "type": "integer", "minimum": 1 }, { "type": "string", "pattern": "^\\s*[0-9]+\\s*(B|K|KiB|M|MiB|G|GiB|KB|MB|GB)?\\s*$" }]
+    },
+    |value: Scalar| match value {
+        Scalar::Int(bytes) => u64::try_from(bytes).ok().filter(|b| *b > 0),
+        Scalar::Str(text) => parse_size(&text),
+        _ => None,
+    }
+);
+
+scalar_type!(
+    /// A whole number above zero.
+    AboveZero(u64),
+    "a whole number above zero",
+    { "type": "integer", "minimum": 1 },
+    |value: Scalar| match value {
+        Scalar::Int(n) => u64::try_from(n).ok().filter(|n| *n > 0),
+        _ => None,
+    }
+);
+
+scalar_type!(
+    /// `preset = "standard"`.
+    Preset(()),
+    "\"standard\" (the only preset)",
+    { "const": STANDARD },
+    |value: Scalar| matches!(value, Scalar::Str(word) if word == STANDARD).then_some(())
+);
 
 #[cfg(test)]
 mod tests {

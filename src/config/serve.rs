@@ -24,19 +24,21 @@
 
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
 use toml_edit::Item;
 
-use super::expand::{is_only_reference, Syntax};
+use super::de::{from_node, Node};
+use super::serve_auth::ServeAuthFile;
 pub use super::serve_auth::{AuthSettings, IntrospectionSettings};
-use super::serve_policy::{expand_secret, read_keys, read_policy, KeySettings, PolicySettings};
+use super::serve_policy::{expand_secret, into_keys, named_rules, KeyFile, PolicyFile, Reference, REFERENCE_PATTERN};
+use super::serve_policy::{KeySettings, PolicySettings};
+use super::values::{scalar_type, schema_as, string_list, Ordered, RateLimitFile, Scalar, TABLE_EXAMPLES};
 use crate::error::ConfigError;
 use crate::rate_limit::RateLimit;
 
 /// Most `workers` the table may ask for (`serve --workers` has the same bound).
 pub const MAX_WORKERS: usize = 1024;
-
-const KEYS: [&str; 10] =
-    ["token", "allowed_origins", "client_roots", "tls_cert", "tls_key", "auth", "keys", "policy", "caller_limits", "workers"];
 
 /// The `[serve]` table, its references not yet expanded.
 #[derive(Clone, Default, PartialEq)]
@@ -133,106 +135,113 @@ pub fn check_token(token: &str, source: &str) -> Result<(), String> {
     Err(format!("the serve token from {source} {why}, as anyone who can reach the port may guess it: make one with `openssl rand -hex 32`"))
 }
 
+/// `[serve]` as written.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServeFile {
+    /// One `${VAR}` reference naming the variable that holds the bearer token.
+    token: Option<Token>,
+    /// Origins allowed besides the loopback ones.
+    allowed_origins: Option<Origins>,
+    /// Servers without `roots` get the client's (one local user).
+    client_roots: Option<bool>,
+    /// Serve HTTPS: the PEM chain and its key, both or neither, relative to this file's folder.
+    tls_cert: Option<PemPath>,
+    tls_key: Option<PemPath>,
+    auth: Option<ServeAuthFile>,
+    /// Named API keys, each its own identity: `[serve.keys.NAME]`.
+    keys: Option<Ordered<KeyFile>>,
+    policy: Option<PolicyFile>,
+    /// Tool calls per second and at once of each identity apart.
+    caller_limits: Option<RateLimitFile>,
+    /// Threads serving HTTP connections and sessions (default: one per core).
+    workers: Option<Workers>,
+}
+
+/// `[serve] token`.
+struct Token(String);
+
+impl<'de> Deserialize<'de> for Token {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let refused = "must be one reference such as \"${MCPVISOR_TOKEN}\", naming the variable that holds the token: \
+                       a token written in the file would travel with every copy of it";
+        Reference::read(deserializer, "a string, such as \"${MCPVISOR_TOKEN}\"", refused).map(|reference| Token(reference.0))
+    }
+}
+
+schema_as!(Token, { "type": "string", "pattern": REFERENCE_PATTERN });
+
+/// `["https://app.example.com"]`.
+#[derive(JsonSchema)]
+#[schemars(transparent)]
+struct Origins(Vec<String>);
+
+impl<'de> Deserialize<'de> for Origins {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let expecting = "a list of origins, such as [\"https://app.example.com\"]";
+        string_list(deserializer, expecting, "must hold strings only, such as \"https://app.example.com\"").map(Origins)
+    }
+}
+
+scalar_type!(PemPath(String), "the path of a PEM file", { "type": "string", "minLength": 1 }, |value: Scalar| match value {
+    Scalar::Str(text) if !text.trim().is_empty() => Some(text),
+    _ => None,
+});
+
+scalar_type!(
+    Workers(usize),
+    "a whole number from 1 to 1024",
+    { "type": "integer", "minimum": 1, "maximum": MAX_WORKERS },
+    |value: Scalar| match value {
+        Scalar::Int(n) => usize::try_from(n).ok().filter(|n| (1..=MAX_WORKERS).contains(n)),
+        _ => None,
+    }
+);
+
 /// Reads `[serve]` of the file at `path`.
 pub(crate) fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigError> {
-    let invalid = |field: &str, message: &str| ConfigError::InvalidSetting {
+    let invalid =
+        |field: &str, message: &str| ConfigError::InvalidSetting { file: path.into(), field: field.into(), message: message.into() };
+    if item.as_table_like().is_none() {
+        return Err(invalid("serve.", "must be a table: write [serve] with token = \"${VAR}\" below it"));
+    }
+    let table: ServeFile = from_node(Node::Item(item), "serve", TABLE_EXAMPLES)
+        .map_err(|error| named_rules(error, item.get("policy")).into_setting_error(path))?;
+    let folder = path.parent().unwrap_or(Path::new(""));
+    let settings = ServeSettings {
         file: path.into(),
-        field: format!("serve.{field}"),
-        message: message.into(),
+        token: table.token.map(|token| token.0),
+        allowed_origins: table.allowed_origins.map_or_else(Vec::new, |origins| origins.0),
+        client_roots: table.client_roots.unwrap_or(false),
+        tls_cert: table.tls_cert.map(|cert| folder.join(cert.0)),
+        tls_key: table.tls_key.map(|key| folder.join(key.0)),
+        auth: table
+            .auth
+            .map(ServeAuthFile::into_settings)
+            .transpose()
+            .map_err(|error| error.under("serve.auth").into_setting_error(path))?,
+        keys: table
+            .keys
+            .map(into_keys)
+            .transpose()
+            .map_err(|error| error.under("serve.keys").into_setting_error(path))?
+            .unwrap_or_default(),
+        policy: table
+            .policy
+            .map(PolicyFile::into_policy)
+            .transpose()
+            .map_err(|error| error.under("serve.policy").into_setting_error(path))?,
+        caller_limits: table.caller_limits.map(|limits| limits.limit()),
+        workers: table.workers.map(|workers| workers.0),
     };
-    let table = item.as_table_like().ok_or_else(|| invalid("", "must be a table: write [serve] with token = \"${VAR}\" below it"))?;
-    let mut settings = ServeSettings { file: path.into(), ..ServeSettings::default() };
-    for (key, value) in table.iter() {
-        match key {
-            "token" => {
-                let text = value.as_str().ok_or_else(|| invalid(key, "must be a string, such as \"${MCPVISOR_TOKEN}\""))?;
-                if !is_only_reference(text, Syntax::Braced) {
-                    return Err(invalid(
-                        key,
-                        "must be one reference such as \"${MCPVISOR_TOKEN}\", naming the variable that holds the token: \
-                         a token written in the file would travel with every copy of it",
-                    ));
-                }
-                settings.token = Some(text.to_string());
-            }
-            "allowed_origins" => {
-                let origins =
-                    value.as_array().ok_or_else(|| invalid(key, "must be a list of origins, such as [\"https://app.example.com\"]"))?;
-                settings.allowed_origins = origins
-                    .iter()
-                    .map(|origin| origin.as_str().map(str::to_string))
-                    .collect::<Option<_>>()
-                    .ok_or_else(|| invalid(key, "must hold strings only, such as \"https://app.example.com\""))?;
-            }
-            "auth" => settings.auth = Some(super::serve_auth::read(path, value)?),
-            "client_roots" => {
-                settings.client_roots = value.as_bool().ok_or_else(|| invalid(key, "must be true or false"))?;
-            }
-            "tls_cert" | "tls_key" => {
-                let text =
-                    value.as_str().filter(|text| !text.trim().is_empty()).ok_or_else(|| invalid(key, "must be the path of a PEM file"))?;
-                let resolved = path.parent().unwrap_or(Path::new("")).join(text);
-                if key == "tls_cert" {
-                    settings.tls_cert = Some(resolved);
-                } else {
-                    settings.tls_key = Some(resolved);
-                }
-            }
-            "keys" => settings.keys = read_keys(path, value)?,
-            "policy" => settings.policy = Some(read_policy(path, value)?),
-            "caller_limits" => settings.caller_limits = Some(read_caller_limits(path, value)?),
-            "workers" => {
-                let workers = value.as_integer().and_then(|n| usize::try_from(n).ok()).filter(|n| (1..=MAX_WORKERS).contains(n));
-                settings.workers = Some(workers.ok_or_else(|| invalid(key, &format!("must be a whole number from 1 to {MAX_WORKERS}")))?);
-            }
-            _ => {
-                return Err(ConfigError::UnknownKey { file: path.into(), server: None, key: format!("serve.{key}"), known: KEYS.to_vec() })
-            }
-        }
+    if settings.caller_limits.is_some_and(|limits| limits.is_empty()) {
+        return Err(invalid("serve.caller_limits", "limits nothing: give `rate` (calls per second) or `concurrent` (calls at once)"));
     }
     if settings.tls_cert.is_some() != settings.tls_key.is_some() {
-        let missing = if settings.tls_cert.is_none() { "tls_cert" } else { "tls_key" };
+        let missing = if settings.tls_cert.is_none() { "serve.tls_cert" } else { "serve.tls_key" };
         return Err(invalid(missing, "is missing: TLS needs both tls_cert (the PEM chain) and tls_key (its private key)"));
     }
     Ok(settings)
-}
-
-/// Reads `[serve.caller_limits]`: `rate` (calls per second, > 0), `burst`
-/// and `concurrent` (whole numbers ≥ 1); at least one of `rate` and
-/// `concurrent`.
-fn read_caller_limits(path: &Path, item: &Item) -> Result<RateLimit, ConfigError> {
-    let invalid = |field: &str, message: &str| ConfigError::InvalidSetting {
-        file: path.into(),
-        field: format!("serve.caller_limits{field}"),
-        message: message.into(),
-    };
-    let table = item.as_table_like().ok_or_else(|| invalid("", "must be a table such as { rate = 5, burst = 10, concurrent = 4 }"))?;
-    let count = |key: &str, value: &Item| {
-        value
-            .as_integer()
-            .and_then(|n| u32::try_from(n).ok())
-            .filter(|n| *n >= 1)
-            .ok_or_else(|| invalid(&format!(".{key}"), "must be a whole number, 1 or more"))
-    };
-    let mut limit = RateLimit::default();
-    for (key, value) in table.iter() {
-        match key {
-            "rate" => {
-                let rate = value.as_float().or_else(|| value.as_integer().map(|n| n as f64)).filter(|rate| rate.is_finite() && *rate > 0.0);
-                limit.rate = Some(rate.ok_or_else(|| invalid(".rate", "must be a number of calls per second above 0, such as 5 or 0.5"))?);
-            }
-            "burst" => limit.burst = Some(count(key, value)?),
-            "concurrent" => limit.concurrent = Some(count(key, value)? as usize),
-            _ => {
-                let known = vec!["rate", "burst", "concurrent"];
-                return Err(ConfigError::UnknownKey { file: path.into(), server: None, key: format!("serve.caller_limits.{key}"), known });
-            }
-        }
-    }
-    if limit.is_empty() {
-        return Err(invalid("", "limits nothing: give `rate` (calls per second) or `concurrent` (calls at once)"));
-    }
-    Ok(limit)
 }
 
 #[cfg(test)]

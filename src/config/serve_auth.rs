@@ -18,17 +18,15 @@
 //! its `client_id` and `client_secret` must each be one `${VAR}` reference,
 //! expanded when `serve` starts, like `[serve] token`.
 
-use std::path::Path;
 use std::time::Duration;
 
-use toml_edit::Item;
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
 
+use super::de::DeError;
 use super::duration::parse_duration;
-use super::expand::{is_only_reference, Syntax};
-use crate::error::ConfigError;
-
-const KEYS: [&str; 8] = ["issuer", "audience", "algorithms", "leeway", "required_scopes", "claims", "introspection", "jwks_min_refresh"];
-const INTROSPECTION_KEYS: [&str; 3] = ["endpoint", "client_id", "client_secret"];
+use super::serve_policy::{Reference, REFERENCE_PATTERN};
+use super::values::{scalar, scalar_or, schema_as, Scalar, Strings, DURATION_PATTERN};
 
 /// The signature algorithms a token may use: asymmetric only, since the
 /// keys come from a public JWKS (HS* would make the public key a secret).
@@ -79,150 +77,149 @@ impl std::fmt::Debug for IntrospectionSettings {
     }
 }
 
-/// An absolute `http(s)` URL, or why not.
-fn http_url(text: &str) -> Result<url::Url, &'static str> {
-    match url::Url::parse(text) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(url),
-        _ => Err("must be an absolute http(s) URL, such as \"https://login.example.com\""),
+/// `[serve.auth]` as written.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServeAuthFile {
+    /// The issuer's URL, exactly as its tokens' `iss` says it; its metadata and JWKS are fetched from there.
+    issuer: Option<HttpUrl>,
+    /// This gateway's resource URI: tokens must name it in `aud`.
+    audience: Option<HttpUrl>,
+    /// Signature algorithms accepted (default RS256 and ES256; never `none`, never HS*).
+    algorithms: Option<Strings>,
+    /// Clock skew allowed on exp/nbf (default 60s, at most 10m).
+    leeway: Option<Lapse>,
+    required_scopes: Option<Strings>,
+    /// Claims kept in the caller's identity.
+    claims: Option<Strings>,
+    introspection: Option<IntrospectionFile>,
+    /// Least time between two fetches of the JWKS (default 30s, at least 1s).
+    jwks_min_refresh: Option<Lapse>,
+}
+
+/// `introspection = { endpoint, client_id, client_secret }` (RFC 7662).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct IntrospectionFile {
+    endpoint: Option<HttpUrl>,
+    client_id: Option<Credential>,
+    client_secret: Option<Credential>,
+}
+
+/// An absolute `http(s)` URL.
+struct HttpUrl(String);
+
+impl<'de> Deserialize<'de> for HttpUrl {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let url = |value: Scalar| match value {
+            Scalar::Str(text) => match url::Url::parse(&text) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(HttpUrl(text)),
+                _ => Err("must be an absolute http(s) URL, such as \"https://login.example.com\"".to_string()),
+            },
+            _ => Err("must be a string URL".to_string()),
+        };
+        scalar_or(deserializer, "a string URL", url)
     }
 }
 
-/// Reads `[serve.auth]` of the file at `path`.
-pub(crate) fn read(path: &Path, item: &Item) -> Result<AuthSettings, ConfigError> {
-    let invalid = |field: &str, message: &str| ConfigError::InvalidSetting {
-        file: path.into(),
-        field: format!("serve.auth.{field}").trim_end_matches('.').into(),
-        message: message.into(),
-    };
-    let table = item.as_table_like().ok_or_else(|| invalid("", "must be a table with issuer and audience"))?;
-    let strings = |key: &str, value: &Item| -> Result<Vec<String>, ConfigError> {
-        let list = value.as_array().ok_or_else(|| invalid(key, "must be a list of strings"))?;
-        list.iter()
-            .map(|entry| entry.as_str().map(str::to_string))
-            .collect::<Option<_>>()
-            .ok_or_else(|| invalid(key, "must hold strings only"))
-    };
-    let mut settings = AuthSettings {
-        issuer: String::new(),
-        audience: String::new(),
-        algorithms: DEFAULT_ALGORITHMS.map(String::from).to_vec(),
-        leeway: DEFAULT_LEEWAY,
-        required_scopes: Vec::new(),
-        claims: Vec::new(),
-        introspection: None,
-        jwks_min_refresh: DEFAULT_JWKS_MIN_REFRESH,
-    };
-    for (key, value) in table.iter() {
-        match key {
-            "issuer" | "audience" => {
-                let text = value.as_str().ok_or_else(|| invalid(key, "must be a string URL"))?;
-                http_url(text).map_err(|why| invalid(key, why))?;
-                if key == "issuer" {
-                    settings.issuer = text.to_string();
-                } else {
-                    settings.audience = text.to_string();
-                }
-            }
-            "algorithms" => {
-                let names = strings(key, value)?;
-                if let Some(bad) = names.iter().find(|name| !ALGORITHMS.contains(&name.as_str())) {
-                    let why = match bad.to_ascii_lowercase() {
-                        lower if lower == "none" => "lists `none`: unsigned tokens are never accepted".to_string(),
-                        lower if lower.starts_with("hs") => {
-                            format!("lists {bad}: HMAC needs a shared secret, and the keys come from the issuer's public JWKS")
-                        }
-                        _ => format!("lists {bad:?}; the known ones are {}", ALGORITHMS.join(", ")),
-                    };
-                    return Err(invalid(key, &why));
-                }
-                if names.is_empty() {
-                    return Err(invalid(key, "is empty: list at least one, such as [\"RS256\"]"));
-                }
-                settings.algorithms = names;
-            }
-            "leeway" => {
-                let leeway = value.as_str().and_then(parse_duration).ok_or_else(|| invalid(key, "must be a duration such as \"60s\""))?;
-                if leeway > MAX_LEEWAY {
-                    return Err(invalid(key, "is over 10m: that would accept tokens long expired"));
-                }
-                settings.leeway = leeway;
-            }
-            "jwks_min_refresh" => {
-                let every = value.as_str().and_then(parse_duration).ok_or_else(|| invalid(key, "must be a duration such as \"30s\""))?;
-                if every < MIN_JWKS_MIN_REFRESH {
-                    return Err(invalid(key, "is under 1s: each token naming an unknown key could then cost the issuer a request"));
-                }
-                settings.jwks_min_refresh = every;
-            }
-            "required_scopes" => settings.required_scopes = strings(key, value)?,
-            "claims" => settings.claims = strings(key, value)?,
-            "introspection" => settings.introspection = Some(read_introspection(path, value)?),
-            _ => {
-                return Err(ConfigError::UnknownKey {
-                    file: path.into(),
-                    server: None,
-                    key: format!("serve.auth.{key}"),
-                    known: KEYS.to_vec(),
-                })
-            }
-        }
+/// A `${VAR}` reference to a credential of the introspection client.
+struct Credential(String);
+
+impl<'de> Deserialize<'de> for Credential {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let refused = "must be one reference such as \"${INTROSPECTION_SECRET}\": credentials stay out of the file";
+        Reference::read(deserializer, "a string", refused).map(|reference| Credential(reference.0))
     }
-    if settings.issuer.is_empty() {
-        return Err(invalid("issuer", "is missing: the URL of the authorization server whose tokens are accepted"));
-    }
-    if settings.audience.is_empty() {
-        return Err(invalid(
-            "audience",
-            "is missing: this gateway's own URL, such as \"https://mcp.example.com/mcp\", which tokens must name",
-        ));
-    }
-    Ok(settings)
 }
 
-fn read_introspection(path: &Path, item: &Item) -> Result<IntrospectionSettings, ConfigError> {
-    let invalid = |field: &str, message: &str| ConfigError::InvalidSetting {
-        file: path.into(),
-        field: format!("serve.auth.introspection.{field}").trim_end_matches('.').into(),
-        message: message.into(),
-    };
-    let table = item.as_table_like().ok_or_else(|| invalid("", "must be a table with client_id and client_secret"))?;
-    let (mut endpoint, mut client_id, mut client_secret) = (None, None, None);
-    for (key, value) in table.iter() {
-        let text = value.as_str().ok_or_else(|| invalid(key, "must be a string"))?;
-        match key {
-            "endpoint" => {
-                http_url(text).map_err(|why| invalid(key, why))?;
-                endpoint = Some(text.to_string());
-            }
-            "client_id" | "client_secret" => {
-                if !is_only_reference(text, Syntax::Braced) {
-                    return Err(invalid(
-                        key,
-                        "must be one reference such as \"${INTROSPECTION_SECRET}\": credentials stay out of the file",
-                    ));
-                }
-                *(if key == "client_id" { &mut client_id } else { &mut client_secret }) = Some(text.to_string());
-            }
-            _ => {
-                return Err(ConfigError::UnknownKey {
-                    file: path.into(),
-                    server: None,
-                    key: format!("serve.auth.introspection.{key}"),
-                    known: INTROSPECTION_KEYS.to_vec(),
-                })
-            }
-        }
+/// A duration written with its unit, like `"60s"`.
+struct Lapse(Duration);
+
+impl<'de> Deserialize<'de> for Lapse {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let lapse = |value: Scalar| match value {
+            Scalar::Str(text) => parse_duration(&text).map(Lapse),
+            _ => None,
+        };
+        scalar(deserializer, "a duration such as \"60s\"", lapse)
     }
-    match (client_id, client_secret) {
-        (Some(client_id), Some(client_secret)) => Ok(IntrospectionSettings { endpoint, client_id, client_secret }),
-        (None, _) => Err(invalid("client_id", "is missing: the gateway authenticates to the introspection endpoint")),
-        (_, None) => Err(invalid("client_secret", "is missing: the gateway authenticates to the introspection endpoint")),
+}
+
+schema_as!(HttpUrl, { "type": "string", "format": "uri", "pattern": "^https?://" });
+schema_as!(Credential, { "type": "string", "pattern": REFERENCE_PATTERN });
+schema_as!(Lapse, { "type": "string", "pattern": DURATION_PATTERN });
+
+impl ServeAuthFile {
+    pub(crate) fn into_settings(self) -> Result<AuthSettings, DeError> {
+        let issuer = self
+            .issuer
+            .ok_or_else(|| DeError::field("issuer", "is missing: the URL of the authorization server whose tokens are accepted"))?;
+        let audience = self.audience.ok_or_else(|| {
+            DeError::field(
+                "audience",
+                "is missing: this gateway's own URL, such as \"https://mcp.example.com/mcp\", which tokens must name",
+            )
+        })?;
+        let algorithms = self.algorithms.map_or_else(|| DEFAULT_ALGORITHMS.map(String::from).to_vec(), |names| names.0);
+        if let Some(bad) = algorithms.iter().find(|name| !ALGORITHMS.contains(&name.as_str())) {
+            let why = match bad.to_ascii_lowercase() {
+                lower if lower == "none" => "lists `none`: unsigned tokens are never accepted".to_string(),
+                lower if lower.starts_with("hs") => {
+                    format!("lists {bad}: HMAC needs a shared secret, and the keys come from the issuer's public JWKS")
+                }
+                _ => format!("lists {bad:?}; the known ones are {}", ALGORITHMS.join(", ")),
+            };
+            return Err(DeError::field("algorithms", why));
+        }
+        if algorithms.is_empty() {
+            return Err(DeError::field("algorithms", "is empty: list at least one, such as [\"RS256\"]"));
+        }
+        let leeway = self.leeway.map_or(DEFAULT_LEEWAY, |lapse| lapse.0);
+        if leeway > MAX_LEEWAY {
+            return Err(DeError::field("leeway", "is over 10m: that would accept tokens long expired"));
+        }
+        let jwks_min_refresh = self.jwks_min_refresh.map_or(DEFAULT_JWKS_MIN_REFRESH, |lapse| lapse.0);
+        if jwks_min_refresh < MIN_JWKS_MIN_REFRESH {
+            return Err(DeError::field(
+                "jwks_min_refresh",
+                "is under 1s: each token naming an unknown key could then cost the issuer a request",
+            ));
+        }
+        let introspection = match self.introspection {
+            None => None,
+            Some(IntrospectionFile { endpoint, client_id, client_secret }) => {
+                let missing = |key: &str| {
+                    DeError::field(&format!("introspection.{key}"), "is missing: the gateway authenticates to the introspection endpoint")
+                };
+                let client_id = client_id.ok_or_else(|| missing("client_id"))?.0;
+                let client_secret = client_secret.ok_or_else(|| missing("client_secret"))?.0;
+                Some(IntrospectionSettings { endpoint: endpoint.map(|url| url.0), client_id, client_secret })
+            }
+        };
+        Ok(AuthSettings {
+            issuer: issuer.0,
+            audience: audience.0,
+            algorithms,
+            leeway,
+            required_scopes: self.required_scopes.map_or_else(Vec::new, |scopes| scopes.0),
+            claims: self.claims.map_or_else(Vec::new, |claims| claims.0),
+            introspection,
+            jwks_min_refresh,
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::de::{from_node, Node};
+    use std::path::Path;
+
+    /// Reads (as `[serve]` does) `[serve.auth]` of the file at `path`.
+    fn read(path: &Path, item: &toml_edit::Item) -> Result<AuthSettings, crate::error::ConfigError> {
+        let table: ServeAuthFile = from_node(Node::Item(item), "serve.auth", &[]).map_err(|error| error.into_setting_error(path))?;
+        table.into_settings().map_err(|error| error.under("serve.auth").into_setting_error(path))
+    }
 
     fn auth(body: &str) -> Result<AuthSettings, String> {
         let document: toml_edit::DocumentMut = format!("[serve.auth]\n{body}\n").parse().unwrap();

@@ -20,15 +20,16 @@
 
 use std::path::Path;
 
+use schemars::JsonSchema;
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use toml_edit::Item;
 
+use super::de::{from_node, DeError, Node};
 use super::expand::{expand, is_only_reference, Problem, Syntax};
+use super::values::{scalar_or, scalar_type, schema_as, MaybeText, Ordered, Scalar, Strings};
 use crate::error::ConfigError;
-
-const KEY_KEYS: [&str; 4] = ["token", "token_file", "scopes", "claims"];
-const POLICY_KEYS: [&str; 2] = ["default", "rules"];
-const RULE_KEYS: [&str; 7] = ["name", "effect", "servers", "tools", "prompts", "resources", "when"];
 
 /// One named API key: its holder is `subject` with these scopes and claims.
 #[derive(Clone, PartialEq, Eq)]
@@ -141,153 +142,214 @@ pub(crate) fn expand_secret(
     }
 }
 
-fn invalid(path: &Path, field: &str, message: impl Into<String>) -> ConfigError {
-    ConfigError::InvalidSetting { file: path.into(), field: field.into(), message: message.into() }
-}
+/// What a `${VAR}` reference looks like, for the JSON Schema.
+pub(crate) const REFERENCE_PATTERN: &str = r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$";
 
-fn unknown(path: &Path, key: String, known: &[&'static str]) -> ConfigError {
-    ConfigError::UnknownKey { file: path.into(), server: None, key, known: known.to_vec() }
-}
+/// A `${VAR}` reference that stands for a secret (`[serve] token`, the keys,
+/// the introspection client): a literal is refused with `refused`.
+pub(crate) struct Reference(pub String);
 
-/// Reads `[serve.keys]`: one table per key, named by its subject.
-pub(crate) fn read_keys(path: &Path, item: &Item) -> Result<Vec<KeySettings>, ConfigError> {
-    let table = item.as_table_like().ok_or_else(|| invalid(path, "serve.keys", "must be a table: write [serve.keys.NAME]"))?;
-    let mut keys = Vec::new();
-    for (subject, item) in table.iter() {
-        let field = |key: &str| format!("serve.keys.{subject}.{key}");
-        let key = item.as_table_like().ok_or_else(|| invalid(path, &field(""), "must be a table with token = \"${VAR}\""))?;
-        let mut settings =
-            KeySettings { subject: subject.to_string(), token: String::new(), token_file: None, scopes: Vec::new(), claims: Map::new() };
-        for (name, value) in key.iter() {
-            match name {
-                "token" => {
-                    let text = value.as_str().filter(|text| is_only_reference(text, Syntax::Braced)).ok_or_else(|| {
-                        invalid(
-                            path,
-                            &field(name),
-                            "must be one reference such as \"${ALICE_KEY}\", naming the variable that holds the key",
-                        )
-                    })?;
-                    settings.token = text.to_string();
-                }
-                "token_file" => {
-                    let text = value
-                        .as_str()
-                        .filter(|text| !text.trim().is_empty())
-                        .ok_or_else(|| invalid(path, &field(name), "must be the path of the file that holds the key"))?;
-                    settings.token_file = Some(text.into());
-                }
-                "scopes" => settings.scopes = strings(path, &field(name), value)?,
-                "claims" => {
-                    let claims =
-                        value.as_table_like().ok_or_else(|| invalid(path, &field(name), "must be a table, such as { team = \"red\" }"))?;
-                    for (claim, value) in claims.iter() {
-                        let value = value.as_value().and_then(claim_value).ok_or_else(|| {
-                            invalid(path, &field(&format!("claims.{claim}")), "must be a string, integer, boolean or list of them")
-                        })?;
-                        settings.claims.insert(claim.to_string(), value);
-                    }
-                }
-                other => return Err(unknown(path, field(other), &KEY_KEYS)),
-            }
-        }
-        match (settings.token.is_empty(), settings.token_file.is_some()) {
-            (true, false) => {
-                return Err(invalid(path, &field("token"), "is missing: write token = \"${VAR}\" or token_file = \"/run/secrets/NAME\""))
-            }
-            (false, true) => return Err(invalid(path, &field("token_file"), "cannot be given with token: keep one of them")),
-            _ => {}
-        }
-        keys.push(settings);
+impl Reference {
+    pub(crate) fn read<'de, D: Deserializer<'de>>(deserializer: D, expecting: &'static str, refused: &str) -> Result<Self, D::Error> {
+        let reference = |value: Scalar| match value {
+            Scalar::Str(text) if is_only_reference(&text, Syntax::Braced) => Ok(Reference(text)),
+            Scalar::Str(_) => Err(refused.to_string()),
+            _ => Err(format!("must be {expecting}")),
+        };
+        scalar_or(deserializer, expecting, reference)
     }
-    Ok(keys)
 }
 
-fn claim_value(value: &toml_edit::Value) -> Option<Value> {
+/// `[serve.keys.NAME]`: one named API key.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct KeyFile {
+    /// One `${VAR}` reference naming the variable that holds the key.
+    token: Option<KeyToken>,
+    /// Or the file that holds it (a mounted secret), relative to this file's folder.
+    token_file: Option<KeyPath>,
+    scopes: Option<Strings>,
+    /// Claims of the key's identity: strings, integers, booleans or lists of them.
+    claims: Option<Ordered<Claim>>,
+}
+
+struct KeyToken(String);
+
+impl<'de> Deserialize<'de> for KeyToken {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let refused = "must be one reference such as \"${ALICE_KEY}\", naming the variable that holds the key";
+        Reference::read(deserializer, "a string, such as \"${ALICE_KEY}\"", refused).map(|reference| KeyToken(reference.0))
+    }
+}
+
+schema_as!(KeyToken, { "type": "string", "pattern": REFERENCE_PATTERN });
+
+scalar_type!(KeyPath(String), "the path of the file that holds the key", { "type": "string", "minLength": 1 }, |value: Scalar| {
     match value {
-        toml_edit::Value::String(text) => Some(Value::String(text.value().clone())),
-        toml_edit::Value::Integer(number) => Some(Value::from(*number.value())),
-        toml_edit::Value::Boolean(flag) => Some(Value::Bool(*flag.value())),
-        toml_edit::Value::Array(items) => items.iter().map(claim_value).collect::<Option<Vec<_>>>().map(Value::Array),
+        Scalar::Str(text) if !text.trim().is_empty() => Some(text),
         _ => None,
     }
-}
+});
 
-fn strings(path: &Path, field: &str, item: &Item) -> Result<Vec<String>, ConfigError> {
-    let list = item.as_array().ok_or_else(|| invalid(path, field, "must be a list of strings, such as [\"*\"]"))?;
-    list.iter()
-        .map(|entry| entry.as_str().map(str::to_string))
-        .collect::<Option<_>>()
-        .ok_or_else(|| invalid(path, field, "must hold strings only"))
-}
+/// A claim's value: a string, an integer, a boolean or a list of them.
+struct Claim(Value);
 
-fn effect(path: &Path, field: &str, item: &Item) -> Result<Effect, ConfigError> {
-    match item.as_str() {
-        Some("allow") => Ok(Effect::Allow),
-        Some("deny") => Ok(Effect::Deny),
-        _ => Err(invalid(path, field, "must be \"allow\" or \"deny\"")),
-    }
-}
-
-/// Reads `[serve.policy]`.
-pub(crate) fn read_policy(path: &Path, item: &Item) -> Result<PolicySettings, ConfigError> {
-    let table = item.as_table_like().ok_or_else(|| invalid(path, "serve.policy", "must be a table: write [serve.policy]"))?;
-    let mut policy = PolicySettings::default();
-    for (key, value) in table.iter() {
-        match key {
-            "default" => policy.default = effect(path, "serve.policy.default", value)?,
-            "rules" => {
-                let rules = value
-                    .as_array_of_tables()
-                    .ok_or_else(|| invalid(path, "serve.policy.rules", "must be tables: write [[serve.policy.rules]] for each rule"))?;
-                for (index, rule) in rules.iter().enumerate() {
-                    let rule = read_rule(path, index, rule)?;
-                    if policy.rules.iter().any(|other| other.name == rule.name) {
-                        return Err(invalid(
-                            path,
-                            &format!("serve.policy.rules.{}", rule.name),
-                            "is a second rule of that name: names must differ",
-                        ));
-                    }
-                    policy.rules.push(rule);
+impl<'de> Deserialize<'de> for Claim {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Plain;
+        impl<'de> Visitor<'de> for Plain {
+            type Value = Value;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string, integer, boolean or list of them")
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Value, E> {
+                Ok(Value::String(text.into()))
+            }
+            fn visit_i64<E: de::Error>(self, number: i64) -> Result<Value, E> {
+                Ok(Value::from(number))
+            }
+            fn visit_bool<E: de::Error>(self, flag: bool) -> Result<Value, E> {
+                Ok(Value::Bool(flag))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+                let mut items = Vec::new();
+                while let Some(Claim(item)) = seq.next_element::<Claim>()? {
+                    items.push(item);
                 }
+                Ok(Value::Array(items))
             }
-            other => return Err(unknown(path, format!("serve.policy.{other}"), &POLICY_KEYS)),
         }
+        deserializer.deserialize_any(Plain).map(Claim)
     }
-    Ok(policy)
 }
 
-fn read_rule(path: &Path, index: usize, table: &toml_edit::Table) -> Result<RuleSettings, ConfigError> {
-    let name = table.get("name").and_then(Item::as_str).map(str::trim).filter(|name| !name.is_empty());
-    let Some(name) = name else {
-        return Err(invalid(path, &format!("serve.policy.rules[{index}].name"), "is missing: every rule has a name, which denials cite"));
-    };
-    let mut rule = RuleSettings { name: name.to_string(), ..RuleSettings::default() };
-    let mut effect_set = false;
-    for (key, value) in table.iter() {
-        let field = format!("serve.policy.rules.{name}.{key}");
-        match key {
-            "name" => {}
-            "effect" => {
-                rule.effect = effect(path, &field, value)?;
-                effect_set = true;
+schema_as!(Claim, {
+    "anyOf": [
+        { "type": ["string", "integer", "boolean"] },
+        { "type": "array", "items": { "type": ["string", "integer", "boolean"] } }
+    ]
+});
+
+/// The keys of `[serve.keys]`, each checked: a token or a token file, one of them.
+pub(crate) fn into_keys(keys: Ordered<KeyFile>) -> Result<Vec<KeySettings>, DeError> {
+    let key = |(subject, file): (String, KeyFile)| {
+        let token = file.token.map(|token| token.0);
+        match (&token, &file.token_file) {
+            (None, None) => {
+                let message = "is missing: write token = \"${VAR}\" or token_file = \"/run/secrets/NAME\"";
+                return Err(DeError::field(&format!("{subject}.token"), message));
             }
-            "servers" => rule.servers = Some(strings(path, &field, value)?),
-            "tools" => rule.tools = Some(strings(path, &field, value)?),
-            "prompts" => rule.prompts = Some(strings(path, &field, value)?),
-            "resources" => rule.resources = Some(strings(path, &field, value)?),
-            "when" => {
-                let when = value.as_str().ok_or_else(|| invalid(path, &field, "must be a string holding a CEL expression"))?;
-                rule.when = Some(when.to_string());
+            (Some(_), Some(_)) => {
+                return Err(DeError::field(&format!("{subject}.token_file"), "cannot be given with token: keep one of them"))
             }
-            other => return Err(unknown(path, format!("serve.policy.rules.{name}.{other}"), &RULE_KEYS)),
+            _ => {}
         }
+        let claims = file.claims.unwrap_or_default().0.into_iter().map(|(name, claim)| (name, claim.0)).collect();
+        Ok(KeySettings {
+            subject,
+            token: token.unwrap_or_default(),
+            token_file: file.token_file.map(|path| path.0.into()),
+            scopes: file.scopes.map_or_else(Vec::new, |scopes| scopes.0),
+            claims,
+        })
+    };
+    keys.0.into_iter().map(key).collect()
+}
+
+/// Reads (as `[serve]` does) `[serve.keys]`: one table per key, named by its subject.
+#[cfg(test)]
+fn read_keys(path: &Path, item: &Item) -> Result<Vec<KeySettings>, ConfigError> {
+    let keys: Ordered<KeyFile> =
+        from_node(Node::Item(item), "serve.keys", crate::config::values::TABLE_EXAMPLES).map_err(|error| error.into_setting_error(path))?;
+    into_keys(keys).map_err(|error| error.under("serve.keys").into_setting_error(path))
+}
+
+/// `[serve.policy]` as written.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PolicyFile {
+    /// What happens to a request no rule matches (default: allow).
+    default: Option<EffectWord>,
+    /// `[[serve.policy.rules]]`, each named; deny wins.
+    rules: Option<Vec<RuleFile>>,
+}
+
+/// One `[[serve.policy.rules]]`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RuleFile {
+    /// Denials cite it; names differ.
+    name: Option<String>,
+    effect: Option<EffectWord>,
+    /// Globs on server names; omitted: any server.
+    servers: Option<Strings>,
+    /// Globs on the server's own tool names.
+    tools: Option<Strings>,
+    prompts: Option<Strings>,
+    /// Globs on resource URIs and URI templates.
+    resources: Option<Strings>,
+    /// A CEL expression that must be true for the rule to apply.
+    when: Option<String>,
+}
+
+scalar_type!(EffectWord(Effect), "\"allow\" or \"deny\"", { "type": "string", "enum": ["allow", "deny"] }, |value: Scalar| {
+    match value {
+        Scalar::Str(word) if word == "allow" => Some(Effect::Allow),
+        Scalar::Str(word) if word == "deny" => Some(Effect::Deny),
+        _ => None,
     }
-    if !effect_set {
-        return Err(invalid(path, &format!("serve.policy.rules.{name}.effect"), "is missing: write effect = \"allow\" or \"deny\""));
+});
+
+impl PolicyFile {
+    pub(crate) fn into_policy(self) -> Result<PolicySettings, DeError> {
+        let mut policy = PolicySettings { default: self.default.map_or(Effect::Allow, |effect| effect.0), rules: Vec::new() };
+        for (index, rule) in self.rules.unwrap_or_default().into_iter().enumerate() {
+            let Some(name) = rule.name.map(|name| name.trim().to_string()).filter(|name| !name.is_empty()) else {
+                return Err(DeError::field(&format!("rules[{index}].name"), "is missing: every rule has a name, which denials cite"));
+            };
+            let effect = rule
+                .effect
+                .ok_or_else(|| DeError::field(&format!("rules.{name}.effect"), "is missing: write effect = \"allow\" or \"deny\""))?;
+            if policy.rules.iter().any(|other| other.name == name) {
+                return Err(DeError::field(&format!("rules.{name}"), "is a second rule of that name: names must differ"));
+            }
+            let globs = |list: Option<Strings>| list.map(|list| list.0);
+            policy.rules.push(RuleSettings {
+                name,
+                effect: effect.0,
+                servers: globs(rule.servers),
+                tools: globs(rule.tools),
+                prompts: globs(rule.prompts),
+                resources: globs(rule.resources),
+                when: rule.when,
+            });
+        }
+        Ok(policy)
     }
-    Ok(rule)
+}
+
+/// The error with the rule it is about named as the file names it
+/// (`serve.policy.rules.NAME.tools`), not by its place (`rules[2]`).
+pub(crate) fn named_rules(error: DeError, policy: Option<&Item>) -> DeError {
+    let Some(rules) = policy.and_then(|policy| policy.get("rules")) else { return error };
+    let listed: Result<Vec<Ordered<MaybeText>>, DeError> = from_node(Node::Item(rules), "", &[]);
+    let names: Vec<Option<String>> = listed
+        .map(|rules| rules.into_iter().map(|rule| rule.0.into_iter().find(|(key, _)| key == "name").and_then(|(_, name)| name.0)).collect())
+        .unwrap_or_default();
+    error.renamed(|path| {
+        let rest = path.strip_prefix("serve.policy.rules[")?;
+        let (index, rest) = rest.split_once(']')?;
+        let name = names.get(index.parse::<usize>().ok()?)?.as_ref()?;
+        Some(format!("serve.policy.rules.{name}{rest}"))
+    })
+}
+
+/// Reads (as `[serve]` does) `[serve.policy]`.
+#[cfg(test)]
+fn read_policy(path: &Path, item: &Item) -> Result<PolicySettings, ConfigError> {
+    let policy: PolicyFile =
+        from_node(Node::Item(item), "serve.policy", &[]).map_err(|error| named_rules(error, Some(item)).into_setting_error(path))?;
+    policy.into_policy().map_err(|error| error.under("serve.policy").into_setting_error(path))
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ use crate::error::ConfigError;
 use schema::{parse_document, servers_table};
 
 pub use edit::{remove, set_enabled, upsert};
+pub(crate) use schema::json_schema;
 pub use schema::{DEFAULT_MAX_RESTARTS, KEYS};
 
 /// The servers of the file, in file order; a missing file has none.
@@ -346,6 +347,37 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
         assert!(parse_error("[servers]\ns = 1\n").contains("`servers.s` must be a table: write [servers.s]"));
         assert!(parse_error("servers = 1\n").contains("`servers` must be a table"));
         assert!(parse_error("[servers.s\n").starts_with("servers.toml: not valid TOML: "));
+    }
+
+    #[test]
+    fn the_keys_written_are_the_keys_read_and_the_keys_described() {
+        assert_eq!(crate::config::de::fields_of::<read::ServerFile>(), KEYS);
+        let schema = json_schema();
+        let keys = |value: &serde_json::Value| value["properties"].as_object().map(|p| p.keys().cloned().collect::<Vec<_>>());
+        let sorted = |keys: &[&str]| {
+            let mut keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+            keys.sort();
+            keys
+        };
+        assert_eq!(keys(&schema), Some(sorted(&schema::TOP_LEVEL_KEYS)));
+        assert_eq!(keys(&schema["$defs"]["ServerFile"]), Some(sorted(&KEYS)));
+    }
+
+    #[test]
+    fn each_kind_of_value_says_what_to_write_and_what_it_found() {
+        let cases = [
+            ("transport = \"in-process\"", "`transport` is \"in-process\": such a server is registered in code"),
+            ("url = \"https://x\"\nauth = \"t\"", "`auth` must be a table, like { type = \"bearer\", token = \"${TOKEN}\" }, not string"),
+            ("command = \"x\"\nintensity = \"3\"", "`intensity` must be a whole number of at least 1, not string"),
+            ("command = \"x\"\nenabled = \"yes\"", "`enabled` must be true or false, not string"),
+            ("command = \"x\"\nenv = { A = { B = \"c\" } }", "`env.A` must be a string, not inline table"),
+            ("command = \"x\"\nsandbox = { memory = \"lots\" }", "`sandbox.memory` must be a size, like \"512MiB\""),
+            ("command = \"x\"\nsandbox = { wirte = [] }", "unknown key `sandbox.wirte`; the known keys are read, write, network"),
+        ];
+        for (body, expected) in cases {
+            let message = parse_error(&format!("[servers.s]\n{body}\n"));
+            assert!(message.starts_with("servers.toml: server \"s\": ") && message.contains(expected), "{body:?}: {message}");
+        }
     }
 
     #[test]

@@ -1,353 +1,353 @@
-//! Reading one server's table: strict, every error naming the file, the
-//! server and the key, and saying what to write.
+//! One server's table: the file's shape ([`ServerFile`], read by serde and
+//! described by the JSON Schema), then the checks between its keys, every
+//! error naming the file, the server and the key, and saying what to write.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use toml_edit::{Item, TableLike, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toml_edit::Item;
 
-use super::schema::{
-    not_a_server_table, Restart, BACKOFF_KEYS, DEFAULT_MAX_RESTARTS, IDENTITY_PROVIDER_KEYS, KEYS, LIMITS_KEYS, OAUTH_KEYS, TOOLS_KEYS,
-};
-use crate::config::duration::parse_duration;
-use crate::config::{Auth, Grant, IdentityProvider, Keyword, OAuthConfig, ServerConfig, ToolFilter, Transport};
+use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS};
+use crate::config::de::{from_node, DeError, Node};
+use crate::config::sandbox::SandboxFile;
+use crate::config::values::{Count, Rate, RateLimitFile, Seconds, Span, TextList, TextMap, Word, TABLE_EXAMPLES};
+use crate::config::{Auth, Era, Grant, IdentityProvider, OAuthConfig, ServerConfig, ToolFilter, Transport};
 use crate::error::ConfigError;
 use crate::rate_limit::{RateLimit, RateLimits};
 use crate::restart::{Cooldown, RestartPolicy};
 
-/// Reads the values of one server's table, naming the file, the server and
-/// the key in every error.
-struct Reader<'a> {
-    file: &'a Path,
-    server: &'a str,
+/// `[servers.NAME]`: one MCP server; every key may be left out. The
+/// fields' order is the order of `KEYS`, in which new keys are written.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServerFile {
+    /// How the server is reached (default: `stdio`, or `http` when only `url` is set).
+    transport: Option<Word<Transport>>,
+    /// The program of a stdio server; `${VAR}` references are expanded when it starts.
+    command: Option<String>,
+    args: Option<TextList>,
+    /// Added to the child's environment, after the safe inherited set.
+    env: Option<TextMap>,
+    cwd: Option<String>,
+    /// Pass this process's whole environment instead of the safe set.
+    inherit_env: Option<bool>,
+    /// The endpoint of an http or sse server.
+    url: Option<String>,
+    headers: Option<TextMap>,
+    auth: Option<AuthFile>,
+    enabled: Option<bool>,
+    /// The time-out of a tool call, in seconds (default 60).
+    timeout: Option<Seconds>,
+    startup_timeout: Option<Seconds>,
+    shutdown_grace: Option<Seconds>,
+    /// How far progress notifications may push a call's time-out out.
+    max_timeout: Option<Seconds>,
+    /// Ping the server this often; no answer within `timeout` restarts it.
+    health_ping: Option<Seconds>,
+    restart: Option<Word<Restart>>,
+    /// Restarts allowed with `restart = "on-failure"` (default 5).
+    max_restarts: Option<Count<u32, 0>>,
+    /// Restarts allowed within `period` before the server is failed (default 5).
+    intensity: Option<Count<usize, 1>>,
+    period: Option<Span>,
+    backoff: Option<BackoffFile>,
+    /// The wait before a failed server is tried again, or `false` to give it up.
+    cooldown: Option<CooldownFile>,
+    era: Option<Word<Era>>,
+    roots: Option<TextList>,
+    tools: Option<ToolsFile>,
+    max_in_flight: Option<Count<usize, 1>>,
+    max_queued: Option<Count<usize, 0>>,
+    max_frame: Option<Count<usize, 1024>>,
+    max_list_pages: Option<Count<usize, 1>>,
+    max_list_items: Option<Count<usize, 1>>,
+    limits: Option<LimitsFile>,
+    sandbox: Option<SandboxFile>,
 }
 
-impl Reader<'_> {
-    fn invalid(&self, field: &str, message: impl Into<String>) -> ConfigError {
-        ConfigError::InvalidField { file: self.file.into(), server: self.server.into(), field: field.into(), message: message.into() }
-    }
+/// `{ initial = "100ms", max = "30s" }`: either may be left out.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BackoffFile {
+    initial: Option<Span>,
+    max: Option<Span>,
+}
 
-    fn unknown_key(&self, key: String, known: &[&'static str]) -> ConfigError {
-        ConfigError::UnknownKey { file: self.file.into(), server: Some(self.server.into()), key, known: known.to_vec() }
-    }
+/// `cooldown`: a [`BackoffFile`] table, or `false`.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+enum CooldownFile {
+    On(bool),
+    Table(BackoffFile),
+}
 
-    fn string(&self, field: &str, item: &Item) -> Result<String, ConfigError> {
-        item.as_str().map(str::to_owned).ok_or_else(|| self.invalid(field, format!("must be a string, not {}", item.type_name())))
-    }
-
-    fn bool(&self, field: &str, item: &Item) -> Result<bool, ConfigError> {
-        item.as_bool().ok_or_else(|| self.invalid(field, format!("must be true or false, not {}", item.type_name())))
-    }
-
-    fn strings(&self, field: &str, item: &Item) -> Result<Vec<String>, ConfigError> {
-        let array = item
-            .as_array()
-            .ok_or_else(|| self.invalid(field, format!("must be an array of strings, like [\"a\", \"b\"], not {}", item.type_name())))?;
-        let string = |(i, value): (usize, &Value)| {
-            value
-                .as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| self.invalid(&format!("{field}[{i}]"), format!("must be a string, not {}", value.type_name())))
-        };
-        array.iter().enumerate().map(string).collect()
-    }
-
-    fn table<'i>(&self, field: &str, item: &'i Item, example: &str) -> Result<&'i dyn TableLike, ConfigError> {
-        item.as_table_like().ok_or_else(|| self.invalid(field, format!("must be a table, like {example}, not {}", item.type_name())))
-    }
-
-    fn map(&self, field: &str, item: &Item) -> Result<BTreeMap<String, String>, ConfigError> {
-        let table = self.table(field, item, "{ NAME = \"value\" }")?;
-        table.iter().map(|(key, value)| Ok((key.to_owned(), self.string(&format!("{field}.{key}"), value)?))).collect()
-    }
-
-    fn keyword<K: Keyword>(&self, field: &str, item: &Item) -> Result<K, ConfigError> {
-        let word = self.string(field, item)?;
-        K::parse(&word).ok_or_else(|| self.invalid(field, format!("is {word:?}; write one of {}", K::choices())))
-    }
-
-    fn transport(&self, item: &Item) -> Result<Transport, ConfigError> {
-        if item.as_str() == Some(Transport::InProcess.as_str()) {
-            let why = "is \"in-process\": such a server is registered in code by the program that embeds mcpvisor, never read from a file; write \"stdio\", \"http\" or \"sse\"";
-            return Err(self.invalid("transport", why));
-        }
-        self.keyword("transport", item)
-    }
-
-    fn seconds(&self, field: &str, item: &Item) -> Result<Duration, ConfigError> {
-        let seconds = item.as_float().or_else(|| item.as_integer().map(|i| i as f64));
-        seconds
-            .filter(|s| *s > 0.0)
-            .and_then(|s| Duration::try_from_secs_f64(s).ok())
-            .ok_or_else(|| self.invalid(field, "must be a number of seconds greater than zero, like 60 or 2.5"))
-    }
-
-    /// A span of time: a string with a unit (`"100ms"`, `"60s"`, `"10m"`,
-    /// `"1h"`) or a number of seconds; greater than zero.
-    fn duration(&self, field: &str, item: &Item) -> Result<Duration, ConfigError> {
-        let wrong =
-            || self.invalid(field, "must be a span of time greater than zero, like \"100ms\", \"60s\", \"10m\" or a number of seconds");
-        match item.as_str() {
-            Some(text) => parse_duration(text).filter(|d| !d.is_zero()).ok_or_else(wrong),
-            None => self.seconds(field, item).map_err(|_| wrong()),
-        }
-    }
-
-    /// `{ initial = "100ms", max = "30s" }`: either key may be left out
-    /// (then `default`'s is kept); `max` must not be below `initial`.
-    fn backoff(&self, field: &str, item: &Item, default: (Duration, Duration)) -> Result<(Duration, Duration), ConfigError> {
-        let table = self.table(field, item, "{ initial = \"100ms\", max = \"30s\" }")?;
-        let (mut initial, mut max) = default;
-        for (key, value) in table.iter() {
-            match key {
-                "initial" => initial = self.duration(&format!("{field}.{key}"), value)?,
-                "max" => max = self.duration(&format!("{field}.{key}"), value)?,
-                _ => return Err(self.unknown_key(format!("{field}.{key}"), &BACKOFF_KEYS)),
+impl<'de> Deserialize<'de> for CooldownFile {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = CooldownFile;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a table, like { initial = \"100ms\", max = \"30s\" }, not {found}, or false")
+            }
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<CooldownFile, E> {
+                Ok(CooldownFile::On(on))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<CooldownFile, A::Error> {
+                BackoffFile::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(CooldownFile::Table)
             }
         }
-        if max < initial {
-            return Err(self.invalid(
-                &format!("{field}.max"),
-                format!("({max:?}) is shorter than {field}.initial ({initial:?}); make it at least as long"),
-            ));
-        }
-        Ok((initial, max))
+        deserializer.deserialize_any(Either)
     }
+}
 
-    /// `cooldown = { initial = "30s", max = "10m" }`, or `false` to give a
-    /// server up for good after its restart intensity.
-    fn cooldown(&self, item: &Item) -> Result<Option<Cooldown>, ConfigError> {
-        if let Some(on) = item.as_bool() {
-            return Ok(on.then(Cooldown::default));
-        }
-        let default = Cooldown::default();
-        let (initial, max) = self.backoff("cooldown", item, (default.initial, default.max)).map_err(|error| match error {
-            ConfigError::InvalidField { field, message, .. } if field == "cooldown" => {
-                self.invalid("cooldown", format!("{message}, or false to give the server up for good"))
-            }
-            error => error,
-        })?;
-        Ok(Some(Cooldown { initial, max }))
-    }
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ToolsFile {
+    /// Glob patterns of the tools exposed (default: all).
+    allow: Option<TextList>,
+    /// Glob patterns of the tools hidden; a deny wins over an allow.
+    deny: Option<TextList>,
+}
 
-    /// `limits = { rate = 10, burst = 20, concurrent = 4, tools = { NAME = { ... } } }`.
-    fn rate_limits(&self, item: &Item) -> Result<RateLimits, ConfigError> {
-        let example = "{ rate = 10, burst = 20, concurrent = 4 }";
-        let table = self.table("limits", item, example)?;
-        let mut limits = RateLimits { server: self.rate_limit("limits", table, &LIMITS_KEYS)?, tools: BTreeMap::new() };
-        if let Some(tools) = table.get("tools") {
-            let tools = self.table("limits.tools", tools, "{ TOOL = { rate = 1, concurrent = 1 } }")?;
-            for (tool, item) in tools.iter() {
-                let field = format!("limits.tools.{tool}");
-                let table = self.table(&field, item, example)?;
-                limits.tools.insert(tool.to_owned(), self.rate_limit(&field, table, &LIMITS_KEYS[..3])?);
-            }
-        }
-        Ok(limits)
-    }
+/// Calls per second and at once, for the server and for each of its tools.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LimitsFile {
+    rate: Option<Rate>,
+    burst: Option<Count<u32, 1>>,
+    concurrent: Option<Count<usize, 1>>,
+    /// By the server's own tool name.
+    tools: Option<BTreeMap<String, RateLimitFile>>,
+}
 
-    fn rate_limit(&self, field: &str, table: &dyn TableLike, known: &[&'static str]) -> Result<RateLimit, ConfigError> {
-        let mut limit = RateLimit::default();
-        for (key, item) in table.iter() {
-            let path = format!("{field}.{key}");
-            match key {
-                "rate" => {
-                    let rate = item.as_float().or_else(|| item.as_integer().map(|i| i as f64)).filter(|r| r.is_finite() && *r > 0.0);
-                    limit.rate =
-                        Some(rate.ok_or_else(|| {
-                            self.invalid(&path, "must be a number of calls per second greater than zero, like 10 or 0.5")
-                        })?);
-                }
-                "burst" => limit.burst = Some(self.count(&path, item, 1)?),
-                "concurrent" => limit.concurrent = Some(self.count(&path, item, 1)?),
-                "tools" if known.contains(&"tools") => {}
-                _ => return Err(self.unknown_key(path, known)),
-            }
-        }
-        if limit.burst.is_some() && limit.rate.is_none() {
-            return Err(self
-                .invalid(&format!("{field}.burst"), format!("needs {field}.rate: a burst is the calls let through at once above a rate")));
-        }
-        Ok(limit)
-    }
+/// `auth = { type = "...", ... }`: the credentials sent to a remote server.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(tag = "type", deny_unknown_fields)]
+#[allow(clippy::large_enum_variant)] // one per server table, read once and converted at once
+enum AuthFile {
+    #[serde(rename = "bearer")]
+    Bearer { token: String },
+    #[serde(rename = "basic")]
+    Basic { username: String, password: String },
+    #[serde(rename = "api_key")]
+    ApiKey { header: String, value: String },
+    /// OAuth 2.1; every key may be left out.
+    #[serde(rename = "oauth")]
+    OAuth {
+        client_id: Option<String>,
+        client_secret: Option<String>,
+        scopes: Option<TextList>,
+        client_metadata_url: Option<String>,
+        grant: Option<Word<Grant>>,
+        private_key: Option<String>,
+        dpop: Option<bool>,
+        assertion: Option<String>,
+        assertion_file: Option<String>,
+        identity_provider: Option<IdentityProviderFile>,
+    },
+}
 
-    fn count<T: TryFrom<i64>>(&self, field: &str, item: &Item, min: i64) -> Result<T, ConfigError> {
-        item.as_integer()
-            .filter(|n| *n >= min)
-            .and_then(|n| T::try_from(n).ok())
-            .ok_or_else(|| self.invalid(field, format!("must be a whole number of at least {min}")))
-    }
-
-    fn tools(&self, item: &Item) -> Result<ToolFilter, ConfigError> {
-        let table = self.table("tools", item, "{ allow = [\"read_*\"], deny = [\"*delete*\"] }")?;
-        let mut filter = ToolFilter::default();
-        for (key, value) in table.iter() {
-            let list = self.strings(&format!("tools.{key}"), value)?;
-            match key {
-                "allow" => filter.allow = list,
-                "deny" => filter.deny = list,
-                _ => return Err(self.unknown_key(format!("tools.{key}"), &TOOLS_KEYS)),
-            }
-        }
-        Ok(filter)
-    }
-
-    fn auth(&self, item: &Item) -> Result<Auth, ConfigError> {
-        let table = self.table("auth", item, "{ type = \"bearer\", token = \"${TOKEN}\" }")?;
-        let kind = table
-            .get("type")
-            .ok_or_else(|| self.invalid("auth.type", "is missing; write type = \"bearer\", \"basic\", \"api_key\" or \"oauth\""))?;
-        let kind = self.string("auth.type", kind)?;
-        let known: &[&'static str] = match kind.as_str() {
-            "bearer" => &["type", "token"],
-            "basic" => &["type", "username", "password"],
-            "api_key" => &["type", "header", "value"],
-            "oauth" => &OAUTH_KEYS,
-            _ => return Err(self.invalid("auth.type", format!("is {kind:?}; write \"bearer\", \"basic\", \"api_key\" or \"oauth\""))),
-        };
-        if let Some((key, _)) = table.iter().find(|(key, _)| !known.contains(key)) {
-            return Err(self.unknown_key(format!("auth.{key}"), known));
-        }
-        if kind == "oauth" {
-            return self.oauth(table).map(Auth::OAuth);
-        }
-        let field = |key: &str| {
-            let path = format!("auth.{key}");
-            table
-                .get(key)
-                .ok_or_else(|| self.invalid(&path, format!("is missing; {kind} auth needs {}", known[1..].join(" and "))))
-                .and_then(|item| self.string(&path, item))
-        };
-        Ok(match kind.as_str() {
-            "bearer" => Auth::Bearer { token: field("token")? },
-            "basic" => Auth::Basic { username: field("username")?, password: field("password")? },
-            _ => Auth::ApiKey { header: field("header")?, value: field("value")? },
-        })
-    }
-
-    /// The keys of `auth = { type = "oauth", ... }`, every one optional, and
-    /// what a client-credentials grant cannot do without.
-    fn oauth(&self, table: &dyn TableLike) -> Result<OAuthConfig, ConfigError> {
-        let text = |key: &str| table.get(key).map(|item| self.string(&format!("auth.{key}"), item)).transpose();
-        let config = OAuthConfig {
-            client_id: text("client_id")?,
-            client_secret: text("client_secret")?,
-            scopes: table.get("scopes").map(|item| self.strings("auth.scopes", item)).transpose()?.unwrap_or_default(),
-            client_metadata_url: text("client_metadata_url")?,
-            grant: table.get("grant").map(|item| self.keyword("auth.grant", item)).transpose()?.unwrap_or_default(),
-            private_key: text("private_key")?,
-            dpop: table.get("dpop").map(|item| self.bool("auth.dpop", item)).transpose()?.unwrap_or(true),
-            assertion: text("assertion")?,
-            assertion_file: text("assertion_file")?,
-            identity_provider: table.get("identity_provider").map(|item| self.identity_provider(item).map(Box::new)).transpose()?,
-            ..OAuthConfig::default()
-        };
-        if config.client_secret.is_some() && config.private_key.is_some() {
-            return Err(self.invalid("auth.private_key", "and auth.client_secret are both set; a client authenticates with one of them"));
-        }
-        if config.client_id.is_none() && (config.client_secret.is_some() || config.private_key.is_some()) {
-            return Err(self.invalid("auth.client_id", "is missing; a client secret or private key belongs to a pre-registered client_id"));
-        }
-        if config.grant == Grant::ClientCredentials && config.client_secret.is_none() && config.private_key.is_none() {
-            let message = "needs auth.client_id with auth.client_secret or auth.private_key: a machine client must authenticate itself";
-            return Err(self.invalid("auth.grant", message));
-        }
-        if let Some((field, message)) = config.assertion_problem() {
-            return Err(self.invalid(field, message));
-        }
-        Ok(config)
-    }
-
-    /// `identity_provider = { token_endpoint, client_id, ... }` of a `jwt_bearer` grant.
-    fn identity_provider(&self, item: &Item) -> Result<IdentityProvider, ConfigError> {
-        let example = "{ token_endpoint = \"https://idp.example.com/token\", client_id = \"...\", id_token_file = \"...\" }";
-        let table = self.table("auth.identity_provider", item, example)?;
-        if let Some((key, _)) = table.iter().find(|(key, _)| !IDENTITY_PROVIDER_KEYS.contains(key)) {
-            return Err(self.unknown_key(format!("auth.identity_provider.{key}"), &IDENTITY_PROVIDER_KEYS));
-        }
-        let text = |key: &str| table.get(key).map(|item| self.string(&format!("auth.identity_provider.{key}"), item)).transpose();
-        let required = |key: &str| {
-            text(key)?.ok_or_else(|| self.invalid(&format!("auth.identity_provider.{key}"), "is missing; the identity provider needs it"))
-        };
-        Ok(IdentityProvider {
-            token_endpoint: required("token_endpoint")?,
-            client_id: required("client_id")?,
-            client_secret: text("client_secret")?,
-            id_token: text("id_token")?,
-            id_token_file: text("id_token_file")?,
-        })
-    }
-
-    fn restart(&self, restart: Option<&Item>, max_restarts: Option<&Item>) -> Result<RestartPolicy, ConfigError> {
-        let kind = restart.map(|item| self.keyword::<Restart>("restart", item)).transpose()?;
-        let max_restarts = max_restarts.map(|item| self.count::<u32>("max_restarts", item, 0)).transpose()?;
-        Ok(match (kind, max_restarts) {
-            (Some(Restart::OnFailure), max) => RestartPolicy::OnFailure { max_restarts: max.unwrap_or(DEFAULT_MAX_RESTARTS) },
-            (_, Some(_)) => {
-                return Err(self.invalid("max_restarts", "applies only with restart = \"on-failure\"; set that or remove max_restarts"))
-            }
-            (Some(Restart::Never), None) => RestartPolicy::Never,
-            (Some(Restart::Always), None) => RestartPolicy::Always,
-            (None, None) => RestartPolicy::default(),
-        })
-    }
+/// The identity provider of a `jwt_bearer` grant.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct IdentityProviderFile {
+    token_endpoint: Option<String>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    id_token: Option<String>,
+    id_token_file: Option<String>,
 }
 
 pub(super) fn read_server(path: &Path, name: &str, item: &Item) -> Result<ServerConfig, ConfigError> {
-    let r = Reader { file: path, server: name };
-    let table = item.as_table_like().ok_or_else(|| not_a_server_table(path, name))?;
-    let mut config = ServerConfig::stdio(name, "", Vec::<String>::new());
-    let mut transport = None;
-    for (key, item) in table.iter() {
-        match key {
-            "transport" => transport = Some(r.transport(item)?),
-            "command" => config.command = r.string(key, item)?,
-            "args" => config.args = r.strings(key, item)?,
-            "env" => config.env = r.map(key, item)?,
-            "cwd" => config.cwd = Some(r.string(key, item)?.into()),
-            "inherit_env" => config.inherit_env = r.bool(key, item)?,
-            "url" => config.url = Some(r.string(key, item)?),
-            "headers" => config.headers = r.map(key, item)?,
-            "auth" => config.auth = Some(r.auth(item)?),
-            "enabled" => config.enabled = r.bool(key, item)?,
-            "timeout" => config.timeouts.call = r.seconds(key, item)?,
-            "startup_timeout" => config.timeouts.startup = r.seconds(key, item)?,
-            "shutdown_grace" => config.timeouts.shutdown_grace = r.seconds(key, item)?,
-            "max_timeout" => config.timeouts.max_call = r.seconds(key, item)?,
-            "health_ping" => config.timeouts.health_ping = Some(r.seconds(key, item)?),
-            "restart" | "max_restarts" => {}
-            "intensity" => config.restart_limits.max_restarts_in_window = r.count(key, item, 1)?,
-            "period" => config.restart_limits.window = r.duration(key, item)?,
-            "backoff" => {
-                let limits = &mut config.restart_limits;
-                (limits.initial_backoff, limits.max_backoff) = r.backoff(key, item, (limits.initial_backoff, limits.max_backoff))?;
-            }
-            "cooldown" => config.restart_limits.cooldown = r.cooldown(item)?,
-            "limits" => config.rate_limits = r.rate_limits(item)?,
-            "era" => config.era = r.keyword(key, item)?,
-            "roots" => config.roots = r.strings(key, item)?,
-            "tools" => config.tools = r.tools(item)?,
-            "max_in_flight" => config.limits.max_in_flight = r.count(key, item, 1)?,
-            "max_queued" => config.limits.max_queued = r.count(key, item, 0)?,
-            "max_frame" => config.limits.max_frame = r.count(key, item, 1024)?,
-            "max_list_pages" => config.limits.max_list_pages = r.count(key, item, 1)?,
-            "max_list_items" => config.limits.max_list_items = r.count(key, item, 1)?,
-            "sandbox" => config.sandbox = Some(crate::config::sandbox::read(path, name, key, item)?),
-            _ => return Err(r.unknown_key(key.into(), &KEYS)),
-        }
-    }
-    config.restart = r.restart(table.get("restart"), table.get("max_restarts"))?;
-    config.transport = match transport {
-        Some(transport) => transport,
-        None if config.url.is_some() && !config.command.is_empty() => {
-            return Err(
-                r.invalid("transport", "is needed when both `command` and `url` are set; write transport = \"stdio\", \"http\" or \"sse\"")
-            )
-        }
-        None if config.url.is_some() => Transport::Http,
-        None => Transport::Stdio,
-    };
+    item.as_table_like().ok_or_else(|| not_a_server_table(path, name))?;
+    let file: ServerFile = from_node(Node::Item(item), "", TABLE_EXAMPLES).map_err(|error| error.into_server_error(path, name))?;
+    let config = file.into_config(name).map_err(|error| error.into_server_error(path, name))?;
     config.validate().map_err(|source| ConfigError::Invalid { file: path.into(), source })?;
     Ok(config)
+}
+
+impl ServerFile {
+    fn into_config(self, name: &str) -> Result<ServerConfig, DeError> {
+        let mut config = ServerConfig::stdio(name, self.command.unwrap_or_default(), self.args.unwrap_or_default().0);
+        config.env = self.env.unwrap_or_default().0;
+        config.cwd = self.cwd.map(Into::into);
+        config.inherit_env = self.inherit_env.unwrap_or(false);
+        config.url = self.url;
+        config.headers = self.headers.unwrap_or_default().0;
+        config.auth = self.auth.map(AuthFile::into_auth).transpose()?;
+        config.enabled = self.enabled.unwrap_or(true);
+        let timeouts = &mut config.timeouts;
+        let set = |slot: &mut Duration, value: Option<Seconds>| *slot = value.map_or(*slot, |s| s.0);
+        set(&mut timeouts.call, self.timeout);
+        set(&mut timeouts.startup, self.startup_timeout);
+        set(&mut timeouts.shutdown_grace, self.shutdown_grace);
+        set(&mut timeouts.max_call, self.max_timeout);
+        timeouts.health_ping = self.health_ping.map(|s| s.0);
+        config.restart = restart(self.restart.map(|w| w.0), self.max_restarts.map(|c| c.0))?;
+        let restart_limits = &mut config.restart_limits;
+        restart_limits.max_restarts_in_window = self.intensity.map_or(restart_limits.max_restarts_in_window, |c| c.0);
+        restart_limits.window = self.period.map_or(restart_limits.window, |s| s.0);
+        if let Some(backoff) = self.backoff {
+            (restart_limits.initial_backoff, restart_limits.max_backoff) =
+                backoff.spans("backoff", (restart_limits.initial_backoff, restart_limits.max_backoff))?;
+        }
+        restart_limits.cooldown = match self.cooldown {
+            None => restart_limits.cooldown,
+            Some(CooldownFile::On(on)) => on.then(Cooldown::default),
+            Some(CooldownFile::Table(table)) => {
+                let default = Cooldown::default();
+                let (initial, max) = table.spans("cooldown", (default.initial, default.max))?;
+                Some(Cooldown { initial, max })
+            }
+        };
+        config.rate_limits = self.limits.map(LimitsFile::into_limits).transpose()?.unwrap_or_default();
+        config.era = self.era.map_or(Era::Auto, |w| w.0);
+        config.roots = self.roots.unwrap_or_default().0;
+        let tools = self.tools.map_or((None, None), |t| (t.allow, t.deny));
+        config.tools = ToolFilter { allow: tools.0.unwrap_or_default().0, deny: tools.1.unwrap_or_default().0 };
+        let limits = &mut config.limits;
+        for (slot, value) in [
+            (&mut limits.max_in_flight, self.max_in_flight.map(|c| c.0)),
+            (&mut limits.max_queued, self.max_queued.map(|c| c.0)),
+            (&mut limits.max_frame, self.max_frame.map(|c| c.0)),
+            (&mut limits.max_list_pages, self.max_list_pages.map(|c| c.0)),
+            (&mut limits.max_list_items, self.max_list_items.map(|c| c.0)),
+        ] {
+            *slot = value.unwrap_or(*slot);
+        }
+        config.sandbox = self.sandbox.map(SandboxFile::into_spec).transpose().map_err(|error| error.under("sandbox"))?;
+        config.transport = match self.transport {
+            Some(transport) => transport.0,
+            None if config.url.is_some() && !config.command.is_empty() => {
+                let why = "is needed when both `command` and `url` are set; write transport = \"stdio\", \"http\" or \"sse\"";
+                return Err(DeError::field("transport", why));
+            }
+            None if config.url.is_some() => Transport::Http,
+            None => Transport::Stdio,
+        };
+        Ok(config)
+    }
+}
+
+fn restart(kind: Option<Restart>, max_restarts: Option<u32>) -> Result<RestartPolicy, DeError> {
+    Ok(match (kind, max_restarts) {
+        (Some(Restart::OnFailure), max) => RestartPolicy::OnFailure { max_restarts: max.unwrap_or(DEFAULT_MAX_RESTARTS) },
+        (_, Some(_)) => {
+            return Err(DeError::field("max_restarts", "applies only with restart = \"on-failure\"; set that or remove max_restarts"))
+        }
+        (Some(Restart::Never), None) => RestartPolicy::Never,
+        (Some(Restart::Always), None) => RestartPolicy::Always,
+        (None, None) => RestartPolicy::default(),
+    })
+}
+
+impl BackoffFile {
+    /// The spans written over `default`; `max` must not be below `initial`.
+    fn spans(self, field: &str, default: (Duration, Duration)) -> Result<(Duration, Duration), DeError> {
+        let initial = self.initial.map_or(default.0, |s| s.0);
+        let max = self.max.map_or(default.1, |s| s.0);
+        if max < initial {
+            let message = format!("({max:?}) is shorter than {field}.initial ({initial:?}); make it at least as long");
+            return Err(DeError::field(&format!("{field}.max"), message));
+        }
+        Ok((initial, max))
+    }
+}
+
+/// `limit` of `field`, whose burst needs a rate.
+fn rate_limit(field: &str, limit: RateLimit) -> Result<RateLimit, DeError> {
+    if limit.burst.is_some() && limit.rate.is_none() {
+        let message = format!("needs {field}.rate: a burst is the calls let through at once above a rate");
+        return Err(DeError::field(&format!("{field}.burst"), message));
+    }
+    Ok(limit)
+}
+
+impl LimitsFile {
+    fn into_limits(self) -> Result<RateLimits, DeError> {
+        let own = RateLimitFile { rate: self.rate, burst: self.burst, concurrent: self.concurrent };
+        let server = rate_limit("limits", own.limit())?;
+        let mut tools = BTreeMap::new();
+        for (tool, limits) in self.tools.unwrap_or_default() {
+            let limit = rate_limit(&format!("limits.tools.{tool}"), limits.limit())?;
+            tools.insert(tool, limit);
+        }
+        Ok(RateLimits { server, tools })
+    }
+}
+
+impl AuthFile {
+    fn into_auth(self) -> Result<Auth, DeError> {
+        Ok(match self {
+            AuthFile::Bearer { token } => Auth::Bearer { token },
+            AuthFile::Basic { username, password } => Auth::Basic { username, password },
+            AuthFile::ApiKey { header, value } => Auth::ApiKey { header, value },
+            AuthFile::OAuth {
+                client_id,
+                client_secret,
+                scopes,
+                client_metadata_url,
+                grant,
+                private_key,
+                dpop,
+                assertion,
+                assertion_file,
+                identity_provider,
+            } => {
+                let config = OAuthConfig {
+                    client_id,
+                    client_secret,
+                    scopes: scopes.unwrap_or_default().0,
+                    client_metadata_url,
+                    grant: grant.map(|w| w.0).unwrap_or_default(),
+                    private_key,
+                    dpop: dpop.unwrap_or(true),
+                    assertion,
+                    assertion_file,
+                    identity_provider: identity_provider.map(|idp| idp.into_provider().map(Box::new)).transpose()?,
+                    ..OAuthConfig::default()
+                };
+                Auth::OAuth(checked_oauth(config)?)
+            }
+        })
+    }
+}
+
+/// What an OAuth client cannot do without, or cannot have at once.
+fn checked_oauth(config: OAuthConfig) -> Result<OAuthConfig, DeError> {
+    let invalid = |field: &str, message: &str| Err(DeError::field(field, message));
+    if config.client_secret.is_some() && config.private_key.is_some() {
+        return invalid("auth.private_key", "and auth.client_secret are both set; a client authenticates with one of them");
+    }
+    if config.client_id.is_none() && (config.client_secret.is_some() || config.private_key.is_some()) {
+        return invalid("auth.client_id", "is missing; a client secret or private key belongs to a pre-registered client_id");
+    }
+    if config.grant == Grant::ClientCredentials && config.client_secret.is_none() && config.private_key.is_none() {
+        return invalid(
+            "auth.grant",
+            "needs auth.client_id with auth.client_secret or auth.private_key: a machine client must authenticate itself",
+        );
+    }
+    if let Some((field, message)) = config.assertion_problem() {
+        return invalid(field, message);
+    }
+    Ok(config)
+}
+
+impl IdentityProviderFile {
+    fn into_provider(self) -> Result<IdentityProvider, DeError> {
+        let required = |value: Option<String>, key: &str| {
+            value.ok_or_else(|| DeError::field(&format!("auth.identity_provider.{key}"), "is missing; the identity provider needs it"))
+        };
+        Ok(IdentityProvider {
+            token_endpoint: required(self.token_endpoint, "token_endpoint")?,
+            client_id: required(self.client_id, "client_id")?,
+            client_secret: self.client_secret,
+            id_token: self.id_token,
+            id_token_file: self.id_token_file,
+        })
+    }
 }
