@@ -274,7 +274,14 @@ pub struct Panicked {
 #[non_exhaustive]
 pub enum ConfigError {
     #[error("{}: cannot {action}: {reason}", .file.display())]
-    Io { file: std::path::PathBuf, action: &'static str, reason: String },
+    Io {
+        file: std::path::PathBuf,
+        action: &'static str,
+        reason: String,
+        /// The operating system's (or the encoder's) error, whole.
+        #[source]
+        cause: Option<Cause>,
+    },
 
     #[error("{}: not valid {syntax}: {message}", .file.display())]
     Syntax { file: std::path::PathBuf, syntax: &'static str, message: String },
@@ -325,6 +332,17 @@ fn server_or_top(server: &Option<String>) -> String {
 pub struct ExitInfo {
     pub code: Option<i32>,
     pub signal: Option<i32>,
+}
+
+impl ConfigError {
+    /// A file that could not be `action`ed (`read`, `write it`, ...), keeping the error.
+    pub fn io(
+        file: impl Into<std::path::PathBuf>,
+        action: &'static str,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> ConfigError {
+        ConfigError::Io { file: file.into(), action, reason: error.to_string(), cause: Some(Cause::new(error)) }
+    }
 }
 
 impl ExitInfo {

@@ -289,7 +289,7 @@ pub fn is_native(file: &Path) -> bool {
 /// in `project`: user < project (`.mcp.json`, if `record` trusts it) <
 /// local scope.
 pub fn load_file(file: &Path, project: &Path, record: Option<&TrustedFolders>) -> Result<LoadedConfig, ConfigError> {
-    let text = std::fs::read_to_string(file).map_err(|e| ConfigError::Io { file: file.into(), action: "read", reason: e.to_string() })?;
+    let text = std::fs::read_to_string(file).map_err(|e| ConfigError::io(file, "read", e))?;
     if !is_native(file) || foreign::is_codex(file, &text) {
         drop(text);
         let mut loaded = if file.file_name().is_some_and(|name| name == ".claude.json") {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::error::ConfigError;
 
 fn io_error(file: &Path, action: &'static str, error: io::Error) -> ConfigError {
-    ConfigError::Io { file: file.into(), action, reason: error.to_string() }
+    ConfigError::io(file, action, error)
 }
 
 /// The file's text, or `None` if it does not exist.
@@ -69,6 +69,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let error = read_optional(dir.path()).unwrap_err();
         assert!(matches!(&error, ConfigError::Io { file, .. } if file == dir.path()), "{error}");
+        assert!(crate::Cause::find::<std::io::Error>(&error).is_some(), "the OS error is kept: {error:?}");
     }
 
     #[test]

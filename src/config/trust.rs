@@ -122,18 +122,10 @@ impl TrustedFolders {
     /// Writes the record atomically, 0600 in a 0700 directory.
     pub fn save(&self, file: &Path) -> Result<(), ConfigError> {
         if let Some(dir) = file.parent() {
-            crate::user_dirs::ensure_private(dir).map_err(|e| ConfigError::Io {
-                file: dir.into(),
-                action: "create the directory",
-                reason: e.to_string(),
-            })?;
+            crate::user_dirs::ensure_private(dir).map_err(|e| ConfigError::io(dir, "create the directory", e))?;
         }
         let record = TrustedFolders { version: VERSION, folders: self.folders.clone() };
-        let text = serde_json::to_string_pretty(&record).map_err(|e| ConfigError::Io {
-            file: file.into(),
-            action: "write it",
-            reason: e.to_string(),
-        })?;
+        let text = serde_json::to_string_pretty(&record).map_err(|e| ConfigError::io(file, "write it", e))?;
         super::file::write_atomically(file, &(text + "\n"))
     }
 
