@@ -8,7 +8,7 @@
 # runtimes they need (node, python) in an image built FROM this one, or
 # configure remote (http) servers only.
 
-FROM rust:1.88-slim-bookworm AS build
+FROM rust:1.89-slim-bookworm AS build
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked --bin mcpvisor \

@@ -5,10 +5,16 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// `mi_option_arena_eager_commit`, fifth in mimalloc 2's `mi_option_t`
-/// (mimalloc.h); the crate names no constant for it.
+/// `mi_option_arena_eager_commit`, fifth in mimalloc 3's `mi_option_t`
+/// (mimalloc.h of libmimalloc-sys 0.1.49, pinned in Cargo.toml; mimalloc 2
+/// numbers it the same); the crate names no constant for it. The tests
+/// below read it back from the allocator this binary links.
 #[cfg(target_os = "linux")]
 const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
+
+/// The mimalloc major version [`ARENA_EAGER_COMMIT`] was read from.
+#[cfg(all(test, target_os = "linux"))]
+const MIMALLOC_MAJOR: i32 = 3;
 
 /// Makes mimalloc commit its arena as it uses it, not all at once: about
 /// 12 MB less RSS at the same CPU (docs/decisions.md), unless
@@ -35,4 +41,43 @@ extern "C" fn lazy_arena_commit() {
 
 fn main() -> std::process::ExitCode {
     mcpvisor::cli::main()
+}
+
+/// The allocator options as the linked mimalloc holds them (issue 32: read
+/// back, where a test of RSS margins measured their effect before).
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::{ARENA_EAGER_COMMIT, MIMALLOC_MAJOR};
+
+    #[test]
+    fn the_linked_mimalloc_is_the_version_whose_option_numbers_are_used() {
+        // SAFETY: mi_version only returns a constant.
+        let linked = unsafe { libmimalloc_sys::mi_version() };
+        assert_eq!(linked / 10000, MIMALLOC_MAJOR, "mimalloc {linked} is linked: check ARENA_EAGER_COMMIT against its mimalloc.h");
+    }
+
+    #[test]
+    fn the_arena_is_committed_lazily_unless_the_environment_says_otherwise() {
+        // SAFETY: mi_option_get only reads mimalloc's option table.
+        let value = unsafe { libmimalloc_sys::mi_option_get(ARENA_EAGER_COMMIT) };
+        match std::env::var("MIMALLOC_ARENA_EAGER_COMMIT") {
+            // The variable wins over our default; mimalloc reads it as a number.
+            Ok(set) => assert_eq!(Some(value), set.trim().parse().ok(), "MIMALLOC_ARENA_EAGER_COMMIT={set}"),
+            Err(_) => assert_eq!(value, 0, "mi_option_arena_eager_commit is {value}: the .init_array entry did not run first"),
+        }
+    }
+
+    #[test]
+    fn the_options_beside_it_keep_mimallocs_defaults() {
+        // Both neighbours default to 1 in mimalloc 3 (src/options.c), so a
+        // number off by one would show here as a 0.
+        for (option, variable) in
+            [(ARENA_EAGER_COMMIT - 1, "MIMALLOC_DEPRECATED_EAGER_COMMIT"), (ARENA_EAGER_COMMIT + 1, "MIMALLOC_PURGE_DECOMMITS")]
+        {
+            if std::env::var_os(variable).is_none() {
+                // SAFETY: mi_option_get only reads mimalloc's option table.
+                assert_eq!(unsafe { libmimalloc_sys::mi_option_get(option) }, 1, "option {option} ({variable})");
+            }
+        }
+    }
 }

@@ -33,3 +33,19 @@ pub async fn alone() -> tokio::sync::MutexGuard<'static, ()> {
 pub fn alone_blocking() -> tokio::sync::MutexGuard<'static, ()> {
     ALONE.blocking_lock()
 }
+
+/// Waits until the heap live above `base` is at most `bound` bytes (a
+/// runtime has let go of what it held while reading a listing), asking every
+/// 10 ms for at most 30 s; the bytes live above `base` then. Fails naming
+/// `what` with the last count.
+pub async fn settled_within(base: usize, bound: usize, what: &str) -> usize {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let live = counting_alloc::live().saturating_sub(base);
+        if live <= bound {
+            return live;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{what}: {live} bytes are still live after 30 s, over {bound}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}

@@ -22,11 +22,14 @@ async fn a_gateway_session_lists_within_a_small_multiple_of_the_listing() {
     let _alone = crate::alone().await;
     let args = many_tools::many_tools(TOOLS, true);
     let answer = many_tools::answer_size(&args);
+    let start = counting_alloc::live();
     let bridge = ClientBridge::default();
     let config = RuntimeConfig::new([ServerConfig::stdio("many", "python3", args)]);
     let handle = Runtime::builder(config).client_handlers(bridge.handlers()).start().expect("the runtime starts");
     assert!(handle.wait_ready(Duration::from_secs(60)).await, "the server did not settle");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The runtime lets go of what reading the listing held (memory_catalog_kept's bound), so
+    // that the peak below is the gateway session's.
+    crate::settled_within(start, 5 * answer, "the runtime's kept catalog").await;
 
     let before = counting_alloc::reset_peak();
     let (mut listed, mut seventh) = (0, None);

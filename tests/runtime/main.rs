@@ -26,7 +26,6 @@ mod misbehaving;
 mod naming;
 mod oauth;
 mod oauth_dpop;
-mod ownership;
 mod panics;
 mod rate_limits;
 mod remote;

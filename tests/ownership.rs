@@ -2,10 +2,13 @@
 //! ends its actor even while a multi-round operation on it is outstanding.
 //! (One test in its own binary: it counts the connections of the process.)
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::time::{Duration, Instant};
 
-use crate::common::*;
 use actix::prelude::*;
+use common::*;
 use mcpvisor::actors::client_requests::{ClientHandlers, Refusal, SamplingRequest};
 use mcpvisor::actors::connection::live_connections;
 use mcpvisor::config::{Era, RuntimeConfig};
