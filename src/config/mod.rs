@@ -274,6 +274,10 @@ pub struct ServerConfig {
     pub roots: Vec<String>,
     /// Which of the server's tools are exposed.
     pub tools: ToolFilter,
+    /// Whether its tool definitions are pinned on first use, a changed one
+    /// withheld until accepted (default `true`; `false` is unsafe: a server
+    /// may change what its tools tell the model at any time).
+    pub pin: bool,
     pub scope: Scope,
     pub timeouts: Timeouts,
     pub restart: RestartPolicy,
@@ -315,6 +319,7 @@ impl ServerConfig {
             limits: Limits::default(),
             rate_limits: RateLimits::default(),
             sandbox: None,
+            pin: true,
         }
     }
 

@@ -86,3 +86,18 @@ fn a_changed_tool_is_withheld_everywhere_until_accepted() {
     let again = sandbox.cmd(["tools", "--accept", "tickets"]).output().unwrap();
     assert_eq!(again.status.code(), Some(2), "nothing left to accept: {}", stderr(&again));
 }
+
+/// `pin = false` opts a server out: its changed tool is offered as it is.
+#[test]
+fn a_server_with_pin_false_is_not_pinned() {
+    let sandbox = Sandbox::new();
+    let table = python_fixture_table("tickets", "tools_only_server.py", &[]);
+    let write =
+        |description: &str| sandbox.write_user_file(&format!("{table}pin = false\nenv = {{ LOOKUP_DESCRIPTION = {description:?} }}\n"));
+    write(FIRST);
+    assert_eq!(tool_names(&sandbox), ["echo", "lookup"]);
+    write(PULLED);
+    assert_eq!(tool_names(&sandbox), ["echo", "lookup"], "not pinned: the changed tool is offered");
+    let pins = sandbox.home.join(".local/state/mcpvisor/tool-pins.json");
+    assert!(!std::fs::read_to_string(&pins).unwrap_or_default().contains(FIRST), "nothing of it is pinned");
+}

@@ -165,6 +165,7 @@ fn desired(config: &ServerConfig) -> Vec<Desired> {
         ("era", (text(config.era.as_str()), config.era == defaults.era)),
         ("roots", (Some(strings(&config.roots)), config.roots.is_empty())),
         ("tools", (Some(tools(&config.tools)), config.tools.is_empty())),
+        ("pin", (Some(Value::from(config.pin)), config.pin)),
         ("max_in_flight", count(config.limits.max_in_flight, defaults.limits.max_in_flight)),
         ("max_queued", count(config.limits.max_queued, defaults.limits.max_queued)),
         ("max_frame", count(config.limits.max_frame, defaults.limits.max_frame)),

@@ -59,6 +59,8 @@ pub(crate) struct ServerFile {
     era: Option<Word<Era>>,
     roots: Option<TextList>,
     tools: Option<ToolsFile>,
+    /// Pin the tools' definitions on first use and withhold a changed one until accepted (default true; false is unsafe).
+    pin: Option<bool>,
     max_in_flight: Option<Count<usize, 1>>,
     max_queued: Option<Count<usize, 0>>,
     max_frame: Option<Count<usize, 1024>>,
@@ -206,6 +208,7 @@ impl ServerFile {
         config.rate_limits = self.limits.map(LimitsFile::into_limits).transpose()?.unwrap_or_default();
         config.era = self.era.map_or(Era::Auto, |w| w.0);
         config.roots = self.roots.unwrap_or_default().0;
+        config.pin = self.pin.unwrap_or(true);
         let tools = self.tools.map_or((None, None), |t| (t.allow, t.deny));
         config.tools = ToolFilter { allow: tools.0.unwrap_or_default().0, deny: tools.1.unwrap_or_default().0 };
         let limits = &mut config.limits;

@@ -71,7 +71,7 @@ pub(crate) fn json_schema() -> serde_json::Value {
 pub const DEFAULT_MAX_RESTARTS: u32 = 5;
 
 /// The keys of a server table, in the order new keys are written.
-pub const KEYS: [&str; 31] = [
+pub const KEYS: [&str; 32] = [
     "transport",
     "command",
     "args",
@@ -96,6 +96,7 @@ pub const KEYS: [&str; 31] = [
     "era",
     "roots",
     "tools",
+    "pin",
     "max_in_flight",
     "max_queued",
     "max_frame",
