@@ -379,7 +379,7 @@ impl GatewaySession {
             answer_to.send(Frame::response(&id, outcome)).await;
             drop(permit);
         };
-        let work = traced::within(trace, work);
+        let work = crate::telemetry::otel::within(trace, work);
         let done = key.clone();
         if self.open.contains_key(&key) {
             // The answer to a reused id: the first request keeps its entry (and can still be cancelled).
@@ -417,11 +417,9 @@ impl GatewaySession {
         let target = server.clone();
         // Progress goes to the first request's stream only (lossy, like all progress).
         let progress = stream.clone();
-        let call =
-            traced::within(
-                trace,
-                async move { pool.answer(methods::TOOLS_CALL, params, &progress, &target).await.map(Answered::into_value) },
-            );
+        let call = crate::telemetry::otel::within(trace, async move {
+            pool.answer(methods::TOOLS_CALL, params, &progress, &target).await.map(Answered::into_value)
+        });
         Some(Ok(Asking::start(tool, server, call)))
     }
 

@@ -21,15 +21,12 @@ use std::sync::{Arc, LazyLock};
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
-use super::work::Pool;
+use super::work::{Pool, GATEWAY_SERVER};
 use crate::identity::Identity;
 use crate::policy::{Denial, Kind, Policy, Target};
 use crate::protocol::{error_codes, ErrorObject};
-use crate::server::{SERVER_NAME, STATUS_URI};
+use crate::server::STATUS_URI;
 use crate::telemetry::audit::{Refusal, RefusedCall};
-
-/// The server the gateway's own status resource belongs to, for policies.
-pub const GATEWAY_SERVER: &str = SERVER_NAME;
 
 /// The estimated steps a check may take on the session's own thread
 /// (a few milliseconds at most).

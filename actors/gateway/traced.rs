@@ -4,7 +4,7 @@
 //! the request's work runs, so the tool calls it makes are its children
 //! ([`crate::telemetry::otel`]).
 
-use opentelemetry::trace::{FutureExt as _, Status, TraceContextExt};
+use opentelemetry::trace::{Status, TraceContextExt};
 use opentelemetry::{Context, KeyValue};
 use serde_json::Value;
 
@@ -41,15 +41,6 @@ pub(super) fn request_span(pool: &Pool, id: &RequestId, method: &str, params: &V
         }
     }
     Some(otel.request_span(name, &otel::extract_from_meta(params), attributes))
-}
-
-/// `work` with `trace` current while it runs (the tool calls it makes are
-/// children of that span), or `work` itself when there is none.
-pub(super) fn within<F: std::future::Future>(trace: Option<Context>, work: F) -> impl std::future::Future<Output = F::Output> {
-    match trace {
-        Some(trace) => futures::future::Either::Left(work.with_context(trace)),
-        None => futures::future::Either::Right(work),
-    }
 }
 
 /// Ends the request's span with its outcome (an error answer's code).

@@ -12,7 +12,6 @@ use rmcp::model::{ArgumentInfo, CallToolResult, JsonObject, Reference};
 use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
-use super::access::GATEWAY_SERVER;
 use super::ServeOptions;
 use crate::actors::gateway::names::{serves, unknown_tool, withheld_owner, Owner, Routes, RoutesCache};
 use crate::actors::hub::ToServer;
@@ -101,6 +100,9 @@ impl Serialize for ServedTool<'_> {
         fields.serialize(serializer)
     }
 }
+
+/// The server the gateway's own status resource belongs to, for policies.
+pub const GATEWAY_SERVER: &str = crate::server::SERVER_NAME;
 
 /// What a request's work needs of its session; cheap to clone.
 #[derive(Clone)]
@@ -207,7 +209,7 @@ impl Pool {
             pool.call(params, &nowhere, &OnceLock::new()).await.map(Answered::into_value)
         };
         // The task outlives its request, but its upstream call stays the request span's child.
-        let work = super::traced::within(self.handle.telemetry().otel().map(|_| opentelemetry::Context::current()), work);
+        let work = crate::telemetry::otel::within(self.handle.telemetry().otel().map(|_| opentelemetry::Context::current()), work);
         tasks::start(&self.options.tasks, &self.caller, &task, work)
     }
 

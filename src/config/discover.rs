@@ -39,17 +39,9 @@ use crate::error::ConfigError;
 /// The project's own mcpvisor file, in the project directory.
 pub const PROJECT_FILE: &str = ".mcpvisor.toml";
 
-/// Other tools' files read in the project directory, lowest precedence first.
-pub const FOREIGN_PROJECT_FILES: [&str; 8] = [
-    ".mcp.json",
-    ".cursor/mcp.json",
-    ".vscode/mcp.json",
-    ".gemini/settings.json",
-    ".zed/settings.json",
-    ".codex/config.toml",
-    "opencode.json",
-    "opencode.jsonc",
-];
+/// Other tools' files read in the project directory, lowest precedence
+/// first (kept beside the readers of other tools' files).
+pub const FOREIGN_PROJECT_FILES: [&str; 8] = super::sources::FOREIGN_PROJECT_FILES;
 
 /// The user's file, from the environment; `None` when not even `HOME` is set.
 /// Empty variables count as unset; a relative `XDG_CONFIG_HOME` is ignored,

@@ -21,9 +21,20 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::discover::FOREIGN_PROJECT_FILES;
 use super::file::read_optional;
 use super::foreign::{self, Format, Section};
+
+/// Other tools' files read in the project directory, lowest precedence first.
+pub(crate) const FOREIGN_PROJECT_FILES: [&str; 8] = [
+    ".mcp.json",
+    ".cursor/mcp.json",
+    ".vscode/mcp.json",
+    ".gemini/settings.json",
+    ".zed/settings.json",
+    ".codex/config.toml",
+    "opencode.json",
+    "opencode.jsonc",
+];
 
 /// Every tool whose files mcpvisor reads, with the name `import` takes.
 pub const TOOLS: [(&str, Format); 9] = [

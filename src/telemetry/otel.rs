@@ -279,6 +279,15 @@ impl Injector for MetaInjector<'_> {
     }
 }
 
+/// `work` with `trace` current while it runs (the tool calls it makes are
+/// children of that span), or `work` itself when there is none.
+pub(crate) fn within<F: std::future::Future>(trace: Option<Context>, work: F) -> impl std::future::Future<Output = F::Output> {
+    match trace {
+        Some(trace) => futures::future::Either::Left(opentelemetry::trace::FutureExt::with_context(work, trace)),
+        None => futures::future::Either::Right(work),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,6 +28,7 @@
 //! place with `toml_edit`).
 
 mod edit;
+mod json_schema;
 mod read;
 mod schema;
 
@@ -39,7 +40,7 @@ use crate::error::ConfigError;
 use schema::{parse_document, servers_table};
 
 pub use edit::{remove, set_enabled, upsert};
-pub(crate) use schema::json_schema;
+pub(crate) use json_schema::json_schema;
 pub use schema::{DEFAULT_MAX_RESTARTS, KEYS};
 
 /// The servers of the file, in file order; a missing file has none.

@@ -25,7 +25,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::auth::{is_metadata_path, Authenticator, Rejection};
-use super::keys::{holder, KeyRing};
+use super::keys::{constant_time_eq, holder, KeyRing};
 use crate::identity::Identity;
 
 /// Hosts a loopback origin or `Host` may name.
@@ -139,11 +139,6 @@ impl Guard {
             }
         }
     }
-}
-
-/// Equality whose time depends on the lengths only, not on where the bytes differ.
-pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The extractor of the request's caller (`None` when the gateway asks
