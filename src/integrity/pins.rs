@@ -14,7 +14,8 @@
 //!   tool whose digest differs, or that disappeared and came back, is
 //!   pending: withheld until [`PinStore::accept`];
 //! - the file is written whole (a temporary file renamed over it), 0600 in
-//!   a 0700 directory; one that cannot be read is set aside as
+//!   a 0700 directory, and only when a review or an acceptance changed it;
+//!   one that cannot be read is set aside as
 //!   `NAME.damaged` and pinning starts afresh, which stderr says.
 
 use std::collections::BTreeMap;
@@ -126,33 +127,40 @@ impl PinStore {
     /// pins what is first seen, and answers what is withheld.
     pub fn review(&self, identity: &str, name: &str, listed: &[(String, Value)]) -> Vec<Withheld> {
         let mut file = self.file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let known = file.servers.contains_key(identity);
         let pins = file.servers.entry(identity.to_string()).or_default();
+        let mut changed = !known || pins.name != name;
         pins.name = name.to_string();
         let mut withheld = Vec::new();
         for (tool, definition) in listed {
             let digest = digest(definition);
             match pins.tools.get_mut(tool) {
                 Some(pin) if pin.digest == digest && !pin.absent => {
-                    pins.pending.remove(tool);
+                    changed |= pins.pending.remove(tool).is_some();
                 }
                 Some(pin) => {
                     let change = if pin.absent { Change::Returned } else { Change::Changed };
+                    changed |= pins.pending.get(tool).is_none_or(|pending| pending.digest != digest || pending.change != change);
                     pins.pending.insert(tool.clone(), Pending { digest, definition: definition.clone(), change });
                     withheld.push(Withheld { tool: tool.clone(), change });
                 }
                 None => {
                     // A new tool: pinned as it comes (on the first listing, every tool is).
                     pins.tools.insert(tool.clone(), Pin { digest, definition: definition.clone(), absent: false });
+                    changed = true;
                 }
             }
         }
         for (tool, pin) in pins.tools.iter_mut() {
-            if !listed.iter().any(|(name, _)| name == tool) {
+            if !pin.absent && !listed.iter().any(|(name, _)| name == tool) {
                 pin.absent = true;
                 pins.pending.remove(tool);
+                changed = true;
             }
         }
-        self.save(&file);
+        if changed {
+            self.save(&file);
+        }
         withheld
     }
 
@@ -182,7 +190,9 @@ impl PinStore {
                 pins.tools.insert(name.clone(), Pin { digest: pending.digest, definition: pending.definition, absent: false });
             }
         }
-        self.save(&file);
+        if !names.is_empty() {
+            self.save(&file);
+        }
         names
     }
 
@@ -228,25 +238,16 @@ pub fn definition(tool: &rmcp::model::Tool) -> Value {
 
 /// `sha256:` and the hex digest of `definition`'s JSON (keys sorted: serde_json's maps are ordered).
 fn digest(definition: &Value) -> String {
-    let text = serde_json::to_string(definition).unwrap_or_default();
-    let hash = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
-    let hex: String = hash.as_ref().iter().map(|byte| format!("{byte:02x}")).collect();
-    format!("sha256:{hex}")
+    crate::config::trust::digest(serde_json::to_string(definition).unwrap_or_default().as_bytes())
 }
 
-/// Writes `file` to `path` as 0600 JSON in a 0700 directory, whole.
-fn write_private(path: &Path, file: &PinFile) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+/// Writes `file` to `path` whole, 0600 in a 0700 directory.
+fn write_private(path: &Path, file: &PinFile) -> Result<(), String> {
     if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        crate::user_dirs::ensure_private(dir).map_err(|error| error.to_string())?;
     }
-    let temporary = path.with_extension("tmp");
-    let text = serde_json::to_vec_pretty(file).map_err(std::io::Error::other)?;
-    let mut out = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temporary)?;
-    std::io::Write::write_all(&mut out, &text)?;
-    out.sync_all()?;
-    std::fs::rename(&temporary, path)
+    let text = serde_json::to_string_pretty(file).map_err(|error| error.to_string())?;
+    crate::config::file::write_atomically(path, &text).map_err(|error| error.to_string())
 }
 
 #[cfg(test)]
