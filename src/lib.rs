@@ -47,60 +47,64 @@
 //! How the crate is layered, and why, is docs/architecture.md ("Layers");
 //! its module table is what `tests/architecture.rs` holds the imports to.
 
-// The API (README, "Stability"): the modules an embedder names, and the
-// re-exports below. `actors` is the actix side; everything else is for
-// tokio programs.
-pub mod actors; // actix users' side: the actors, their messages and addresses
-pub mod builtin_tools; // the Agent's built-in tools, an in-process server an embedder can add
-pub mod config; // what a configuration file can say
-pub mod error; // every error a caller gets
-pub mod llm; // the models an Agent talks to
-pub mod naming; // exposed tool names, as `Handle::call_tool` takes them
-pub mod oauth; // the credentials of remote servers (`config::Auth`)
-pub mod pool; // the pool as data: server states and statuses, catalog entries
-pub mod rate_limit; // per-server limits, part of `ServerConfig`
-pub mod restart; // restart policy and intensity, part of `ServerConfig`
-pub mod sessions; // the Agent's saved conversations (`AgentConfig::journal`)
-pub mod skills; // servers' skills, as `Handle::list_skills` returns them
-pub mod telemetry; // metrics and the audit log (`Handle::metrics`, `Handle::telemetry`)
-pub mod transport; // in-process servers (`ToolHandler`) and remote servers' credentials
+// The API (README, "Stability"): the modules an embedder names (in this
+// order: the first path that reaches an item is the one its docs use), and the
+// re-exports below. The modules are the workspace's lower crates'
+// (docs/architecture.md, "Layers"): `actors` is the actix side; everything
+// else is for tokio programs.
+#[doc(inline)]
+pub use mcpvisor_actors as actors; // actix users' side: the actors, their messages and addresses
+#[doc(inline)]
+pub use mcpvisor_services::{
+    builtin_tools, // the Agent's built-in tools, an in-process server an embedder can add
+    llm,           // the models an Agent talks to
+    oauth,         // the credentials of remote servers (`config::Auth`)
+    pool,          // the pool as data: server states and statuses, catalog entries
+    sessions,      // the Agent's saved conversations (`AgentConfig::journal`)
+    skills,        // servers' skills, as `Handle::list_skills` returns them
+    telemetry,     // metrics and the audit log (`Handle::metrics`, `Handle::telemetry`)
+    transport,     // in-process servers (`ToolHandler`) and remote servers' credentials
+};
+#[doc(inline)]
+pub use mcpvisor_wire::{
+    config,     // what a configuration file can say
+    error,      // every error a caller gets
+    naming,     // exposed tool names, as `Handle::call_tool` takes them
+    rate_limit, // per-server limits, part of `ServerConfig`
+    restart,    // restart policy and intensity, part of `ServerConfig`
+};
 
 // The program: public only so that the binary, the tests, the fuzz targets
 // and the benches reach them; hidden from the docs and not covered by semver.
 #[doc(hidden)]
 pub mod cli; // the binary's command line; public for src/main.rs
 #[doc(hidden)]
-pub mod codec; // wire framing; public for the fuzz targets
-#[doc(hidden)]
 pub mod demo_server; // the bundled test server; public for the binary and the tests
 #[doc(hidden)]
 pub mod gateway; // `mcpvisor serve`; public for its tests
 #[doc(hidden)]
-pub mod protocol; // the JSON-RPC wire; public for tests and fuzz (the API speaks rmcp's model types, re-exported below)
+pub use mcpvisor_wire::{
+    codec,    // wire framing; public for the fuzz targets
+    protocol, // the JSON-RPC wire; public for tests and fuzz (the API speaks rmcp's model types, re-exported below)
+};
 
 mod acp; // `mcpvisor acp`, reached through `cli`
-mod catalog_cache;
-mod civil_date;
-mod identity;
-mod integrity;
-mod policy;
 mod runtime;
-mod sandbox; // applied from `config::SandboxSpec`
-mod server; // the MCP server side of the gateway, the demo server and in-process servers
-mod sse;
-mod task_store;
-mod tool_search;
-mod user_dirs;
+
+// The lower layers' other modules, named as this crate's own
+// (`crate::server`, `crate::policy`, ...) for the fronts.
+use mcpvisor_services::{catalog_cache, integrity, policy, sandbox, server, tool_search};
+use mcpvisor_wire::{civil_date, identity, task_store, user_dirs};
 
 pub use actors::agent::{
     AgentConfig, AgentError, AgentEvent, AgentLimits, AgentStop, ConfirmPolicy, ConfirmRequest, Conversation, Decision, TurnEnded,
 };
-pub use actors::agent_handle::{AgentHandle, TurnAnswer};
 pub use actors::client_requests::{ClientHandlers, ElicitationRequest, Refusal, Root, RootsRequest, SamplingRequest};
-pub use actors::handle::{Events, Handle, EVENT_BUFFER};
 pub use actors::hub::SetServersResult;
 pub use actors::operation::LogLevel;
+pub use actors::{AgentHandle, TurnAnswer};
 pub use actors::{CallTool, Event, IntoArguments, Progress, ProgressSink};
+pub use actors::{Events, Handle, EVENT_BUFFER};
 pub use error::{CallError, Cause, ConfigError, ConnectError, ManageError};
 pub use pool::{ServerState, ServerStatus, ToolEntry};
 /// The MCP types of the public API (results, references of completions,

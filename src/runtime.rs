@@ -11,10 +11,10 @@ use tokio::sync::oneshot;
 
 use crate::actors::client_requests::ClientHandlers;
 use crate::actors::directory::Directory;
-use crate::actors::handle::Handle;
 use crate::actors::hub::{self, GetRegistry, Hub};
 use crate::actors::listeners::Listeners;
 use crate::actors::parts::Parts;
+use crate::actors::Handle;
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::oauth::Authorizer;
 use crate::telemetry::Telemetry;
@@ -61,6 +61,33 @@ impl RuntimeBuilder {
     /// Without a server of that name in the configuration, one is added
     /// ([`ServerConfig::in_process`], every setting at its default); with
     /// one, it should have `transport` in-process.
+    ///
+    /// ```
+    /// use futures::future::BoxFuture;
+    /// use mcpvisor::config::RuntimeConfig;
+    /// use mcpvisor::protocol::ErrorObject;
+    /// use mcpvisor::{CallToolResult, ContentBlock, JsonObject, Runtime, Tool, ToolHandler};
+    ///
+    /// struct Clock;
+    ///
+    /// impl ToolHandler for Clock {
+    ///     fn tools(&self) -> Vec<Tool> {
+    ///         let schema = serde_json::json!({"type": "object", "properties": {}});
+    ///         vec![Tool::new("now", "The current Unix time in seconds", schema.as_object().cloned().unwrap_or_default())]
+    ///     }
+    ///
+    ///     fn call<'a>(&'a self, _name: &'a str, _arguments: JsonObject) -> BoxFuture<'a, Result<CallToolResult, ErrorObject>> {
+    ///         Box::pin(async move {
+    ///             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    ///             Ok(CallToolResult::success(vec![ContentBlock::text(now.as_secs().to_string())]))
+    ///         })
+    ///     }
+    /// }
+    ///
+    /// // The server `clock` (its tool: mcp__clock__now), served by `Clock`:
+    /// let runtime = Runtime::builder(RuntimeConfig::default()).in_process("clock", Clock);
+    /// assert_eq!(runtime.config().servers[0].name, "clock");
+    /// ```
     pub fn in_process(mut self, name: impl Into<String>, handler: impl Into<InProcessHandler>) -> Self {
         let name = name.into();
         if !self.config.servers.iter().any(|server| server.name == name) {

@@ -1,12 +1,14 @@
-//! The layers of docs/architecture.md's module table ("Layers") hold: every
-//! import points down a layer or stays in its layer without a loop.
+//! The layers of docs/architecture.md's module table ("Layers") hold: the
+//! crate graph is the table (each crate depends only on the crates of the
+//! layers below it, so the compiler refuses an import that points up), every
+//! module lives in its layer's crate, and no modules form a loop.
 
 mod architecture_support;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use architecture_support::{check, graph, layer_table, read_tree, references, Findings, Graph, Source};
+use architecture_support::{check, graph, layer_table, read_tree, references, Findings, Graph, Source, CRATES};
 
 /// Arrows allowed to point up a layer, each `"from -> to"`: none since issue
 /// 21 (config as data, one server side, `Handle` beside the actors). The
@@ -42,6 +44,10 @@ fn problems(graph: &Graph, findings: &Findings, known_upward: &[&str], known_loo
     let mut problems = Vec::new();
     for module in &findings.unplaced {
         problems.push(format!("module `{module}` has no row in the module table of docs/architecture.md: place it in a layer"));
+    }
+    for (module, layer, home) in &findings.misplaced {
+        let (dir, _, _) = CRATES.iter().find(|(_, _, l)| l == layer).expect("every layer has a crate");
+        problems.push(format!("module `{module}` is placed in layer {layer} but lives in the crate of layer {home}: move it under {dir}/"));
     }
     for row in &findings.unknown_rows {
         problems.push(format!("the module table of docs/architecture.md names `{row}`, which is no module: remove the row"));
@@ -98,14 +104,14 @@ fn findings_of(files: &[(&str, &str)]) -> (Graph, Findings) {
 }
 
 const CLEAN: &[(&str, &str)] = &[
-    ("src/protocol/mod.rs", "pub mod era;\n"),
-    ("src/protocol/era.rs", "pub struct Era;\n"),
-    ("src/config/mod.rs", "use crate::protocol::era::Era;\n"),
-    ("src/transport/mod.rs", "use crate::{config, protocol::{era::Era}};\n"),
+    ("crates/wire/src/protocol/mod.rs", "pub mod era;\n"),
+    ("crates/wire/src/protocol/era.rs", "pub struct Era;\n"),
+    ("crates/wire/src/config/mod.rs", "use crate::protocol::era::Era;\n"),
+    ("crates/services/src/transport/mod.rs", "use crate::{config, protocol::{era::Era}};\n"),
     ("src/handle.rs", "use crate::actors::hub::Hub;\n"),
-    ("actors/mod.rs", "pub mod hub;\npub mod registry;\npub use crate::config::Config;\n"),
-    ("actors/hub.rs", "use super::registry::Registry;\nuse crate::transport::Pipe;\n"),
-    ("actors/registry.rs", "pub struct Registry;\n"),
+    ("actors/src/lib.rs", "pub mod hub;\npub mod registry;\npub use crate::config::Config;\n"),
+    ("actors/src/hub.rs", "use super::registry::Registry;\nuse crate::transport::Pipe;\n"),
+    ("actors/src/registry.rs", "pub struct Registry;\n"),
 ];
 
 #[test]
@@ -130,24 +136,24 @@ fn an_upward_import_is_found_in_code_in_a_group_and_in_a_doc_link() {
         ("/// Opened by [the door](crate::Runtime).\npub struct Config;", "handle"),
     ] {
         let mut files = CLEAN.to_vec();
-        files.push(("src/config/paths.rs", text));
+        files.push(("crates/wire/src/config/paths.rs", text));
         let (_, findings) = findings_of(&files);
         let arrows: Vec<(&str, &str)> = findings.upward.iter().map(|(from, to, _)| (from.as_str(), to.as_str())).collect();
         assert_eq!(arrows, [("config", to)], "in {text:?}");
-        assert_eq!(findings.upward[0].2, "src/config/paths.rs", "the example names the file");
+        assert_eq!(findings.upward[0].2, "crates/wire/src/config/paths.rs", "the example names the file");
     }
 }
 
 #[test]
 fn a_loop_is_found_with_its_modules_and_shown_with_its_arrows() {
     let registry_uses_hub =
-        |&(path, text): &(&'static str, &'static str)| (path, if path == "actors/registry.rs" { "use super::hub::Hub;" } else { text });
+        |&(path, text): &(&'static str, &'static str)| (path, if path == "actors/src/registry.rs" { "use super::hub::Hub;" } else { text });
     let files: Vec<_> = CLEAN.iter().map(registry_uses_hub).collect();
     let (graph, findings) = findings_of(&files);
     assert_eq!(findings.loops, [vec!["actors::hub".to_string(), "actors::registry".to_string()]]);
     let found = problems(&graph, &findings, &[], &[]);
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].contains("actors::registry -> actors::hub   (actors/registry.rs)"), "{}", found[0]);
+    assert!(found[0].contains("actors::registry -> actors::hub   (actors/src/registry.rs)"), "{}", found[0]);
     assert!(problems(&graph, &findings, &[], &["actors::hub <-> actors::registry"]).is_empty());
 }
 
@@ -171,10 +177,10 @@ fn strings_comments_and_test_code_are_not_imports() {
         use crate::protocol::era::Era;
     "####;
     let mut files = CLEAN.to_vec();
-    files.push(("src/config/paths.rs", text));
-    files.push(("src/config/paths_tests.rs", "use crate::actors::hub::Hub;"));
-    files.push(("src/config/paths/fixtures.rs", "use crate::actors::hub::Hub;"));
-    files.push(("src/config/tests.rs", "use crate::handle::Handle;"));
+    files.push(("crates/wire/src/config/paths.rs", text));
+    files.push(("crates/wire/src/config/paths_tests.rs", "use crate::actors::hub::Hub;"));
+    files.push(("crates/wire/src/config/paths/fixtures.rs", "use crate::actors::hub::Hub;"));
+    files.push(("crates/wire/src/config/tests.rs", "use crate::handle::Handle;"));
     let (_, findings) = findings_of(&files);
     assert_eq!(findings, Findings::default());
     // The code after all of it is still read.
@@ -196,11 +202,62 @@ fn a_module_without_a_row_and_a_row_without_a_module_are_named() {
 #[test]
 fn the_allow_lists_can_only_shrink() {
     let mut files = CLEAN.to_vec();
-    files.push(("src/config/paths.rs", "use crate::actors::registry::Registry;"));
+    files.push(("crates/wire/src/config/paths.rs", "use crate::actors::registry::Registry;"));
     let (graph, findings) = findings_of(&files);
     assert!(problems(&graph, &findings, &["config -> actors::registry"], &[]).is_empty());
     let stale = problems(&graph, &findings, &["config -> actors::registry", "protocol -> handle"], &["config <-> transport"]);
     assert_eq!(stale.len(), 2, "{stale:?}");
     assert!(stale[0].contains("`protocol -> handle`, which no longer points up"), "{}", stale[0]);
     assert!(stale[1].contains("`config <-> transport`, which is no longer a loop"), "{}", stale[1]);
+}
+
+#[test]
+fn a_module_in_the_crate_of_another_layer_is_named() {
+    let mut files = CLEAN.to_vec();
+    files.retain(|(path, _)| *path != "crates/services/src/transport/mod.rs");
+    files.push(("crates/wire/src/transport/mod.rs", "use crate::config;\n"));
+    let (graph, findings) = findings_of(&files);
+    assert_eq!(findings.misplaced, [("transport".to_string(), 2, 1)]);
+    let found = problems(&graph, &findings, &[], &[]);
+    assert!(
+        found
+            .iter()
+            .any(|p| p.contains("`transport` is placed in layer 2 but lives in the crate of layer 1: move it under crates/services/src/")),
+        "{found:?}"
+    );
+}
+
+/// The `mcpvisor-*` crates a manifest's `[dependencies]` name.
+fn workspace_dependencies(manifest: &str) -> Vec<String> {
+    let section = manifest.lines().skip_while(|line| line.trim() != "[dependencies]").skip(1).take_while(|line| !line.starts_with('['));
+    section.filter_map(|line| line.split(['.', ' ', '=']).next()).filter(|name| name.starts_with("mcpvisor")).map(str::to_owned).collect()
+}
+
+#[test]
+fn the_crate_graph_is_the_layer_table() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml is read");
+    for (dir, name, layer) in CRATES {
+        let folder = dir.strip_suffix("src").unwrap_or(dir).trim_end_matches('/');
+        let manifest_path = root.join(folder).join("Cargo.toml");
+        let manifest = std::fs::read_to_string(&manifest_path).unwrap_or_else(|e| panic!("{}: {e}", manifest_path.display()));
+        let package = name.replace('_', "-");
+        assert!(manifest.contains(&format!("name = \"{package}\"")), "{} is not the package {package}", manifest_path.display());
+        if !folder.is_empty() {
+            assert!(workspace.contains(&format!("\"{folder}\"")), "the workspace's members do not list {folder}");
+        }
+        let mut below: Vec<String> = CRATES.iter().filter(|(_, _, l)| l < layer).map(|(_, n, _)| n.replace('_', "-")).collect();
+        let mut used = workspace_dependencies(&manifest);
+        below.sort();
+        used.sort();
+        // Each crate may use every crate below it and nothing else of the workspace: an
+        // import that points up does not compile.
+        assert_eq!(used, below, "{package} (layer {layer}) must depend on exactly the crates of the layers below it");
+    }
+}
+
+#[test]
+fn a_manifests_workspace_dependencies_are_read() {
+    let manifest = "[package]\nname = \"x\"\n\n[dependencies]\nmcpvisor-wire.workspace = true\nmcpvisor-services = { path = \"../services\" }\nserde = \"1\"\n\n[dev-dependencies]\nmcpvisor-actors.workspace = true\n";
+    assert_eq!(workspace_dependencies(manifest), ["mcpvisor-wire", "mcpvisor-services"]);
 }

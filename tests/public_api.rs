@@ -17,10 +17,13 @@ use std::process::Command;
 const SURFACE_FILE: &str = "public-api.txt";
 const BLESS: &str = "MCPVISOR_BLESS_PUBLIC_API";
 
-/// Builds the library's rustdoc JSON (default features, as a dependent
-/// sees it) into a directory of its own, so that this test never waits
-/// for the lock of the target directory `cargo test` is using.
-fn rustdoc_json() -> serde_json::Value {
+/// The workspace's libraries, the facade first: it re-exports the others.
+const CRATES: &[&str] = &["mcpvisor", "mcpvisor_wire", "mcpvisor_services", "mcpvisor_actors"];
+
+/// Builds the workspace libraries' rustdoc JSON (default features, as a
+/// dependent sees them) into a directory of its own, so that this test
+/// never waits for the lock of the target directory `cargo test` is using.
+fn rustdoc_json() -> Vec<serde_json::Value> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| manifest.join("target"));
     let doc_target = target.join("public-api");
@@ -38,23 +41,27 @@ fn rustdoc_json() -> serde_json::Value {
         }
     }
     let output = cargo
-        .args(["rustdoc", "--lib", "--quiet", "--manifest-path"])
+        .args(["doc", "--workspace", "--lib", "--no-deps", "--quiet", "--manifest-path"])
         .arg(manifest.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(&doc_target)
-        .args(["--", "-Z", "unstable-options", "--output-format", "json"])
+        .env("RUSTDOCFLAGS", "-Z unstable-options --output-format json")
         .env("RUSTC_BOOTSTRAP", "1")
         .output()
         .expect("cargo runs");
     assert!(output.status.success(), "cargo rustdoc (JSON) failed:\n{}", String::from_utf8_lossy(&output.stderr));
-    let json = doc_target.join("doc").join(format!("{}.json", env!("CARGO_PKG_NAME").replace('-', "_")));
-    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("reading {}: {e}", json.display()));
-    serde_json::from_str(&text).expect("rustdoc wrote JSON")
+    let read = |name: &str| {
+        let json = doc_target.join("doc").join(format!("{name}.json"));
+        let text = std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("reading {}: {e}", json.display()));
+        serde_json::from_str(&text).expect("rustdoc wrote JSON")
+    };
+    CRATES.iter().map(|name| read(name)).collect()
 }
 
 #[test]
 fn the_public_api_is_the_committed_one() {
-    let doc = rustdoc_json();
+    let mut docs = rustdoc_json();
+    let doc = docs.remove(0);
     let format = doc["format_version"].as_u64().unwrap_or(0);
     assert!(
         render::KNOWN_FORMATS.contains(&format),
@@ -62,7 +69,7 @@ fn the_public_api_is_the_committed_one() {
          check its output, widen KNOWN_FORMATS, then update {SURFACE_FILE} with `{BLESS}=1 cargo test --test public_api`",
         render::KNOWN_FORMATS
     );
-    let surface = render::surface(&doc);
+    let surface = render::surface(&doc, &docs);
     let rendered = surface.iter().map(|line| format!("{line}\n")).collect::<String>();
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(SURFACE_FILE);
     if std::env::var_os(BLESS).is_some() {

@@ -10,9 +10,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcpvisor::codec::peek_id;
-use mcpvisor::protocol::schema::ToolContract;
-use mcpvisor::protocol::Message;
+use mcpvisor_wire::codec::peek_id;
+use mcpvisor_wire::protocol::schema::ToolContract;
+use mcpvisor_wire::protocol::Message;
 use rmcp::model::{CallToolResult, ListToolsResult};
 
 /// How many leading bytes of an oversized frame the codec keeps.

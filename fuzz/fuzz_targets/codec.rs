@@ -10,7 +10,7 @@
 use arbitrary::Arbitrary;
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use mcpvisor::codec::{Frame, JsonRpcCodec};
+use mcpvisor_wire::codec::{Frame, JsonRpcCodec};
 use tokio_util::codec::Decoder;
 
 #[derive(Arbitrary, Debug)]

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use mcpvisor::config::foreign::{self, Format};
+use mcpvisor_wire::config::foreign::{self, Format};
 
 /// The workspace folder: a fresh directory of this fuzzing process.
 fn workspace() -> &'static PathBuf {

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use mcpvisor::config::native;
+use mcpvisor_wire::config::native;
 
 fuzz_target!(|text: &str| {
     if let Ok(servers) = native::parse(Path::new("/nonexistent/mcpvisor/config.toml"), text) {

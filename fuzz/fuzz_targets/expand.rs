@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use mcpvisor::config::{Auth, ServerConfig};
-use mcpvisor::ConfigError;
+use mcpvisor_wire::config::{Auth, ServerConfig};
+use mcpvisor_wire::error::ConfigError;
 
 #[derive(Arbitrary, Debug)]
 struct Input {

@@ -9,8 +9,8 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use mcpvisor::config::redact::MIN_SECRET_CHARS;
-use mcpvisor::config::Redactor;
+use mcpvisor_wire::config::redact::MIN_SECRET_CHARS;
+use mcpvisor_wire::config::Redactor;
 use serde_json::Value;
 
 #[derive(Arbitrary, Debug)]

@@ -9,7 +9,7 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use mcpvisor::protocol::schema::check;
+use mcpvisor_wire::protocol::schema::check;
 use serde_json::{json, Map, Value};
 
 fn run(u: &mut Unstructured<'_>) -> Result<()> {

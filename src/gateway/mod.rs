@@ -7,7 +7,7 @@
 //! `crate::server::outbox::Frame`s out. The session's passive parts (eras,
 //! paging, listen filters, tasks, parked calls, error constructors) are the
 //! one server side, `crate::server`; its routing tables, client bridge
-//! and roots live beside the actor in `actors/gateway/`.
+//! and roots live beside the actor in `actors/src/gateway/`.
 
 pub mod http;
 pub mod stdio;

@@ -1,23 +1,29 @@
-//! The architecture test's reader: which module of the crate names which,
-//! from the sources alone (no compiler, no extra crate).
+//! The architecture test's reader: which module of the workspace names
+//! which, from the sources alone (no compiler, no extra crate).
 //!
-//! Nodes are the top-level modules of `src/` (`config`, `gateway`, ...) and
-//! the modules of `actors/` (`actors` for its mod.rs, `actors::hub`, ...),
-//! as `../shared/tools/module_loops.py` draws them. An arrow A -> B means a
-//! non-test file of A names B through a path rooted at `crate::` (in a
-//! `use`, a `use crate::{...}` group, an expression, or a doc link: a doc
-//! link pointing up is an arrow too) or at `super::`/`self::`; a name the
-//! crate root re-exports (`crate::Handle`) counts for the module it comes
-//! from. Strings, plain comments, `#[cfg(test)]` items, files named
-//! `tests.rs` and files mounted by a `#[cfg(test)] mod` are not read.
+//! Nodes are the top-level modules of each crate (`config`, `gateway`, ...)
+//! and the modules of the actors crate (`actors` for its lib.rs,
+//! `actors::hub`, ...), as `../shared/tools/module_loops.py` draws them. The
+//! lower crates' modules are named in the crates above as their own
+//! (`crate::protocol` in the actors is `mcpvisor_wire::protocol`), so a
+//! path means one module whichever crate it is read in. An arrow A -> B
+//! means a non-test file of A names B through a path rooted at `crate::`,
+//! at a crate of the workspace (`mcpvisor_wire::`, ...) (in a `use`, a
+//! `use crate::{...}` group, an expression, or a doc link: a doc link
+//! pointing up is an arrow too) or at `super::`/`self::`; a name the root
+//! crate re-exports (`crate::Handle`) counts for the module it comes from.
+//! Strings, plain comments, `#[cfg(test)]` items, files named `tests.rs`
+//! and files mounted by a `#[cfg(test)] mod` are not read.
 //!
 //! The layers come from ONE table: the rows `| module | layer | ... |` of
-//! the crate doc in `src/lib.rs`, which newcomers read first.
+//! docs/architecture.md. The compiler enforces them between crates (a crate
+//! depends only on the crates below it); this reader checks that each module
+//! lives in its layer's crate and that no modules form a loop.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// One source file: its path from the repository root (`src/config/mod.rs`) and its text.
+/// One source file: its path from the repository root (`crates/wire/src/config/mod.rs`) and its text.
 pub struct Source {
     pub path: String,
     pub text: String,
@@ -27,6 +33,8 @@ pub struct Source {
 #[derive(Debug, Default)]
 pub struct Graph {
     pub modules: BTreeSet<String>,
+    /// The layer of the crate each module's files live in (`CRATES`).
+    pub homes: BTreeMap<String, u8>,
     pub arrows: BTreeMap<(String, String), String>,
 }
 
@@ -41,13 +49,28 @@ pub struct Findings {
     pub unplaced: Vec<String>,
     /// Rows of the layer table that name no module.
     pub unknown_rows: Vec<String>,
+    /// `(module, its row's layer, the layer of the crate it lives in)` where the two differ.
+    pub misplaced: Vec<(String, u8, u8)>,
 }
 
-/// Reads every `.rs` file under `src/` and `actors/` of `root`. Symbolic links
-/// are not followed: `src/actors` may be a link to `../actors`, read once as `actors/`.
+/// The workspace's crates, bottom up: the folder of each one's sources, the
+/// name code calls it by, and its layer.
+pub const CRATES: &[(&str, &str, u8)] = &[
+    ("crates/wire/src", "mcpvisor_wire", 1),
+    ("crates/services/src", "mcpvisor_services", 2),
+    ("actors/src", "mcpvisor_actors", 3),
+    ("src", "mcpvisor", 4),
+];
+
+/// The crate a file belongs to (its `CRATES` row).
+pub fn crate_of(path: &str) -> Option<&'static (&'static str, &'static str, u8)> {
+    CRATES.iter().find(|(dir, _, _)| path.starts_with(&format!("{dir}/")))
+}
+
+/// Reads every `.rs` file of every crate of `root`'s workspace.
 pub fn read_tree(root: &Path) -> Vec<Source> {
     let mut sources = Vec::new();
-    for top in ["src", "actors"] {
+    for (top, _, _) in CRATES {
         read_dir(root, &root.join(top), &mut sources);
     }
     sources.sort_by(|a, b| a.path.cmp(&b.path));
@@ -69,20 +92,21 @@ fn read_dir(root: &Path, dir: &Path, sources: &mut Vec<Source>) {
     }
 }
 
-/// The module path of a file (`actors/connection/calls.rs` -> `actors::connection::calls`);
-/// `None` for the crate roots `src/lib.rs` and `src/main.rs` (the facade and the binary, on top).
+/// The module path of a file (`actors/src/connection/calls.rs` -> `actors::connection::calls`,
+/// `crates/wire/src/config/mod.rs` -> `config`); `None` for the roots of the crates below
+/// the actors (their modules' list and nothing else), `src/lib.rs` and `src/main.rs` (the
+/// facade and the binary, on top).
 pub fn module_path(path: &str) -> Option<Vec<String>> {
-    let stem = path.strip_suffix(".rs")?;
+    let (dir, name, _) = crate_of(path)?;
+    let stem = path.strip_prefix(&format!("{dir}/"))?.strip_suffix(".rs")?;
     let mut parts: Vec<String> = stem.split('/').map(str::to_owned).collect();
-    match parts.first().map(String::as_str) {
-        Some("src") => {
-            parts.remove(0);
-            if parts.len() == 1 && (parts[0] == "lib" || parts[0] == "main") {
-                return None;
-            }
+    if *name == "mcpvisor_actors" {
+        parts.insert(0, "actors".into());
+        if parts.len() == 2 && parts[1] == "lib" {
+            parts.pop();
         }
-        Some("actors") => {}
-        _ => return None,
+    } else if parts.len() == 1 && (parts[0] == "lib" || parts[0] == "main") {
+        return None;
     }
     if parts.last().is_some_and(|last| last == "mod") {
         parts.pop();
@@ -132,9 +156,10 @@ fn root_exports(lib_rs: &str) -> BTreeMap<String, Vec<String>> {
         rest = &rest[at + "pub use ".len()..];
         let end = rest.find(';').unwrap_or(rest.len());
         for path in parse_use_tree(&rest[..end]) {
-            if let Some(name) = path.last() {
-                exports.insert(name.clone(), path.clone());
-            }
+            let Some(name) = path.last().cloned() else { continue };
+            // The lower crates' modules are the root's own: `mcpvisor_wire::config` is `config`.
+            let path = absolute(&path, &[], false, &BTreeSet::new()).unwrap_or(path);
+            exports.insert(name, path);
         }
     }
     exports
@@ -145,6 +170,13 @@ pub fn graph(sources: &[Source]) -> Graph {
     let lib_rs = sources.iter().find(|s| s.path == "src/lib.rs").map(|s| s.text.as_str()).unwrap_or("");
     let exports = root_exports(lib_rs);
     let test_only = test_only_files(sources);
+    // The actors' own top-level modules: `crate::hub` read in the actors is `actors::hub`.
+    let actors_modules: BTreeSet<String> = sources
+        .iter()
+        .filter_map(|source| module_path(&source.path))
+        .filter(|p| p.len() >= 2 && p[0] == "actors")
+        .map(|p| p[1].clone())
+        .collect();
     let mut graph = Graph::default();
     for source in sources {
         let Some(here) = module_path(&source.path) else { continue };
@@ -153,14 +185,18 @@ pub fn graph(sources: &[Source]) -> Graph {
         }
         let Some(from) = node_of(&here) else { continue };
         graph.modules.insert(from.clone());
+        if let Some((_, _, layer)) = crate_of(&source.path) {
+            graph.homes.insert(from.clone(), *layer);
+        }
+        let in_actors = crate_of(&source.path).is_some_and(|(_, name, _)| *name == "mcpvisor_actors");
         for path in references(&source.text) {
-            let Some(absolute) = absolute(&path, &here) else { continue };
+            let Some(absolute) = absolute(&path, &here, in_actors, &actors_modules) else { continue };
             let resolved = match absolute.first().and_then(|first| exports.get(first)) {
                 Some(exported) => exported.iter().chain(&absolute[1..]).cloned().collect(),
                 None => absolute,
             };
             let Some(to) = node_of(&resolved) else { continue };
-            // A parent naming its children (actors/mod.rs re-exporting them) is containment, not an import.
+            // A parent naming its children (actors/src/lib.rs re-exporting them) is containment, not an import.
             if to == from || to.starts_with(&format!("{from}::")) || !resolved[0].starts_with(|c: char| c.is_ascii_lowercase()) {
                 continue;
             }
@@ -173,10 +209,16 @@ pub fn graph(sources: &[Source]) -> Graph {
     graph
 }
 
-/// `crate::a::b` -> `[a, b]`; `super::x` and `self::x` are resolved against the file's module `here`.
-fn absolute(path: &[String], here: &[String]) -> Option<Vec<String>> {
+/// `crate::a::b` -> `[a, b]` (`[actors, a, b]` in the actors crate when `a` is one of
+/// its own modules); `mcpvisor_wire::a` -> `[a]`, `mcpvisor_actors::a` -> `[actors, a]`;
+/// `super::x` and `self::x` are resolved against the file's module `here`.
+fn absolute(path: &[String], here: &[String], in_actors: bool, actors_modules: &BTreeSet<String>) -> Option<Vec<String>> {
+    let actors = || vec!["actors".to_string()];
     let (mut base, mut rest): (Vec<String>, &[String]) = match path.first()?.as_str() {
-        "crate" | "$crate" => (Vec::new(), &path[1..]),
+        "crate" | "$crate" if in_actors && path.get(1).is_some_and(|first| actors_modules.contains(first)) => (actors(), &path[1..]),
+        "crate" | "$crate" if in_actors && path.len() == 1 => (actors(), &path[1..]),
+        "crate" | "$crate" | "mcpvisor_wire" | "mcpvisor_services" | "mcpvisor" => (Vec::new(), &path[1..]),
+        "mcpvisor_actors" => (actors(), &path[1..]),
         "self" => (here.to_vec(), &path[1..]),
         "super" => (here.to_vec(), path),
         _ => return None,
@@ -381,7 +423,8 @@ pub fn references(text: &str) -> BTreeSet<Vec<String>> {
             let before = &part[..at];
             let root_start = before.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$')).map_or(0, |p| p + 1);
             let root = &before[root_start..];
-            let is_root = matches!(root, "crate" | "$crate" | "self" | "super");
+            let is_root = matches!(root, "crate" | "$crate" | "self" | "super")
+                || CRATES.iter().any(|(_, name, _)| *name == root && *name != "mcpvisor");
             // `super::super::x` is read once, from its first segment.
             let continues = before[..root_start].trim_end().ends_with("::");
             if is_root && !continues && (!links_only || is_link(&before[..root_start])) {
@@ -478,6 +521,12 @@ pub fn check(graph: &Graph, table: &BTreeMap<String, u8>) -> Findings {
     findings.unplaced = graph.modules.iter().filter(|m| layer_of(m, table).is_none()).cloned().collect();
     findings.unknown_rows = table.keys().filter(|row| !graph.modules.contains(*row)).cloned().collect();
     findings.loops = strongly_connected(graph);
+    for (module, home) in &graph.homes {
+        match layer_of(module, table) {
+            Some(layer) if layer != *home => findings.misplaced.push((module.clone(), layer, *home)),
+            _ => {}
+        }
+    }
     findings
 }
 

@@ -4,11 +4,18 @@
 //! shortest path. Items hidden with `#[doc(hidden)]` and private ones are
 //! not in rustdoc's output, so they are not in the surface.
 //!
+//! The facade re-exports the workspace's lower crates (`mcpvisor::config`
+//! is `mcpvisor_wire::config`), and rustdoc's JSON of a crate holds only
+//! its own items: a re-export of another crate's item is followed into that
+//! crate's JSON (found by its path), so the surface is the same whichever
+//! crate of the workspace an item lives in. Ids are `crate/id`.
+//!
 //! Only the parts of the format that have been stable across recent
 //! versions are read; an unknown shape renders as `?` (and shows in the
 //! diff) rather than failing.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use serde_json::Value;
 
@@ -16,22 +23,57 @@ use serde_json::Value;
 /// (57: Rust 1.95).
 pub const KNOWN_FORMATS: std::ops::RangeInclusive<u64> = 57..=57;
 
-pub struct Surface<'a> {
+/// One crate's rustdoc JSON.
+struct CrateDoc<'a> {
     index: &'a serde_json::Map<String, Value>,
     paths: &'a serde_json::Map<String, Value>,
-    /// The shortest public path of each local item reached from the root.
+    /// The external crates' names by their number in `paths`.
+    crates: HashMap<String, String>,
+    /// The id of each of its own items by path (`mcpvisor_wire::config::ServerConfig`).
+    by_path: HashMap<String, String>,
+}
+
+impl<'a> CrateDoc<'a> {
+    fn of(doc: &'a Value) -> (String, CrateDoc<'a>) {
+        let index = doc["index"].as_object().expect("rustdoc JSON has an `index`");
+        let paths = doc["paths"].as_object().expect("rustdoc JSON has `paths`");
+        let name = index.get(&id_of(&doc["root"])).and_then(|root| root["name"].as_str()).unwrap_or("crate").to_string();
+        let crates = doc["external_crates"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(number, c)| (number.clone(), c["name"].as_str().unwrap_or("?").to_string()))
+            .collect();
+        let by_path =
+            paths.iter().filter(|(_, p)| p["crate_id"].as_u64() == Some(0)).map(|(id, p)| (joined(&p["path"]), id.clone())).collect();
+        (name, CrateDoc { index, paths, crates, by_path })
+    }
+}
+
+fn joined(path: &Value) -> String {
+    path.as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join("::")
+}
+
+pub struct Surface<'a> {
+    docs: BTreeMap<String, CrateDoc<'a>>,
+    /// The crate whose JSON the item being read comes from: a bare id is its.
+    here: RefCell<String>,
+    /// The shortest public path of each item reached from the root.
     public: BTreeMap<String, String>,
     /// (sort key: the path the line is about, line).
     lines: BTreeSet<(String, String)>,
 }
 
-/// The lines of the public API in `doc` (rustdoc's JSON, parsed), ordered by the path each is about.
-pub fn surface(doc: &Value) -> Vec<String> {
-    let index = doc["index"].as_object().expect("rustdoc JSON has an `index`");
-    let paths = doc["paths"].as_object().expect("rustdoc JSON has `paths`");
-    let root = id_of(&doc["root"]);
-    let mut surface = Surface { index, paths, public: BTreeMap::new(), lines: BTreeSet::new() };
-    let reached = surface.reach(&root);
+/// The lines of the public API of `root` (rustdoc's JSON, parsed), with
+/// `others` the JSON of the crates it re-exports from, ordered by the path
+/// each is about.
+pub fn surface(root: &Value, others: &[Value]) -> Vec<String> {
+    let (name, doc) = CrateDoc::of(root);
+    let root_id = format!("{name}/{}", id_of(&root["root"]));
+    let mut docs = BTreeMap::from([(name.clone(), doc)]);
+    docs.extend(others.iter().map(CrateDoc::of));
+    let mut surface = Surface { docs, here: RefCell::new(name), public: BTreeMap::new(), lines: BTreeSet::new() };
+    let reached = surface.reach(&root_id);
     for (path, id) in &reached {
         surface.item(path, id);
     }
@@ -59,13 +101,43 @@ impl<'a> Surface<'a> {
         self.lines.insert((key.to_string(), line));
     }
 
+    /// The item `id`: `crate/id`, or a bare id of the crate being read.
     fn get(&self, id: &str) -> Option<&'a Value> {
-        self.index.get(id)
+        let (krate, local) = self.split(id);
+        self.docs.get(&krate)?.index.get(&local)
+    }
+
+    fn split(&self, id: &str) -> (String, String) {
+        match id.split_once('/') {
+            Some((krate, local)) => (krate.to_string(), local.to_string()),
+            None => (self.here.borrow().clone(), id.to_string()),
+        }
+    }
+
+    /// The `crate/id` of a bare id of the crate being read, following it
+    /// into the crate of the workspace that owns it; `None` for another
+    /// crate's item (std, rmcp, ...) or an unknown id.
+    fn resolve(&self, id: &str) -> Option<String> {
+        let (krate, local) = self.split(id);
+        let doc = self.docs.get(&krate)?;
+        if doc.index.contains_key(&local) {
+            return Some(format!("{krate}/{local}"));
+        }
+        let entry = doc.paths.get(&local)?;
+        let owner = doc.crates.get(&entry["crate_id"].as_u64()?.to_string())?;
+        let target = self.docs.get(owner)?.by_path.get(&joined(&entry["path"]))?;
+        Some(format!("{owner}/{target}"))
+    }
+
+    /// Reads the items of `id`'s crate from now on.
+    fn enter(&self, id: &str) {
+        let (krate, _) = self.split(id);
+        *self.here.borrow_mut() = krate;
     }
 
     /// Every (public path, item id) reachable from the root through public
-    /// modules and re-exports, breadth first so each item's first path is
-    /// one of its shortest.
+    /// modules and re-exports; each item's docs go under its shortest path
+    /// (the first in order among equals).
     fn reach(&mut self, root: &str) -> Vec<(String, String)> {
         let crate_name = self.get(root).and_then(|r| r["name"].as_str()).unwrap_or("crate").to_string();
         let mut reached = vec![(crate_name.clone(), root.to_string())];
@@ -75,15 +147,19 @@ impl<'a> Surface<'a> {
             if !expanded.insert(id.clone()) {
                 continue;
             }
+            self.enter(&id);
             let Some(module) = self.get(&id) else { continue };
             let children: Vec<Value> = kind(module).1["items"].as_array().cloned().unwrap_or_default();
             for child in children.iter().map(id_of) {
+                self.enter(&id);
+                let Some(child) = self.resolve(&child) else { continue };
                 let Some(item) = self.get(&child) else { continue };
                 let (child_kind, inner) = kind(item);
                 let entries: Vec<(String, String)> = match child_kind {
                     "use" if inner["is_glob"].as_bool() == Some(true) => {
                         // A glob re-export of a local module: its items, under this path.
-                        match inner["id"].as_str().map(str::to_string).or_else(|| inner["id"].as_u64().map(|n| n.to_string())) {
+                        let target = inner["id"].as_str().map(str::to_string).or_else(|| inner["id"].as_u64().map(|n| n.to_string()));
+                        match target.and_then(|target| self.resolve(&target)) {
                             Some(target) if self.get(&target).is_some() => {
                                 queue.push_back((path.clone(), target));
                                 continue;
@@ -96,9 +172,10 @@ impl<'a> Surface<'a> {
                     }
                     "use" => {
                         let name = inner["name"].as_str().unwrap_or("?");
-                        match inner.get("id").filter(|v| !v.is_null()).map(id_of) {
+                        let target = inner.get("id").filter(|v| !v.is_null()).map(id_of);
+                        match target.as_deref().and_then(|target| self.resolve(target)) {
                             Some(target) if self.get(&target).is_some() => vec![(format!("{path}::{name}"), target)],
-                            target => {
+                            _ => {
                                 let source = target
                                     .as_deref()
                                     .map(|t| self.external_path(t))
@@ -112,7 +189,12 @@ impl<'a> Surface<'a> {
                     _ => vec![(format!("{path}::{}", item["name"].as_str().unwrap_or("?")), child)],
                 };
                 for (child_path, target) in entries {
-                    self.public.entry(target.clone()).or_insert_with(|| child_path.clone());
+                    // The shortest path, and the first in order among the shortest, so
+                    // that the order of the re-exports in the source changes nothing.
+                    let shorter = |known: &String| (child_path.matches("::").count(), &child_path) < (known.matches("::").count(), known);
+                    if self.public.get(&target).is_none_or(shorter) {
+                        self.public.insert(target.clone(), child_path.clone());
+                    }
                     if self.get(&target).map(|t| kind(t).0) == Some("module") {
                         queue.push_back((child_path.clone(), target.clone()));
                     }
@@ -124,7 +206,8 @@ impl<'a> Surface<'a> {
     }
 
     fn external_path(&self, id: &str) -> String {
-        match self.paths.get(id).and_then(|p| p["path"].as_array()) {
+        let (krate, local) = self.split(id);
+        match self.docs.get(&krate).and_then(|doc| doc.paths.get(&local)).and_then(|p| p["path"].as_array()) {
             Some(parts) => parts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("::"),
             None => "?".into(),
         }
@@ -134,16 +217,18 @@ impl<'a> Surface<'a> {
     /// crate's, else where rustdoc says it lives.
     fn type_path(&self, id: &Value, written: &str) -> String {
         let Some(id) = (!id.is_null()).then(|| id_of(id)) else { return written.to_string() };
-        if let Some(public) = self.public.get(&id) {
+        if let Some(public) = self.resolve(&id).and_then(|global| self.public.get(&global)) {
             return public.clone();
         }
-        match self.paths.get(&id) {
+        let (krate, local) = self.split(&id);
+        match self.docs.get(&krate).and_then(|doc| doc.paths.get(&local)) {
             Some(_) => self.external_path(&id),
             None => written.to_string(),
         }
     }
 
     fn item(&mut self, path: &str, id: &str) {
+        self.enter(id);
         let Some(item) = self.get(id) else { return };
         let (item_kind, inner) = kind(item);
         let canonical = self.public.get(id).map(String::as_str) == Some(path) || path.split("::").count() == 1;

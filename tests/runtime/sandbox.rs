@@ -1,4 +1,4 @@
-//! Sandboxed servers (src/sandbox/): a hostile fixture server
+//! Sandboxed servers (crates/services/src/sandbox/): a hostile fixture server
 //! (tests/fixtures/hostile_server.py) tries to read and write outside its
 //! paths, reach a loopback port with `network = "none"`, fork 1,000
 //! processes under `processes = 64`, allocate 4 GB under
