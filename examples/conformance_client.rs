@@ -30,6 +30,7 @@
 use std::time::Duration;
 
 use actix::prelude::*;
+use mcpvisor::actors::client_requests::answered_by;
 use mcpvisor::config::{Auth, Era, Grant, IdentityProvider, OAuthConfig, RuntimeConfig, ServerConfig, Transport};
 use mcpvisor::oauth::FollowRedirects;
 use mcpvisor::{
@@ -234,9 +235,9 @@ fn answered_by_server(error: &CallError) -> bool {
 async fn run(url: String, scenario: String, era: Era, context: Value) -> Result<(), String> {
     let user = User.start();
     let handlers = ClientHandlers {
-        roots: Some(user.clone().recipient().into()),
-        sampling: Some(user.clone().recipient().into()),
-        elicitation: Some(user.recipient().into()),
+        roots: Some(answered_by(user.clone().recipient())),
+        sampling: Some(answered_by(user.clone().recipient())),
+        elicitation: Some(answered_by(user.recipient())),
     };
     let tokens = std::env::temp_dir().join(format!("mcpvisor-conformance-{}", std::process::id()));
     let mut server = ServerConfig::remote(SERVER, Transport::Http, url);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use common::*;
-use mcpvisor::actors::client_requests::{ClientHandlers, Refusal, SamplingRequest};
+use mcpvisor::actors::client_requests::{answered_by, ClientHandlers, Refusal, SamplingRequest};
 use mcpvisor::actors::connection::live_connections;
 use mcpvisor::config::{Era, RuntimeConfig};
 use mcpvisor::{CallTool, JsonObject, Runtime};
@@ -41,7 +41,7 @@ fn silent_handlers(asked: mpsc::UnboundedSender<()>) -> ClientHandlers {
         });
     });
     let silent = rx.recv().expect("the handler starts");
-    ClientHandlers { roots: None, sampling: Some(silent.recipient().into()), elicitation: None }
+    ClientHandlers { roots: None, sampling: Some(answered_by(silent.recipient())), elicitation: None }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

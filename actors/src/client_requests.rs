@@ -4,7 +4,8 @@
 //! An embedder answers them through [`ClientHandlers`], one [`Answering`]
 //! per kind, each request naming the server: an async function
 //! ([`ClientHandlers::sampling_fn`] and its siblings, for any tokio program)
-//! or an actor's `Recipient` (inside actix). Without one:
+//! or, inside actix, an actor ([`answered_by`] turns its `Recipient` into an
+//! [`Answering`]; the tokio-side types name no actix type). Without one:
 //! - roots: the server's configured `roots`, else none (an empty list:
 //!   a server keeps the directories it was started with; nobody invents
 //!   roots from a working directory);
@@ -21,7 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use actix::prelude::*;
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, FutureExt};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, JsonObject};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -79,16 +80,16 @@ pub struct ElicitationRequest {
     pub prefilled: JsonObject,
 }
 
-/// Who answers one kind of server request.
-pub enum Answering<M>
+/// Who answers one kind of server request: an async function
+/// ([`Answering::function`]), or an actor ([`answered_by`], the actix side).
+pub struct Answering<M>
 where
     M: Message + Send,
     M::Result: Send,
 {
-    /// An actor (its mailbox must stay open: a closed one answers "gone").
-    Actor(Recipient<M>),
-    /// An async function, run on the runtime's thread.
-    Function(Arc<dyn Fn(M) -> BoxFuture<'static, M::Result> + Send + Sync>),
+    /// The answer, or `None` when whoever answers is gone (an actor whose
+    /// mailbox closed answers "gone").
+    answer: Arc<dyn Fn(M) -> BoxFuture<'static, Option<M::Result>> + Send + Sync>,
 }
 
 impl<M> Answering<M>
@@ -96,31 +97,36 @@ where
     M: Message + Send + 'static,
     M::Result: Send,
 {
-    /// Answers with `function`: `|request| async move { ... }`.
+    /// Answers with `function`: `|request| async move { ... }`, run on the
+    /// runtime's thread.
     pub fn function<F, Fut>(function: F) -> Self
     where
         F: Fn(M) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = M::Result> + Send + 'static,
     {
-        Answering::Function(Arc::new(move |request| Box::pin(function(request))))
+        let function = Arc::new(function);
+        Answering {
+            answer: Arc::new(move |request| {
+                let answered = function(request);
+                Box::pin(async move { Some(answered.await) })
+            }),
+        }
     }
 
     /// The answer, or `None` when the answering actor is gone.
     pub(crate) async fn ask(&self, request: M) -> Option<M::Result> {
-        match self {
-            Answering::Actor(recipient) => recipient.send(request).await.ok(),
-            Answering::Function(function) => Some(function(request).await),
-        }
+        (self.answer)(request).await
     }
 }
 
-impl<M: Message + Send> From<Recipient<M>> for Answering<M>
+/// The actix side of [`Answering`]: `recipient` answers each request (its
+/// mailbox must stay open: a closed one answers "gone").
+pub fn answered_by<M>(recipient: Recipient<M>) -> Answering<M>
 where
+    M: Message + Send + 'static,
     M::Result: Send,
 {
-    fn from(recipient: Recipient<M>) -> Self {
-        Answering::Actor(recipient)
-    }
+    Answering { answer: Arc::new(move |request| Box::pin(recipient.send(request).map(Result::ok))) }
 }
 
 impl<M> Clone for Answering<M>
@@ -129,10 +135,7 @@ where
     M::Result: Send,
 {
     fn clone(&self) -> Self {
-        match self {
-            Answering::Actor(recipient) => Answering::Actor(recipient.clone()),
-            Answering::Function(function) => Answering::Function(function.clone()),
-        }
+        Answering { answer: self.answer.clone() }
     }
 }
 

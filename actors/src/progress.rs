@@ -27,7 +27,8 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// Where a request's progress goes: an actor or a channel.
+/// Where a request's progress goes: a channel or a function (or, on the
+/// actix side, an actor: [`to_actor`]).
 #[derive(Clone, Debug)]
 pub struct ProgressSink(Outlet<Progress>);
 
@@ -38,14 +39,20 @@ impl ProgressSink {
         (ProgressSink(outlet), rx)
     }
 
-    /// A sink that sends each notification to an actor.
-    pub fn recipient(recipient: Recipient<Progress>) -> ProgressSink {
-        ProgressSink(Outlet::Recipient(recipient))
+    /// A sink that calls `function` with each notification, on the
+    /// runtime's thread: it must not block.
+    pub fn function(function: impl Fn(Progress) + Send + Sync + 'static) -> ProgressSink {
+        ProgressSink(Outlet::function(function))
     }
 
     pub(crate) fn send(&self, progress: Progress) {
         self.0.send(progress)
     }
+}
+
+/// The actix side of [`ProgressSink`]: each notification goes to `recipient`.
+pub fn to_actor(recipient: Recipient<Progress>) -> ProgressSink {
+    ProgressSink(super::outlet::to_actor(recipient))
 }
 
 /// When a request last heard of progress, shared by the connection (which

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use mcpvisor::actors::client_requests::{ClientHandlers, ElicitationRequest, Refusal, SamplingRequest};
+use mcpvisor::actors::client_requests::{answered_by, ClientHandlers, ElicitationRequest, Refusal, SamplingRequest};
 use rmcp::model::{ElicitResult, ElicitationAction};
 use serde_json::{json, Value};
 
@@ -134,5 +134,9 @@ pub fn assistant_handlers() -> ClientHandlers {
         });
     });
     let assistant = rx.recv().expect("the assistant starts");
-    ClientHandlers { roots: None, sampling: Some(assistant.clone().recipient().into()), elicitation: Some(assistant.recipient().into()) }
+    ClientHandlers {
+        roots: None,
+        sampling: Some(answered_by(assistant.clone().recipient())),
+        elicitation: Some(answered_by(assistant.recipient())),
+    }
 }

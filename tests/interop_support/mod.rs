@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::common::status_of;
 use actix::prelude::*;
-use mcpvisor::actors::client_requests::{ClientHandlers, ElicitationRequest, Refusal, Root, RootsRequest, SamplingRequest};
+use mcpvisor::actors::client_requests::{answered_by, ClientHandlers, ElicitationRequest, Refusal, Root, RootsRequest, SamplingRequest};
 use mcpvisor::actors::Event;
 use mcpvisor::config::{Era, RuntimeConfig, ServerConfig};
 use mcpvisor::{CallTool, CallToolResult, Handle, Runtime, ServerState};
@@ -185,9 +185,9 @@ pub fn user(roots: &[&str]) -> (ClientHandlers, Arc<Mutex<Asked>>) {
     });
     let user = rx.recv().expect("the user actor starts");
     let handlers = ClientHandlers {
-        roots: Some(user.clone().recipient().into()),
-        sampling: Some(user.clone().recipient().into()),
-        elicitation: Some(user.recipient().into()),
+        roots: Some(answered_by(user.clone().recipient())),
+        sampling: Some(answered_by(user.clone().recipient())),
+        elicitation: Some(answered_by(user.recipient())),
     };
     (handlers, asked)
 }

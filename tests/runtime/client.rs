@@ -179,6 +179,13 @@ async fn progress_reaches_the_caller_and_keeps_a_slow_call_alive() {
         assert_eq!(seen.iter().map(|p| p.progress).collect::<Vec<_>>(), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "{server}");
         assert!(seen.iter().all(|p| p.total == Some(6.0) && p.server == server));
     }
+    // A function sink (no channel, no actor) hears the same steps and keeps the call alive as well.
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = heard.clone();
+    let sink = ProgressSink::function(move |step: Progress| kept.lock().unwrap().push(step.progress));
+    let call = CallTool::new("progress", json!({"steps": 4, "ms": 100})).with_timeout(Duration::from_millis(250)).with_progress(sink);
+    assert_eq!(text(&handle.call_on("old", call).await.unwrap()), "done 4 steps");
+    assert_eq!(*heard.lock().unwrap(), [1.0, 2.0, 3.0, 4.0]);
     // Without progress the same time-out ends the call.
     let slow = handle.call_on("old", CallTool::new("sleep", json!({"ms": 600})).with_timeout(Duration::from_millis(250))).await;
     assert!(matches!(slow, Err(CallError::Timeout { .. })), "{slow:?}");
