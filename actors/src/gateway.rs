@@ -39,6 +39,7 @@ mod logs;
 pub mod names;
 mod options;
 pub mod roots;
+mod serving;
 mod traced;
 mod work;
 
@@ -58,11 +59,11 @@ use crate::codec::Frame as InboundFrame;
 use crate::handle::Handle;
 use crate::identity::Identity;
 use crate::protocol::{error_codes, methods, ErrorObject, Message as RpcMessage, RequestId};
+use crate::server::dispatch::{self, Dispatched, Request};
 use crate::server::era::Served;
 use crate::server::input::{self, Asked, Asking};
-use crate::server::lifecycle::{self, DiscoverCache, ServerInfo};
 use crate::server::outbox::{Frame, Outbox};
-use crate::server::SERVER_NAME;
+use crate::server::request::{CallToolParams, ClientRequest};
 use work::{Answered, Pool};
 
 /// Requests of one session open at once; the next waits for one to end.
@@ -306,72 +307,85 @@ impl GatewaySession {
         let _ = self.guarded(&during, answer_to, ctx, |session, ctx| session.serve(id, method, params, stream, permit, ctx));
     }
 
-    /// Serves one admitted request.
+    /// Serves one admitted request: parsed once, then answered through the
+    /// one dispatcher ([`serving`]), save what needs the session's state.
     fn serve(
         &mut self,
         id: RequestId,
         method: String,
-        mut params: Value,
+        params: Value,
         stream: Outbox,
         permit: OwnedSemaphorePermit,
         ctx: &mut Context<Self>,
     ) {
-        #[cfg(feature = "fault-injection")]
-        if method == super::guard::PANIC_METHOD {
-            self.inject_panic(&params);
-        }
-        let mut served = Served::of(&method, &params);
-        if served.as_ref().is_ok_and(Served::is_modern) {
-            // That era has no 2025-11-25 tasks: the call is answered when done.
-            if let Some(params) = params.as_object_mut() {
-                params.remove("task");
-            }
-        }
         let reused = self.open.contains_key(&id).then(|| ErrorObject {
             code: error_codes::INVALID_REQUEST,
             message: format!("request id {id} is already in use by a request still open; use a new id"),
             data: None,
         });
-        // What the session answers itself, at once; the rest is work for the pool.
-        let immediate = match (&served, method.as_str()) {
-            _ if reused.is_some() => reused.map(Err),
-            (Err(error), _) => Some(Err(error.clone())),
-            (Ok(_), methods::INITIALIZE) => Some(Ok(self.initialize(&params))),
-            (Ok(served), methods::PING) => Some(Ok(served.finish(&method, json!({})))),
-            (Ok(_), methods::DISCOVER) => Some(Ok(discover())),
-            _ => None,
-        };
-        if method == methods::SUBSCRIPTIONS_LISTEN && immediate.is_none() {
-            return self.listen(id, &params, stream, permit, ctx);
+        let served = Served::of(&method, &params);
+        let parent = traced::parent(&self.pool, &params);
+        // The server a tool call goes to, set by its work (unless it rides on `input_required`: see below).
+        let server = Arc::new(OnceLock::new());
+        let serving = serving::Serving { pool: &self.pool, stream: &stream, server: &server };
+        let call = dispatch::parse(&serving, &method, params, served.as_ref().unwrap_or(&Served::Legacy));
+        #[cfg(feature = "fault-injection")]
+        if let Ok(ClientRequest::Other { method, params }) = &call {
+            if method == super::guard::PANIC_METHOD {
+                self.inject_panic(params);
+            }
         }
-        let trace = traced::request_span(&self.pool, &id, &method, &params);
-        let asking = match (&served, immediate.is_none() && method == methods::TOOLS_CALL) {
-            (Ok(Served::Modern { capabilities }), true) => self.asking(&mut params, capabilities, &stream, trace.clone()),
+        // A listen stream has no span (it never ends by itself); any other request has one, even a refused one.
+        let trace = match &call {
+            Ok(ClientRequest::Listen(_)) => None,
+            call => traced::request_span(&self.pool, &id, &method, call.as_ref().ok().and_then(ClientRequest::target), parent),
+        };
+        let mut parsed = match (reused, served, call) {
+            (Some(reused), _, _) => Err(reused),
+            (None, Err(error), _) | (None, Ok(_), Err(error)) => Err(error),
+            (None, Ok(served), Ok(call)) => Ok((served, call)),
+        };
+        match parsed {
+            Ok((_, ClientRequest::Listen(filter))) => return self.listen(id, filter, stream, permit, ctx),
+            Ok((_, ClientRequest::Initialize(ref client))) => {
+                self.client = Some(ClientInfo { capabilities: client.capabilities.clone() });
+            }
+            _ => {}
+        }
+        let asking = match &mut parsed {
+            Ok((Served::Modern { capabilities }, ClientRequest::CallTool(call))) => self.asking(call, capabilities, &stream, trace.clone()),
             _ => None,
         };
-        let pool = self.pool.clone();
-        let (answer_to, key) = (stream.clone(), id.clone());
         // The capabilities move to the open request (finishing a result needs only the era).
-        let (server, asks) = match (&asking, &mut served) {
-            (Some(Ok(call)), Ok(Served::Modern { capabilities })) => {
+        let (server, asks) = match (&asking, &mut parsed) {
+            (Some(Ok(call)), Ok((Served::Modern { capabilities }, _))) => {
                 (call.server.clone(), Some((std::mem::take(capabilities), call.sender())))
             }
-            _ => (Arc::new(OnceLock::new()), None),
+            _ => (server, None),
         };
-        let target = server.clone();
+        let (era, serve) = match (parsed, asking) {
+            (Err(error), _) => (Served::Legacy, Serve::Now(Err(error))),
+            (Ok((served, _)), Some(asking)) => (served, Serve::Asking(asking)),
+            (Ok((served, call)), None) => {
+                let serving = serving::Serving { pool: &self.pool, stream: &stream, server: &server };
+                let request_id = json!(id);
+                match dispatch::dispatch(&serving, Request { id: &request_id, call, era: served.clone() }) {
+                    Dispatched::Answer(answer) => (served, Serve::Now(answer.map(Answered::Json))),
+                    Dispatched::Work(work) => (served, Serve::Work(work)),
+                }
+            }
+        };
+        let parked = self.pool.options.parked.clone();
+        let (answer_to, key) = (stream.clone(), id.clone());
         let ending = trace.clone();
         let work = async move {
-            let outcome = match (immediate, served, asking) {
-                (Some(outcome), _, _) => outcome.map(Answered::Json),
-                (None, Ok(served), Some(call)) => match call {
-                    Ok(call) => call.run(pool.options.parked.clone()).await.map(|result| Answered::Json(served.finish(&method, result))),
-                    Err(refusal) => Err(refusal),
-                },
-                (None, Ok(served), None) => {
-                    pool.answer(&method, params, &answer_to, &target).await.map(|result| result.finish(&served, &method))
-                }
-                (None, Err(error), _) => Err(error),
+            let outcome = match serve {
+                Serve::Now(outcome) => outcome,
+                Serve::Work(work) => work.await,
+                Serve::Asking(Ok(call)) => call.run(parked).await.map(Answered::Json),
+                Serve::Asking(Err(refusal)) => Err(refusal),
             };
+            let outcome = outcome.map(|answered| answered.finish(&era, &method));
             if let Some(trace) = &ending {
                 traced::end(trace, &outcome);
             }
@@ -396,38 +410,29 @@ impl GatewaySession {
     /// A 2026-07-28 `tools/call` that rides on `input_required`: a retry
     /// (it carries a `requestState`) resumes its parked call, a call whose
     /// client declared something it may be asked starts one, taking
-    /// `params` (left `Null`). `None`: a plain call, `params` untouched.
+    /// `call` (left empty). `None`: a plain call, `call` untouched.
     /// The call runs on its own task, with `trace` (the first request's span) current:
     /// a retry resumes it, so its upstream span stays that request's child.
     fn asking(
         &self,
-        params: &mut Value,
+        call: &mut CallToolParams,
         capabilities: &Value,
         stream: &Outbox,
         trace: Option<opentelemetry::Context>,
     ) -> Option<Result<Asking, ErrorObject>> {
-        if params.get("requestState").is_some() {
-            return Some(self.pool.options.parked.resume(params));
+        if call.params.get("requestState").is_some() {
+            return Some(self.pool.options.parked.resume(&call.params));
         }
         if !input::may_ask(capabilities) {
             return None;
         }
-        let (pool, server, params) = (self.pool.clone(), Arc::new(OnceLock::new()), std::mem::take(params));
-        let tool = params.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
-        let target = server.clone();
+        let (pool, server, call) = (self.pool.clone(), Arc::new(OnceLock::new()), std::mem::take(call));
+        let (tool, target) = (call.name.clone(), server.clone());
         // Progress goes to the first request's stream only (lossy, like all progress).
         let progress = stream.clone();
-        let call = crate::telemetry::otel::within(trace, async move {
-            pool.answer(methods::TOOLS_CALL, params, &progress, &target).await.map(Answered::into_value)
-        });
+        let call =
+            crate::telemetry::otel::within(trace, async move { pool.call(call, &progress, &target).await.map(Answered::into_value) });
         Some(Ok(Asking::start(tool, server, call)))
-    }
-
-    fn initialize(&mut self, params: &Value) -> Value {
-        self.client = Some(ClientInfo { capabilities: params.get("capabilities").cloned().unwrap_or_else(|| json!({})) });
-        // What the gateway offers is declared whole, whatever the pool offers now: servers come and go while a
-        // session lasts (restarts, `SIGHUP`), and a session's capabilities cannot change after `initialize`.
-        lifecycle::initialize(&server_info(), params, lifecycle::capabilities(true))
     }
 
     /// The stream of an open request to `server`, if any.
@@ -456,16 +461,14 @@ fn params_value(params: Option<&serde_json::value::RawValue>) -> Value {
     params.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or(Value::Null)
 }
 
-fn server_info() -> ServerInfo {
-    ServerInfo { name: SERVER_NAME.into(), title: None, instructions: Some(INSTRUCTIONS) }
-}
-
-const INSTRUCTIONS: &str = "mcpvisor serves many MCP servers as one: tools and prompts are named {server}__{name}; \
-     the resource mcpvisor://status shows every server's state.";
-
-/// `server/discover`: tasks are a legacy-era feature; the pool changes, so the answer is not to be cached.
-fn discover() -> Value {
-    lifecycle::discover(&server_info(), crate::protocol::supported_versions(), lifecycle::capabilities(false), DiscoverCache::Private)
+/// What serving one request comes to.
+enum Serve {
+    /// The answer, now.
+    Now(Result<Answered, ErrorObject>),
+    /// The pool's work past the dispatcher.
+    Work(serving::Work),
+    /// A 2026-07-28 call riding on `input_required`, or why it cannot.
+    Asking(Result<Asking, ErrorObject>),
 }
 
 impl Actor for GatewaySession {

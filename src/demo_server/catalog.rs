@@ -206,15 +206,15 @@ fn as_string(value: &Value) -> Option<String> {
     value.as_str().map(str::to_owned)
 }
 
-/// Validates `tools/call` params into a [`ToolCall`]; absent `arguments` mean `{}`.
-/// `added` are the tools added by `add_tool`, which echo.
-pub fn parse_call(params: &Value, added: &[String]) -> Result<ToolCall, ErrorObject> {
-    let name = crate::server::dispatch::string_param(params, "name", "tools/call")?;
+/// Validates a call of tool `name` with its `arguments` (as sent) into a
+/// [`ToolCall`]; absent `arguments` mean `{}`. `added` are the tools added
+/// by `add_tool`, which echo.
+pub fn parse_call(name: &str, arguments: &Value, added: &[String]) -> Result<ToolCall, ErrorObject> {
     let empty = Map::new();
-    let map = match params.get("arguments") {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Object(map)) => map,
-        Some(other) => return Err(ErrorObject::invalid_params(format!("tool `{name}`: `arguments` must be an object, got {other}"))),
+    let map = match arguments {
+        Value::Null => &empty,
+        Value::Object(map) => map,
+        other => return Err(ErrorObject::invalid_params(format!("tool `{name}`: `arguments` must be an object, got {other}"))),
     };
     let args = Args { tool: name, map };
     Ok(match name {
@@ -266,6 +266,11 @@ pub fn parse_call(params: &Value, added: &[String]) -> Result<ToolCall, ErrorObj
 mod tests {
     use super::*;
 
+    /// A call as `tools/call` params carry it.
+    fn call(params: &Value, added: &[String]) -> Result<ToolCall, ErrorObject> {
+        parse_call(params["name"].as_str().unwrap(), params.get("arguments").unwrap_or(&Value::Null), added)
+    }
+
     #[test]
     fn every_listed_tool_accepts_arguments_matching_its_schema() {
         for spec in &TOOLS {
@@ -279,7 +284,7 @@ mod tests {
             let properties = tool["inputSchema"]["properties"].as_object().unwrap();
             let arguments: Map<String, Value> =
                 properties.iter().map(|(field, schema)| (field.clone(), sample(schema["type"].as_str().unwrap(), field))).collect();
-            assert!(parse_call(&json!({"name": spec.name, "arguments": arguments}), &[]).is_ok(), "{}", spec.name);
+            assert!(parse_call(spec.name, &Value::Object(arguments), &[]).is_ok(), "{}", spec.name);
             assert!(tool["title"].is_string() && tool["description"].is_string(), "{}", spec.name);
         }
     }
@@ -309,15 +314,14 @@ mod tests {
             (json!({"name": "elicit_url", "arguments": {}}), "tool `elicit_url`: missing required argument `url`"),
             (json!({"name": "echo", "arguments": [1]}), "`arguments` must be an object"),
             (json!({"name": "nope"}), "Unknown tool: nope"),
-            (json!({}), "`name` must be a string"),
         ];
         for (params, expected) in cases {
-            let error = parse_call(&params, &[]).unwrap_err();
+            let error = call(&params, &[]).unwrap_err();
             assert_eq!(error.code, super::super::rpc::INVALID_PARAMS);
             assert!(error.message.contains(expected), "{}", error.message);
         }
-        assert_eq!(parse_call(&json!({"name": "crash"}), &[]), Ok(ToolCall::Crash(1)));
+        assert_eq!(call(&json!({"name": "crash"}), &[]), Ok(ToolCall::Crash(1)));
         let added = ["mine".to_owned()];
-        assert_eq!(parse_call(&json!({"name": "mine", "arguments": {"text": "hi"}}), &added), Ok(ToolCall::Echo("hi".into())));
+        assert_eq!(call(&json!({"name": "mine", "arguments": {"text": "hi"}}), &added), Ok(ToolCall::Echo("hi".into())));
     }
 }

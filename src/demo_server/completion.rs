@@ -1,5 +1,6 @@
 //! `completion/complete`: `greet`'s `style` and the item template's `id`.
 
+use rmcp::model::{CompleteRequestParams, Reference};
 use serde_json::{json, Value};
 
 use super::prompts::STYLES;
@@ -11,18 +12,10 @@ const ITEM_IDS: u32 = 30;
 /// At most this many values per answer (the spec's limit is 100); `hasMore` tells the rest.
 const MAX_VALUES: usize = 10;
 
-/// A string field of the params, or -32602 naming it.
-fn field<'a>(value: Option<&'a Value>, what: &str) -> Result<&'a str, ErrorObject> {
-    value.and_then(Value::as_str).ok_or_else(|| ErrorObject::invalid_params(format!("completion/complete: `{what}` must be a string")))
-}
-
-pub fn complete(params: &Value) -> Result<Value, ErrorObject> {
-    let reference = params.get("ref");
-    let kind = field(reference.and_then(|r| r.get("type")), "ref.type")?;
-    let argument = field(params.get("argument").and_then(|a| a.get("name")), "argument.name")?;
-    let prefix = field(params.get("argument").and_then(|a| a.get("value")), "argument.value")?;
-    let candidates: Vec<String> = match kind {
-        "ref/prompt" => match (field(reference.and_then(|r| r.get("name")), "ref.name")?, argument) {
+pub fn complete(params: &CompleteRequestParams) -> Result<Value, ErrorObject> {
+    let (argument, prefix) = (params.argument.name.as_str(), params.argument.value.as_str());
+    let candidates: Vec<String> = match &params.r#ref {
+        Reference::Prompt(prompt) => match (prompt.name.as_str(), argument) {
             ("greet", "style") => STYLES.iter().map(|s| s.to_string()).collect(),
             ("greet", "name") => Vec::new(),
             (prompt, _) => {
@@ -31,13 +24,13 @@ pub fn complete(params: &Value) -> Result<Value, ErrorObject> {
                 )))
             }
         },
-        "ref/resource" => match (field(reference.and_then(|r| r.get("uri")), "ref.uri")?, argument) {
+        Reference::Resource(resource) => match (resource.uri.as_str(), argument) {
             (ITEM_TEMPLATE, "id") => (1..=ITEM_IDS).map(|id| id.to_string()).collect(),
             (uri, _) => {
                 return Err(ErrorObject::invalid_params(format!("completion/complete: no completion for `{uri}` argument `{argument}`")))
             }
         },
-        other => return Err(ErrorObject::invalid_params(format!("completion/complete: unknown `ref.type` {other:?}"))),
+        other => return Err(ErrorObject::invalid_params(format!("completion/complete: no completion for {other:?}"))),
     };
     let matching: Vec<String> = candidates.into_iter().filter(|c| c.starts_with(prefix)).collect();
     let total = matching.len();
@@ -48,6 +41,15 @@ pub fn complete(params: &Value) -> Result<Value, ErrorObject> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::request::ClientRequest;
+
+    /// `completion/complete` with these params, parsed as the dispatcher parses them.
+    fn complete(params: &Value) -> Result<Value, ErrorObject> {
+        match ClientRequest::parse("completion/complete", params.clone())? {
+            ClientRequest::Complete(params) => super::complete(&params),
+            other => panic!("{other:?} is no completion"),
+        }
+    }
 
     fn prompt(argument: &str, value: &str) -> Value {
         json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": argument, "value": value}})

@@ -33,7 +33,7 @@ mod tests {
 
     #[test]
     fn initialize_offers_tasks_and_resource_subscriptions() {
-        let result = lifecycle::initialize(&server_info(), &json!({}), capabilities(true, false));
+        let result = lifecycle::initialize(&server_info(), None, capabilities(true, false));
         assert_eq!(result["serverInfo"]["name"], "mcpvisor-demo");
         assert_eq!(result["capabilities"]["tasks"]["requests"]["tools"]["call"], json!({}));
         assert_eq!(result["capabilities"]["resources"], json!({"subscribe": true, "listChanged": true}));

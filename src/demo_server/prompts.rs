@@ -2,6 +2,8 @@
 
 use serde_json::{json, Value};
 
+use rmcp::model::GetPromptRequestParams;
+
 use super::rpc::ErrorObject;
 
 /// The styles `greet` accepts (and `completion/complete` offers).
@@ -29,9 +31,9 @@ fn user_message(text: String) -> Value {
 }
 
 /// `prompts/get`.
-pub fn get(params: &Value, added: &[String]) -> Result<Value, ErrorObject> {
-    let name = crate::server::dispatch::string_param(params, "name", "prompts/get")?;
-    let argument = |field: &str| match params.get("arguments").and_then(|a| a.get(field)) {
+pub fn get(params: &GetPromptRequestParams, added: &[String]) -> Result<Value, ErrorObject> {
+    let name = params.name.as_str();
+    let argument = |field: &str| match params.arguments.as_ref().and_then(|a| a.get(field)) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(value)) => Ok(Some(value.as_str())),
         Some(other) => Err(ErrorObject::invalid_params(format!("prompt `{name}`: argument `{field}` must be a string, got {other}"))),
@@ -57,6 +59,15 @@ pub fn get(params: &Value, added: &[String]) -> Result<Value, ErrorObject> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::request::ClientRequest;
+
+    /// `prompts/get` with these params, parsed as the dispatcher parses them.
+    fn get(params: &Value, added: &[String]) -> Result<Value, ErrorObject> {
+        match ClientRequest::parse("prompts/get", params.clone())? {
+            ClientRequest::GetPrompt(params) => super::get(&params, added),
+            other => panic!("{other:?} is no prompts/get"),
+        }
+    }
 
     #[test]
     fn greet_uses_its_arguments_and_checks_them() {

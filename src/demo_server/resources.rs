@@ -56,8 +56,7 @@ pub fn contents(uri: &str, counter: u64, added: &[String]) -> Option<Value> {
 }
 
 /// `resources/read`. Unknown URIs: -32002 in the legacy era, -32602 in the modern one (SEP-2164).
-pub fn read(params: &Value, counter: u64, added: &[String], era: RequestEra) -> Result<Value, ErrorObject> {
-    let uri = crate::server::dispatch::string_param(params, "uri", "resources/read")?;
+pub fn read(uri: &str, counter: u64, added: &[String], era: RequestEra) -> Result<Value, ErrorObject> {
     match contents(uri, counter, added) {
         Some(contents) => Ok(json!({ "contents": [contents] })),
         None => {
@@ -76,7 +75,7 @@ mod tests {
         let added = ["mine".to_owned()];
         for resource in list(&added) {
             let uri = resource["uri"].as_str().unwrap();
-            let read = read(&json!({ "uri": uri }), 7, &added, RequestEra::Legacy).unwrap();
+            let read = read(uri, 7, &added, RequestEra::Legacy).unwrap();
             assert_eq!(read["contents"][0]["uri"], uri);
         }
         assert_eq!(contents(COUNTER_URI, 7, &[]).unwrap()["text"], "7");
@@ -88,11 +87,10 @@ mod tests {
     #[test]
     fn unknown_uris_are_not_found_per_era() {
         for uri in ["demo://nope", "demo://item/", "demo://added/other", "demo://item/1/2"] {
-            let legacy = read(&json!({ "uri": uri }), 0, &[], RequestEra::Legacy).unwrap_err();
+            let legacy = read(uri, 0, &[], RequestEra::Legacy).unwrap_err();
             assert_eq!((legacy.code, legacy.data), (RESOURCE_NOT_FOUND, Some(json!({ "uri": uri }))));
-            let modern = read(&json!({ "uri": uri }), 0, &[], RequestEra::Modern { log_level: None }).unwrap_err();
+            let modern = read(uri, 0, &[], RequestEra::Modern { log_level: None }).unwrap_err();
             assert_eq!(modern.code, super::super::rpc::INVALID_PARAMS);
         }
-        assert_eq!(read(&json!({}), 0, &[], RequestEra::Legacy).unwrap_err().code, super::super::rpc::INVALID_PARAMS);
     }
 }

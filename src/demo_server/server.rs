@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rmcp::model::{CompleteRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -18,9 +19,10 @@ use super::rpc::{classify, notification_frame, response_frame, text_result, Erro
 use super::state::{InFlight, State};
 use super::{completion, lifecycle, lock, log, prompts, resources, skills, tools, DemoServerOptions};
 use crate::protocol::methods;
-use crate::server::dispatch::{dispatch, string_param, Dispatched, Request, ServerHandler};
+use crate::server::dispatch::{dispatch, parse, Dispatched, Listed, Request, ServerHandler};
 use crate::server::lifecycle::{DiscoverCache, ServerInfo};
-use crate::server::listen::Filter;
+use crate::server::paging::Pager;
+use crate::server::request::{CallToolParams, ClientRequest, Level as RequestLevel, List, TaskMethod};
 use crate::server::subscriptions::Subscriptions;
 use crate::task_store::{self as tasks, requested_ttl, Outcome, TaskStore};
 
@@ -33,7 +35,8 @@ pub enum Work {
 }
 
 pub enum Job {
-    Tool(ToolCall),
+    /// A checked call, with the params it came with (`_meta`, MRTR retries).
+    Tool(ToolCall, Value),
     TaskResult(String, watch::Receiver<Outcome>),
 }
 
@@ -109,43 +112,38 @@ impl Server {
         if method == methods::INITIALIZE {
             lock(&self.state.received).initialize_requests += 1;
         }
-        match dispatch(self, &Request { id: &id, method: &method, params: &params, era }) {
+        let call = match parse(self, &method, params, &era) {
+            Ok(call) => call,
+            Err(e) => return self.state.send(response_frame(&id, Err(e))),
+        };
+        match dispatch(self, Request { id: &id, call, era }) {
             Dispatched::Answer(result) => self.state.send(response_frame(&id, result.map(|r| era.finish(&method, r)))),
-            Dispatched::Work(Work::Spawn(job)) => self.spawn(id, era, method, params, job),
+            Dispatched::Work(Work::Spawn(job)) => self.spawn(id, era, method, job),
             Dispatched::Work(Work::Open) => {}
         }
     }
 
-    fn set_level_to(&self, params: &Value) -> Result<Value, ErrorObject> {
-        let level = params.get("level").and_then(Level::parse);
-        let level = level.ok_or_else(|| ErrorObject::invalid_params(format!("logging/setLevel: `level` must be {}", Level::expected())))?;
-        *lock(&self.state.log_level) = level;
-        Ok(json!({}))
-    }
-
     /// `tools/call`: checks the call and its task augmentation (2025-11-25, legacy only).
-    fn tool_call(&self, era: RequestEra, params: &Value) -> Dispatched<Work> {
-        let call = match parse_call(params, &lock(&self.state.added).tools) {
+    fn tool_call(&self, era: RequestEra, request: CallToolParams) -> Dispatched<Work> {
+        let call = match parse_call(&request.name, request.arguments(), &lock(&self.state.added).tools) {
             Ok(call) => call,
             Err(e) => return Dispatched::Answer(Err(e)),
         };
         let refuse = |message: String| Dispatched::Answer(Err(ErrorObject::new(METHOD_NOT_FOUND, message)));
-        let task = params.get("task").filter(|t| !t.is_null());
-        match (&call, task, era.is_legacy()) {
+        match (&call, &request.task, era.is_legacy()) {
             (ToolCall::SlowTask(_), Some(task), true) => Dispatched::Answer(self.start_task(call.clone(), task)),
             (ToolCall::SlowTask(_), None, true) => {
                 refuse("tool `slow_task` must be invoked as a task: `params.task` is required (execution.taskSupport \"required\")".into())
             }
             (ToolCall::SlowTask(_), _, false) => refuse("tool `slow_task` needs 2025-11-25 tasks, which only legacy sessions have".into()),
             (_, Some(_), true) => {
-                let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
-                refuse(format!("tool `{name}` cannot be invoked as a task (execution.taskSupport \"forbidden\")"))
+                refuse(format!("tool `{}` cannot be invoked as a task (execution.taskSupport \"forbidden\")", request.name))
             }
             (ToolCall::PauseReading(ms), None, _) => {
                 *lock(&self.state.pause_reading) = Some(Duration::from_millis(*ms));
                 Dispatched::Answer(Ok(text_result(format!("reading no input for {ms} ms"))))
             }
-            _ => Dispatched::Work(Work::Spawn(Job::Tool(call))),
+            _ => Dispatched::Work(Work::Spawn(Job::Tool(call, request.params))),
         }
     }
 
@@ -161,10 +159,13 @@ impl Server {
         Ok(created)
     }
 
-    fn spawn(&self, id: Value, era: RequestEra, method: String, params: Value, job: Job) {
+    fn spawn(&self, id: Value, era: RequestEra, method: String, job: Job) {
         let key = id.to_string();
         let seq = self.state.next_seq.fetch_add(1, Ordering::Relaxed);
-        let field = |name| if method == "tools/call" { params.get(name).cloned().unwrap_or(Value::Null) } else { Value::Null };
+        let field = |name| match &job {
+            Job::Tool(_, params) => params.get(name).cloned().unwrap_or(Value::Null),
+            Job::TaskResult(..) => Value::Null,
+        };
         let (tool, arguments) = (field("name"), field("arguments"));
         let state = Arc::clone(&self.state);
         // Registered under the lock before the task can finish and look for its entry.
@@ -172,7 +173,7 @@ impl Server {
         let task_key = key.clone();
         let task = tokio::spawn(async move {
             let result = match job {
-                Job::Tool(call) => tools::execute(call, &state, era, &params).await,
+                Job::Tool(call, params) => tools::execute(call, &state, era, &params).await,
                 Job::TaskResult(task, outcome) => tasks::result(task, outcome).await,
             };
             let mut in_flight = lock(&state.in_flight);
@@ -244,79 +245,86 @@ impl ServerHandler for Server {
         self.state.options.page_size
     }
 
-    fn set_level(&self, request: &Request<'_, RequestEra>) -> Result<Value, ErrorObject> {
-        self.set_level_to(request.params)
+    fn offers(&self, method: &str, era: &RequestEra) -> bool {
+        let (options, legacy) = (&self.state.options, era.is_legacy());
+        match method {
+            methods::SET_LOG_LEVEL | methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => legacy,
+            methods::TASKS_GET | methods::TASKS_RESULT | methods::TASKS_CANCEL | methods::TASKS_LIST => legacy,
+            methods::SUBSCRIPTIONS_LISTEN => !legacy,
+            methods::SKILLS_LIST | methods::SKILLS_GET => options.skills,
+            methods::RESOURCE_TEMPLATES_LIST => !options.no_templates,
+            _ => true,
+        }
     }
 
-    fn list_tools(&self, era: &RequestEra) -> Option<Vec<Value>> {
-        Some(self.state.tools(*era))
+    fn set_level(&self, level: RequestLevel, _era: &RequestEra) -> Dispatched<Work> {
+        let level = Level::parse(&Value::from(level.name()));
+        let level = level.ok_or_else(|| ErrorObject::invalid_params(format!("logging/setLevel: `level` must be {}", Level::expected())));
+        Dispatched::Answer(level.map(|level| {
+            *lock(&self.state.log_level) = level;
+            json!({})
+        }))
     }
 
-    fn call_tool(&self, request: &Request<'_, RequestEra>) -> Dispatched<Work> {
-        self.tool_call(request.era, request.params)
-    }
-
-    fn list_resources(&self, _era: &RequestEra) -> Option<Vec<Value>> {
-        Some(resources::list(&lock(&self.state.added).resources))
-    }
-
-    fn list_resource_templates(&self, _era: &RequestEra) -> Option<Vec<Value>> {
-        (!self.state.options.no_templates).then(resources::templates)
-    }
-
-    fn read_resource(&self, request: &Request<'_, RequestEra>) -> Dispatched<Work> {
+    fn list(&self, list: List, _pager: Pager, era: &RequestEra) -> Listed<Work> {
         let state = &self.state;
-        if let Some(read) = skills::read(request.params).filter(|_| state.options.skills) {
+        Listed::Items(match list {
+            List::Tools => state.tools(*era),
+            List::Resources => resources::list(&lock(&state.added).resources),
+            List::ResourceTemplates => resources::templates(),
+            List::Prompts => prompts::list(&lock(&state.added).prompts),
+            List::Skills => skills::entries(),
+            List::Tasks => state.tasks.list(None),
+        })
+    }
+
+    fn call_tool(&self, call: CallToolParams, era: &RequestEra) -> Dispatched<Work> {
+        self.tool_call(*era, call)
+    }
+
+    fn read_resource(&self, params: ReadResourceRequestParams, era: &RequestEra) -> Dispatched<Work> {
+        let state = &self.state;
+        if let Some(read) = skills::read(&params.uri).filter(|_| state.options.skills) {
             return Dispatched::Answer(Ok(read));
         }
         let counter = state.counter.load(Ordering::Relaxed);
-        Dispatched::Answer(resources::read(request.params, counter, &lock(&state.added).resources, request.era))
+        Dispatched::Answer(resources::read(&params.uri, counter, &lock(&state.added).resources, *era))
     }
 
-    fn list_prompts(&self, _era: &RequestEra) -> Option<Vec<Value>> {
-        Some(prompts::list(&lock(&self.state.added).prompts))
+    fn get_prompt(&self, params: GetPromptRequestParams, _era: &RequestEra) -> Dispatched<Work> {
+        Dispatched::Answer(prompts::get(&params, &lock(&self.state.added).prompts))
     }
 
-    fn get_prompt(&self, request: &Request<'_, RequestEra>) -> Dispatched<Work> {
-        Dispatched::Answer(prompts::get(request.params, &lock(&self.state.added).prompts))
+    fn complete(&self, params: CompleteRequestParams, _era: &RequestEra) -> Dispatched<Work> {
+        Dispatched::Answer(completion::complete(&params))
     }
 
-    fn complete(&self, request: &Request<'_, RequestEra>) -> Dispatched<Work> {
-        Dispatched::Answer(completion::complete(request.params))
-    }
-
-    fn other_list(&self, request: &Request<'_, RequestEra>) -> Option<(&'static str, Vec<Value>)> {
-        match request.method {
-            methods::SKILLS_LIST if self.state.options.skills => Some(("skills", skills::entries())),
-            methods::TASKS_LIST if request.era.is_legacy() => Some(("tasks", self.state.tasks.list(None))),
-            _ => None,
-        }
-    }
-
-    fn other(&self, request: &Request<'_, RequestEra>) -> Dispatched<Work> {
-        let (state, method, params, legacy) = (&self.state, request.method, request.params, request.era.is_legacy());
-        match method {
-            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if legacy => {
-                Dispatched::Answer(string_param(params, "uri", method).map(|uri| {
-                    state.subscriptions.record(method, uri);
-                    json!({})
-                }))
+    /// Each offered in its era only ([`ServerHandler::offers`]).
+    fn other(&self, request: Request<'_, RequestEra>) -> Dispatched<Work> {
+        let state = &self.state;
+        match request.call {
+            ClientRequest::Subscribe(params) => {
+                state.subscriptions.record(methods::RESOURCES_SUBSCRIBE, &params.uri);
+                Dispatched::Answer(Ok(json!({})))
             }
-            methods::SKILLS_GET if state.options.skills => Dispatched::Answer(skills::get(params)),
-            methods::SUBSCRIPTIONS_LISTEN if !legacy => match Filter::parse(params) {
-                Ok(filter) => {
-                    let acknowledgement = state.subscriptions.open(request.id.clone(), filter, ());
-                    state.send(notification_frame(methods::SUBSCRIPTIONS_ACKNOWLEDGED, acknowledgement));
-                    Dispatched::Work(Work::Open)
-                }
-                Err(e) => Dispatched::Answer(Err(e)),
+            ClientRequest::Unsubscribe(params) => {
+                state.subscriptions.record(methods::RESOURCES_UNSUBSCRIBE, &params.uri);
+                Dispatched::Answer(Ok(json!({})))
+            }
+            ClientRequest::SkillsGet { uri } => Dispatched::Answer(skills::get(&uri)),
+            ClientRequest::Listen(filter) => {
+                let acknowledgement = state.subscriptions.open(request.id.clone(), filter, ());
+                state.send(notification_frame(methods::SUBSCRIPTIONS_ACKNOWLEDGED, acknowledgement));
+                Dispatched::Work(Work::Open)
+            }
+            ClientRequest::Task(task) => match task.kind {
+                TaskMethod::Result => match state.tasks.watch(&task.task_id, None) {
+                    Ok((task, outcome)) => Dispatched::Work(Work::Spawn(Job::TaskResult(task, outcome))),
+                    Err(e) => Dispatched::Answer(Err(e)),
+                },
+                kind => Dispatched::Answer(state.tasks.get_or_cancel(kind.method(), &task.task_id, None)),
             },
-            methods::TASKS_GET | methods::TASKS_CANCEL if legacy => Dispatched::Answer(state.tasks.get_or_cancel(method, params, None)),
-            methods::TASKS_RESULT if legacy => match state.tasks.watch(params, None) {
-                Ok((task, outcome)) => Dispatched::Work(Work::Spawn(Job::TaskResult(task, outcome))),
-                Err(e) => Dispatched::Answer(Err(e)),
-            },
-            _ => Dispatched::not_found(method, ""),
+            call => Dispatched::not_found(call.method(), ""),
         }
     }
 }

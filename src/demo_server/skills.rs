@@ -51,9 +51,8 @@ pub fn entries() -> Vec<Value> {
     ]
 }
 
-/// `skills/get`: the entry of the skill whose `SKILL.md` is `params.uri`; -32602 for any other.
-pub fn get(params: &Value) -> Result<Value, ErrorObject> {
-    let uri = crate::server::dispatch::string_param(params, "uri", "skills/get")?;
+/// `skills/get`: the entry of the skill whose `SKILL.md` is `uri`; -32602 for any other.
+pub fn get(uri: &str) -> Result<Value, ErrorObject> {
     let skill = entries().into_iter().find(|entry| entry["uri"] == uri);
     let skill = skill.ok_or_else(|| ErrorObject::invalid_params(format!("No skill is served at {uri}")))?;
     Ok(json!({"skill": skill, "ttlMs": 0, "cacheScope": "private"}))
@@ -67,9 +66,9 @@ pub fn announce(mut capabilities: Value, skills: bool) -> Value {
     capabilities
 }
 
-/// `resources/read` of a skill's file; `None` when `params.uri` is none.
-pub fn read(params: &Value) -> Option<Value> {
-    let contents = contents(params.get("uri")?.as_str()?)?;
+/// `resources/read` of a skill's file; `None` when `uri` is none.
+pub fn read(uri: &str) -> Option<Value> {
+    let contents = contents(uri)?;
     Some(json!({ "contents": [contents] }))
 }
 
@@ -96,8 +95,8 @@ mod tests {
                 let served = contents(uri).unwrap()["text"].as_str().unwrap().to_string();
                 assert_eq!(listed["digest"] == digest(&served), uri != STALE_NOTES, "{uri}");
             }
-            assert_eq!(get(&json!({"uri": entry["uri"]})).unwrap()["skill"], entry);
+            assert_eq!(get(entry["uri"].as_str().unwrap()).unwrap()["skill"], entry);
         }
-        assert_eq!(get(&json!({"uri": "skill://nope/SKILL.md"})).unwrap_err().code, super::super::rpc::INVALID_PARAMS);
+        assert_eq!(get("skill://nope/SKILL.md").unwrap_err().code, super::super::rpc::INVALID_PARAMS);
     }
 }

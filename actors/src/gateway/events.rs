@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use futures::Stream;
-use serde_json::Value;
+
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::{GatewaySession, Open};
@@ -110,21 +110,7 @@ impl GatewaySession {
     /// Opens a listen stream: acknowledged on it, then fed by the pool's events.
     /// A `subscriptions/listen` request is never answered: it stays open
     /// (and holds its slot) until the client cancels it or goes away.
-    pub(super) fn listen(&mut self, id: RequestId, params: &Value, stream: Outbox, permit: OwnedSemaphorePermit, ctx: &mut Context<Self>) {
-        let filter = match Filter::parse(params) {
-            Ok(filter) => filter,
-            Err(error) => {
-                let refusal = Frame::response::<()>(&id, Err(error));
-                ctx.spawn(
-                    async move {
-                        stream.send(refusal).await;
-                        drop(permit)
-                    }
-                    .into_actor(self),
-                );
-                return;
-            }
-        };
+    pub(super) fn listen(&mut self, id: RequestId, filter: Filter, stream: Outbox, permit: OwnedSemaphorePermit, ctx: &mut Context<Self>) {
         self.hear_events(ctx);
         let uris = filter.uris().cloned().collect();
         let ack = self.pool.subscriptions.open(id.clone(), filter, stream.clone());

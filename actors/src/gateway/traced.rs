@@ -12,16 +12,18 @@ use super::work::{Answered, Pool};
 use crate::protocol::{methods, ErrorObject, RequestId};
 use crate::telemetry::otel;
 
-/// The span of request `id`, `None` when OpenTelemetry is off.
-pub(super) fn request_span(pool: &Pool, id: &RequestId, method: &str, params: &Value) -> Option<Context> {
-    let otel = pool.handle.telemetry().otel()?;
-    let target = match method {
-        methods::TOOLS_CALL | methods::PROMPTS_GET => params.get("name").and_then(Value::as_str),
-        methods::RESOURCES_READ | methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
-            params.get("uri").and_then(Value::as_str)
-        }
-        _ => None,
-    };
+/// The client's trace context of a request (`params._meta.traceparent`),
+/// read before its params are parsed; `None` when OpenTelemetry is off.
+pub(super) fn parent(pool: &Pool, params: &Value) -> Option<Context> {
+    pool.handle.telemetry().otel().map(|_| otel::extract_from_meta(params))
+}
+
+/// The span of request `id`, child of `parent`, named by its method and
+/// `target` (the tool or prompt called, the resource read;
+/// [`crate::server::request::ClientRequest::target`]). `None` when
+/// OpenTelemetry is off.
+pub(super) fn request_span(pool: &Pool, id: &RequestId, method: &str, target: Option<&str>, parent: Option<Context>) -> Option<Context> {
+    let (otel, parent) = (pool.handle.telemetry().otel()?, parent?);
     let name = match target {
         Some(target) => format!("{method} {target}"),
         None => method.to_string(),
@@ -40,7 +42,7 @@ pub(super) fn request_span(pool: &Pool, id: &RequestId, method: &str, params: &V
             attributes.push(KeyValue::new("mcpvisor.client_id", client.clone()));
         }
     }
-    Some(otel.request_span(name, &otel::extract_from_meta(params), attributes))
+    Some(otel.request_span(name, &parent, attributes))
 }
 
 /// Ends the request's span with its outcome (an error answer's code).

@@ -1,5 +1,7 @@
-//! What a [`super::GatewaySession`] does for each request past the
-//! handshake: the methods, routed to the pool by [`super::names`].
+//! What a [`super::GatewaySession`] does for each request the one
+//! dispatcher hands its handler ([`super::serving`]): the methods, with
+//! their typed params, filtered by policy and routed to the pool by
+//! [`super::names`].
 //!
 //! Every method here runs as one future per request, beside the session's
 //! mailbox; dropping it (cancellation, the client gone) drops the upstream
@@ -8,7 +10,7 @@
 use std::sync::{Arc, OnceLock};
 
 use futures::future::join_all;
-use rmcp::model::{ArgumentInfo, CallToolResult, JsonObject, Reference};
+use rmcp::model::{CallToolResult, CompleteRequestParams, GetPromptRequestParams, JsonObject, Reference};
 use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
@@ -20,11 +22,11 @@ use crate::identity::Identity;
 use crate::operation::{Complete, LogLevel};
 use crate::policy::Kind;
 use crate::protocol::{error_codes, methods, ErrorObject, RequestId};
-use crate::server::dispatch::string_param;
 use crate::server::era::Served;
 use crate::server::errors::{rpc_error, tool_failure};
 use crate::server::outbox::{Frame, Outbox};
-use crate::server::paging::page;
+use crate::server::paging::Pager;
+use crate::server::request::{CallToolParams, Level, List};
 use crate::server::subscriptions::Subscriptions;
 use crate::server::{tasks, SERVER_NAME, STATUS_URI};
 use crate::telemetry::audit::Refusal;
@@ -123,40 +125,23 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// Answers one request (not `initialize`, `ping` or `server/discover`,
-    /// which the session answers itself). Progress goes to `stream`; a tool
-    /// call puts the server it goes to in `server` before it is sent.
-    pub async fn answer(&self, method: &str, params: Value, stream: &Outbox, server: &OnceLock<String>) -> Result<Answered, ErrorObject> {
-        match method {
-            methods::TOOLS_CALL if params.get("task").is_none() => self.call(params, stream, server).await,
-            _ => self.answer_json(method, params).await.map(Answered::Json),
-        }
-    }
-
-    /// Answers a request that is no plain tool call (see [`Pool::answer`]).
-    async fn answer_json(&self, method: &str, params: Value) -> Answer {
-        match method {
-            methods::TOOLS_LIST => {
-                let routes = self.routes().await;
-                let (policy, identity) = (self.policy(), self.identity.as_deref());
+    /// One page of a list the pool serves (tools, prompts, resources and
+    /// their templates), of what the caller may see.
+    pub async fn list(&self, list: List, pager: Pager) -> Answer {
+        let routes = self.routes().await;
+        let (policy, identity) = (self.policy(), self.identity.as_deref());
+        match list {
+            List::Tools => {
                 let visible = |owner: &Owner| Pool::may_list(&policy, identity, &owner.server, Kind::Tool, &owner.name);
                 let listed = routes.tools.iter().filter(|(_, (owner, _))| visible(owner));
-                let listed = listed.map(|(name, (_, tool))| ServedTool { name, tool }).collect();
-                page(method, "tools", listed, &params, PAGE_SIZE)
+                pager.page(listed.map(|(name, (_, tool))| ServedTool { name, tool }).collect())
             }
-            methods::TOOLS_CALL => self.call_as_task(params),
-            method if tasks::answers(method) => tasks::answer(&self.options.tasks, method, &params, &self.caller).await,
-            methods::PROMPTS_LIST => {
-                let routes = self.routes().await;
-                let (policy, identity) = (self.policy(), self.identity.as_deref());
+            List::Prompts => {
                 let visible = |owner: &Owner| Pool::may_list(&policy, identity, &owner.server, Kind::Prompt, &owner.name);
                 let listed = routes.prompts.values().filter(|(owner, _)| visible(owner)).map(|(_, prompt)| json!(prompt));
-                page(method, "prompts", listed.collect(), &params, PAGE_SIZE)
+                pager.page(listed.collect())
             }
-            methods::PROMPTS_GET => self.prompt(params).await,
-            methods::RESOURCES_LIST => {
-                let routes = self.routes().await;
-                let (policy, identity) = (self.policy(), self.identity.as_deref());
+            List::Resources => {
                 let status = json!({"uri": STATUS_URI, "name": "status", "title": "mcpvisor: every server's status",
                     "mimeType": "application/json"});
                 let status = self.may_read_status(&policy).then_some(status);
@@ -165,24 +150,17 @@ impl Pool {
                     .iter()
                     .filter(|(uri, (server, _))| Pool::may_list(&policy, identity, server, Kind::Resource, uri))
                     .map(|(_, (_, resource))| json!(resource));
-                let listed = status.into_iter().chain(resources);
-                page(method, "resources", listed.collect(), &params, PAGE_SIZE)
+                pager.page(status.into_iter().chain(resources).collect())
             }
-            methods::RESOURCE_TEMPLATES_LIST => {
-                let routes = self.routes().await;
-                let (policy, identity) = (self.policy(), self.identity.as_deref());
+            List::ResourceTemplates => {
                 let listed = routes
                     .templates
                     .iter()
                     .filter(|(server, template)| Pool::may_list(&policy, identity, server, Kind::Resource, &template.uri_template))
                     .map(|(_, template)| json!(template));
-                page(method, "resourceTemplates", listed.collect(), &params, PAGE_SIZE)
+                pager.page(listed.collect())
             }
-            methods::RESOURCES_READ => self.read(params).await,
-            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => self.subscription(method, params).await,
-            methods::COMPLETE => self.complete(params).await,
-            methods::SET_LOG_LEVEL => self.set_level(params).await,
-            other => Err(ErrorObject::method_not_found(other, "")),
+            List::Tasks | List::Skills => Err(ErrorObject::method_not_found(list.method(), "")),
         }
     }
 
@@ -200,21 +178,23 @@ impl Pool {
     }
 
     /// Runs a task-augmented call as a task of this session ([`tasks`]).
-    fn call_as_task(&self, mut params: Value) -> Answer {
-        let task = params.as_object_mut().and_then(|params| params.remove("task")).unwrap_or(Value::Null);
+    pub fn call_as_task(&self, mut call: CallToolParams) -> Answer {
+        let task = call.task.take().unwrap_or(Value::Null);
         let pool = self.clone();
         let work = async move {
             // Its request is answered already: progress and server requests have no stream of their own.
             let (nowhere, _) = Outbox::with_capacity(1);
-            pool.call(params, &nowhere, &OnceLock::new()).await.map(Answered::into_value)
+            pool.call(call, &nowhere, &OnceLock::new()).await.map(Answered::into_value)
         };
         // The task outlives its request, but its upstream call stays the request span's child.
         let work = crate::telemetry::otel::within(self.handle.telemetry().otel().map(|_| opentelemetry::Context::current()), work);
         tasks::start(&self.options.tasks, &self.caller, &task, work)
     }
 
-    async fn call(&self, mut params: Value, stream: &Outbox, server: &OnceLock<String>) -> Result<Answered, ErrorObject> {
-        let name = string_param(&params, "name", methods::TOOLS_CALL)?.to_owned();
+    /// Runs a plain call upstream. Progress goes to `stream`; the server it
+    /// goes to is put in `server` before it is sent.
+    pub async fn call(&self, call: CallToolParams, stream: &Outbox, server: &OnceLock<String>) -> Result<Answered, ErrorObject> {
+        let CallToolParams { name, mut params, .. } = call;
         let mut routes = self.routes().await;
         if !routes.tools.contains_key(&name) {
             // A server may have listed new tools since the tables were built.
@@ -347,22 +327,21 @@ impl Pool {
         }
     }
 
-    async fn prompt(&self, params: Value) -> Answer {
-        let name = string_param(&params, "name", methods::PROMPTS_GET)?.to_owned();
+    pub async fn prompt(&self, params: GetPromptRequestParams) -> Answer {
+        let (name, arguments) = (params.name, params.arguments);
         let routes = self.routes().await;
         let Some((owner, _)) = routes.prompts.get(&name) else {
             return Err(ErrorObject::invalid_params(format!(
                 "Unknown prompt: `{name}` is not served here; list the prompts for the names served"
             )));
         };
-        let arguments = optional_object(&params, "arguments", methods::PROMPTS_GET)?;
         let given = arguments.clone().map(Value::Object);
         self.check_use(&owner.server, Kind::Prompt, &owner.name, &name, given.as_ref()).await?;
         self.handle.get_prompt(&owner.server, &owner.name, arguments).await.map(|result| json!(result)).map_err(rpc_error)
     }
 
-    async fn read(&self, params: Value) -> Answer {
-        let uri = normal_uri(string_param(&params, "uri", methods::RESOURCES_READ)?, methods::RESOURCES_READ)?;
+    pub async fn read(&self, uri: String) -> Answer {
+        let uri = normal_uri(&uri, methods::RESOURCES_READ)?;
         if uri == STATUS_URI {
             self.check_use(GATEWAY_SERVER, Kind::Resource, STATUS_URI, STATUS_URI, None).await?;
             let statuses: Vec<_> = self.handle.status().await.into_iter().filter(|status| serves(&self.options, &status.name)).collect();
@@ -380,9 +359,10 @@ impl Pool {
         self.handle.read_resource(&server, &uri).await.map(|result| json!(result)).map_err(rpc_error)
     }
 
-    async fn subscription(&self, method: &str, params: Value) -> Answer {
-        let uri = normal_uri(string_param(&params, "uri", method)?, method)?;
-        let subscribe = method == methods::RESOURCES_SUBSCRIBE;
+    /// `resources/subscribe` (`subscribe`) or `resources/unsubscribe` of `uri`.
+    pub async fn subscription(&self, subscribe: bool, uri: String) -> Answer {
+        let method = if subscribe { methods::RESOURCES_SUBSCRIBE } else { methods::RESOURCES_UNSUBSCRIBE };
+        let uri = normal_uri(&uri, method)?;
         if uri == STATUS_URI {
             self.check_use(GATEWAY_SERVER, Kind::Resource, STATUS_URI, STATUS_URI, None).await?;
         } else {
@@ -430,15 +410,16 @@ impl Pool {
         })
     }
 
-    async fn complete(&self, params: Value) -> Answer {
-        let reference = params.get("ref").cloned().unwrap_or(Value::Null);
-        let argument: ArgumentInfo = serde_json::from_value(params.get("argument").cloned().unwrap_or(Value::Null))
-            .map_err(|e| ErrorObject::invalid_params(format!("completion/complete: `argument` must be {{name, value}}: {e}")))?;
-        let context = params.pointer("/context/arguments").and_then(Value::as_object).cloned();
+    pub async fn complete(&self, params: CompleteRequestParams) -> Answer {
+        let CompleteRequestParams { r#ref: reference, argument, context, .. } = params;
+        // As the client sent them: the arguments already resolved, which are strings.
+        let context = context
+            .and_then(|context| context.arguments)
+            .map(|arguments| arguments.into_iter().map(|(name, value)| (name, Value::String(value))).collect::<JsonObject>());
         let routes = self.routes().await;
-        let (server, reference) = match reference.get("type").and_then(Value::as_str) {
-            Some("ref/prompt") => {
-                let name = string_param(&reference, "name", "completion/complete ref")?.to_owned();
+        let (server, reference) = match reference {
+            Reference::Prompt(prompt) => {
+                let name = prompt.name;
                 let (owner, _) = routes
                     .prompts
                     .get(&name)
@@ -446,8 +427,8 @@ impl Pool {
                 self.check_use(&owner.server, Kind::Prompt, &owner.name, &name, None).await?;
                 (owner.server.clone(), Reference::for_prompt(owner.name.clone()))
             }
-            Some("ref/resource") => {
-                let uri = string_param(&reference, "uri", "completion/complete ref")?.to_owned();
+            Reference::Resource(resource) => {
+                let uri = resource.uri;
                 let server = routes.template_server(&uri).ok_or_else(|| {
                     ErrorObject::invalid_params(format!("completion/complete: no server has the resource template `{uri}`"))
                 })?;
@@ -467,8 +448,8 @@ impl Pool {
         Ok(json!({ "completion": completion }))
     }
 
-    async fn set_level(&self, params: Value) -> Answer {
-        let level: LogLevel = serde_json::from_value(params.get("level").cloned().unwrap_or(Value::Null)).map_err(|_| {
+    pub async fn set_level(&self, level: Level) -> Answer {
+        let level: LogLevel = serde_json::from_value(Value::from(level.name())).map_err(|_| {
             ErrorObject::invalid_params(
                 "logging/setLevel: `level` must be one of debug, info, notice, warning, error, critical, alert, emergency",
             )
@@ -482,16 +463,6 @@ impl Pool {
 
     async fn served_servers(&self) -> Vec<String> {
         self.handle.status().await.into_iter().map(|status| status.name).filter(|name| serves(&self.options, name)).collect()
-    }
-}
-
-fn optional_object(params: &Value, key: &str, method: &str) -> Result<Option<JsonObject>, ErrorObject> {
-    match params.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(map)) => Ok(Some(map.clone())),
-        Some(other) => {
-            Err(ErrorObject::invalid_params(format!("{method}: `{key}` must be an object, not {}", crate::protocol::json_kind(other))))
-        }
     }
 }
 

@@ -55,14 +55,6 @@ impl std::fmt::Debug for TaskStore {
     }
 }
 
-fn task_id(params: &Value, method: &str) -> Result<String, ErrorObject> {
-    params
-        .get("taskId")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| ErrorObject::invalid_params(format!("{method}: `taskId` must be a string")))
-}
-
 fn unknown(method: &str, id: &str) -> ErrorObject {
     ErrorObject::invalid_params(format!("{method}: no task {id:?} (unknown or expired)"))
 }
@@ -155,12 +147,11 @@ impl TaskStore {
         });
     }
 
-    /// `tasks/get` and `tasks/cancel` of `owner` (-32602 for a task already terminal).
-    pub fn get_or_cancel(&self, method: &str, params: &Value, owner: Option<&str>) -> Result<Value, ErrorObject> {
-        let id = task_id(params, method)?;
+    /// `tasks/get` and `tasks/cancel` of task `id` of `owner` (-32602 for a task already terminal).
+    pub fn get_or_cancel(&self, method: &str, id: &str, owner: Option<&str>) -> Result<Value, ErrorObject> {
         self.with_live(|entries| {
-            let entry = entries.iter_mut().find(|e| e.task["taskId"] == id.as_str() && e.owner.as_deref() == owner);
-            let entry = entry.ok_or_else(|| unknown(method, &id))?;
+            let entry = entries.iter_mut().find(|e| e.task["taskId"] == id && e.owner.as_deref() == owner);
+            let entry = entry.ok_or_else(|| unknown(method, id))?;
             if method == "tasks/cancel" {
                 if entry.task["status"] != "working" {
                     return Err(ErrorObject::invalid_params(format!("tasks/cancel: task {id:?} is already {}", entry.task["status"])));
@@ -184,13 +175,12 @@ impl TaskStore {
         self.with_live(|entries| entries.iter().filter(|e| e.owner.as_deref() == owner).map(|e| e.task.clone()).collect())
     }
 
-    /// What `tasks/result` of `owner` waits on.
-    pub fn watch(&self, params: &Value, owner: Option<&str>) -> Result<(String, watch::Receiver<Outcome>), ErrorObject> {
-        let id = task_id(params, "tasks/result")?;
+    /// What `tasks/result` of task `id` of `owner` waits on.
+    pub fn watch(&self, id: &str, owner: Option<&str>) -> Result<(String, watch::Receiver<Outcome>), ErrorObject> {
         let outcome = self.with_live(|entries| {
-            entries.iter().find(|e| e.task["taskId"] == id.as_str() && e.owner.as_deref() == owner).map(|e| e.outcome.subscribe())
+            entries.iter().find(|e| e.task["taskId"] == id && e.owner.as_deref() == owner).map(|e| e.outcome.subscribe())
         });
-        outcome.map(|o| (id.clone(), o)).ok_or_else(|| unknown("tasks/result", &id))
+        outcome.map(|o| (id.to_owned(), o)).ok_or_else(|| unknown("tasks/result", id))
     }
 }
 
@@ -241,17 +231,15 @@ mod tests {
         assert_eq!(created["task"]["status"], "working");
         assert_eq!(created["task"]["ttl"], 60_000);
         store.end(&id, Ok(json!({"content": []})));
-        let params = json!({ "taskId": id });
-        assert_eq!(store.get_or_cancel("tasks/get", &params, None).unwrap()["status"], "completed");
-        assert!(store.get_or_cancel("tasks/cancel", &params, None).unwrap_err().message.contains("already \"completed\""));
+        assert_eq!(store.get_or_cancel("tasks/get", &id, None).unwrap()["status"], "completed");
+        assert!(store.get_or_cancel("tasks/cancel", &id, None).unwrap_err().message.contains("already \"completed\""));
         let (other, _) = store.create(60_000, None).unwrap();
-        let cancelled = store.get_or_cancel("tasks/cancel", &json!({ "taskId": other }), None).unwrap();
+        let cancelled = store.get_or_cancel("tasks/cancel", &other, None).unwrap();
         assert_eq!(cancelled["status"], "cancelled");
         store.end(&other, Ok(json!({})));
         assert_eq!(store.list(None).len(), 2);
         let (short, _) = store.create(0, None).unwrap();
-        assert!(store.get_or_cancel("tasks/get", &json!({ "taskId": short }), None).is_err(), "expired at once");
-        assert!(store.get_or_cancel("tasks/get", &json!({}), None).is_err());
+        assert!(store.get_or_cancel("tasks/get", &short, None).is_err(), "expired at once");
     }
 
     #[test]
@@ -266,15 +254,14 @@ mod tests {
     fn an_owners_tasks_are_its_own_and_failures_are_kept() {
         let store = TaskStore::default();
         let (id, _) = store.create(60_000, Some("a")).unwrap();
-        let params = json!({ "taskId": id });
-        assert!(store.get_or_cancel("tasks/get", &params, Some("b")).is_err(), "another owner sees no such task");
-        assert!(store.watch(&params, None).is_err());
+        assert!(store.get_or_cancel("tasks/get", &id, Some("b")).is_err(), "another owner sees no such task");
+        assert!(store.watch(&id, None).is_err());
         assert_eq!((store.list(Some("a")).len(), store.list(Some("b")).len()), (1, 0));
         let refusal = ErrorObject { code: -32000, message: "overloaded".into(), data: None };
         store.end(&id, Err(refusal.clone()));
-        let task = store.get_or_cancel("tasks/get", &params, Some("a")).unwrap();
+        let task = store.get_or_cancel("tasks/get", &id, Some("a")).unwrap();
         assert_eq!((task["status"].as_str(), task["statusMessage"].as_str()), (Some("failed"), Some("overloaded")));
-        let (_, outcome) = store.watch(&params, Some("a")).unwrap();
+        let (_, outcome) = store.watch(&id, Some("a")).unwrap();
         assert_eq!(*outcome.borrow(), Outcome::Failed(refusal));
     }
 }

@@ -1,5 +1,6 @@
-//! The one dispatcher of the server side: a request, its era already
-//! resolved, goes to [`dispatch`], which answers the lifecycle (`initialize`,
+//! The one dispatcher of the server side: a request, parsed once
+//! ([`super::request::ClientRequest`]) and its era resolved, goes to
+//! [`dispatch`], which answers the lifecycle (`initialize`,
 //! `ping`, `server/discover`, legacy `logging/setLevel`), pages every
 //! `*/list` with [`super::paging`], and hands the rest to a
 //! [`ServerHandler`] (in the manner of rmcp's `ServerHandler`): tools,
@@ -14,11 +15,13 @@
 //! Notifications (`notifications/initialized`, cancellations) stay with the
 //! serving loop: they are about its connection, not about a method.
 
+use rmcp::model::{CompleteRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
 use serde_json::{json, Value};
 
 use super::era::{Eras, Served};
 use super::lifecycle::{self, DiscoverCache, ServerInfo};
-use super::paging;
+use super::paging::Pager;
+use super::request::{CallToolParams, ClientRequest, Initialize, Level, List};
 use crate::protocol::{methods, ErrorObject};
 
 /// How one request is served, as a handler reads it (the demo's
@@ -33,25 +36,11 @@ impl ServedEra for Served {
     }
 }
 
-/// One request, its era resolved.
+/// One request, parsed ([`ClientRequest::parse`]), its era resolved.
 pub struct Request<'a, E> {
     pub id: &'a Value,
-    pub method: &'a str,
-    /// `Value::Null` when the request had none.
-    pub params: &'a Value,
+    pub call: ClientRequest,
     pub era: E,
-}
-
-/// The string `params[key]` of a `method` request, or the -32602 that
-/// names the method, the key and what was there instead.
-pub fn string_param<'a>(params: &'a Value, key: &str, method: &str) -> Result<&'a str, ErrorObject> {
-    match params.get(key) {
-        Some(Value::String(value)) => Ok(value),
-        Some(other) => {
-            Err(ErrorObject::invalid_params(format!("{method}: `{key}` must be a string, not {}", crate::protocol::json_kind(other))))
-        }
-        None => Err(ErrorObject::invalid_params(format!("{method}: `{key}` must be a string, and is missing"))),
-    }
 }
 
 /// What [`dispatch`] made of a request.
@@ -59,8 +48,9 @@ pub fn string_param<'a>(params: &'a Value, key: &str, method: &str) -> Result<&'
 pub enum Dispatched<W> {
     /// Answer now.
     Answer(Result<Value, ErrorObject>),
-    /// The handler's own work (a call to run, a stream kept open): the
-    /// serving loop answers when it ends, if ever.
+    /// The handler's own work (a call to run, a stream kept open, an
+    /// answer that waits on something): the serving loop answers when it
+    /// ends, if ever.
     Work(W),
 }
 
@@ -71,9 +61,21 @@ impl<W> Dispatched<W> {
     }
 }
 
+/// What a handler has of one list.
+#[derive(Debug)]
+pub enum Listed<W> {
+    /// The whole list, now: the dispatcher pages it.
+    Items(Vec<Value>),
+    /// Work that gathers the list and answers the [`Pager`]'s page of it.
+    Later(W),
+    NotOffered,
+}
+
 /// A server behind [`dispatch`]. Every method has a default that refuses
-/// (-32601), so a handler implements what it offers. A list method answers
-/// the whole list (`None`: not offered); the dispatcher pages it.
+/// (-32601), so a handler implements what it offers. Each takes its
+/// request's typed params and era; a request of no method of its own
+/// (subscriptions, tasks, listen streams, extensions) goes to
+/// [`ServerHandler::other`] whole.
 pub trait ServerHandler {
     /// How one request is served, as this handler reads it.
     type Era: ServedEra;
@@ -107,8 +109,15 @@ pub trait ServerHandler {
         ""
     }
 
-    fn initialize(&self, params: &Value) -> Value {
-        lifecycle::initialize(&self.info(), params, self.capabilities(true))
+    /// Whether `method` is offered in this era, past the lifecycle: one
+    /// that is not is -32601 whatever its params ([`parse`]). The default
+    /// offers every method, and each refuses by its default below.
+    fn offers(&self, _method: &str, _era: &Self::Era) -> bool {
+        true
+    }
+
+    fn initialize(&self, params: &Initialize) -> Value {
+        lifecycle::initialize(&self.info(), params.protocol_version.as_deref(), self.capabilities(true))
     }
 
     fn discover(&self) -> Value {
@@ -116,80 +125,80 @@ pub trait ServerHandler {
     }
 
     /// Legacy `logging/setLevel` (the modern era sets a level per request).
-    fn set_level(&self, request: &Request<'_, Self::Era>) -> Result<Value, ErrorObject> {
-        Err(ErrorObject::method_not_found(request.method, self.not_offered()))
+    fn set_level(&self, _level: Level, _era: &Self::Era) -> Dispatched<Self::Work> {
+        Dispatched::not_found(methods::SET_LOG_LEVEL, self.not_offered())
     }
 
-    fn list_tools(&self, _era: &Self::Era) -> Option<Vec<Value>> {
-        None
+    /// One of the lists; `pager` is the page asked for, its cursor checked.
+    fn list(&self, _list: List, _pager: Pager, _era: &Self::Era) -> Listed<Self::Work> {
+        Listed::NotOffered
     }
 
-    fn call_tool(&self, request: &Request<'_, Self::Era>) -> Dispatched<Self::Work> {
-        Dispatched::not_found(request.method, self.not_offered())
+    fn call_tool(&self, _call: CallToolParams, _era: &Self::Era) -> Dispatched<Self::Work> {
+        Dispatched::not_found(methods::TOOLS_CALL, self.not_offered())
     }
 
-    fn list_resources(&self, _era: &Self::Era) -> Option<Vec<Value>> {
-        None
+    fn read_resource(&self, _params: ReadResourceRequestParams, _era: &Self::Era) -> Dispatched<Self::Work> {
+        Dispatched::not_found(methods::RESOURCES_READ, self.not_offered())
     }
 
-    fn list_resource_templates(&self, _era: &Self::Era) -> Option<Vec<Value>> {
-        None
+    fn get_prompt(&self, _params: GetPromptRequestParams, _era: &Self::Era) -> Dispatched<Self::Work> {
+        Dispatched::not_found(methods::PROMPTS_GET, self.not_offered())
     }
 
-    fn read_resource(&self, request: &Request<'_, Self::Era>) -> Dispatched<Self::Work> {
-        Dispatched::not_found(request.method, self.not_offered())
+    fn complete(&self, _params: CompleteRequestParams, _era: &Self::Era) -> Dispatched<Self::Work> {
+        Dispatched::not_found(methods::COMPLETE, self.not_offered())
     }
 
-    fn list_prompts(&self, _era: &Self::Era) -> Option<Vec<Value>> {
-        None
-    }
-
-    fn get_prompt(&self, request: &Request<'_, Self::Era>) -> Dispatched<Self::Work> {
-        Dispatched::not_found(request.method, self.not_offered())
-    }
-
-    fn complete(&self, request: &Request<'_, Self::Era>) -> Dispatched<Self::Work> {
-        Dispatched::not_found(request.method, self.not_offered())
-    }
-
-    /// Any other `*/list` the handler offers (`tasks/list`, `skills/list`):
-    /// the key of its items and the items.
-    fn other_list(&self, _request: &Request<'_, Self::Era>) -> Option<(&'static str, Vec<Value>)> {
-        None
-    }
-
-    /// Any other request (subscriptions, tasks, extensions).
-    fn other(&self, request: &Request<'_, Self::Era>) -> Dispatched<Self::Work> {
-        Dispatched::not_found(request.method, self.not_offered())
+    /// Any other request (subscriptions, tasks, listen streams, skills,
+    /// extensions, and a method served in another era only).
+    fn other(&self, request: Request<'_, Self::Era>) -> Dispatched<Self::Work> {
+        Dispatched::not_found(request.call.method(), self.not_offered())
     }
 }
 
-/// Serves `request` with `handler`: the lifecycle and paging here, the rest
-/// by the handler.
-pub fn dispatch<H: ServerHandler + ?Sized>(handler: &H, request: &Request<'_, H::Era>) -> Dispatched<H::Work> {
-    let (method, params, legacy) = (request.method, request.params, request.era.is_legacy());
-    let list = |key: &str, items: Option<Vec<Value>>| match items {
-        Some(items) => Dispatched::Answer(paging::page(method, key, items, params, handler.page_size())),
-        None => Dispatched::not_found(method, handler.not_offered()),
-    };
-    match method {
-        methods::INITIALIZE => Dispatched::Answer(Ok(handler.initialize(params))),
-        methods::DISCOVER if handler.eras() != Eras::Legacy => Dispatched::Answer(Ok(handler.discover())),
-        methods::PING => Dispatched::Answer(Ok(json!({}))),
-        methods::SET_LOG_LEVEL if legacy => Dispatched::Answer(handler.set_level(request)),
-        methods::TOOLS_LIST => list("tools", handler.list_tools(&request.era)),
-        methods::TOOLS_CALL => handler.call_tool(request),
-        methods::RESOURCES_LIST => list("resources", handler.list_resources(&request.era)),
-        methods::RESOURCE_TEMPLATES_LIST => list("resourceTemplates", handler.list_resource_templates(&request.era)),
-        methods::RESOURCES_READ => handler.read_resource(request),
-        methods::PROMPTS_LIST => list("prompts", handler.list_prompts(&request.era)),
-        methods::PROMPTS_GET => handler.get_prompt(request),
-        methods::COMPLETE => handler.complete(request),
-        _ if method.ends_with("/list") => match handler.other_list(request) {
-            Some((key, items)) => list(key, Some(items)),
-            None => handler.other(request),
-        },
-        _ => handler.other(request),
+/// Parses `method` with its `params` ([`ClientRequest::parse`]) for
+/// `handler`: bad params of a method it offers are -32602, of one it does
+/// not offer in this era ([`ServerHandler::offers`]) -32601, as whatever
+/// else it does not offer.
+pub fn parse<H: ServerHandler + ?Sized>(handler: &H, method: &str, params: Value, era: &H::Era) -> Result<ClientRequest, ErrorObject> {
+    ClientRequest::parse(method, params).map_err(|invalid| match handler.offers(method, era) {
+        true => invalid,
+        false => ErrorObject::method_not_found(method, handler.not_offered()),
+    })
+}
+
+/// Serves `request` with `handler`: the lifecycle, what is not offered and
+/// paging here, the rest by the handler.
+pub fn dispatch<H: ServerHandler + ?Sized>(handler: &H, request: Request<'_, H::Era>) -> Dispatched<H::Work> {
+    let Request { id, call, era } = request;
+    match &call {
+        ClientRequest::Initialize(params) => return Dispatched::Answer(Ok(handler.initialize(params))),
+        ClientRequest::Discover if handler.eras() != Eras::Legacy => return Dispatched::Answer(Ok(handler.discover())),
+        ClientRequest::Ping => return Dispatched::Answer(Ok(json!({}))),
+        _ => {}
+    }
+    if !handler.offers(call.method(), &era) {
+        return Dispatched::not_found(call.method(), handler.not_offered());
+    }
+    match call {
+        ClientRequest::SetLevel(level) if era.is_legacy() => handler.set_level(level, &era),
+        ClientRequest::List(list, params) => {
+            let pager = match Pager::new(list.method(), list.key(), params.cursor.as_deref(), handler.page_size()) {
+                Ok(pager) => pager,
+                Err(refusal) => return Dispatched::Answer(Err(refusal)),
+            };
+            match handler.list(list, pager, &era) {
+                Listed::Items(items) => Dispatched::Answer(pager.page(items)),
+                Listed::Later(work) => Dispatched::Work(work),
+                Listed::NotOffered => Dispatched::not_found(list.method(), handler.not_offered()),
+            }
+        }
+        ClientRequest::CallTool(call) => handler.call_tool(call, &era),
+        ClientRequest::ReadResource(params) => handler.read_resource(params, &era),
+        ClientRequest::GetPrompt(params) => handler.get_prompt(params, &era),
+        ClientRequest::Complete(params) => handler.complete(params, &era),
+        call => handler.other(Request { id, call, era }),
     }
 }
 
@@ -199,7 +208,7 @@ mod tests {
     use crate::protocol::error_codes;
     use crate::protocol::session::META_PROTOCOL_VERSION;
 
-    /// Offers three tools, pages of two, both eras; `echo/list` besides.
+    /// Offers three tools, pages of two, both eras; `skills/list` besides.
     struct Tools;
 
     impl ServerHandler for Tools {
@@ -221,20 +230,27 @@ mod tests {
         fn not_offered(&self) -> &'static str {
             "tools only"
         }
-        fn list_tools(&self, _era: &Served) -> Option<Vec<Value>> {
-            Some(vec![json!("a"), json!("b"), json!("c")])
+        fn offers(&self, method: &str, _era: &Served) -> bool {
+            !method.starts_with("resources/")
         }
-        fn call_tool(&self, request: &Request<'_, Served>) -> Dispatched<String> {
-            Dispatched::Work(request.params["name"].to_string())
+        fn list(&self, list: List, pager: Pager, _era: &Served) -> Listed<String> {
+            match list {
+                List::Tools => Listed::Items(vec![json!("a"), json!("b"), json!("c")]),
+                List::Skills => Listed::Later(format!("{pager:?}")),
+                _ => Listed::NotOffered,
+            }
         }
-        fn other_list(&self, _request: &Request<'_, Served>) -> Option<(&'static str, Vec<Value>)> {
-            Some(("echoes", vec![json!(1)]))
+        fn call_tool(&self, call: CallToolParams, _era: &Served) -> Dispatched<String> {
+            Dispatched::Work(call.name)
         }
     }
 
     fn run<H: ServerHandler<Era = Served>>(handler: &H, method: &str, params: Value) -> Dispatched<H::Work> {
         let era = Served::of(method, &params).unwrap();
-        dispatch(handler, &Request { id: &json!(1), method, params: &params, era })
+        match parse(handler, method, params, &era) {
+            Ok(call) => dispatch(handler, Request { id: &json!(1), call, era }),
+            Err(refusal) => Dispatched::Answer(Err(refusal)),
+        }
     }
 
     fn answer(dispatched: Dispatched<String>) -> Result<Value, ErrorObject> {
@@ -259,16 +275,30 @@ mod tests {
         assert_eq!(first, json!({"tools": ["a", "b"], "nextCursor": "page:2"}));
         let last = answer(run(&Tools, "tools/list", json!({"cursor": "page:2"}))).unwrap();
         assert_eq!(last, json!({"tools": ["c"]}));
-        assert_eq!(answer(run(&Tools, "echo/list", Value::Null)).unwrap(), json!({"echoes": [1]}));
-        assert!(matches!(run(&Tools, "tools/call", json!({"name": "a"})), Dispatched::Work(name) if name == "\"a\""));
+        assert!(matches!(run(&Tools, "tools/call", json!({"name": "a"})), Dispatched::Work(name) if name == "a"));
+    }
+
+    #[test]
+    fn a_list_gathered_later_gets_its_checked_page_and_a_bad_cursor_is_refused_first() {
+        let later = run(&Tools, "skills/list", json!({"cursor": "page:4"}));
+        let expected = format!("{:?}", Pager::new("skills/list", "skills", Some("page:4"), 2).unwrap());
+        assert!(matches!(later, Dispatched::Work(pager) if pager == expected));
+        let refused = answer(run(&Tools, "skills/list", json!({"cursor": "page:3"}))).unwrap_err();
+        assert_eq!((refused.code, refused.message.starts_with("skills/list: unknown cursor")), (error_codes::INVALID_PARAMS, true));
     }
 
     #[test]
     fn what_the_handler_does_not_offer_is_method_not_found_with_its_hint() {
-        let modern = json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}});
-        for (method, params) in
-            [("prompts/list", Value::Null), ("resources/read", json!({"uri": "x"})), ("logging/setLevel", modern), ("x/y", Value::Null)]
-        {
+        let modern = json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}, "level": "info"});
+        for (method, params) in [
+            ("prompts/list", Value::Null),
+            ("resources/read", json!({"uri": "x"})),
+            ("resources/read", json!({"uri": 5})),
+            ("logging/setLevel", modern),
+            ("logging/setLevel", json!({"level": "info"})),
+            ("x/y", Value::Null),
+            ("echo/list", Value::Null),
+        ] {
             let refused = answer(run(&Tools, method, params)).unwrap_err();
             assert_eq!(refused.code, error_codes::METHOD_NOT_FOUND, "{method}");
             assert_eq!(refused.message, format!("Method not found: {method} (tools only)"));

@@ -59,9 +59,10 @@ pub fn capabilities(with_tasks: bool) -> Value {
     offered
 }
 
-/// The `initialize` answer to `params` (the client's request).
-pub fn initialize(info: &ServerInfo, params: &Value, capabilities: Value) -> Value {
-    let version = negotiated_legacy_version(params.get("protocolVersion").and_then(Value::as_str));
+/// The `initialize` answer to a client that asked for `version` (if it
+/// named one).
+pub fn initialize(info: &ServerInfo, version: Option<&str>, capabilities: Value) -> Value {
+    let version = negotiated_legacy_version(version);
     let mut answer = json!({ "protocolVersion": version, "capabilities": capabilities, "serverInfo": info.to_json() });
     if let Some(instructions) = info.instructions {
         answer["instructions"] = json!(instructions);
@@ -102,15 +103,15 @@ mod tests {
     #[test]
     fn initialize_answers_the_clients_legacy_version_or_the_latest() {
         for version in SUPPORTED_LEGACY_VERSIONS {
-            assert_eq!(initialize(&info(None), &json!({"protocolVersion": version}), json!({}))["protocolVersion"], version);
+            assert_eq!(initialize(&info(None), Some(version), json!({}))["protocolVersion"], version);
         }
-        for other in [json!({"protocolVersion": "2026-07-28"}), json!({}), Value::Null] {
-            let answer = initialize(&info(None), &other, json!({"tools": {}}));
+        for other in [Some("2026-07-28"), Some("1999-01-01"), None] {
+            let answer = initialize(&info(None), other, json!({"tools": {}}));
             assert_eq!(answer["protocolVersion"], LATEST_LEGACY_VERSION);
             assert_eq!(answer["capabilities"], json!({"tools": {}}));
             assert!(answer.get("instructions").is_none());
         }
-        let answer = initialize(&info(Some("hello")), &json!({}), json!({}));
+        let answer = initialize(&info(Some("hello")), None, json!({}));
         assert_eq!(answer["serverInfo"], json!({"name": "s", "title": "S", "version": env!("CARGO_PKG_VERSION")}));
         assert_eq!(answer["instructions"], "hello");
     }

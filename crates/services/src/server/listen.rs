@@ -36,7 +36,7 @@ impl Change {
 }
 
 /// The notification types one listen stream opted into (all of them are supported).
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filter {
     tools: bool,
     prompts: bool,

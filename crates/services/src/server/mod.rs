@@ -4,6 +4,7 @@
 //!
 //! | module | what it holds |
 //! | --- | --- |
+//! | [`request`] | the one typed inbound request ([`request::ClientRequest`]), parsed once: rmcp's params where it has the method, the crate's own where not |
 //! | [`dispatch`] | the [`dispatch::ServerHandler`] trait and the one dispatcher: lifecycle, paging, method-not-found, the rest to the handler |
 //! | [`era`] | which era serves a request, the -32022 refusal, the modern era's result fields |
 //! | [`lifecycle`] | `initialize` and `server/discover` answers: server info, capabilities, negotiated version |
@@ -28,6 +29,7 @@ pub mod lifecycle;
 pub mod listen;
 pub mod outbox;
 pub mod paging;
+pub mod request;
 pub mod subscriptions;
 pub mod tasks;
 pub mod tool_server;

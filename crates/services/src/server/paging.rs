@@ -14,38 +14,75 @@ use crate::protocol::{error_codes, ErrorObject};
 /// The prefix of every cursor handed out.
 const CURSOR_PREFIX: &str = "page:";
 
-/// One page of `items` for `method` as `{key: [...], nextCursor?}`, from
-/// `params.cursor`. A page size of 0 counts as 1. Only the page's items
-/// are serialized.
-pub fn page<T: Serialize>(method: &str, key: &str, items: Vec<T>, params: &Value, page_size: usize) -> Result<Value, ErrorObject> {
-    let page_size = page_size.max(1);
-    let start = match params.get("cursor") {
-        None | Some(Value::Null) => 0,
-        Some(cursor) => cursor
-            .as_str()
-            .and_then(|c| c.strip_prefix(CURSOR_PREFIX))
-            .and_then(|offset| offset.parse::<usize>().ok())
-            .filter(|&offset| offset > 0 && offset % page_size == 0)
-            .ok_or_else(|| {
-                ErrorObject::invalid_params(format!("{method}: unknown cursor {cursor} (pass back a `nextCursor` this server gave)"))
-            })?,
-    };
-    let end = items.len().min(start.saturating_add(page_size));
-    let more = end < items.len();
-    let items: Vec<T> = items.into_iter().skip(start).take(end.saturating_sub(start)).collect();
-    let items = serde_json::to_value(items)
-        .map_err(|error| ErrorObject::new(error_codes::INTERNAL_ERROR, format!("{method}: a page could not be written: {error}")))?;
-    let mut page = json!({ key: items });
-    if more {
-        page["nextCursor"] = json!(format!("{CURSOR_PREFIX}{end}"));
+/// Where one `*/list` page starts: a cursor this server could have handed
+/// out, checked before any item is gathered. Copy it into work that lists
+/// later (the gateway's lists wait for the pool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pager {
+    method: &'static str,
+    key: &'static str,
+    start: usize,
+    page_size: usize,
+}
+
+impl Pager {
+    /// The page `cursor` (`None`: the first) of `method`'s list, whose
+    /// items are under `key`. A page size of 0 counts as 1.
+    pub fn new(method: &'static str, key: &'static str, cursor: Option<&str>, page_size: usize) -> Result<Pager, ErrorObject> {
+        let page_size = page_size.max(1);
+        let start = match cursor {
+            None => 0,
+            Some(cursor) => cursor
+                .strip_prefix(CURSOR_PREFIX)
+                .and_then(|offset| offset.parse::<usize>().ok())
+                .filter(|&offset| offset > 0 && offset % page_size == 0)
+                .ok_or_else(|| unknown_cursor(method, &json!(cursor)))?,
+        };
+        Ok(Pager { method, key, start, page_size })
     }
-    Ok(page)
+
+    /// The page of `items` as `{key: [...], nextCursor?}`. Only the page's
+    /// items are serialized.
+    pub fn page<T: Serialize>(self, items: Vec<T>) -> Result<Value, ErrorObject> {
+        let Pager { method, key, start, page_size } = self;
+        let end = items.len().min(start.saturating_add(page_size));
+        let more = end < items.len();
+        let items: Vec<T> = items.into_iter().skip(start).take(end.saturating_sub(start)).collect();
+        let items = serde_json::to_value(items)
+            .map_err(|error| ErrorObject::new(error_codes::INTERNAL_ERROR, format!("{method}: a page could not be written: {error}")))?;
+        let mut page = json!({ key: items });
+        if more {
+            page["nextCursor"] = json!(format!("{CURSOR_PREFIX}{end}"));
+        }
+        Ok(page)
+    }
+}
+
+/// The -32602 of a cursor this server never gave.
+pub fn unknown_cursor(method: &str, cursor: &Value) -> ErrorObject {
+    ErrorObject::invalid_params(format!("{method}: unknown cursor {cursor} (pass back a `nextCursor` this server gave)"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::protocol::error_codes;
+
+    /// One page as a client's params ask for it.
+    fn page<T: Serialize>(
+        method: &'static str,
+        key: &'static str,
+        items: Vec<T>,
+        params: &Value,
+        size: usize,
+    ) -> Result<Value, ErrorObject> {
+        let cursor = match params.get("cursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(cursor)) => Some(cursor.as_str()),
+            Some(other) => return Err(unknown_cursor(method, other)),
+        };
+        Pager::new(method, key, cursor, size)?.page(items)
+    }
 
     #[test]
     fn pages_walk_every_item_once() {

@@ -21,7 +21,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::protocol::{methods, ErrorObject};
+use super::request::{TaskMethod, TaskRequest};
+use crate::protocol::ErrorObject;
 use crate::task_store::{requested_ttl, TaskStore};
 
 type Answer = Result<Value, ErrorObject>;
@@ -34,11 +35,6 @@ pub fn capability() -> Value {
 /// What every served tool says of tasks.
 pub fn execution() -> Value {
     json!({ "taskSupport": "optional" })
-}
-
-/// Whether `method` is one the store answers.
-pub fn answers(method: &str) -> bool {
-    matches!(method, methods::TASKS_GET | methods::TASKS_RESULT | methods::TASKS_CANCEL | methods::TASKS_LIST)
 }
 
 /// Starts `work` (the call) as a task of `owner` with the client's `task`
@@ -54,15 +50,14 @@ pub fn start(store: &Arc<TaskStore>, owner: &str, task: &Value, work: impl Futur
     Ok(created)
 }
 
-/// `tasks/get`, `tasks/result` (waits for the end), `tasks/cancel` and
-/// `tasks/list` for `owner`'s tasks.
-pub async fn answer(store: &TaskStore, method: &str, params: &Value, owner: &str) -> Answer {
-    match method {
-        methods::TASKS_LIST => Ok(json!({ "tasks": store.list(Some(owner)) })),
-        methods::TASKS_RESULT => {
-            let (id, outcome) = store.watch(params, Some(owner))?;
+/// `tasks/get`, `tasks/result` (waits for the end) and `tasks/cancel` of
+/// one of `owner`'s tasks (`tasks/list` is a list the dispatcher pages).
+pub async fn answer(store: &TaskStore, request: &TaskRequest, owner: &str) -> Answer {
+    match request.kind {
+        TaskMethod::Result => {
+            let (id, outcome) = store.watch(&request.task_id, Some(owner))?;
             crate::task_store::result(id, outcome).await
         }
-        _ => store.get_or_cancel(method, params, Some(owner)),
+        kind => store.get_or_cancel(kind.method(), &request.task_id, Some(owner)),
     }
 }

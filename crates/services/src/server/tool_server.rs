@@ -17,9 +17,11 @@ use serde_json::json;
 use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio_util::codec::FramedRead;
 
-use super::dispatch::{dispatch, Dispatched, Request, ServerHandler};
+use super::dispatch::{dispatch, parse, Dispatched, Listed, Request, ServerHandler};
 use super::era::Served;
 use super::lifecycle::ServerInfo;
+use super::paging::Pager;
+use super::request::{CallToolParams, List};
 use crate::codec::JsonRpcCodec;
 use crate::protocol::{self, methods, ErrorObject, Message, RequestId};
 
@@ -67,13 +69,6 @@ pub trait ToolHandler: Send + Sync + 'static {
 type Call = BoxFuture<'static, Result<CallToolResult, ErrorObject>>;
 
 #[derive(Deserialize)]
-struct CallParams {
-    name: String,
-    #[serde(default)]
-    arguments: Option<JsonObject>,
-}
-
-#[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CancelParams {
     request_id: RequestId,
@@ -103,12 +98,19 @@ impl ServerHandler for InProcess {
         "an in-process server offers tools only"
     }
 
-    fn list_tools(&self, _era: &Served) -> Option<Vec<serde_json::Value>> {
-        Some(self.tools.iter().map(|tool| json!(tool)).collect())
+    fn offers(&self, method: &str, _era: &Served) -> bool {
+        matches!(method, methods::TOOLS_LIST | methods::TOOLS_CALL)
     }
 
-    fn call_tool(&self, request: &Request<'_, Served>) -> Dispatched<Call> {
-        match self.start_call(request.params) {
+    fn list(&self, list: List, _pager: Pager, _era: &Served) -> Listed<Call> {
+        match list {
+            List::Tools => Listed::Items(self.tools.iter().map(|tool| json!(tool)).collect()),
+            _ => Listed::NotOffered,
+        }
+    }
+
+    fn call_tool(&self, call: CallToolParams, _era: &Served) -> Dispatched<Call> {
+        match self.start_call(call) {
             Ok(call) => Dispatched::Work(call),
             Err(error) => Dispatched::Answer(Err(error)),
         }
@@ -117,17 +119,20 @@ impl ServerHandler for InProcess {
 
 impl InProcess {
     /// The future of a `tools/call`, or why it cannot start.
-    fn start_call(&self, params: &serde_json::Value) -> Result<Call, ErrorObject> {
-        if params.is_null() {
-            return Err(ErrorObject::invalid_params("tools/call needs params with a tool name"));
+    fn start_call(&self, mut call: CallToolParams) -> Result<Call, ErrorObject> {
+        let arguments = match call.params.get_mut("arguments").map(serde_json::Value::take).unwrap_or_default() {
+            serde_json::Value::Null => JsonObject::new(),
+            serde_json::Value::Object(arguments) => arguments,
+            other => {
+                let kind = protocol::json_kind(&other);
+                return Err(ErrorObject::invalid_params(format!("tools/call: `arguments` must be an object, not {kind}")));
+            }
+        };
+        if !self.tools.iter().any(|tool| tool.name == call.name) {
+            return Err(ErrorObject::invalid_params(format!("Unknown tool: {}", call.name)));
         }
-        let CallParams { name, arguments } = serde_json::from_value(params.clone())
-            .map_err(|e| ErrorObject::invalid_params(format!("tools/call params are not {{name, arguments}}: {e}")))?;
-        if !self.tools.iter().any(|tool| tool.name == name) {
-            return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
-        }
-        let handler = self.handler.clone();
-        Ok(Box::pin(async move { handler.call(&name, arguments.unwrap_or_default()).await }))
+        let (handler, name) = (self.handler.clone(), call.name);
+        Ok(Box::pin(async move { handler.call(&name, arguments).await }))
     }
 }
 
@@ -163,8 +168,16 @@ pub async fn serve(handler: Arc<dyn ToolHandler>, name: String, input: DuplexStr
         let (id, answer) = match message {
             Message::Request { id, method, params } => {
                 let params = params.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default();
-                let request = Request { id: &json!(id), method: &method, params: &params, era: Served::Legacy };
-                match dispatch(&server, &request) {
+                let call = match parse(&server, &method, params, &Served::Legacy) {
+                    Ok(call) => call,
+                    Err(refusal) => {
+                        if output.write_all(&answer_frame::<()>(&id, &Err(refusal))).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                };
+                match dispatch(&server, Request { id: &json!(id), call, era: Served::Legacy }) {
                     Dispatched::Answer(answer) => (id, answer),
                     Dispatched::Work(call) => {
                         let (abort, registration) = AbortHandle::new_pair();
