@@ -284,7 +284,15 @@ pub enum ConfigError {
     },
 
     #[error("{}: not valid {syntax}: {message}", .file.display())]
-    Syntax { file: std::path::PathBuf, syntax: &'static str, message: String },
+    Syntax {
+        file: std::path::PathBuf,
+        syntax: &'static str,
+        message: String,
+        /// The parser's error, whole (`toml_edit::TomlError`, `serde_json::Error`),
+        /// when a parser found the fault; `None` for a rule of ours.
+        #[source]
+        cause: Option<Cause>,
+    },
 
     #[error("{}: {}: unknown key `{key}`; the known keys are {}", .file.display(), server_or_top(.server), .known.join(", "))]
     UnknownKey { file: std::path::PathBuf, server: Option<String>, key: String, known: Vec<&'static str> },
@@ -342,6 +350,15 @@ impl ConfigError {
         error: impl std::error::Error + Send + Sync + 'static,
     ) -> ConfigError {
         ConfigError::Io { file: file.into(), action, reason: error.to_string(), cause: Some(Cause::new(error)) }
+    }
+
+    /// A file a parser refused as `syntax`, keeping the parser's error.
+    pub fn syntax(
+        file: impl Into<std::path::PathBuf>,
+        syntax: &'static str,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> ConfigError {
+        ConfigError::Syntax { file: file.into(), syntax, message: error.to_string(), cause: Some(Cause::new(error)) }
     }
 }
 

@@ -205,9 +205,9 @@ pub fn for_each_entry_in(
     if is_toml(path, text) {
         return codex::for_each_server(path, text, |format, server| each(format, server, None));
     }
-    let syntax_error = |message: String| ConfigError::Syntax { file: path.into(), syntax: "JSON", message };
+    let syntax_error = |message: String| ConfigError::Syntax { file: path.into(), syntax: "JSON", message, cause: None };
     let text = jsonc::strip(text);
-    serde_json::from_str::<&RawValue>(&text).map_err(|error| syntax_error(error.to_string()))?;
+    serde_json::from_str::<&RawValue>(&text).map_err(|error| ConfigError::syntax(path, "JSON", error))?;
     let root = object(&text).ok_or_else(|| syntax_error("the top level must be an object".into()))?;
     let format = Format::from_path(path).or_else(|| Format::from_keys(|key| root.contains_key(key))).ok_or_else(|| {
         let message = "it has none of the keys mcpServers, servers, mcp or context_servers".into();
@@ -222,11 +222,11 @@ pub fn for_each_entry_in(
     let object_text = entries.get();
     let entries = object(object_text).ok_or_else(|| {
         let message = format!("`{key}` must be an object with one entry per server");
-        ConfigError::Syntax { file: path.into(), syntax: format.name(), message }
+        ConfigError::Syntax { file: path.into(), syntax: format.name(), message, cause: None }
     })?;
     servers(object_text, entries.len());
     for (name, raw) in entries {
-        let entry = serde_json::from_str::<Json>(raw.get()).map_err(|error| syntax_error(error.to_string()));
+        let entry = serde_json::from_str::<Json>(raw.get()).map_err(|error| ConfigError::syntax(path, "JSON", error));
         each(format, entry.and_then(|entry| context.server(&name, &entry)), Some(raw.get()));
     }
     Ok(format)
@@ -254,8 +254,7 @@ fn is_toml(path: &Path, text: &str) -> bool {
 /// text gives the same server, except that `envFile` is read again.
 pub fn parse_entry(path: &Path, format: Format, name: &str, entry: &str) -> ServerResult {
     let context = Context { file: path, format, workspace: workspace_of(path), inputs: &BTreeMap::new() };
-    let syntax_error = |error: serde_json::Error| ConfigError::Syntax { file: path.into(), syntax: "JSON", message: error.to_string() };
-    context.server(name, &serde_json::from_str::<Json>(entry).map_err(syntax_error)?)
+    context.server(name, &serde_json::from_str::<Json>(entry).map_err(|error| ConfigError::syntax(path, "JSON", error))?)
 }
 
 /// A JSON object's members, their values unparsed; `None` if `json` is not an object.

@@ -108,6 +108,7 @@ impl TrustedFolders {
             message: format!(
                 "{e}; the record of trusted folders is written by `mcpvisor trust`: remove the file and trust your folders again"
             ),
+            cause: Some(crate::error::Cause::new(e)),
         })?;
         if record.version > VERSION {
             return Err(ConfigError::InvalidSetting {

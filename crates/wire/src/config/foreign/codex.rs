@@ -33,8 +33,8 @@ pub fn is_codex(path: &Path, text: &str) -> bool {
 
 /// Every `[mcp_servers.NAME]` of the file, in the order of their names.
 pub(super) fn for_each_server(path: &Path, text: &str, mut each: impl FnMut(Format, ServerResult)) -> Result<Format, ConfigError> {
-    let syntax_error = |message: String| ConfigError::Syntax { file: path.into(), syntax: "TOML", message };
-    let document = text.parse::<DocumentMut>().map_err(|error| syntax_error(error.to_string()))?;
+    let syntax_error = |message: String| ConfigError::Syntax { file: path.into(), syntax: "TOML", message, cause: None };
+    let document = text.parse::<DocumentMut>().map_err(|error| ConfigError::syntax(path, "TOML", error))?;
     let Some(servers) = document.get("mcp_servers") else { return Ok(Format::Codex) };
     let servers = servers.as_table_like().ok_or_else(|| syntax_error("`mcp_servers` must be a table with one table per server".into()))?;
     let inputs = Default::default();

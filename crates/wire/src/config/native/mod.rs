@@ -383,6 +383,20 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
     }
 
     #[test]
+    fn a_syntax_error_keeps_the_parsers_error_as_its_source() {
+        let native = parse(Path::new("servers.toml"), "[servers.fs\ncommand = 1").unwrap_err();
+        assert!(matches!(&native, ConfigError::Syntax { syntax: "TOML", .. }), "{native:?}");
+        let parser = crate::error::Cause::find::<toml_edit::TomlError>(&native).expect("the TOML parser's error is the source");
+        assert!(native.to_string().contains(&parser.to_string().lines().next().unwrap_or_default().to_string()), "{native}");
+        let foreign =
+            crate::config::foreign::parse(Path::new("claude_desktop_config.json"), "{\"mcpServers\": [", &Default::default()).unwrap_err();
+        assert!(crate::error::Cause::find::<serde_json::Error>(&foreign).is_some(), "the JSON parser's error is the source: {foreign:?}");
+        // A rule of ours, not a parser's, has no source.
+        let ours = parse(Path::new("servers.toml"), "servers = 1").unwrap_err();
+        assert!(matches!(&ours, ConfigError::Syntax { cause: None, .. }), "{ours:?}");
+    }
+
+    #[test]
     fn references_in_the_url_are_checked_after_expansion() {
         let servers = parse(Path::new("x.toml"), "[servers.r]\nurl = \"${BASE_URL}/mcp\"\n").unwrap();
         assert_eq!(servers[0].url.as_deref(), Some("${BASE_URL}/mcp"));

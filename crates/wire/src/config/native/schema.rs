@@ -50,11 +50,7 @@ pub const KEYS: [&str; 32] = [
 
 pub(super) const TOP_LEVEL_KEYS: [&str; 6] = ["servers", "agent", "audit", "serve", "sandbox", "telemetry"];
 pub(super) fn parse_document(path: &Path, text: &str) -> Result<DocumentMut, ConfigError> {
-    let document: DocumentMut = text.parse().map_err(|error: toml_edit::TomlError| ConfigError::Syntax {
-        file: path.into(),
-        syntax: "TOML",
-        message: error.to_string(),
-    })?;
+    let document: DocumentMut = text.parse().map_err(|error: toml_edit::TomlError| ConfigError::syntax(path, "TOML", error))?;
     if let Some((key, _)) = document.iter().find(|(key, _)| !TOP_LEVEL_KEYS.contains(key)) {
         return Err(ConfigError::UnknownKey { file: path.into(), server: None, key: key.into(), known: TOP_LEVEL_KEYS.to_vec() });
     }
@@ -66,6 +62,7 @@ pub(super) fn not_a_servers_table(path: &Path) -> ConfigError {
         file: path.into(),
         syntax: "mcpvisor configuration",
         message: "`servers` must be a table: write one [servers.NAME] table per server".into(),
+        cause: None,
     }
 }
 
