@@ -4,6 +4,9 @@
 //! withheld from `tools`, `serve`'s `tools/list` and every call (the
 //! unchanged `echo` works throughout), named in `status`, until `tools
 //! --accept` shows the change, with what the scanner finds, and accepts it.
+//! The same pull through the agent and through `mcpvisor acp`, each with a
+//! scripted model: the changed tool is not among the tools the model is
+//! offered, and the model's call to it anyway reaches no server.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
@@ -100,4 +103,112 @@ fn a_server_with_pin_false_is_not_pinned() {
     assert_eq!(tool_names(&sandbox), ["echo", "lookup"], "not pinned: the changed tool is offered");
     let pins = sandbox.home.join(".local/state/mcpvisor/tool-pins.json");
     assert!(!std::fs::read_to_string(&pins).unwrap_or_default().contains(FIRST), "nothing of it is pinned");
+}
+
+/// The agent's configuration for the tickets server: both tools run without
+/// a question, so what the test sees is the pin's doing, not a refusal.
+const AGENT_TRUSTS_TICKETS: &str = "[agent.servers.tickets]\ntools = { echo = \"never\", lookup = \"never\" }\n\n";
+
+/// Pins the tickets server's tools on first use, then starts it again
+/// pulled: its `lookup` changed, its `echo` did not.
+fn pinned_then_pulled(sandbox: &Sandbox) {
+    configure(sandbox, FIRST);
+    assert_eq!(tool_names(sandbox), ["echo", "lookup"], "first use: both offered, and pinned");
+    let table = python_fixture_table("tickets", "tools_only_server.py", &[]);
+    sandbox.write_user_file(&format!("{AGENT_TRUSTS_TICKETS}{table}env = {{ LOOKUP_DESCRIPTION = {PULLED:?} }}\n"));
+}
+
+fn model_tool_call(id: &str, name: &str, arguments: Value) -> crate::model_server::Reply {
+    let call =
+        json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}]});
+    crate::model_server::openai_stream(vec![call], "tool_calls")
+}
+
+fn model_says(text: &str) -> crate::model_server::Reply {
+    crate::model_server::openai_stream(vec![json!({"content": text})], "stop")
+}
+
+/// The names of the tools a request to the model offered.
+fn offered(request: &crate::model_server::Recorded) -> Vec<String> {
+    let tools = request.body["tools"].as_array().cloned().unwrap_or_default();
+    tools.iter().filter_map(|tool| tool["function"]["name"].as_str().map(str::to_string)).collect()
+}
+
+/// What the tool call `id` answered, as the model read it in `request`.
+fn tool_result(request: &crate::model_server::Recorded, id: &str) -> String {
+    let messages = request.body["messages"].as_array().cloned().unwrap_or_default();
+    let result = messages.iter().find(|m| m["role"] == "tool" && m["tool_call_id"] == id);
+    result.map(|m| m["content"].to_string()).unwrap_or_else(|| panic!("no result of {id} in {}", request.body))
+}
+
+/// The rug pull through the agent (`agent -p`): the changed `lookup` is not
+/// among the tools the model is offered, and the model's call to it anyway
+/// is refused without reaching the server; `echo` works.
+#[tokio::test]
+async fn the_agent_neither_offers_nor_calls_a_changed_tool() {
+    let sandbox = Sandbox::new();
+    pinned_then_pulled(&sandbox);
+    let model = crate::model_server::ModelServer::start([
+        model_tool_call("c1", "mcp__tickets__lookup", json!({"q": "1"})),
+        model_tool_call("c2", "mcp__tickets__echo", json!({"text": "still here"})),
+        model_says("Done."),
+    ])
+    .await;
+    let base = format!("{}/v1", model.url);
+    let mut command = sandbox.std_cmd(["agent", "-p", "look up ticket 1", "--model", "m", "--base-url", &base]);
+    for var in ["MCPVISOR_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"] {
+        command.env_remove(var);
+    }
+    command.stdin(Stdio::null());
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap()).await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3, "three turns of the model");
+    let tools = offered(&requests[0]);
+    assert!(tools.contains(&"mcp__tickets__echo".to_string()), "the unchanged tool is offered: {tools:?}");
+    assert!(!tools.iter().any(|name| name.contains("lookup")), "the changed tool is not offered: {tools:?}");
+    let refused = tool_result(&requests[1], "c1");
+    // Refused before any server is asked, as a tool the model was not offered (the model is not told of it).
+    assert!(refused.contains("There is no tool named `mcp__tickets__lookup`"), "the call was refused, not served: {refused}");
+    assert!(tool_result(&requests[2], "c2").contains("still here"));
+}
+
+/// The rug pull through `mcpvisor acp`: an editor's session offers the model
+/// the unchanged tool only and refuses the changed one.
+#[tokio::test]
+async fn acp_neither_offers_nor_calls_a_changed_tool() {
+    use crate::acp_support::{initialize, no_requests, selected, Client};
+    let sandbox = Sandbox::new();
+    pinned_then_pulled(&sandbox);
+    let model = crate::model_server::ModelServer::start([
+        model_tool_call("c1", "mcp__tickets__lookup", json!({"q": "1"})),
+        model_tool_call("c2", "mcp__tickets__echo", json!({"text": "still here"})),
+        model_says("Done."),
+    ])
+    .await;
+    let base = format!("{}/v1", model.url);
+    let mut command = sandbox.std_cmd(["acp", "--model", "m", "--base-url", &base]);
+    for var in ["MCPVISOR_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"] {
+        command.env_remove(var);
+    }
+    let mut client = Client::start(command);
+    let id = client.request("initialize", initialize(false, false)).await;
+    client.response(id, &mut no_requests).await;
+    let id = client.request("session/new", json!({"cwd": sandbox.project, "mcpServers": []})).await;
+    let opened = client.response(id, &mut no_requests).await;
+    let session = opened["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{opened}")).to_string();
+    let id =
+        client.request("session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "look up ticket 1"}]})).await;
+    let answer = client.response(id, &mut |_, _| selected("allow_once")).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3, "three turns of the model");
+    let tools = offered(&requests[0]);
+    assert!(tools.contains(&"mcp__tickets__echo".to_string()), "the unchanged tool is offered: {tools:?}");
+    assert!(!tools.iter().any(|name| name.contains("lookup")), "the changed tool is not offered: {tools:?}");
+    let refused = tool_result(&requests[1], "c1");
+    // Refused before any server is asked, as a tool the model was not offered (the model is not told of it).
+    assert!(refused.contains("There is no tool named `mcp__tickets__lookup`"), "the call was refused, not served: {refused}");
+    assert!(tool_result(&requests[2], "c2").contains("still here"));
+    assert!(client.close().await.success());
 }
