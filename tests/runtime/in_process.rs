@@ -192,3 +192,38 @@ async fn a_server_added_with_its_handler_serves_and_keeps_it_for_a_re_add_under_
     assert!(again_drops.try_recv().is_err(), "the refused handler never ran");
     handle.shutdown().await;
 }
+
+/// One tool, named `name`, that answers its own name.
+struct Only(&'static str);
+
+impl ToolHandler for Only {
+    fn tools(&self) -> Vec<Tool> {
+        vec![tool(self.0)]
+    }
+
+    fn call<'a>(&'a self, name: &'a str, _arguments: JsonObject) -> BoxFuture<'a, Result<CallToolResult, ErrorObject>> {
+        Box::pin(async move { Ok(CallToolResult::success(vec![ContentBlock::text(name.to_string())])) })
+    }
+}
+
+/// In-process servers are the embedding program's own code: tool pins leave
+/// them alone. (They have no command line, so pinned under it they shared one
+/// identity: each listing of one marked the other's tools gone, and its next
+/// listing withheld them as "returned".)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_pins_leave_in_process_servers_alone() {
+    let state = tempfile::tempdir().unwrap();
+    let pins = state.path().join("tool-pins.json");
+    // Each run lists both servers, as each command of the CLI does.
+    for run in 0..3 {
+        let builder = mcpvisor::Runtime::builder(mcpvisor::config::RuntimeConfig::default()).pin_tools(&pins);
+        let handle = builder.in_process("alpha", Only("a")).in_process("beta", Only("b")).start().unwrap();
+        assert!(handle.wait_ready(Duration::from_secs(20)).await);
+        for (exposed, answer) in [("mcp__alpha__a", "a"), ("mcp__beta__b", "b")] {
+            let called = handle.call_tool(exposed, json!({})).await.unwrap_or_else(|e| panic!("run {run}: {exposed}: {e}"));
+            assert_eq!(called.content[0].as_text().map(|t| t.text.as_str()), Some(answer));
+        }
+        handle.shutdown().await;
+    }
+    assert!(!std::fs::read_to_string(&pins).unwrap_or_default().contains("stdio:"), "nothing of theirs is pinned");
+}
