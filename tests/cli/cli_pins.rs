@@ -71,6 +71,9 @@ fn a_changed_tool_is_withheld_everywhere_until_accepted() {
     let (statuses, _) = sandbox.json(["--json", "status"]);
     let warnings = statuses[0]["warnings"].to_string();
     assert!(warnings.contains("`lookup` is withheld: its definition changed"), "{warnings}");
+    let (top, code) = sandbox.json(["top", "--once", "--json"]);
+    assert_eq!(code, 0, "{top}");
+    assert_eq!(top["servers"][0]["withheld"], json!(["lookup"]), "top shows the pending change: {top}");
 
     let (listed, called) = through_serve(&sandbox);
     let names: Vec<&str> = listed["result"]["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap()).collect();

@@ -24,6 +24,8 @@ pub struct ServerSample {
     pub in_flight: u64,
     pub queued: u64,
     pub stderr_tail: Vec<String>,
+    /// Tools withheld until a change to their definition is accepted.
+    pub withheld: Vec<String>,
     pub sandbox: Option<String>,
     pub cpu_ticks: Option<u64>,
     pub rss_bytes: Option<u64>,
@@ -68,6 +70,7 @@ impl Sample {
                     in_flight: u64_of(server, "in_flight").unwrap_or(0),
                     queued: u64_of(server, "queued").unwrap_or(0),
                     stderr_tail: strings(server.get("stderr_tail")),
+                    withheld: strings(server.get("withheld")),
                     sandbox: server.get("sandbox").and_then(|s| s.get("achieved")).and_then(Value::as_str).map(str::to_string),
                     cpu_ticks: process.and_then(|p| u64_of(p, "cpu_ticks")),
                     rss_bytes: process.and_then(|p| u64_of(p, "rss_bytes")),
@@ -149,6 +152,8 @@ pub struct Row {
     pub rss_bytes: Option<u64>,
     pub sandbox: Option<String>,
     pub last_stderr: Option<String>,
+    /// Tools withheld by their pins: pending changes `tools --accept` shows.
+    pub withheld: Vec<String>,
 }
 
 /// The rows of `now`, with rates against `before` (the previous sample).
@@ -188,6 +193,7 @@ pub fn rows(before: Option<&Sample>, now: &Sample) -> Vec<Row> {
                 rss_bytes: server.rss_bytes,
                 sandbox: server.sandbox.clone(),
                 last_stderr: server.stderr_tail.last().cloned(),
+                withheld: server.withheld.clone(),
             }
         })
         .collect()

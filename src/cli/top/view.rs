@@ -17,11 +17,13 @@ const HEADER: [&str; 12] = ["  NAME", "STATE", "PID", "UP", "RST", "RUN/Q", "CAL
 const WIDTHS: [u16; 12] = [11, 9, 7, 5, 3, 5, 6, 5, 5, 4, 4, 5];
 
 pub fn draw(frame: &mut Frame, app: &App) {
+    // Two lines about the selected server, a third while tools of it are withheld.
+    let about = app.selected_row().map(about_selected).unwrap_or_default();
     let [title, totals, body, selected, message, keys] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
         Constraint::Min(3),
-        Constraint::Length(2),
+        Constraint::Length(about.len().max(2) as u16),
         Constraint::Length(1),
         Constraint::Length(1),
     ])
@@ -51,7 +53,6 @@ pub fn draw(frame: &mut Frame, app: &App) {
         Mode::Detail => draw_detail(frame, app, body),
         _ => draw_table(frame, app, body),
     }
-    let about = app.selected_row().map(about_selected).unwrap_or_default();
     frame.render_widget(Paragraph::new(about.into_iter().map(Line::from).collect::<Vec<_>>()), selected);
     frame.render_widget(Paragraph::new(app.message.clone().unwrap_or_default()), message);
     let help = match app.mode {
@@ -118,13 +119,19 @@ fn short_state(state: &str) -> &str {
     }
 }
 
-/// The selected server's sandbox, last reason and last stderr line.
+/// The selected server's sandbox, last reason, pending tool changes and last stderr line.
 fn about_selected(row: &Row) -> Vec<String> {
     let mut first = format!("{}: sandbox {}", row.name, row.sandbox.as_deref().unwrap_or("none"));
     if let Some(reason) = &row.last_reason {
         first.push_str(&format!(" | last: {reason}"));
     }
-    vec![first, format!("stderr: {}", row.last_stderr.as_deref().unwrap_or("-"))]
+    let mut lines = vec![first];
+    if !row.withheld.is_empty() {
+        let tools = row.withheld.join(", ");
+        lines.push(format!("withheld, changed since pinned: {tools} (`mcpvisor tools --accept {}` shows the change)", row.name));
+    }
+    lines.push(format!("stderr: {}", row.last_stderr.as_deref().unwrap_or("-")));
+    lines
 }
 
 fn draw_detail(frame: &mut Frame, app: &App, area: Rect) {
@@ -243,6 +250,21 @@ mod tests {
         assert!(screen[heading + 1].contains("tool39"), "the newest call comes first: {screen:#?}");
         assert!(screen[heading + 2].contains("tool38"), "{screen:#?}");
         assert!(screen.iter().any(|line| line.contains("log line 49")), "the newest log line is shown: {screen:#?}");
+    }
+
+    #[test]
+    fn a_servers_withheld_tools_show_under_the_table_with_what_to_run() {
+        let mut app = App::new("test", false);
+        let servers = [json!({"name": "tickets", "state": "connected", "withheld": ["lookup"], "stderr_tail": ["ready"]})];
+        app.update(None, Sample::parse(&json!({"servers": servers})));
+        let mut terminal = Terminal::new(TestBackend::new(120, 24)).unwrap();
+        terminal.draw(|frame| super::draw(frame, &app)).unwrap();
+        let buffer = terminal.backend().buffer();
+        let screen: Vec<String> = (0..24).map(|y| (0..120).map(|x| buffer[(x, y)].symbol()).collect::<String>()).collect();
+        let withheld = screen.iter().position(|line| line.contains("withheld, changed since pinned: lookup"));
+        let withheld = withheld.unwrap_or_else(|| panic!("no line names the withheld tool:\n{}", screen.join("\n")));
+        assert!(screen[withheld].contains("`mcpvisor tools --accept tickets`"), "{}", screen[withheld]);
+        assert!(screen[withheld + 1].contains("stderr: ready"), "the stderr line still shows:\n{}", screen.join("\n"));
     }
 
     #[test]
