@@ -17,8 +17,8 @@
 //! (`crate::config`), and each other without a loop
 //! (`tests/architecture.rs`); never the fronts above them (`runtime` and
 //! the facade, `gateway`'s fronts, `cli`, `acp`, `demo_server`), which drive
-//! them: this crate cannot name them. [`Handle`](crate::handle::Handle) and
-//! [`AgentHandle`](crate::agent_handle::AgentHandle) live here too: they only send the
+//! them: this crate cannot name them. [`Handle`] and
+//! [`AgentHandle`] live here too: they only send the
 //! actors messages, and the gateway's session actor holds a `Handle`.
 //!
 //! Restarts: a Connection whose server went down fails the calls in flight,

@@ -9,6 +9,11 @@
 //! it names as its own (`crate::protocol`, `crate::config`, ...) through the
 //! imports below, so a path reads the same in every layer.
 
+// Its modules' docs link to their private parts (a policy's step budget, a
+// sandbox's `apply`) for the maintainers who read them with
+// `--document-private-items`; an embedder reads `mcpvisor`'s docs instead.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod builtin_tools; // the agent's built-in tools, as the in-process server `builtin`
 pub mod catalog_cache; // each server's tool list kept on disk
 pub mod integrity; // tool pins and the scanner of tools' texts
