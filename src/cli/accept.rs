@@ -32,7 +32,7 @@ pub fn accept(cli: &Cli, out: &Out, target: &str) -> Result<u8, Failure> {
     let file = pins_file(|name| std::env::var(name).ok())
         .ok_or_else(|| Failure::usage("no state directory: neither XDG_STATE_HOME nor HOME is set, so no tool is pinned"))?;
     let store = PinStore::open(file);
-    let id = identity(&config);
+    let id = identity(&config).ok_or_else(|| Failure::usage(format!("server `{server}` runs in-process: its tools are not pinned")))?;
     let changes: Vec<PendingChange> = store.pending(&id).into_iter().filter(|change| tool.is_none_or(|tool| change.tool == tool)).collect();
     if changes.is_empty() {
         let what = tool.map_or_else(|| format!("server `{server}`"), |tool| format!("`{tool}` of server `{server}`"));

@@ -144,28 +144,29 @@ fn tool_result(request: &crate::model_server::Recorded, id: &str) -> String {
     result.map(|m| m["content"].to_string()).unwrap_or_else(|| panic!("no result of {id} in {}", request.body))
 }
 
-/// The rug pull through the agent (`agent -p`): the changed `lookup` is not
-/// among the tools the model is offered, and the model's call to it anyway
-/// is refused without reaching the server; `echo` works.
-#[tokio::test]
-async fn the_agent_neither_offers_nor_calls_a_changed_tool() {
-    let sandbox = Sandbox::new();
-    pinned_then_pulled(&sandbox);
-    let model = crate::model_server::ModelServer::start([
+/// A model that calls the changed `lookup`, then the unchanged `echo`, then answers.
+async fn model_calling_both() -> crate::model_server::ModelServer {
+    crate::model_server::ModelServer::start([
         model_tool_call("c1", "mcp__tickets__lookup", json!({"q": "1"})),
         model_tool_call("c2", "mcp__tickets__echo", json!({"text": "still here"})),
         model_says("Done."),
     ])
-    .await;
+    .await
+}
+
+/// `mcpvisor FRONT --model m --base-url MODEL`, with no model settings from the outside.
+fn with_model(sandbox: &Sandbox, front: &[&str], model: &crate::model_server::ModelServer) -> std::process::Command {
     let base = format!("{}/v1", model.url);
-    let mut command = sandbox.std_cmd(["agent", "-p", "look up ticket 1", "--model", "m", "--base-url", &base]);
+    let mut command = sandbox.std_cmd(front.iter().copied().chain(["--model", "m", "--base-url", &base]));
     for var in ["MCPVISOR_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"] {
         command.env_remove(var);
     }
-    command.stdin(Stdio::null());
-    let out = tokio::task::spawn_blocking(move || command.output().unwrap()).await.unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let requests = model.requests();
+    command
+}
+
+/// What the model saw over its three turns: `echo` offered and answered,
+/// `lookup` neither offered nor served.
+fn assert_only_echo_reached_the_model(requests: &[crate::model_server::Recorded]) {
     assert_eq!(requests.len(), 3, "three turns of the model");
     let tools = offered(&requests[0]);
     assert!(tools.contains(&"mcp__tickets__echo".to_string()), "the unchanged tool is offered: {tools:?}");
@@ -176,6 +177,21 @@ async fn the_agent_neither_offers_nor_calls_a_changed_tool() {
     assert!(tool_result(&requests[2], "c2").contains("still here"));
 }
 
+/// The rug pull through the agent (`agent -p`): the changed `lookup` is not
+/// among the tools the model is offered, and the model's call to it anyway
+/// is refused without reaching the server; `echo` works.
+#[tokio::test]
+async fn the_agent_neither_offers_nor_calls_a_changed_tool() {
+    let sandbox = Sandbox::new();
+    pinned_then_pulled(&sandbox);
+    let model = model_calling_both().await;
+    let mut command = with_model(&sandbox, &["agent", "-p", "look up ticket 1"], &model);
+    command.stdin(Stdio::null());
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap()).await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_only_echo_reached_the_model(&model.requests());
+}
+
 /// The rug pull through `mcpvisor acp`: an editor's session offers the model
 /// the unchanged tool only and refuses the changed one.
 #[tokio::test]
@@ -183,17 +199,8 @@ async fn acp_neither_offers_nor_calls_a_changed_tool() {
     use crate::acp_support::{initialize, no_requests, selected, Client};
     let sandbox = Sandbox::new();
     pinned_then_pulled(&sandbox);
-    let model = crate::model_server::ModelServer::start([
-        model_tool_call("c1", "mcp__tickets__lookup", json!({"q": "1"})),
-        model_tool_call("c2", "mcp__tickets__echo", json!({"text": "still here"})),
-        model_says("Done."),
-    ])
-    .await;
-    let base = format!("{}/v1", model.url);
-    let mut command = sandbox.std_cmd(["acp", "--model", "m", "--base-url", &base]);
-    for var in ["MCPVISOR_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"] {
-        command.env_remove(var);
-    }
+    let model = model_calling_both().await;
+    let command = with_model(&sandbox, &["acp"], &model);
     let mut client = Client::start(command);
     let id = client.request("initialize", initialize(false, false)).await;
     client.response(id, &mut no_requests).await;
@@ -204,14 +211,6 @@ async fn acp_neither_offers_nor_calls_a_changed_tool() {
         client.request("session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "look up ticket 1"}]})).await;
     let answer = client.response(id, &mut |_, _| selected("allow_once")).await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    let requests = model.requests();
-    assert_eq!(requests.len(), 3, "three turns of the model");
-    let tools = offered(&requests[0]);
-    assert!(tools.contains(&"mcp__tickets__echo".to_string()), "the unchanged tool is offered: {tools:?}");
-    assert!(!tools.iter().any(|name| name.contains("lookup")), "the changed tool is not offered: {tools:?}");
-    let refused = tool_result(&requests[1], "c1");
-    // Refused before any server is asked, as a tool the model was not offered (the model is not told of it).
-    assert!(refused.contains("There is no tool named `mcp__tickets__lookup`"), "the call was refused, not served: {refused}");
-    assert!(tool_result(&requests[2], "c2").contains("still here"));
+    assert_only_echo_reached_the_model(&model.requests());
     assert!(client.close().await.success());
 }

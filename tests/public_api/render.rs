@@ -151,7 +151,6 @@ impl<'a> Surface<'a> {
             let Some(module) = self.get(&id) else { continue };
             let children: Vec<Value> = kind(module).1["items"].as_array().cloned().unwrap_or_default();
             for child in children.iter().map(id_of) {
-                self.enter(&id);
                 let Some(child) = self.resolve(&child) else { continue };
                 let Some(item) = self.get(&child) else { continue };
                 let (child_kind, inner) = kind(item);

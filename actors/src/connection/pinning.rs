@@ -13,13 +13,11 @@ impl Connection {
     /// The tools of a listing that may be offered; the others are kept in
     /// `withheld` (all offered when the runtime pins nothing).
     pub(super) fn admit_listed(&mut self, tools: Vec<KeptTool>) -> Vec<KeptTool> {
-        // An in-process server is the embedding program's own code, with no
-        // command line to be known by: nothing of it is pinned.
-        let pinned = self.config.pin && self.config.transport != Transport::InProcess;
-        let Some(store) = self.parts.pins.clone().filter(|_| pinned) else { return tools };
+        let Some(store) = self.parts.pins.clone().filter(|_| self.config.pin) else { return tools };
+        let Some(identity) = pins::identity(&self.config) else { return tools };
         let listed: Vec<(String, serde_json::Value)> =
             tools.iter().map(|tool| (tool.name().to_string(), pins::definition(&tool.tool()))).collect();
-        self.withheld = store.review(&pins::identity(&self.config), &self.config.name, &listed);
+        self.withheld = store.review(&identity, &self.config.name, &listed);
         for withheld in &self.withheld {
             tracing::warn!(server = %self.config.name, tool = %withheld.tool, "tool withheld: {}", withheld.change.as_str());
         }

@@ -210,15 +210,20 @@ pub fn pins_file(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
     crate::user_dirs::state_dir(env).map(|dir| dir.join("tool-pins.json"))
 }
 
-/// The identity pins are kept under: `stdio:` and the command line, or `url:` and the URL.
-pub fn identity(config: &crate::config::ServerConfig) -> String {
-    match &config.url {
+/// The identity pins are kept under: `stdio:` and the command line, or `url:` and the URL;
+/// `None` for an in-process server, the embedding program's own code, with no
+/// command line to be known by: nothing of it is pinned.
+pub fn identity(config: &crate::config::ServerConfig) -> Option<String> {
+    if config.transport == crate::config::Transport::InProcess {
+        return None;
+    }
+    Some(match &config.url {
         Some(url) => format!("url:{url}"),
         None => format!(
             "stdio:{}",
             std::iter::once(config.command.as_str()).chain(config.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
         ),
-    }
+    })
 }
 
 /// The definition of `tool` that is pinned: the fields the model reads.
