@@ -19,13 +19,20 @@ pub use super::operation::ToServer;
 use super::parts::Parts;
 use super::registry::{NamingWarnings, RegisterServer, Registry, ServerStateChanged, StopWaiting, UnregisterServer};
 use super::reply::Reply;
-use super::{Event, ServerState, ServerStatus, Subscribe};
+use super::threads::{stop_and_join, ConnectionThreads};
+use super::{Event, Instance, ServerState, ServerStatus, Subscribe};
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::error::{CallError, ManageError};
 use crate::transport::in_process::InProcessHandler;
 
+/// How long the shutdown waits for the connections' threads to end once
+/// their servers are stopped (each has only its actors' drops left to run).
+const THREADS_STOP_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 struct Slot {
     connection: Addr<Connection>,
+    /// Its reports carry this; others under the same name are an old connection's.
+    instance: Instance,
     state: ServerState,
     /// As last set, to tell what `SetServers` changes.
     config: ServerConfig,
@@ -51,6 +58,10 @@ pub struct Hub {
     end_orphans: bool,
     /// Arms a handler to panic (tests; see [`super::guard`]).
     panic_next: PanicSwitch,
+    /// The threads the connections run on.
+    threads: ConnectionThreads,
+    /// The instance of the last connection started.
+    last_instance: Instance,
 }
 
 /// Starts a server (or reports why it cannot be added).
@@ -184,6 +195,8 @@ impl Hub {
             shut_down: false,
             end_orphans: config.end_orphans && subreaper,
             panic_next: PanicSwitch::default(),
+            last_instance: 0,
+            threads: ConnectionThreads::new(config.connection_threads.unwrap_or_else(ConnectionThreads::per_core)),
         }
         .start()
     }
@@ -198,8 +211,10 @@ impl Hub {
         }
         let name = config.name.clone();
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
+        self.last_instance += 1;
+        let instance = self.last_instance;
         let links = connection::Links {
-            registry: connection::CatalogLink::of(&self.registry),
+            registry: connection::CatalogLink::of(&self.registry, instance),
             hub: ctx.address().recipient(),
             events: ctx.address().recipient(),
             handlers: self.parts.client_handlers.clone(),
@@ -208,12 +223,23 @@ impl Hub {
         };
         let kept = config.clone();
         let (call_timeout, max_waiting) = (config.timeouts.call, config.limits.max_queued);
-        let connection = Supervisor::start(move |_| Connection::new(config, links));
-        let registration =
-            RegisterServer { server: name.clone(), connection: connection.downgrade(), state: state.clone(), call_timeout, max_waiting };
+        let start = move |_: &mut Context<Connection>| Connection::new(config, links);
+        let connection = match self.threads.pick() {
+            Some(thread) => Supervisor::start_in_arbiter(&thread, start),
+            None => Supervisor::start(start),
+        };
+        let registration = RegisterServer {
+            server: name.clone(),
+            connection: connection.downgrade(),
+            instance,
+            state: state.clone(),
+            call_timeout,
+            max_waiting,
+        };
         self.registry.do_send(registration);
+        connection.do_send(connection::Registered);
         self.directory.insert(&name, connection.downgrade());
-        self.servers.insert(name, Slot { connection, state, config: kept });
+        self.servers.insert(name, Slot { connection, instance, state, config: kept });
         Ok(())
     }
 
@@ -390,7 +416,7 @@ impl Handler<StateChanged> for Hub {
 
     fn handle(&mut self, msg: StateChanged, ctx: &mut Context<Self>) {
         let changed = |hub: &mut Self, _: &mut Context<Self>| {
-            let Some(slot) = hub.servers.get_mut(&msg.server) else { return };
+            let Some(slot) = hub.servers.get_mut(&msg.server).filter(|slot| slot.instance == msg.instance) else { return };
             slot.state = msg.state.clone();
             hub.registry.do_send(ServerStateChanged { server: msg.server.clone(), state: msg.state.clone() });
             hub.publish(Event::ServerState { server: msg.server, state: msg.state });
@@ -511,8 +537,11 @@ impl Hub {
             let _ = waiter.send(());
         }
         let end_orphans = self.end_orphans;
+        let threads = self.threads.close();
         Reply::later(async move {
             join_all(slots.iter().map(|slot| slot.connection.send(connection::Shutdown))).await;
+            drop(slots);
+            stop_and_join(threads, THREADS_STOP_WITHIN, "server connection").await;
             if end_orphans {
                 let _ = tokio::task::spawn_blocking(crate::transport::stdio::end_orphans).await;
             }

@@ -73,6 +73,8 @@ pub mod registry;
 pub mod reply;
 mod rounds;
 pub mod skills;
+#[doc(hidden)]
+pub mod threads; // the arbiters connections run on, the Hub's; public for the gateway's workers
 
 // The layers below, named as this crate's own (`crate::protocol`,
 // `crate::transport`, ...), so a path reads the same in every layer.
@@ -233,6 +235,8 @@ pub struct ListKeptTools;
 #[rtype(result = "()")]
 pub struct ToolsStale {
     pub server: String,
+    /// Which of the Hub's connections under this name sent it (see [`Instance`]).
+    pub instance: Instance,
 }
 
 /// A connection (re)listed its tools.
@@ -240,6 +244,8 @@ pub struct ToolsStale {
 #[rtype(result = "()")]
 pub struct ToolsChanged {
     pub server: String,
+    /// Which of the Hub's connections under this name sent it (see [`Instance`]).
+    pub instance: Instance,
     pub tools: Vec<KeptTool>,
 }
 
@@ -249,7 +255,16 @@ pub struct ToolsChanged {
 #[rtype(result = "()")]
 pub struct ServerDown {
     pub server: String,
+    /// Which of the Hub's connections under this name sent it (see [`Instance`]).
+    pub instance: Instance,
 }
+
+/// Which connection of a server name a report comes from: the Hub numbers
+/// each connection it starts. A server replaced under the same name
+/// (`SetServers`) may still report from its old connection, on another
+/// thread, after the new one is registered; the Registry and the Hub heed
+/// only the instance they registered.
+pub type Instance = u64;
 
 /// Registers a recipient of [`Event`]s.
 #[derive(Message, Clone)]

@@ -69,6 +69,13 @@ pub struct Forget {
 #[rtype(result = "ServerStatus")]
 pub struct GetStatus;
 
+/// Tells a new connection the Hub has registered it with the registry. Its
+/// server starts only then, so that what it lists cannot reach the registry
+/// before its registration (the two run on different threads).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Registered;
+
 /// Stops the server for good: no restarts; waiting calls fail with `Stopped`.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -79,6 +86,8 @@ pub struct Shutdown;
 #[rtype(result = "()")]
 pub struct StateChanged {
     pub server: String,
+    /// Which connection under this name (see [`crate::Instance`]).
+    pub instance: crate::Instance,
     pub state: ServerState,
 }
 

@@ -28,6 +28,7 @@ use tokio::sync::oneshot;
 use super::connection::{Connection, Routed};
 use super::guard::{KeepsStateOnPanic, PanicSwitch, Panicked};
 use super::listeners::Listeners;
+use super::Instance;
 use super::{CallTool, Event, KeptTool, ListKeptTools, ListTools, ServerDown, ServerState, Subscribe, ToolEntry, ToolsChanged, ToolsStale};
 use crate::error::CallError;
 use crate::pool::whole_tools;
@@ -36,6 +37,8 @@ use catalog::{Catalog, Change};
 
 struct ServerRoutes {
     connection: WeakAddr<Connection>,
+    /// The connection's instance: reports from another are ignored.
+    instance: Instance,
     up: bool,
     /// Whether the server has listed its tools since it was registered.
     listed: bool,
@@ -85,6 +88,8 @@ pub struct Registry {
 pub struct RegisterServer {
     pub server: String,
     pub connection: WeakAddr<Connection>,
+    /// What its reports carry (see [`Instance`]).
+    pub instance: Instance,
     /// `Pending`, or `Disabled` for a server configured disabled.
     pub state: ServerState,
     pub call_timeout: Duration,
@@ -327,9 +332,15 @@ impl Handler<RegisterServer> for Registry {
 }
 
 impl Registry {
+    /// The routes of `server` if `instance` is the connection registered under it.
+    fn reporting(&mut self, server: &str, instance: Instance) -> Option<&mut ServerRoutes> {
+        self.servers.get_mut(server).filter(|routes| routes.instance == instance)
+    }
+
     fn register(&mut self, msg: RegisterServer) {
         let routes = ServerRoutes {
             connection: msg.connection,
+            instance: msg.instance,
             up: false,
             listed: false,
             state: msg.state,
@@ -362,7 +373,7 @@ impl Handler<ToolsStale> for Registry {
 
     fn handle(&mut self, msg: ToolsStale, ctx: &mut Context<Self>) {
         let stale = |registry: &mut Self, ctx: &mut Context<Self>| {
-            if registry.servers.contains_key(&msg.server) && registry.stale.insert(msg.server.clone()) {
+            if registry.reporting(&msg.server, msg.instance).is_some() && registry.stale.insert(msg.server.clone()) {
                 // A listing that never comes (a server that hangs) does not hold listings for longer.
                 ctx.run_later(STALE_WAIT, move |act, ctx| act.guarded("ToolsStale timer", ctx, |act, _| act.fresh(&msg.server), drop));
             }
@@ -376,7 +387,7 @@ impl Handler<ToolsChanged> for Registry {
 
     fn handle(&mut self, msg: ToolsChanged, ctx: &mut Context<Self>) {
         let changed = |registry: &mut Self, _: &mut Context<Self>| {
-            let Some(entry) = registry.servers.get_mut(&msg.server) else { return };
+            let Some(entry) = registry.reporting(&msg.server, msg.instance) else { return };
             entry.up = true;
             entry.listed = true;
             let changes = registry.catalog.install(&msg.server, msg.tools);
@@ -393,11 +404,10 @@ impl Handler<ServerDown> for Registry {
 
     fn handle(&mut self, msg: ServerDown, ctx: &mut Context<Self>) {
         let down = |registry: &mut Self, _: &mut Context<Self>| {
-            if let Some(entry) = registry.servers.get_mut(&msg.server) {
-                entry.up = false;
-                let removed = registry.catalog.names(&msg.server).to_vec();
-                registry.publish(Event::Catalog { server: msg.server.clone(), added: Vec::new(), removed });
-            }
+            let Some(entry) = registry.reporting(&msg.server, msg.instance) else { return };
+            entry.up = false;
+            let removed = registry.catalog.names(&msg.server).to_vec();
+            registry.publish(Event::Catalog { server: msg.server.clone(), added: Vec::new(), removed });
             registry.fresh(&msg.server);
         };
         self.guarded("ServerDown", ctx, down, drop);

@@ -24,6 +24,27 @@ use crate::{Handle, Runtime};
 /// Time for a server to leave `pending` on top of its start-up time-out.
 const SETTLE_MARGIN: Duration = Duration::from_secs(1);
 const POLL: Duration = Duration::from_millis(20);
+/// The variable that sets how many threads the servers' connections run on
+/// (docs/operations.md, "Threads"): a whole number, 0 for the runtime's own
+/// thread; unset, one per core.
+const CONNECTION_THREADS: &str = "MCPVISOR_CONNECTION_THREADS";
+/// Most connection threads the variable may ask for.
+const MAX_CONNECTION_THREADS: usize = 1024;
+
+/// The connection threads `value` (of [`CONNECTION_THREADS`]) asks for;
+/// a value that is not a count up to the bound is warned about and ignored.
+fn connection_threads(value: Option<&str>) -> Option<usize> {
+    let value = value?;
+    match value.trim().parse::<usize>() {
+        Ok(count) if count <= MAX_CONNECTION_THREADS => Some(count),
+        _ => {
+            warn(format!(
+                "{CONNECTION_THREADS} must be a whole number from 0 to {MAX_CONNECTION_THREADS}, not {value:?}; using one thread per core"
+            ));
+            None
+        }
+    }
+}
 /// Lines of a server's stderr added to the error when it is not connected.
 const STDERR_LINES: usize = 5;
 
@@ -55,7 +76,8 @@ impl Session {
     pub fn launch_configs(configs: Vec<ServerConfig>, handlers: ClientHandlers, telemetry: Telemetry) -> Result<Session, Failure> {
         let startup_bound = configs.iter().filter(|c| c.enabled).map(|c| c.timeouts.startup).max().unwrap_or_default() + SETTLE_MARGIN;
         let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
-        let mut builder = Runtime::builder(RuntimeConfig { end_orphans: true, ..RuntimeConfig::new(configs) })
+        let connection_threads = connection_threads(std::env::var(CONNECTION_THREADS).ok().as_deref());
+        let mut builder = Runtime::builder(RuntimeConfig { end_orphans: true, connection_threads, ..RuntimeConfig::new(configs) })
             .client_handlers(handlers)
             .telemetry(telemetry);
         // Every command pins the tools it sees, so a changed tool is withheld wherever it would be offered.
@@ -297,5 +319,15 @@ mod tests {
         assert!(oauth.ends_with("; log in with `mcpvisor auth web`"), "{oauth}");
         let fixed = describe(&needing_auth(Some("server `web` refused ...: check the values of its `auth` and `headers`")));
         assert!(!fixed.contains("mcpvisor auth"), "{fixed}");
+    }
+
+    #[test]
+    fn connection_threads_are_a_bounded_count_or_the_default() {
+        assert_eq!(connection_threads(None), None);
+        assert_eq!(connection_threads(Some("0")), Some(0));
+        assert_eq!(connection_threads(Some(" 4 ")), Some(4));
+        for bad in ["-1", "four", "", "1025"] {
+            assert_eq!(connection_threads(Some(bad)), None, "{bad:?}");
+        }
     }
 }

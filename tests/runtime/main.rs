@@ -34,3 +34,4 @@ mod sandbox_doors;
 mod sessions;
 mod skills;
 mod supervision;
+mod threads;

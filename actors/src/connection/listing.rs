@@ -140,7 +140,7 @@ impl Connection {
         let tools = self.admit_listed(tools);
         self.tool_count = tools.len();
         if self.enabled && self.phase != Phase::Stopping {
-            self.registry.do_send_tools(ToolsChanged { server: self.config.name.clone(), tools });
+            self.registry.do_send_tools(self.config.name.clone(), tools);
         }
     }
 }

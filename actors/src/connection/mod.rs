@@ -42,14 +42,14 @@ use tokio_util::codec::FramedRead;
 use super::client_requests::{Answerer, ClientHandlers};
 #[cfg(feature = "fault-injection")]
 pub use super::messages::InjectPanic;
-pub use super::messages::{Forget, GetStatus, Reconnect, Request, Routed, SetEnabled, Shutdown, StateChanged, Whereabouts};
+pub use super::messages::{Forget, GetStatus, Reconnect, Registered, Request, Routed, SetEnabled, Shutdown, StateChanged, Whereabouts};
 use super::messages::{LogLevel, RootsChanged, SetLogLevel, SubscribeResource, UnsubscribeResource};
 use super::parts::ServerParts;
 use super::progress::{Progress, ProgressClock, ProgressRoute, ProgressSink};
 use super::reply::Reply;
 use super::rounds;
 use super::rounds::Requester;
-use super::{CallTool, Event, ServerDown, ServerState, ServerStatus, ToolsChanged, ToolsStale};
+use super::{CallTool, Event, Instance, ServerDown, ServerState, ServerStatus, ToolsChanged, ToolsStale};
 
 mod book;
 mod calls;
@@ -104,30 +104,37 @@ fn too_large(size: usize, max: usize) -> String {
 /// connection does not depend on the Registry (which routes to it).
 #[derive(Clone)]
 pub struct CatalogLink {
+    /// Stamped on every report (see [`Instance`]).
+    instance: Instance,
     stale: Recipient<ToolsStale>,
     tools: Recipient<ToolsChanged>,
     down: Recipient<ServerDown>,
 }
 
 impl CatalogLink {
-    pub fn of<A>(catalog: &Addr<A>) -> CatalogLink
+    pub fn of<A>(catalog: &Addr<A>, instance: Instance) -> CatalogLink
     where
         A: Actor + Handler<ToolsStale> + Handler<ToolsChanged> + Handler<ServerDown>,
         A::Context: actix::dev::ToEnvelope<A, ToolsStale> + actix::dev::ToEnvelope<A, ToolsChanged> + actix::dev::ToEnvelope<A, ServerDown>,
     {
-        CatalogLink { stale: catalog.clone().recipient(), tools: catalog.clone().recipient(), down: catalog.clone().recipient() }
+        CatalogLink { instance, stale: catalog.clone().recipient(), tools: catalog.clone().recipient(), down: catalog.clone().recipient() }
     }
 
-    fn do_send_stale(&self, stale: ToolsStale) {
-        self.stale.do_send(stale);
+    fn do_send_stale(&self, server: String) {
+        self.stale.do_send(ToolsStale { server, instance: self.instance });
     }
 
-    fn do_send_tools(&self, changed: ToolsChanged) {
-        self.tools.do_send(changed);
+    fn do_send_tools(&self, server: String, tools: Vec<super::KeptTool>) {
+        self.tools.do_send(ToolsChanged { server, instance: self.instance, tools });
     }
 
-    fn do_send_down(&self, down: ServerDown) {
-        self.down.do_send(down);
+    fn do_send_down(&self, server: String) {
+        self.down.do_send(ServerDown { server, instance: self.instance });
+    }
+
+    /// The instance its reports carry.
+    pub fn instance(&self) -> Instance {
+        self.instance
     }
 }
 
@@ -207,6 +214,8 @@ pub struct Connection {
     enabled: bool,
     /// Arms the next guarded entry to panic (tests; see `guard`).
     panic_next: crate::guard::PanicSwitch,
+    /// Set by [`Registered`]: no process starts before.
+    registered: bool,
 }
 
 /// Where a connection is in its life. Whether it is enabled is kept apart
@@ -290,6 +299,7 @@ impl Connection {
             phase: Phase::Serving,
             enabled: config_enabled,
             panic_next: Default::default(),
+            registered: false,
         }
     }
 
@@ -343,7 +353,8 @@ impl Connection {
     fn report_if_changed(&self, before: ServerState) {
         let after = self.reported_state();
         if after != before && self.phase != Phase::Stopping {
-            self.hub.do_send(StateChanged { server: self.config.name.clone(), state: after });
+            let instance = self.registry.instance();
+            self.hub.do_send(StateChanged { server: self.config.name.clone(), instance, state: after });
         }
     }
 
@@ -365,7 +376,7 @@ impl Connection {
         self.enabled = enabled;
         let server = self.config.name.clone();
         if !enabled {
-            self.registry.do_send_down(ServerDown { server });
+            self.registry.do_send_down(server);
             self.calls.fail_queued(|| Failure::Disabled);
         } else if self.state == ServerState::Disabled {
             self.state = ServerState::Pending;
@@ -486,6 +497,17 @@ impl Handler<SetEnabled> for Connection {
 
     fn handle(&mut self, msg: SetEnabled, ctx: &mut Context<Self>) {
         let _ = self.guarded("enabling or disabling", ctx, |act, ctx| act.set_enabled(msg.0, ctx));
+    }
+}
+
+impl Handler<Registered> for Connection {
+    type Result = ();
+
+    fn handle(&mut self, _: Registered, ctx: &mut Context<Self>) {
+        self.registered = true;
+        if self.state == ServerState::Pending {
+            let _ = self.guarded("a start", ctx, |act, ctx| act.start_process(ctx));
+        }
     }
 }
 

@@ -42,7 +42,7 @@ impl Connection {
     }
 
     pub(super) fn start_process(&mut self, ctx: &mut Context<Self>) {
-        if self.phase == Phase::Stopping || self.run.is_some() {
+        if self.phase == Phase::Stopping || self.run.is_some() || !self.registered {
             return;
         }
         let generation = self.generation + 1;
@@ -180,7 +180,7 @@ impl Connection {
             (false, None, None) => Failure::Exited { exit, stderr_tail: stderr_tail.clone() },
         });
         if run.ready && self.phase != Phase::Stopping {
-            self.registry.do_send_down(ServerDown { server: self.config.name.clone() });
+            self.registry.do_send_down(self.config.name.clone());
         }
         tracing::warn!(server = %self.config.name, pid = run.process.pid(), "server process ended: {exit}");
         if self.phase == Phase::Stopping {

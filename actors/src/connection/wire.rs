@@ -153,7 +153,7 @@ impl Connection {
             methods::TOOLS_LIST_CHANGED => {
                 if self.run.as_ref().is_some_and(|run| run.ready) {
                     // Before anything the server sends after it (a call's answer) reaches its caller.
-                    self.registry.do_send_stale(ToolsStale { server });
+                    self.registry.do_send_stale(server);
                     self.list(Listing::Tools, ctx);
                 }
             }

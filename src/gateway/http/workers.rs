@@ -25,6 +25,7 @@ use actix_rt::{Arbiter, ArbiterHandle};
 use futures::future::BoxFuture;
 
 use super::Spawner;
+use crate::actors::threads::{stop_all, stop_and_join};
 
 /// Most workers one gateway starts (the bound of `--workers` and `[serve] workers`).
 pub use crate::config::MAX_WORKERS;
@@ -85,21 +86,6 @@ impl Workers {
     /// Stops the arbiters started here and waits for their threads, at most `deadline`.
     pub async fn stop(&self, deadline: Duration) {
         let started = std::mem::take(&mut *self.started.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
-        if started.is_empty() {
-            return;
-        }
-        stop_all(&started);
-        let joined = tokio::task::spawn_blocking(move || started.into_iter().map(Arbiter::join).filter(Result::is_err).count());
-        match tokio::time::timeout(deadline, joined).await {
-            Ok(Ok(0)) => {}
-            Ok(Ok(panicked)) => tracing::warn!("{panicked} gateway worker threads ended in a panic"),
-            Ok(Err(_)) | Err(_) => tracing::warn!("gateway worker threads still ran {deadline:?} after they were told to stop"),
-        }
-    }
-}
-
-fn stop_all(arbiters: &[Arbiter]) {
-    for arbiter in arbiters {
-        arbiter.stop();
+        stop_and_join(started, deadline, "gateway worker").await;
     }
 }

@@ -420,11 +420,16 @@ pub struct RuntimeConfig {
     /// where every orphan is a server's descendant; needs `subreaper`. Off
     /// by default: an embedding program's own orphans would be ended too.
     pub end_orphans: bool,
+    /// How many threads the servers' connections run on, spread round
+    /// robin (each connection whole on one: its actor, its pipes, its
+    /// codec); `Some(0)` keeps them on the thread that starts the runtime.
+    /// `None`: one per core.
+    pub connection_threads: Option<usize>,
 }
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig { servers: Vec::new(), subreaper: true, end_orphans: false }
+        RuntimeConfig { servers: Vec::new(), subreaper: true, end_orphans: false, connection_threads: None }
     }
 }
 

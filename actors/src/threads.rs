@@ -1,0 +1,113 @@
+//! [`ConnectionThreads`]: the arbiters upstream connections run on, off the
+//! runtime's own thread.
+//!
+//! Each is an arbiter of the same actix System (a thread with its own
+//! current-thread tokio runtime, timers, I/O and child-process reaping). A
+//! connection lives whole on one: its actor, its codec and the tasks that
+//! read and write its process's pipes. Invariants:
+//! - the Hub owns the pool and is the only one that starts connections on
+//!   it; supervision is unchanged (an actix `Supervisor` restarts the actor
+//!   in place, on the same arbiter, and dropping the Hub's strong address
+//!   ends it there);
+//! - servers are spread round robin, in the order they are added, so `N`
+//!   servers on `T` threads put at most `ceil(N/T)` on one;
+//! - with no threads (`count == 0`) every connection stays on the thread
+//!   that runs the Hub, as before this pool existed;
+//! - the threads are started on the first server, not before; the Hub's
+//!   shutdown stops them once its connections are stopped and waits for
+//!   them ([`ConnectionThreads::close`], [`stop_and_join`]), so what a connection owned (pipes,
+//!   its process's handles) is gone when the shutdown resolves; a pool
+//!   dropped without that (the Hub ended by its System) stops its threads
+//!   without waiting.
+
+use std::time::Duration;
+
+use actix_rt::{Arbiter, ArbiterHandle};
+
+/// The pool the Hub starts its connections on.
+pub struct ConnectionThreads {
+    /// How many arbiters to start (0: none, the Hub's thread serves).
+    count: usize,
+    /// The arbiters started so far (all `count` of them once one is needed).
+    arbiters: Vec<Arbiter>,
+    next: usize,
+}
+
+impl ConnectionThreads {
+    /// A pool of `count` threads, started when the first connection needs one.
+    pub fn new(count: usize) -> ConnectionThreads {
+        ConnectionThreads { count, arbiters: Vec::new(), next: 0 }
+    }
+
+    /// One thread per core the process may use (the default).
+    pub fn per_core() -> usize {
+        std::thread::available_parallelism().map_or(1, |cores| cores.get())
+    }
+
+    /// The arbiter for the next connection, or `None`: the current thread
+    /// (no pool, or its threads could not be started; that is logged once).
+    pub fn pick(&mut self) -> Option<ArbiterHandle> {
+        if self.count == 0 {
+            return None;
+        }
+        if self.arbiters.is_empty() {
+            self.start();
+        }
+        let handle = self.arbiters.get(self.next % self.arbiters.len().max(1))?.handle();
+        self.next = self.next.wrapping_add(1);
+        Some(handle)
+    }
+
+    /// Hands over the threads, for [`stop_and_join`] once their connections
+    /// are stopped; a connection started afterwards runs on the current thread.
+    pub fn close(&mut self) -> Vec<Arbiter> {
+        self.count = 0;
+        std::mem::take(&mut self.arbiters)
+    }
+
+    fn start(&mut self) {
+        for _ in 0..self.count {
+            match Arbiter::try_new() {
+                Ok(arbiter) => self.arbiters.push(arbiter),
+                Err(error) => {
+                    tracing::warn!("could not start a thread for server connections ({error}); they share the runtime's thread");
+                    stop_all(&self.arbiters);
+                    self.arbiters.clear();
+                    self.count = 0;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ConnectionThreads {
+    fn drop(&mut self) {
+        stop_all(&self.arbiters);
+    }
+}
+
+/// Stops `arbiters` and waits for their threads off the current one, at
+/// most `deadline` (a thread still busy then is left to end with the
+/// process, and the log says so). `what` names the threads in that line.
+pub fn stop_and_join(arbiters: Vec<Arbiter>, deadline: Duration, what: &'static str) -> impl std::future::Future<Output = ()> {
+    stop_all(&arbiters);
+    async move {
+        if arbiters.is_empty() {
+            return;
+        }
+        let joined = tokio::task::spawn_blocking(move || arbiters.into_iter().map(Arbiter::join).filter(Result::is_err).count());
+        match tokio::time::timeout(deadline, joined).await {
+            Ok(Ok(0)) => {}
+            Ok(Ok(panicked)) => tracing::warn!("{panicked} {what} threads ended in a panic"),
+            Ok(Err(_)) | Err(_) => tracing::warn!("{what} threads still ran {deadline:?} after they were told to stop"),
+        }
+    }
+}
+
+/// Tells `arbiters` to stop, without waiting.
+pub fn stop_all(arbiters: &[Arbiter]) {
+    for arbiter in arbiters {
+        arbiter.stop();
+    }
+}
