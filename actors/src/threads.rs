@@ -11,6 +11,8 @@
 //!   ends it there);
 //! - servers are spread round robin, in the order they are added, so `N`
 //!   servers on `T` threads put at most `ceil(N/T)` on one;
+//! - each thread is named `mcpvisor-conn-N` (N from 1), as `top -H`,
+//!   `perf` and `/proc/PID/task/*/comm` show it;
 //! - with no threads (`count == 0`) every connection stays on the thread
 //!   that runs the Hub, as before this pool existed;
 //! - the threads are started on the first server, not before; the Hub's
@@ -23,6 +25,9 @@
 use std::time::Duration;
 
 use actix_rt::{Arbiter, ArbiterHandle};
+
+/// What each connection thread's name starts with.
+pub const THREAD_NAME: &str = "mcpvisor-conn";
 
 /// The pool the Hub starts its connections on.
 pub struct ConnectionThreads {
@@ -66,9 +71,12 @@ impl ConnectionThreads {
     }
 
     fn start(&mut self) {
-        for _ in 0..self.count {
+        for number in 1..=self.count {
             match Arbiter::try_new() {
-                Ok(arbiter) => self.arbiters.push(arbiter),
+                Ok(arbiter) => {
+                    arbiter.spawn_fn(move || name_this_thread(&format!("{THREAD_NAME}-{number}")));
+                    self.arbiters.push(arbiter);
+                }
                 Err(error) => {
                     tracing::warn!("could not start a thread for server connections ({error}); they share the runtime's thread");
                     stop_all(&self.arbiters);
@@ -109,5 +117,16 @@ pub fn stop_and_join(arbiters: Vec<Arbiter>, deadline: Duration, what: &'static 
 pub fn stop_all(arbiters: &[Arbiter]) {
     for arbiter in arbiters {
         arbiter.stop();
+    }
+}
+
+/// Names the calling thread for the kernel (at most 15 bytes are kept);
+/// a name that cannot be set is left as it was.
+fn name_this_thread(name: &str) {
+    let Ok(name) = std::ffi::CString::new(name) else { return };
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of which it keeps
+    // at most 16 bytes; `name` outlives the call.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0);
     }
 }

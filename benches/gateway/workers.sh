@@ -11,7 +11,9 @@
 # Each row also gives the gateway's own CPU per call (/proc/PID/stat) and
 # the machine's (all processes), and, for the last round, the share of the
 # W-worker gateway's CPU that fell on its runtime thread (hub, registry,
-# upstream connections: the part that does not spread) against its workers.
+# upstream connections: the part that does not spread) against its workers
+# and its connection threads (MCPVISOR_CONNECTION_THREADS; with one server,
+# one of them carries every call).
 #
 # Knobs: N (calls per batch, all clients together, 20000), K (32), CLIENTS
 # (4), WORKERS (2), ROUNDS (5), CPUS (a taskset list the gateways are
@@ -95,14 +97,15 @@ done
 
 # Where the W-worker gateway's CPU went, over its whole life.
 pid=${PID[$WORKERS]}
-runtime=0 workers_cpu=0
+runtime=0 workers_cpu=0 connections=0
 for task in /proc/"$pid"/task/*; do
     case $(cat "$task/comm") in
         mcpvisor-runtim*) runtime=$((runtime + $(ticks_of "$task"))) ;;
         actix-rt*) workers_cpu=$((workers_cpu + $(ticks_of "$task"))) ;;
+        mcpvisor-conn*) connections=$((connections + $(ticks_of "$task"))) ;;
     esac
 done
-echo "{\"threads_of\":$WORKERS,\"runtime_thread_ticks\":$runtime,\"worker_thread_ticks\":$workers_cpu}" | tee -a "$RESULTS" >&2
+echo "{\"threads_of\":$WORKERS,\"runtime_thread_ticks\":$runtime,\"worker_thread_ticks\":$workers_cpu,\"connection_thread_ticks\":$connections}" | tee -a "$RESULTS" >&2
 
 python3 - "$RESULTS" <<'PY'
 import json, statistics, sys
@@ -126,11 +129,14 @@ ratios = sorted(p[w] / p[1] for p in pairs.values() if 1 in p and w in p)
 if ratios:
     print(f"paired ratio {w} workers ÷ 1: median {statistics.median(ratios):.2f} (rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
 for s in split:
-    runtime, spread = s["runtime_thread_ticks"], s["worker_thread_ticks"]
-    if runtime + spread and w > 1:
+    runtime, spread, conn = s["runtime_thread_ticks"], s["worker_thread_ticks"], s.get("connection_thread_ticks", 0)
+    total = runtime + spread + conn
+    if total and w > 1:
         # The runtime thread is worker 0 too: take one worker's share off it
-        # to leave what does not spread (hub, registry, upstream connection, accepting).
+        # to leave what does not spread (hub, registry, accepting). The one
+        # upstream server's connection thread is crossed by every call too.
         serial = max(runtime - spread / (w - 1), 0)
-        print(f"{w}-worker gateway CPU: runtime thread {100 * runtime / (runtime + spread):.0f}%, "
-              f"of which not spread {100 * serial / (runtime + spread):.0f}% of all")
+        print(f"{w}-worker gateway CPU: runtime thread {100 * runtime / total:.0f}% (not spread {100 * serial / total:.0f}%), "
+              f"workers {100 * spread / total:.0f}%, the server's connection thread {100 * conn / total:.0f}%; "
+              f"serial fraction s = {(serial + conn) / total:.2f}")
 PY

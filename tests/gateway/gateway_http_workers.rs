@@ -8,8 +8,13 @@ use serde_json::json;
 
 /// The gateway's worker threads (actix arbiters, whose names begin so): their ids.
 fn worker_threads(pid: u32) -> Vec<u32> {
+    threads_named(pid, "actix-rt|")
+}
+
+/// The ids of the threads of `pid` whose names begin with `prefix`.
+fn threads_named(pid: u32, prefix: &str) -> Vec<u32> {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
-    let named = |task: &std::fs::DirEntry| std::fs::read_to_string(task.path().join("comm")).unwrap_or_default().starts_with("actix-rt|");
+    let named = |task: &std::fs::DirEntry| std::fs::read_to_string(task.path().join("comm")).unwrap_or_default().starts_with(prefix);
     tasks.filter(named).filter_map(|task| task.file_name().to_str()?.parse().ok()).collect()
 }
 
@@ -24,10 +29,11 @@ fn cpu_ticks(pid: u32, tid: u32) -> u64 {
 
 #[tokio::test]
 async fn every_worker_serves_and_sigterm_drains_the_calls_on_all_of_them() {
-    let gateway = Gateway::start("127.0.0.1:0", &["--workers", "3"], &[]).expect("the gateway starts");
+    let gateway = Gateway::start("127.0.0.1:0", &["--workers", "3"], &[("MCPVISOR_CONNECTION_THREADS", "2")]).expect("the gateway starts");
     let pid = gateway.child.id();
     let workers = worker_threads(pid);
     assert_eq!(workers.len(), 2, "3 workers: the runtime's thread and 2 arbiters");
+    assert_eq!(threads_named(pid, "mcpvisor-conn-").len(), 2, "MCPVISOR_CONNECTION_THREADS=2: two connection threads");
 
     // Each request comes on a new connection (the client keeps none idle),
     // so connections go round the workers and most calls reach their
@@ -89,8 +95,13 @@ fn the_serve_table_sets_the_workers_and_zero_is_refused() {
     let toml = format!("[serve]\nworkers = 2\n\n[servers.demo]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n");
     let gateway = Gateway::start_with_config(&toml, "127.0.0.1:0", &[], &[]).expect("the gateway starts");
     assert_eq!(worker_threads(gateway.child.id()).len(), 1, "2 workers: the runtime's thread and 1 arbiter");
-    let flag_wins = Gateway::start_with_config(&toml, "127.0.0.1:0", &["--workers", "1"], &[]).expect("the gateway starts");
-    assert!(worker_threads(flag_wins.child.id()).is_empty(), "--workers 1 serves on the runtime's thread alone");
+    let cores = std::thread::available_parallelism().map_or(1, |cores| cores.get());
+    assert_eq!(threads_named(gateway.child.id(), "mcpvisor-conn-").len(), cores, "one connection thread per core by default");
+    let flag_wins = Gateway::start_with_config(&toml, "127.0.0.1:0", &["--workers", "1"], &[("MCPVISOR_CONNECTION_THREADS", "0")])
+        .expect("the gateway starts");
+    let one_thread = flag_wins.child.id();
+    assert!(worker_threads(one_thread).is_empty(), "--workers 1 and no connection threads: the runtime's thread alone");
+    assert!(threads_named(one_thread, "mcpvisor-conn-").is_empty(), "MCPVISOR_CONNECTION_THREADS=0 starts none");
 
     let refused = Gateway::start("127.0.0.1:0", &["--workers", "0"], &[]).err().expect("--workers 0 is refused");
     assert!(refused.contains("--workers"), "{refused}");

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -39,6 +39,9 @@ pub struct Gateway {
     pub stdin: Arc<Mutex<ChildStdin>>,
     lines: Lines<BufReader<ChildStdout>>,
     pub notifications: VecDeque<Value>,
+    /// Responses read while waiting for another, by id (JSON text): a
+    /// gateway may answer concurrent requests in any order.
+    early: HashMap<String, Value>,
     next_id: i64,
     pub answerer: Answerer,
     /// Requests the gateway sent us, in order.
@@ -79,7 +82,17 @@ impl Gateway {
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let stdin_fd = std::os::fd::AsRawFd::as_raw_fd(&*stdin.try_lock().unwrap());
         let answerer: Answerer = Box::new(|_, _| None);
-        Gateway { child, stdin, lines, notifications: VecDeque::new(), next_id: 0, answerer, asked: Vec::new(), stdin_fd }
+        Gateway {
+            child,
+            stdin,
+            lines,
+            notifications: VecDeque::new(),
+            early: HashMap::new(),
+            next_id: 0,
+            answerer,
+            asked: Vec::new(),
+            stdin_fd,
+        }
     }
 
     /// [`Gateway::spawn`], then `initialize` with `capabilities` and `notifications/initialized`.
@@ -155,6 +168,9 @@ impl Gateway {
 
     /// Waits for the response with this id; other messages are kept or answered.
     pub async fn response(&mut self, id: Value) -> Value {
+        if let Some(early) = self.early.remove(&id.to_string()) {
+            return early;
+        }
         loop {
             let message = self.next_message().await;
             if message.get("method").is_none() && message["id"] == id {
@@ -191,7 +207,12 @@ impl Gateway {
                 self.send_line(&serde_json::to_vec(&answer).unwrap()).await;
             }
             (Some(_), None) => self.notifications.push_back(message),
-            _ => panic!("a response nobody waits for: {message}"),
+            (None, Some(id)) => {
+                if let Some(before) = self.early.insert(id.to_string(), message.clone()) {
+                    panic!("two responses to one request: {before} and {message}");
+                }
+            }
+            (None, None) => panic!("neither a request, a notification nor a response: {message}"),
         }
     }
 
