@@ -196,7 +196,7 @@ impl Hub {
             end_orphans: config.end_orphans && subreaper,
             panic_next: PanicSwitch::default(),
             last_instance: 0,
-            threads: ConnectionThreads::new(config.connection_threads.unwrap_or_else(ConnectionThreads::per_core)),
+            threads: ConnectionThreads::new(config.connection_threads),
         }
         .start()
     }

@@ -3,15 +3,16 @@
 //! ```text
 //! System (actix)
 //! └── Hub                      one per runtime; holds the only strong Addr of each Connection
-//!     ├── Connection "fs"      Supervised; owns child + framed stdio; on connection thread 1
-//!     ├── Connection "git"     Supervised; on connection thread 2
-//!     └── Registry             catalog of every connected server's tools; on the Hub's thread
+//!     ├── Connection "fs"      Supervised; owns child + framed stdio
+//!     ├── Connection "git"     Supervised
+//!     └── Registry             catalog of every connected server's tools
 //! Agent ──CallTool──▶ Registry ──route──▶ Connection ──JSON-RPC──▶ server
 //! ```
 //!
 //! Threads: the Hub and the Registry run on the thread that started the
-//! Hub; each connection runs whole on one of the Hub's connection threads
-//! ([`threads`], round robin; none configured: the Hub's thread too).
+//! Hub; so does each connection, unless the Hub was given connection
+//! threads (`RuntimeConfig::connection_threads`, the gateway's one per
+//! core): then each runs whole on one of them ([`threads`], round robin).
 //!
 //! Their place: layer 3 of the four (docs/architecture.md, "Layers"), the
 //! crate `mcpvisor-actors`. The actors import the data and wire layer

@@ -10,17 +10,18 @@
 //!   in place, on the same arbiter, and dropping the Hub's strong address
 //!   ends it there);
 //! - servers are spread round robin, in the order they are added, so `N`
-//!   servers on `T` threads put at most `ceil(N/T)` on one;
+//!   servers on `T` threads put at most `ceil(N/T)` on one; a thread is
+//!   started only when a server needs it, so there are never more threads
+//!   than servers have been added;
 //! - each thread is named `mcpvisor-conn-N` (N from 1), as `top -H`,
 //!   `perf` and `/proc/PID/task/*/comm` show it;
 //! - with no threads (`count == 0`) every connection stays on the thread
 //!   that runs the Hub, as before this pool existed;
-//! - the threads are started on the first server, not before; the Hub's
-//!   shutdown stops them once its connections are stopped and waits for
-//!   them ([`ConnectionThreads::close`], [`stop_and_join`]), so what a connection owned (pipes,
-//!   its process's handles) is gone when the shutdown resolves; a pool
-//!   dropped without that (the Hub ended by its System) stops its threads
-//!   without waiting.
+//! - the Hub's shutdown stops the threads once its connections are
+//!   stopped and waits for them ([`ConnectionThreads::close`],
+//!   [`stop_and_join`]), so what a connection owned (pipes, its process's
+//!   handles) is gone when the shutdown resolves; a pool dropped without
+//!   that (the Hub ended by its System) stops its threads without waiting.
 
 use std::time::Duration;
 
@@ -31,34 +32,27 @@ pub const THREAD_NAME: &str = "mcpvisor-conn";
 
 /// The pool the Hub starts its connections on.
 pub struct ConnectionThreads {
-    /// How many arbiters to start (0: none, the Hub's thread serves).
+    /// How many arbiters to start at most (0: none, the Hub's thread serves).
     count: usize,
-    /// The arbiters started so far (all `count` of them once one is needed).
+    /// The arbiters started so far.
     arbiters: Vec<Arbiter>,
     next: usize,
 }
 
 impl ConnectionThreads {
-    /// A pool of `count` threads, started when the first connection needs one.
+    /// A pool of at most `count` threads, each started when a connection needs it.
     pub fn new(count: usize) -> ConnectionThreads {
         ConnectionThreads { count, arbiters: Vec::new(), next: 0 }
     }
 
-    /// One thread per core the process may use (the default).
-    pub fn per_core() -> usize {
-        std::thread::available_parallelism().map_or(1, |cores| cores.get())
-    }
-
     /// The arbiter for the next connection, or `None`: the current thread
-    /// (no pool, or its threads could not be started; that is logged once).
+    /// (no pool, or not one of its threads could be started).
     pub fn pick(&mut self) -> Option<ArbiterHandle> {
-        if self.count == 0 {
-            return None;
+        let turn = self.next % self.count.max(1);
+        if turn == self.arbiters.len() && self.count > 0 {
+            self.start(turn + 1);
         }
-        if self.arbiters.is_empty() {
-            self.start();
-        }
-        let handle = self.arbiters.get(self.next % self.arbiters.len().max(1))?.handle();
+        let handle = self.arbiters.get(turn)?.handle();
         self.next = self.next.wrapping_add(1);
         Some(handle)
     }
@@ -70,20 +64,19 @@ impl ConnectionThreads {
         std::mem::take(&mut self.arbiters)
     }
 
-    fn start(&mut self) {
-        for number in 1..=self.count {
-            match Arbiter::try_new() {
-                Ok(arbiter) => {
-                    arbiter.spawn_fn(move || name_this_thread(&format!("{THREAD_NAME}-{number}")));
-                    self.arbiters.push(arbiter);
-                }
-                Err(error) => {
-                    tracing::warn!("could not start a thread for server connections ({error}); they share the runtime's thread");
-                    stop_all(&self.arbiters);
-                    self.arbiters.clear();
-                    self.count = 0;
-                    return;
-                }
+    /// Starts thread `number` (from 1); one that cannot be started ends
+    /// the pool's growth: the next servers go round the threads there are,
+    /// or stay on the Hub's thread if there are none.
+    fn start(&mut self, number: usize) {
+        match Arbiter::try_new() {
+            Ok(arbiter) => {
+                arbiter.spawn_fn(move || name_this_thread(&format!("{THREAD_NAME}-{number}")));
+                self.arbiters.push(arbiter);
+            }
+            Err(error) => {
+                tracing::warn!("could not start connection thread {number} ({error}); the servers share the threads there are");
+                self.count = self.arbiters.len();
+                self.next = 0;
             }
         }
     }

@@ -18,7 +18,8 @@ from report import load, paired  # noqa: E402  (benches/http-peers/report.py)
 CPU = "machine_cpu_us_per_call"
 
 # Each gateway row and the direct row it is compared with.
-BASELINE = {"relay-stdio": "direct-stdio", "gateway-stdio": "direct-stdio", "gateway-http": "direct-http", "gateway-http-stdio": "direct-stdio",
+BASELINE = {"relay-stdio": "direct-stdio", "gateway-stdio": "direct-stdio", "gateway-stdio-t0": "direct-stdio",
+            "gateway-http-stdio-t0": "direct-stdio", "gateway-http": "direct-http", "gateway-http-stdio": "direct-stdio",
             "supergateway": "direct-stdio", "agentgateway": "direct-stdio"}
 
 # The HTTP gateways in front of the stdio echo server: mcpvisor's and the peers'.

@@ -87,6 +87,12 @@ exec "$MCPVISOR" --config "$SCRATCH/stdio.toml" serve --server bench
 SH
 chmod +x "$SCRATCH/gateway-stdio.sh"
 # The floor of a process in the middle: bytes copied both ways, nothing parsed.
+# The same gateway with its connection on the runtime's own thread (as
+# before issue 33): the rows named *-t0.
+cat >"$SCRATCH/gateway-stdio-t0.sh" <<SH
+MCPVISOR_CONNECTION_THREADS=0 exec "$MCPVISOR" --config "$SCRATCH/stdio.toml" serve --server bench
+SH
+chmod +x "$SCRATCH/gateway-stdio-t0.sh"
 cat >"$SCRATCH/relay-stdio.sh" <<SH
 #!/bin/sh
 exec "$SCRATCH/target/release/stdio-relay" "$STDIO_ECHO"
@@ -94,9 +100,9 @@ SH
 chmod +x "$SCRATCH/relay-stdio.sh"
 
 # `serve --http` on a free port; its stderr line says where.
-start_http_gateway() { # CONFIG VAR: starts the gateway, sets VAR to its URL
+start_http_gateway() { # CONFIG VAR [CONNECTION_THREADS]: starts the gateway, sets VAR to its URL
     local log=$SCRATCH/serve-$2.log url=
-    "$MCPVISOR" --config "$1" serve --server bench --http 127.0.0.1:0 </dev/null >/dev/null 2>"$log" &
+    env ${3:+MCPVISOR_CONNECTION_THREADS=$3} "$MCPVISOR" --config "$1" serve --server bench --http 127.0.0.1:0 </dev/null >/dev/null 2>"$log" &
     pids+=($!)
     for _ in $(seq 1 200); do
         url=$(sed -n 's/.*serving MCP at \(http[^ ]*\).*/\1/p' "$log" 2>/dev/null || true)
@@ -108,9 +114,11 @@ start_http_gateway() { # CONFIG VAR: starts the gateway, sets VAR to its URL
 }
 start_http_gateway "$SCRATCH/http.toml" GW_HTTP
 start_http_gateway "$SCRATCH/stdio.toml" GW_HTTP_STDIO
-declare -A GW_PID=([gateway-http]=${pids[-2]} [gateway-http-stdio]=${pids[-1]})
+start_http_gateway "$SCRATCH/stdio.toml" GW_HTTP_STDIO_T0 0
+declare -A GW_PID=([gateway-http]=${pids[-3]} [gateway-http-stdio]=${pids[-2]} [gateway-http-stdio-t0]=${pids[-1]})
 ROWS=("direct-stdio $STDIO_ECHO" "relay-stdio $SCRATCH/relay-stdio.sh" "gateway-stdio $SCRATCH/gateway-stdio.sh" \
-      "direct-http $HTTP_ECHO" "gateway-http $GW_HTTP" "gateway-http-stdio $GW_HTTP_STDIO")
+      "gateway-stdio-t0 $SCRATCH/gateway-stdio-t0.sh" "direct-http $HTTP_ECHO" "gateway-http $GW_HTTP" \
+      "gateway-http-stdio $GW_HTTP_STDIO" "gateway-http-stdio-t0 $GW_HTTP_STDIO_T0")
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_listening() { # PORT NAME LOG

@@ -30,7 +30,7 @@ use super::{interrupted, Cli, EXIT_INTERRUPTED};
 use crate::actors::gateway::bridge::ClientBridge;
 use crate::actors::gateway::roots::ClientRoots;
 use crate::actors::gateway::ServeOptions;
-use crate::config::ServerConfig;
+use crate::config::{RuntimeConfig, ServerConfig};
 use crate::rate_limit::PerCaller;
 use crate::Handle;
 
@@ -74,7 +74,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         // Over HTTP, many clients: a server's request goes to the session whose call caused it, or nowhere.
         let bridge = if http.is_some() { ClientBridge::shared(roots) } else { ClientBridge::new(roots) };
         // No settling wait: a request made before a server is up waits for it.
-        let session = Session::launch_configs(configs, bridge.handlers(), telemetry)?;
+        let session = Session::launch_spread(configs, bridge.handlers(), telemetry, RuntimeConfig::per_core())?;
         let parked = crate::server::input::ParkedCalls::from_env().map_err(Failure::usage)?;
         let keys = http.as_ref().map(|(_, http)| http.guard.keys.clone());
         let access = Access::start(servers.serve.as_ref(), keys)?;

@@ -26,22 +26,21 @@ const SETTLE_MARGIN: Duration = Duration::from_secs(1);
 const POLL: Duration = Duration::from_millis(20);
 /// The variable that sets how many threads the servers' connections run on
 /// (docs/operations.md, "Threads"): a whole number, 0 for the runtime's own
-/// thread; unset, one per core.
+/// thread; unset, one per core for `serve` and 0 for every other command.
 const CONNECTION_THREADS: &str = "MCPVISOR_CONNECTION_THREADS";
 /// Most connection threads the variable may ask for.
 const MAX_CONNECTION_THREADS: usize = 1024;
 
-/// The connection threads `value` (of [`CONNECTION_THREADS`]) asks for;
-/// a value that is not a count up to the bound is warned about and ignored.
-fn connection_threads(value: Option<&str>) -> Option<usize> {
-    let value = value?;
+/// The connection threads `value` (of [`CONNECTION_THREADS`]) asks for,
+/// else `default`; a value that is not a count up to the bound is warned
+/// about and the default is used.
+fn connection_threads(value: Option<&str>, default: usize) -> usize {
+    let Some(value) = value else { return default };
     match value.trim().parse::<usize>() {
-        Ok(count) if count <= MAX_CONNECTION_THREADS => Some(count),
+        Ok(count) if count <= MAX_CONNECTION_THREADS => count,
         _ => {
-            warn(format!(
-                "{CONNECTION_THREADS} must be a whole number from 0 to {MAX_CONNECTION_THREADS}, not {value:?}; using one thread per core"
-            ));
-            None
+            warn(format!("{CONNECTION_THREADS} must be a whole number from 0 to {MAX_CONNECTION_THREADS}, not {value:?}; using {default}"));
+            default
         }
     }
 }
@@ -73,10 +72,24 @@ impl Session {
 
     /// Starts these prepared servers ([`prepare`]); `handlers` answer their
     /// requests; `telemetry` counts their calls (and may keep an audit log).
+    /// Their connections share the runtime's thread (a command's calls come
+    /// from that thread) unless [`CONNECTION_THREADS`] says otherwise.
     pub fn launch_configs(configs: Vec<ServerConfig>, handlers: ClientHandlers, telemetry: Telemetry) -> Result<Session, Failure> {
+        Session::launch_spread(configs, handlers, telemetry, 0)
+    }
+
+    /// [`Session::launch_configs`] with the connections spread over at most
+    /// `threads` threads unless [`CONNECTION_THREADS`] says otherwise (the
+    /// gateway: its sessions' calls come from every worker).
+    pub fn launch_spread(
+        configs: Vec<ServerConfig>,
+        handlers: ClientHandlers,
+        telemetry: Telemetry,
+        threads: usize,
+    ) -> Result<Session, Failure> {
         let startup_bound = configs.iter().filter(|c| c.enabled).map(|c| c.timeouts.startup).max().unwrap_or_default() + SETTLE_MARGIN;
         let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
-        let connection_threads = connection_threads(std::env::var(CONNECTION_THREADS).ok().as_deref());
+        let connection_threads = connection_threads(std::env::var(CONNECTION_THREADS).ok().as_deref(), threads);
         let mut builder = Runtime::builder(RuntimeConfig { end_orphans: true, connection_threads, ..RuntimeConfig::new(configs) })
             .client_handlers(handlers)
             .telemetry(telemetry);
@@ -323,11 +336,11 @@ mod tests {
 
     #[test]
     fn connection_threads_are_a_bounded_count_or_the_default() {
-        assert_eq!(connection_threads(None), None);
-        assert_eq!(connection_threads(Some("0")), Some(0));
-        assert_eq!(connection_threads(Some(" 4 ")), Some(4));
+        assert_eq!(connection_threads(None, 2), 2);
+        assert_eq!(connection_threads(Some("0"), 2), 0);
+        assert_eq!(connection_threads(Some(" 4 "), 0), 4);
         for bad in ["-1", "four", "", "1025"] {
-            assert_eq!(connection_threads(Some(bad)), None, "{bad:?}");
+            assert_eq!(connection_threads(Some(bad), 3), 3, "{bad:?}");
         }
     }
 }

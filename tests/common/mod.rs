@@ -20,14 +20,26 @@ pub fn demo(name: &str, flags: &[&str]) -> ServerConfig {
     ServerConfig::stdio(name, env!("CARGO_BIN_EXE_mcpvisor"), args)
 }
 
+/// The connection threads of the runtimes these tests start: two, as a
+/// gateway on two cores spreads them, so supervision, faults,
+/// back-pressure and the chaos test run where the gateway runs its
+/// connections. The default (none: the runtime's own thread) is what the
+/// command line's tests and `Hub::start` in the embedding tests run.
+pub const CONNECTION_THREADS: usize = 2;
+
+/// A runtime's configuration of `servers`, on [`CONNECTION_THREADS`].
+pub fn runtime_config(servers: Vec<ServerConfig>) -> RuntimeConfig {
+    RuntimeConfig { connection_threads: CONNECTION_THREADS, ..RuntimeConfig::new(servers) }
+}
+
 /// Starts a runtime and waits until every server has settled.
 pub async fn start(servers: Vec<ServerConfig>) -> Handle {
-    start_built(Runtime::builder(RuntimeConfig::new(servers))).await
+    start_built(Runtime::builder(runtime_config(servers))).await
 }
 
 /// Starts a runtime serving `in_process` beside `servers` and waits until every server has settled.
 pub async fn start_in_process(in_process: Vec<InProcessServer>, servers: Vec<ServerConfig>) -> Handle {
-    let mut config = RuntimeConfig::new(servers);
+    let mut config = runtime_config(servers);
     config.servers.extend(in_process.iter().map(|server| server.config.clone()));
     let runtime =
         in_process.into_iter().fold(Runtime::builder(config), |runtime, server| runtime.in_process(server.config.name, server.handler));

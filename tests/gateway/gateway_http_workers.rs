@@ -33,7 +33,8 @@ async fn every_worker_serves_and_sigterm_drains_the_calls_on_all_of_them() {
     let pid = gateway.child.id();
     let workers = worker_threads(pid);
     assert_eq!(workers.len(), 2, "3 workers: the runtime's thread and 2 arbiters");
-    assert_eq!(threads_named(pid, "mcpvisor-conn-").len(), 2, "MCPVISOR_CONNECTION_THREADS=2: two connection threads");
+    let connection_threads = threads_named(pid, "mcpvisor-conn-").len();
+    assert_eq!(connection_threads, 1, "MCPVISOR_CONNECTION_THREADS=2 and one server: one connection thread, as it needs");
 
     // Each request comes on a new connection (the client keeps none idle),
     // so connections go round the workers and most calls reach their
@@ -95,8 +96,7 @@ fn the_serve_table_sets_the_workers_and_zero_is_refused() {
     let toml = format!("[serve]\nworkers = 2\n\n[servers.demo]\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n");
     let gateway = Gateway::start_with_config(&toml, "127.0.0.1:0", &[], &[]).expect("the gateway starts");
     assert_eq!(worker_threads(gateway.child.id()).len(), 1, "2 workers: the runtime's thread and 1 arbiter");
-    let cores = std::thread::available_parallelism().map_or(1, |cores| cores.get());
-    assert_eq!(threads_named(gateway.child.id(), "mcpvisor-conn-").len(), cores, "one connection thread per core by default");
+    assert_eq!(threads_named(gateway.child.id(), "mcpvisor-conn-").len(), 1, "by default, a connection thread for the one server");
     let flag_wins = Gateway::start_with_config(&toml, "127.0.0.1:0", &["--workers", "1"], &[("MCPVISOR_CONNECTION_THREADS", "0")])
         .expect("the gateway starts");
     let one_thread = flag_wins.child.id();

@@ -32,7 +32,7 @@ impl ToolHandler for Where {
 
 /// Starts a hub with in-process servers `names` on `threads` connection
 /// threads (in the current actix System) and waits until they are ready.
-async fn hub_of(names: &[&str], threads: Option<usize>) -> actix::Addr<Hub> {
+async fn hub_of(names: &[&str], threads: usize) -> actix::Addr<Hub> {
     let servers: Vec<ServerConfig> = names.iter().map(|name| ServerConfig::in_process(*name)).collect();
     let config = RuntimeConfig { connection_threads: threads, ..RuntimeConfig::new(servers) };
     let in_process = names.iter().map(|name| (name.to_string(), Where.into())).collect::<BTreeMap<_, _>>();
@@ -51,7 +51,7 @@ async fn thread_of(hub: &actix::Addr<Hub>, server: &str) -> String {
 fn connections_run_on_threads_of_their_own_spread_round_robin() {
     actix::System::new().block_on(async {
         let here = format!("{:?}", std::thread::current().id());
-        let hub = hub_of(&["a", "b", "c"], Some(2)).await;
+        let hub = hub_of(&["a", "b", "c"], 2).await;
         let (a, b, c) = (thread_of(&hub, "a").await, thread_of(&hub, "b").await, thread_of(&hub, "c").await);
         assert!(a != here && b != here && c != here, "a connection ran on the hub's thread {here}: {a}, {b}, {c}");
         assert_ne!(a, b, "two servers on two threads share one");
@@ -61,10 +61,10 @@ fn connections_run_on_threads_of_their_own_spread_round_robin() {
 }
 
 #[test]
-fn no_connection_threads_keep_connections_on_the_hubs_thread() {
+fn by_default_connections_stay_on_the_hubs_thread() {
     actix::System::new().block_on(async {
         let here = format!("{:?}", std::thread::current().id());
-        let hub = hub_of(&["a"], Some(0)).await;
+        let hub = hub_of(&["a"], RuntimeConfig::default().connection_threads).await;
         assert_eq!(thread_of(&hub, "a").await, here);
         hub.send(Shutdown).await.unwrap();
     });
@@ -73,7 +73,7 @@ fn no_connection_threads_keep_connections_on_the_hubs_thread() {
 #[test]
 fn reports_from_another_connection_of_the_same_name_are_not_heard() {
     actix::System::new().block_on(async {
-        let hub = hub_of(&["kept"], None).await;
+        let hub = hub_of(&["kept"], 2).await;
         let registry = hub.send(GetRegistry).await.unwrap();
         let listed = registry.send(ListTools).await.unwrap().len();
         assert_eq!(listed, 1);

@@ -420,22 +420,30 @@ pub struct RuntimeConfig {
     /// where every orphan is a server's descendant; needs `subreaper`. Off
     /// by default: an embedding program's own orphans would be ended too.
     pub end_orphans: bool,
-    /// How many threads the servers' connections run on, spread round
-    /// robin (each connection whole on one: its actor, its pipes, its
-    /// codec); `Some(0)` keeps them on the thread that starts the runtime.
-    /// `None`: one per core.
-    pub connection_threads: Option<usize>,
+    /// At most how many threads the servers' connections run on, spread
+    /// round robin (each connection whole on one: its actor, its pipes,
+    /// its codec). 0 (the default) keeps them on the thread that runs the
+    /// hub, where a call from an actor of that thread crosses none: right
+    /// for a client of a few servers. A gateway serving many callers
+    /// spreads them, one per core ([`RuntimeConfig::per_core`]).
+    pub connection_threads: usize,
 }
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig { servers: Vec::new(), subreaper: true, end_orphans: false, connection_threads: None }
+        RuntimeConfig { servers: Vec::new(), subreaper: true, end_orphans: false, connection_threads: 0 }
     }
 }
 
 impl RuntimeConfig {
     pub fn new(servers: impl IntoIterator<Item = ServerConfig>) -> Self {
         RuntimeConfig { servers: servers.into_iter().collect(), ..RuntimeConfig::default() }
+    }
+
+    /// One per core the process may run on (`available_parallelism`, which
+    /// follows `taskset` and cgroup quotas): the connection threads of a gateway.
+    pub fn per_core() -> usize {
+        std::thread::available_parallelism().map_or(1, |cores| cores.get())
     }
 }
 
