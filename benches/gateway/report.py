@@ -22,6 +22,9 @@ BASELINE = {"relay-stdio": "direct-stdio", "gateway-stdio": "direct-stdio", "gat
             "gateway-http-stdio-t0": "direct-stdio", "gateway-http": "direct-http", "gateway-http-stdio": "direct-stdio",
             "supergateway": "direct-stdio", "agentgateway": "direct-stdio"}
 
+# The rows whose gateway process's own CPU is measured (run.sh's GW_PID).
+GW_OWN_CPU = ["gateway-http", "gateway-http-stdio", "gateway-http-stdio-t0", "supergateway", "agentgateway"]
+
 # The HTTP gateways in front of the stdio echo server: mcpvisor's and the peers'.
 HTTP_OVER_STDIO = ["gateway-http-stdio", "supergateway", "agentgateway"]
 
@@ -54,6 +57,20 @@ def main(path):
         over = [paired(runs, "gateway-stdio", "relay-stdio", m, k, inv)
                 for m, k, inv in (("seq", "calls_per_s", True), ("conc", "calls_per_s", True), ("conc", CPU, False))]
         print("| gateway-stdio | " + " | ".join(fmt(x, "{:.2f}") for x in over) + " |")
+
+    spread = [(c, c + "-t0") for c in ("gateway-stdio", "gateway-http-stdio") if c in clients and c + "-t0" in clients]
+    if spread:
+        print("\nConnection threads (serve's default, one per core) over none (MCPVISOR_CONNECTION_THREADS=0: the "
+              "connection on the runtime's thread), paired by round: calls/s and the machine's CPU per call\n")
+        print("| path | seq calls/s x | K calls/s x | K CPU x | gateway CPU x (seq / K) |")
+        print("|---|---:|---:|---:|---:|")
+        for c, t0 in spread:
+            cells = [paired(runs, c, t0, m, k, inv)
+                     for m, k, inv in (("seq", "calls_per_s", False), ("conc", "calls_per_s", False), ("conc", CPU, False))]
+            # Only a gateway the bench client does not start itself (HTTP) has its own CPU measured.
+            own = " / ".join(fmt(paired(runs, c, t0, m, "gateway_cpu_us_per_call", False), "{:.2f}") for m in ("seq", "conc")) \
+                if c in GW_OWN_CPU else "-"
+            print(f"| {c} | " + " | ".join(fmt(x, "{:.2f}") for x in cells) + f" | {own} |")
 
     peers = [c for c in HTTP_OVER_STDIO if c in clients]
     if len(peers) < 2:

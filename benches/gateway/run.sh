@@ -90,6 +90,7 @@ chmod +x "$SCRATCH/gateway-stdio.sh"
 # The same gateway with its connection on the runtime's own thread (as
 # before issue 33): the rows named *-t0.
 cat >"$SCRATCH/gateway-stdio-t0.sh" <<SH
+#!/bin/sh
 MCPVISOR_CONNECTION_THREADS=0 exec "$MCPVISOR" --config "$SCRATCH/stdio.toml" serve --server bench
 SH
 chmod +x "$SCRATCH/gateway-stdio-t0.sh"
