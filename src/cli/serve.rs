@@ -74,7 +74,11 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         // Over HTTP, many clients: a server's request goes to the session whose call caused it, or nowhere.
         let bridge = if http.is_some() { ClientBridge::shared(roots) } else { ClientBridge::new(roots) };
         // No settling wait: a request made before a server is up waits for it.
-        let session = Session::launch_spread(configs, bridge.handlers(), telemetry, RuntimeConfig::per_core())?;
+        // Over HTTP the sessions' calls come from every worker, so the connections leave the runtime's
+        // thread for threads of their own; one stdio client's calls start on that thread, where a
+        // connection beside them is reached without crossing to another (docs/operations.md, "Threads").
+        let threads = if http.is_some() { RuntimeConfig::per_core() } else { 0 };
+        let session = Session::launch_spread(configs, bridge.handlers(), telemetry, threads)?;
         let parked = crate::server::input::ParkedCalls::from_env().map_err(Failure::usage)?;
         let keys = http.as_ref().map(|(_, http)| http.guard.keys.clone());
         let access = Access::start(servers.serve.as_ref(), keys)?;

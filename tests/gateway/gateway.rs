@@ -487,3 +487,26 @@ async fn the_status_resource_masks_the_servers_secrets() {
     assert!(!tail.contains("pa55word") && tail.contains("postgres://u:"), "{tail}");
     assert_eq!(gateway.close().await, Some(0));
 }
+
+/// One stdio client's calls start on the gateway's runtime thread, so its
+/// connections stay there: no `mcpvisor-conn-N` thread, however many servers
+/// (docs/operations.md, "Threads"); `MCPVISOR_CONNECTION_THREADS` still spreads them.
+#[tokio::test]
+async fn over_stdio_the_connections_share_the_runtimes_thread_unless_told_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let connection_threads = |pid: u32| {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
+        tasks.filter(|task| std::fs::read_to_string(task.path().join("comm")).unwrap_or_default().starts_with("mcpvisor-conn-")).count()
+    };
+    let mut shared = Gateway::start(&two_demos(&dir), &[], json!({})).await;
+    assert_eq!(shared.call_text("demo__echo", json!({"text": "here"})).await, "here");
+    assert_eq!(connection_threads(shared.child.id().unwrap()), 0);
+    assert_eq!(shared.close().await, Some(0));
+
+    let state = dir.path().join("state");
+    let env = [("XDG_STATE_HOME", state.to_str().unwrap()), ("MCPVISOR_CONNECTION_THREADS", "2")];
+    let mut spread = Gateway::start_with_env(&two_demos(&dir), &[], json!({}), &env).await;
+    assert_eq!(spread.call_text("other__echo", json!({"text": "there"})).await, "there");
+    assert_eq!(connection_threads(spread.child.id().unwrap()), 2, "two servers on two threads");
+    assert_eq!(spread.close().await, Some(0));
+}

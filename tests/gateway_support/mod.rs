@@ -97,12 +97,21 @@ impl Gateway {
 
     /// [`Gateway::spawn`], then `initialize` with `capabilities` and `notifications/initialized`.
     pub async fn start(config: &Path, extra: &[&str], capabilities: Value) -> Gateway {
-        let mut gateway = Gateway::spawn(config, extra);
+        Gateway::spawn(config, extra).initialized(capabilities).await
+    }
+
+    /// [`Gateway::start`] with these environment variables set.
+    pub async fn start_with_env(config: &Path, extra: &[&str], capabilities: Value, env: &[(&str, &str)]) -> Gateway {
+        Gateway::spawn_with_env(config, extra, env).initialized(capabilities).await
+    }
+
+    async fn initialized(mut self, capabilities: Value) -> Gateway {
+        let gateway = &mut self;
         let init = json!({"protocolVersion": "2025-06-18", "capabilities": capabilities, "clientInfo": {"name": "test", "version": "1"}});
         let answer = gateway.request("initialize", init).await;
         assert_eq!(answer["result"]["protocolVersion"], "2025-06-18", "{answer}");
         gateway.notify("notifications/initialized", json!({})).await;
-        gateway
+        self
     }
 
     pub async fn send_line(&mut self, line: &[u8]) {
