@@ -18,7 +18,7 @@ from report import load, paired  # noqa: E402  (benches/http-peers/report.py)
 CPU = "machine_cpu_us_per_call"
 
 # Each gateway row and the direct row it is compared with.
-BASELINE = {"relay-stdio": "direct-stdio", "gateway-stdio": "direct-stdio", "gateway-stdio-t0": "direct-stdio",
+BASELINE = {"relay-stdio": "direct-stdio", "gateway-stdio": "direct-stdio", "gateway-stdio-spread": "direct-stdio",
             "gateway-http-stdio-t0": "direct-stdio", "gateway-http": "direct-http", "gateway-http-stdio": "direct-stdio",
             "supergateway": "direct-stdio", "agentgateway": "direct-stdio"}
 
@@ -58,10 +58,12 @@ def main(path):
                 for m, k, inv in (("seq", "calls_per_s", True), ("conc", "calls_per_s", True), ("conc", CPU, False))]
         print("| gateway-stdio | " + " | ".join(fmt(x, "{:.2f}") for x in over) + " |")
 
-    spread = [(c, c + "-t0") for c in ("gateway-stdio", "gateway-http-stdio") if c in clients and c + "-t0" in clients]
+    pairs = (("gateway-stdio-spread", "gateway-stdio"), ("gateway-http-stdio", "gateway-http-stdio-t0"))
+    spread = [(c, t0) for c, t0 in pairs if c in clients and t0 in clients]
     if spread:
-        print("\nConnection threads (serve's default, one per core) over none (MCPVISOR_CONNECTION_THREADS=0: the "
-              "connection on the runtime's thread), paired by round: calls/s and the machine's CPU per call\n")
+        print("\nThe upstream connection on a thread of its own over on the runtime's thread "
+              "(MCPVISOR_CONNECTION_THREADS; serve's default is the first over stdio and the second over HTTP), "
+              "paired by round: calls/s and the machine's CPU per call\n")
         print("| path | seq calls/s x | K calls/s x | K CPU x | gateway CPU x (seq / K) |")
         print("|---|---:|---:|---:|---:|")
         for c, t0 in spread:

@@ -87,13 +87,15 @@ exec "$MCPVISOR" --config "$SCRATCH/stdio.toml" serve --server bench
 SH
 chmod +x "$SCRATCH/gateway-stdio.sh"
 # The floor of a process in the middle: bytes copied both ways, nothing parsed.
-# The same gateway with its connection on the runtime's own thread (as
-# before issue 33): the rows named *-t0.
-cat >"$SCRATCH/gateway-stdio-t0.sh" <<SH
+# Each gateway also the other way round on connection threads (issue 33):
+# over stdio its connection on a thread of its own (gateway-stdio-spread;
+# by default it shares the runtime's thread), over HTTP on the runtime's
+# thread (gateway-http-stdio-t0; by default a thread of its own).
+cat >"$SCRATCH/gateway-stdio-spread.sh" <<SH
 #!/bin/sh
-MCPVISOR_CONNECTION_THREADS=0 exec "$MCPVISOR" --config "$SCRATCH/stdio.toml" serve --server bench
+MCPVISOR_CONNECTION_THREADS=$(nproc) exec "$MCPVISOR" --config "$SCRATCH/stdio.toml" serve --server bench
 SH
-chmod +x "$SCRATCH/gateway-stdio-t0.sh"
+chmod +x "$SCRATCH/gateway-stdio-spread.sh"
 cat >"$SCRATCH/relay-stdio.sh" <<SH
 #!/bin/sh
 exec "$SCRATCH/target/release/stdio-relay" "$STDIO_ECHO"
@@ -118,7 +120,7 @@ start_http_gateway "$SCRATCH/stdio.toml" GW_HTTP_STDIO
 start_http_gateway "$SCRATCH/stdio.toml" GW_HTTP_STDIO_T0 0
 declare -A GW_PID=([gateway-http]=${pids[-3]} [gateway-http-stdio]=${pids[-2]} [gateway-http-stdio-t0]=${pids[-1]})
 ROWS=("direct-stdio $STDIO_ECHO" "relay-stdio $SCRATCH/relay-stdio.sh" "gateway-stdio $SCRATCH/gateway-stdio.sh" \
-      "gateway-stdio-t0 $SCRATCH/gateway-stdio-t0.sh" "direct-http $HTTP_ECHO" "gateway-http $GW_HTTP" \
+      "gateway-stdio-spread $SCRATCH/gateway-stdio-spread.sh" "direct-http $HTTP_ECHO" "gateway-http $GW_HTTP" \
       "gateway-http-stdio $GW_HTTP_STDIO" "gateway-http-stdio-t0 $GW_HTTP_STDIO_T0")
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
