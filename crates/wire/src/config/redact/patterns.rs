@@ -26,12 +26,15 @@
 //! a character boundary: all delimiters are ASCII.
 
 use std::ops::Range;
+use std::sync::LazyLock;
 
-use super::{could_be_secret, is_secret_name, MIN_SECRET_CHARS};
+use aho_corasick::AhoCorasick;
+
+use super::{could_be_secret, is_secret_name, SecretKind, MIN_SECRET_CHARS};
 use crate::config::expand::{is_only_reference, Syntax};
 
 /// Known token prefixes and the least number of token characters after them.
-const TOKEN_SHAPES: [(&str, usize); 25] = [
+pub(super) const TOKEN_SHAPES: [(&str, usize); 25] = [
     ("github_pat_", 20),
     ("ghp_", 16),
     ("gho_", 16),
@@ -61,11 +64,22 @@ const TOKEN_SHAPES: [(&str, usize); 25] = [
 
 /// The byte ranges of `text` that hold secrets, sorted and not overlapping.
 pub(crate) fn spans(text: &str) -> Vec<Range<usize>> {
+    merge(hits(text).into_iter().map(|(span, _)| span).collect())
+}
+
+/// Every secret of `text` found by its shape, with the shape's kind; in no
+/// order, and they may overlap (a token shape inside an assignment).
+pub(crate) fn hits(text: &str) -> Vec<(Range<usize>, SecretKind)> {
     let bytes = text.as_bytes();
+    let mut hits = Vec::new();
     let mut found = Vec::new();
+    let mut tag = |found: &mut Vec<Range<usize>>, kind: SecretKind| hits.extend(found.drain(..).map(|span| (span, kind)));
     url_userinfo(text, &mut found);
+    tag(&mut found, SecretKind::UrlPassword);
     authorization(text, &mut found);
+    tag(&mut found, SecretKind::Authorization);
     private_keys(text, &mut found);
+    tag(&mut found, SecretKind::PrivateKey);
     for at in 0..bytes.len() {
         if at > 0 && is_word(bytes[at - 1]) {
             continue;
@@ -74,6 +88,7 @@ pub(crate) fn spans(text: &str) -> Vec<Range<usize>> {
             found.push(span);
         }
     }
+    tag(&mut found, SecretKind::Token);
     for (at, &byte) in bytes.iter().enumerate() {
         match byte {
             b'=' | b':' => assignment(text, at, &mut found),
@@ -81,7 +96,51 @@ pub(crate) fn spans(text: &str) -> Vec<Range<usize>> {
             _ => {}
         }
     }
-    merge(found)
+    tag(&mut found, SecretKind::NamedValue);
+    hits
+}
+
+/// What text must hold for [`hits`] to find anything: a superset, matched
+/// ASCII-case-insensitively (see [`might_hold`]).
+const TRIGGERS: [&str; 17] = [
+    "://",
+    "bearer",
+    "-----begin ",
+    "eyj",
+    // The markers of secret names (`SECRET_MARKERS`, `SECRET_NAMES`), which
+    // an assignment or a flag needs; `AUTH` covers `Authorization`.
+    "key",
+    "token",
+    "secret",
+    "pass",
+    "auth",
+    "credential",
+    "signature",
+    "sig",
+    "pwd",
+    // The token shapes' prefixes not already covered.
+    "_pat_",
+    "glpat-",
+    "sk-",
+    "sk_",
+];
+
+/// The token prefixes, each in [`TRIGGERS`] or as a prefix there.
+fn token_triggers() -> impl Iterator<Item = &'static str> {
+    TOKEN_SHAPES.iter().map(|(prefix, _)| *prefix).filter(|prefix| !TRIGGERS.iter().any(|trigger| prefix.to_ascii_lowercase().contains(trigger)))
+}
+
+static SHAPE_TRIGGERS: LazyLock<Option<AhoCorasick>> = LazyLock::new(|| {
+    AhoCorasick::builder().ascii_case_insensitive(true).build(TRIGGERS.iter().copied().chain(token_triggers())).ok()
+});
+
+/// False only when [`hits`] surely finds nothing in `text`: one pass over
+/// it, no allocation.
+pub(crate) fn might_hold(text: &str) -> bool {
+    match SHAPE_TRIGGERS.as_ref() {
+        Some(triggers) => triggers.is_match(text),
+        None => true,
+    }
 }
 
 /// Sorts `spans` and joins those that overlap or touch.
