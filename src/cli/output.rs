@@ -64,6 +64,7 @@ impl From<CallError> for Failure {
             | CallError::InvalidArguments { .. }
             | CallError::NotPermitted { .. }
             | CallError::Withheld { .. }
+            | CallError::SecretBlocked { .. }
             | CallError::Disabled { .. } => EXIT_USAGE,
             _ => EXIT_CONNECTION,
         };

@@ -92,6 +92,12 @@ pub enum CallError {
     )]
     Withheld { server: String, tool: String, change: String },
 
+    /// A secret found in a call's arguments (the call was not sent) or in
+    /// its result (withheld) by a server set to `secrets = "block"` that
+    /// way; `kind` names the kind of secret ([`crate::config::redact::SecretKind`]), never the secret.
+    #[error("{}", secret_blocked(server, tool, direction, kind))]
+    SecretBlocked { server: String, tool: String, direction: crate::config::Direction, kind: crate::config::redact::SecretKind },
+
     #[error("server `{server}` had not listed its tools yet when the call to `{tool}` gave up after {after:?}; wait until the server is connected or give the call a longer timeout")]
     NotListed { server: String, tool: String, after: Duration },
 }
@@ -137,9 +143,23 @@ impl CallError {
             CallError::RuntimeStopped { .. } => "runtime_stopped",
             CallError::NotListed { .. } => "not_listed",
             CallError::Withheld { .. } => "withheld",
+            CallError::SecretBlocked { .. } => "secret_blocked",
             CallError::Internal { .. } => "internal",
         }
     }
+}
+
+/// The message of [`CallError::SecretBlocked`]: what was found, what was done, what to change.
+fn secret_blocked(server: &str, tool: &str, direction: &crate::config::Direction, kind: &crate::config::redact::SecretKind) -> String {
+    let (held, done) = match direction {
+        crate::config::Direction::Arguments => ("the arguments of the call to", "the call was not sent"),
+        crate::config::Direction::Results => ("the result of", "the result was withheld"),
+    };
+    let direction = direction.as_str();
+    format!(
+        "{held} `{tool}` of server `{server}` held {}, and the server's setting is secrets = {{ {direction} = \"block\" }}: {done}. Leave the secret out, or set [servers.{server}] secrets = {{ {direction} = \"mask\" }} to pass the call with the secret masked",
+        kind.described()
+    )
 }
 
 /// "`tool`", or "the request" when no tool is concerned.

@@ -80,6 +80,7 @@ mod oauth;
 mod otel;
 pub mod redact;
 pub mod sandbox;
+mod secrets;
 mod serve;
 pub mod serve_auth;
 mod serve_policy;
@@ -97,6 +98,7 @@ pub use oauth::{Grant, IdentityProvider, OAuthConfig};
 pub use otel::OtlpSettings;
 pub use redact::{Redactor, MASK};
 pub use sandbox::{Network, SandboxSpec};
+pub use secrets::{Direction, SecretAction, SecretsMode, SecretsPolicy};
 #[doc(hidden)] // for the policy tests of mcpvisor-services
 #[doc(hidden)]
 pub use serve::read as read_serve;
@@ -283,6 +285,9 @@ pub struct ServerConfig {
     /// withheld until accepted (default `true`; `false` is unsafe: a server
     /// may change what its tools tell the model at any time).
     pub pin: bool,
+    /// What its tool calls may carry past mcpvisor: secrets in the
+    /// arguments sent to it and in the results it returns.
+    pub secrets: SecretsPolicy,
     pub scope: Scope,
     pub timeouts: Timeouts,
     pub restart: RestartPolicy,
@@ -325,6 +330,7 @@ impl ServerConfig {
             rate_limits: RateLimits::default(),
             sandbox: None,
             pin: true,
+            secrets: SecretsPolicy::default(),
         }
     }
 

@@ -227,6 +227,33 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
     }
 
     #[test]
+    fn secrets_are_read_for_both_directions_or_each_and_written_back() {
+        use crate::config::{SecretsMode, SecretsPolicy};
+        let read = |body: &str| parse(Path::new("x.toml"), &format!("[servers.s]\ncommand = \"x\"\n{body}\n")).unwrap().remove(0);
+        assert_eq!(read("").secrets, SecretsPolicy::default());
+        assert_eq!(read("secrets = \"block\"").secrets, SecretsPolicy::both(SecretsMode::Block));
+        let each = read("secrets = { arguments = \"block\" }");
+        assert_eq!(each.secrets, SecretsPolicy { arguments: SecretsMode::Block, results: SecretsMode::Default });
+        for (server, line) in [(each, "secrets = { arguments = \"block\" }"), (read("secrets = \"allow\""), "secrets = \"allow\"")] {
+            let (_dir, copy) = file("");
+            upsert(&copy, &server).unwrap();
+            let written = fs::read_to_string(&copy).unwrap();
+            assert!(written.contains(line), "{written}");
+            assert_eq!(load(&copy).unwrap(), [server]);
+        }
+        let cases = [
+            ("secrets = \"hide\"", "`secrets` is \"hide\"; write one of default | mask | block | allow"),
+            ("secrets = 1", "`secrets` must be one of default | mask | block | allow, not integer, or a table like { arguments = \"block\", results = \"mask\" }"),
+            ("secrets = { results = \"drop\" }", "`secrets.results` is \"drop\"; write one of default | mask | block | allow"),
+            ("secrets = { input = \"mask\" }", "unknown key `secrets.input`; the known keys are arguments, results"),
+        ];
+        for (body, expected) in cases {
+            let message = parse_error(&format!("[servers.s]\ncommand = \"x\"\n{body}\n"));
+            assert!(message.starts_with("servers.toml: server \"s\": ") && message.contains(expected), "{body:?}: {message}");
+        }
+    }
+
+    #[test]
     fn missing_file_has_no_servers_and_empty_file_too() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(load(&dir.path().join("none.toml")).unwrap(), []);

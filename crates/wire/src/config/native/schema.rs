@@ -13,7 +13,7 @@ use crate::error::ConfigError;
 pub const DEFAULT_MAX_RESTARTS: u32 = 5;
 
 /// The keys of a server table, in the order new keys are written.
-pub const KEYS: [&str; 32] = [
+pub const KEYS: [&str; 33] = [
     "transport",
     "command",
     "args",
@@ -39,6 +39,7 @@ pub const KEYS: [&str; 32] = [
     "roots",
     "tools",
     "pin",
+    "secrets",
     "max_in_flight",
     "max_queued",
     "max_frame",
