@@ -121,13 +121,13 @@ fn pinned_then_pulled(sandbox: &Sandbox) {
     sandbox.write_user_file(&format!("{AGENT_TRUSTS_TICKETS}{table}env = {{ LOOKUP_DESCRIPTION = {PULLED:?} }}\n"));
 }
 
-fn model_tool_call(id: &str, name: &str, arguments: Value) -> crate::model_server::Reply {
+pub(crate) fn model_tool_call(id: &str, name: &str, arguments: Value) -> crate::model_server::Reply {
     let call =
         json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}]});
     crate::model_server::openai_stream(vec![call], "tool_calls")
 }
 
-fn model_says(text: &str) -> crate::model_server::Reply {
+pub(crate) fn model_says(text: &str) -> crate::model_server::Reply {
     crate::model_server::openai_stream(vec![json!({"content": text})], "stop")
 }
 
@@ -138,7 +138,7 @@ fn offered(request: &crate::model_server::Recorded) -> Vec<String> {
 }
 
 /// What the tool call `id` answered, as the model read it in `request`.
-fn tool_result(request: &crate::model_server::Recorded, id: &str) -> String {
+pub(crate) fn tool_result(request: &crate::model_server::Recorded, id: &str) -> String {
     let messages = request.body["messages"].as_array().cloned().unwrap_or_default();
     let result = messages.iter().find(|m| m["role"] == "tool" && m["tool_call_id"] == id);
     result.map(|m| m["content"].to_string()).unwrap_or_else(|| panic!("no result of {id} in {}", request.body))
@@ -155,7 +155,7 @@ async fn model_calling_both() -> crate::model_server::ModelServer {
 }
 
 /// `mcpvisor FRONT --model m --base-url MODEL`, with no model settings from the outside.
-fn with_model(sandbox: &Sandbox, front: &[&str], model: &crate::model_server::ModelServer) -> std::process::Command {
+pub(crate) fn with_model(sandbox: &Sandbox, front: &[&str], model: &crate::model_server::ModelServer) -> std::process::Command {
     let base = format!("{}/v1", model.url);
     let mut command = sandbox.std_cmd(front.iter().copied().chain(["--model", "m", "--base-url", &base]));
     for var in ["MCPVISOR_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"] {

@@ -181,6 +181,8 @@ pub struct Connection {
     sandbox_violation: Option<String>,
     /// Masks the secrets of `config` in each stderr line before it is logged or kept.
     redactor: Redactor,
+    /// Screens the secrets in its calls' arguments and results ([`crate::integrity::secrets`]).
+    screen: crate::integrity::secrets::SecretScreen,
     /// Tools of the last listing that went to the catalog (the Registry
     /// keeps the only copy of the tools themselves).
     tool_count: usize,
@@ -260,6 +262,8 @@ impl Connection {
         let limiter = Limiter::new(&config.name, &config.rate_limits);
         let config_enabled = config.enabled;
         let redactor = Redactor::from_configs([&config]);
+        parts.secrets.learn(&config);
+        let screen = crate::integrity::secrets::SecretScreen::new(&config, parts.secrets.clone());
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
         Connection {
             me: None,
@@ -282,6 +286,7 @@ impl Connection {
             last_sandbox: None,
             sandbox_violation: None,
             redactor,
+            screen,
             tool_count: 0,
             withheld: Vec::new(),
             tool_warnings: Vec::new(),

@@ -55,23 +55,23 @@ impl SecretBook {
     }
 }
 
-/// One server's screen: its setting and the runtime's book.
+/// One server's screen: its setting and the runtime's book. Cheap to
+/// clone; the server and the tool are the call's own ([`CallWatch::names`]).
 #[derive(Debug, Clone)]
 pub struct SecretScreen {
-    server: String,
     policy: SecretsPolicy,
     book: SecretBook,
 }
 
 impl SecretScreen {
     pub fn new(config: &ServerConfig, book: SecretBook) -> SecretScreen {
-        SecretScreen { server: config.name.clone(), policy: config.secrets, book }
+        SecretScreen { policy: config.secrets, book }
     }
 
     /// Screens a call's arguments before they are sent: masks what the
     /// setting masks, counts every secret in `watch`, and refuses the call
     /// when the setting blocks.
-    pub fn arguments(&self, tool: &str, arguments: &mut Option<JsonObject>, watch: &mut CallWatch) -> Result<(), CallError> {
+    pub fn arguments(&self, arguments: &mut Option<JsonObject>, watch: &mut CallWatch) -> Result<(), CallError> {
         let Some(arguments) = arguments.as_mut() else { return Ok(()) };
         let mode = self.policy.arguments;
         let redactor = self.book.redactor();
@@ -79,13 +79,13 @@ impl SecretScreen {
         for value in arguments.values_mut() {
             screen_value(value, &redactor, mode, &mut found);
         }
-        self.settle(tool, Direction::Arguments, found, watch)
+        self.settle(Direction::Arguments, found, watch)
     }
 
     /// Screens a call's result before it reaches any caller, as
     /// [`SecretScreen::arguments`] does; a blocked result is withheld
     /// (the caller gets [`CallError::SecretBlocked`]).
-    pub fn result(&self, tool: &str, result: Result<CallToolResult, CallError>, watch: &mut CallWatch) -> Result<CallToolResult, CallError> {
+    pub fn result(&self, result: Result<CallToolResult, CallError>, watch: &mut CallWatch) -> Result<CallToolResult, CallError> {
         let mut result = result?;
         let mode = self.policy.results;
         let redactor = self.book.redactor();
@@ -114,7 +114,7 @@ impl SecretScreen {
         if let Some(structured) = result.structured_content.as_mut() {
             screen_value(structured, &redactor, mode, &mut found);
         }
-        self.settle(tool, Direction::Results, found, watch)?;
+        self.settle(Direction::Results, found, watch)?;
         Ok(result)
     }
 
@@ -125,7 +125,7 @@ impl SecretScreen {
     }
 
     /// Counts what was found, and refuses when the setting blocks.
-    fn settle(&self, tool: &str, direction: Direction, found: Found, watch: &mut CallWatch) -> Result<(), CallError> {
+    fn settle(&self, direction: Direction, found: Found, watch: &mut CallWatch) -> Result<(), CallError> {
         if found.is_empty() {
             return Ok(());
         }
@@ -133,8 +133,9 @@ impl SecretScreen {
         watch.secrets(direction, &found, mode);
         match (mode, found.first()) {
             (SecretsMode::Block, Some(kind)) => {
-                tracing::warn!(server = %self.server, tool, "{} withheld: it held {}", direction.as_str(), kind.described());
-                Err(CallError::SecretBlocked { server: self.server.clone(), tool: tool.to_string(), direction, kind })
+                let (server, tool) = watch.names();
+                tracing::warn!(server, tool, "{} withheld: it held {}", direction.as_str(), kind.described());
+                Err(CallError::SecretBlocked { server: server.to_string(), tool: tool.to_string(), direction, kind })
             }
             _ => Ok(()),
         }
@@ -216,7 +217,7 @@ mod tests {
         let telemetry = Telemetry::default();
         let mut watch = watch(&telemetry);
         let text = format!("id_rsa:\n{KEY}\nenv: API_TOKEN={TOKEN}\ngh: {GITHUB}");
-        let screened = screen(SecretsPolicy::default()).result("read", Ok(result(&text)), &mut watch).unwrap();
+        let screened = screen(SecretsPolicy::default()).result(Ok(result(&text)), &mut watch).unwrap();
         let shown = texts(&screened);
         assert!(!shown.contains("BEGIN OPENSSH") && !shown.contains("b3BlbnNzaC1") && !shown.contains(TOKEN), "{shown}");
         assert!(shown.contains(GITHUB), "other shapes are let through by default: {shown}");
@@ -234,9 +235,9 @@ mod tests {
     fn mask_masks_every_shape_and_allow_lets_everything_through_counted() {
         let telemetry = Telemetry::default();
         let text = format!("gh: {GITHUB} and {TOKEN}");
-        let masked = screen(SecretsPolicy::both(SecretsMode::Mask)).result("read", Ok(result(&text)), &mut watch(&telemetry)).unwrap();
+        let masked = screen(SecretsPolicy::both(SecretsMode::Mask)).result(Ok(result(&text)), &mut watch(&telemetry)).unwrap();
         assert!(!texts(&masked).contains(GITHUB) && !texts(&masked).contains(TOKEN), "{}", texts(&masked));
-        let allowed = screen(SecretsPolicy::both(SecretsMode::Allow)).result("read", Ok(result(&text)), &mut watch(&telemetry)).unwrap();
+        let allowed = screen(SecretsPolicy::both(SecretsMode::Allow)).result(Ok(result(&text)), &mut watch(&telemetry)).unwrap();
         assert_eq!(allowed, result(&text));
         let calls = telemetry.metrics().calls();
         assert_eq!(calls[0].secrets_found(Direction::Results, SecretKind::Token), 4);
@@ -248,12 +249,12 @@ mod tests {
         let telemetry = Telemetry::default();
         let block = screen(SecretsPolicy::both(SecretsMode::Block));
         let mut arguments = serde_json::json!({ "q": KEY, "limit": 3 }).as_object().cloned();
-        let refused = block.arguments("send", &mut arguments, &mut watch(&telemetry)).unwrap_err();
+        let refused = block.arguments(&mut arguments, &mut watch(&telemetry)).unwrap_err();
         let message = refused.to_string();
         assert!(matches!(refused, CallError::SecretBlocked { direction: Direction::Arguments, kind: SecretKind::PrivateKey, .. }));
-        assert!(message.contains("`send` of server `b`") && message.contains("a private key") && message.contains("[servers.b] secrets"), "{message}");
+        assert!(message.contains("`read` of server `b`") && message.contains("a private key") && message.contains("[servers.b] secrets"), "{message}");
         assert!(!message.contains("b3BlbnNzaC1"), "{message}");
-        let withheld = block.result("read", Ok(result(&format!("x {TOKEN}"))), &mut watch(&telemetry)).unwrap_err();
+        let withheld = block.result(Ok(result(&format!("x {TOKEN}"))), &mut watch(&telemetry)).unwrap_err();
         assert!(withheld.to_string().contains("the result was withheld") && !withheld.to_string().contains(TOKEN), "{withheld}");
         let calls = telemetry.metrics().calls();
         assert_eq!(calls[0].secrets_found(Direction::Arguments, SecretKind::PrivateKey), 1);
@@ -264,7 +265,7 @@ mod tests {
     fn arguments_are_masked_by_default_only_for_keys_and_configured_values() {
         let telemetry = Telemetry::default();
         let mut arguments = serde_json::json!({ "q": format!("{TOKEN} {GITHUB}"), "nested": { "k": KEY }, "n": 1 }).as_object().cloned();
-        screen(SecretsPolicy::default()).arguments("send", &mut arguments, &mut watch(&telemetry)).unwrap();
+        screen(SecretsPolicy::default()).arguments(&mut arguments, &mut watch(&telemetry)).unwrap();
         let sent = serde_json::to_string(&arguments).unwrap();
         assert!(!sent.contains(TOKEN) && !sent.contains("b3BlbnNzaC1") && sent.contains(GITHUB) && sent.contains("\"n\":1"), "{sent}");
     }
@@ -279,7 +280,7 @@ mod tests {
             _ => std::ptr::null(),
         };
         let pointer = text_at(&input);
-        let after = screen(SecretsPolicy::both(SecretsMode::Mask)).result("read", Ok(input), &mut watch(&telemetry)).unwrap();
+        let after = screen(SecretsPolicy::both(SecretsMode::Mask)).result(Ok(input), &mut watch(&telemetry)).unwrap();
         assert_eq!((&after, text_at(&after)), (&before, pointer));
         assert!(telemetry.metrics().calls().iter().all(|calls| calls.secrets.is_empty()));
     }
@@ -290,7 +291,7 @@ mod tests {
         let path = dir.path().join("audit.jsonl");
         let telemetry = Telemetry::default().with_audit(AuditConfig::file(&path)).unwrap();
         let mut watch = watch(&telemetry);
-        let screened = screen(SecretsPolicy::default()).result("read", Ok(result(KEY)), &mut watch);
+        let screened = screen(SecretsPolicy::default()).result(Ok(result(KEY)), &mut watch);
         watch.finish(&screened);
         assert!(telemetry.audit().unwrap().flush(Duration::from_secs(5)));
         let line = std::fs::read_to_string(&path).unwrap();

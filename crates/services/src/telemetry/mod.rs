@@ -158,6 +158,11 @@ impl CallWatch {
         self.otel.as_ref().map(|otel| &otel.span)
     }
 
+    /// The call's server and tool.
+    pub fn names(&self) -> (&str, &str) {
+        (&self.names.0, &self.names.1)
+    }
+
     /// Counts the secrets `found` going `direction` (and what `mode` did
     /// with them) in the tool's metrics and the call's audit line; never
     /// the secrets themselves.
