@@ -65,6 +65,7 @@ impl From<CallError> for Failure {
             | CallError::NotPermitted { .. }
             | CallError::Withheld { .. }
             | CallError::SecretBlocked { .. }
+            | CallError::Flagged { .. }
             | CallError::Disabled { .. } => EXIT_USAGE,
             _ => EXIT_CONNECTION,
         };

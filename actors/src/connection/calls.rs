@@ -40,7 +40,7 @@ impl Connection {
         }
         let tool = (method == crate::protocol::methods::TOOLS_CALL).then(|| label.to_string());
         if let Some(withheld) = tool.as_deref().and_then(|tool| self.withheld(tool)) {
-            return Err(pinning::refusal(&self.config.name, withheld));
+            return Err(withheld.refusal(&self.config.name));
         }
         let send_now = !self.calls.has_queued() && self.can_send_call();
         if !send_now && self.calls.queued() >= self.config.limits.max_queued {

@@ -188,8 +188,8 @@ pub struct Connection {
     tool_count: usize,
     /// Tools of the last listing left out or changed, one sentence each.
     tool_warnings: Vec<String>,
-    /// Tools of the last listing withheld by their pins ([`pinning`]).
-    withheld: Vec<crate::integrity::pins::Withheld>,
+    /// Tools of the last listing withheld by their pins or the scanner ([`pinning`]).
+    withheld: Vec<pinning::Held>,
     /// What calls to each tool are checked against.
     contracts: HashMap<String, Arc<ToolContract>>,
     /// The schemas of the tools called last, parsed (bounded: see [`SchemaCache`]).
@@ -442,7 +442,7 @@ impl Connection {
             last_error: self.last_error.clone(),
             stderr_tail: self.stderr_tail(),
             warnings: self.tool_warnings.iter().cloned().chain(self.withheld_warnings()).collect(),
-            withheld: self.withheld.iter().map(|withheld| withheld.tool.clone()).collect(),
+            withheld: self.withheld.iter().map(|withheld| withheld.tool().to_string()).collect(),
             remote: run.and_then(|r| r.process.remote_status()),
             sandbox: run
                 .and_then(|r| r.process.sandbox())

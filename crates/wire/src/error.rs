@@ -92,6 +92,13 @@ pub enum CallError {
     )]
     Withheld { server: String, tool: String, change: String },
 
+    /// The scanner found `finding` in the tool's texts, at or above the
+    /// server's `withhold` severity ([`crate::config::Severity`]).
+    #[error(
+        "`{tool}` of server `{server}` is withheld: the scanner found {finding}. `mcpvisor scan --server {server}` shows every finding; to offer the tool anyway, lower `withhold` (the server's, or the file's [scan] withhold) or set it to \"off\""
+    )]
+    Flagged { server: String, tool: String, finding: String },
+
     /// A secret found in a call's arguments (the call was not sent) or in
     /// its result (withheld) by a server set to `secrets = "block"` that
     /// way; `kind` names the kind of secret ([`crate::config::redact::SecretKind`]), never the secret.
@@ -144,6 +151,7 @@ impl CallError {
             CallError::NotListed { .. } => "not_listed",
             CallError::Withheld { .. } => "withheld",
             CallError::SecretBlocked { .. } => "secret_blocked",
+            CallError::Flagged { .. } => "flagged",
             CallError::Internal { .. } => "internal",
         }
     }

@@ -29,6 +29,7 @@ pub fn tool_failure(error: CallError) -> Result<Value, ErrorObject> {
         | CallError::InvalidArguments { .. }
         | CallError::NotPermitted { .. }
         | CallError::Withheld { .. }
+        | CallError::Flagged { .. }
         | CallError::SecretBlocked { direction: Direction::Arguments, .. }
         | CallError::Overloaded { .. }
         | CallError::RateLimited { .. }
@@ -47,6 +48,9 @@ pub fn rpc_error(error: CallError) -> ErrorObject {
         CallError::NotPermitted { .. } => (error_codes::INVALID_PARAMS, None),
         CallError::Withheld { server, tool, change } => {
             (error_codes::INVALID_PARAMS, Some(json!({ "kind": "withheld", "server": server, "tool": tool, "change": change })))
+        }
+        CallError::Flagged { server, tool, finding } => {
+            (error_codes::INVALID_PARAMS, Some(json!({ "kind": "flagged", "server": server, "tool": tool, "finding": finding })))
         }
         CallError::SecretBlocked { server, tool, direction, kind } => {
             let data = json!({ "kind": "secret_blocked", "server": server, "tool": tool, "direction": direction.as_str(), "secret": kind.as_str() });

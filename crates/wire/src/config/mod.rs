@@ -80,6 +80,7 @@ mod oauth;
 mod otel;
 pub mod redact;
 pub mod sandbox;
+pub mod scan;
 mod secrets;
 mod serve;
 pub mod serve_auth;
@@ -98,6 +99,7 @@ pub use oauth::{Grant, IdentityProvider, OAuthConfig};
 pub use otel::OtlpSettings;
 pub use redact::{Redactor, MASK};
 pub use sandbox::{Network, SandboxSpec};
+pub use scan::Severity;
 pub use secrets::{Direction, SecretAction, SecretsMode, SecretsPolicy};
 #[doc(hidden)] // for the policy tests of mcpvisor-services
 #[doc(hidden)]
@@ -288,6 +290,9 @@ pub struct ServerConfig {
     /// What its tool calls may carry past mcpvisor: secrets in the
     /// arguments sent to it and in the results it returns.
     pub secrets: SecretsPolicy,
+    /// Withhold its tools whose scan findings reach this severity
+    /// (`withhold`, or the file's `[scan] withhold`); `None`: never.
+    pub withhold: Option<Severity>,
     pub scope: Scope,
     pub timeouts: Timeouts,
     pub restart: RestartPolicy,
@@ -331,6 +336,7 @@ impl ServerConfig {
             sandbox: None,
             pin: true,
             secrets: SecretsPolicy::default(),
+            withhold: None,
         }
     }
 

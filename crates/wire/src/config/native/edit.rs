@@ -167,6 +167,7 @@ fn desired(config: &ServerConfig) -> Vec<Desired> {
         ("tools", (Some(tools(&config.tools)), config.tools.is_empty())),
         ("pin", (Some(Value::from(config.pin)), config.pin)),
         ("secrets", (Some(secrets(&config.secrets)), config.secrets.is_default())),
+        ("withhold", (Some(Value::from(config.withhold.map_or("off", |severity| severity.as_str()))), config.withhold.is_none())),
         ("max_in_flight", count(config.limits.max_in_flight, defaults.limits.max_in_flight)),
         ("max_queued", count(config.limits.max_queued, defaults.limits.max_queued)),
         ("max_frame", count(config.limits.max_frame, defaults.limits.max_frame)),

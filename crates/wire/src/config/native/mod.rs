@@ -83,10 +83,17 @@ pub fn parse_with_agent(path: &Path, text: &str) -> Result<(Vec<ServerConfig>, A
         return Ok((Vec::new(), agent));
     };
     let default = document.get("sandbox").map(|item| super::sandbox::read_default(path, item)).transpose()?.flatten();
-    let mut servers: Vec<ServerConfig> =
-        servers_table(path, servers)?.iter().map(|(name, item)| read::read_server(path, name, item)).collect::<Result<_, _>>()?;
+    let withhold = document.get("scan").map(|item| super::scan::read(path, item)).transpose()?.flatten().flatten();
+    let tables = servers_table(path, servers)?;
+    let mut servers: Vec<ServerConfig> = tables.iter().map(|(name, item)| read::read_server(path, name, item)).collect::<Result<_, _>>()?;
     for server in servers.iter_mut().filter(|s| s.sandbox.is_none() && s.transport == super::Transport::Stdio) {
         server.sandbox = default.clone();
+    }
+    // The file's `[scan] withhold`, for the servers that do not say their own.
+    for (server, (_, item)) in servers.iter_mut().zip(tables.iter()) {
+        if item.get("withhold").is_none() {
+            server.withhold = server.withhold.or(withhold);
+        }
     }
     Ok((servers, agent))
 }
@@ -254,6 +261,27 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
     }
 
     #[test]
+    fn scan_withhold_is_the_files_default_and_a_servers_own_wins() {
+        use crate::config::Severity;
+        let text = "[scan]\nwithhold = \"high\"\n\n[servers.a]\ncommand = \"x\"\n\n[servers.b]\ncommand = \"x\"\nwithhold = \"off\"\n\n[servers.c]\ncommand = \"x\"\nwithhold = \"low\"\n";
+        let servers = parse(Path::new("x.toml"), text).unwrap();
+        let withhold: Vec<Option<Severity>> = servers.iter().map(|server| server.withhold).collect();
+        assert_eq!(withhold, [Some(Severity::High), None, Some(Severity::Low)]);
+        let (_dir, copy) = file("");
+        upsert(&copy, &servers[0]).unwrap();
+        assert!(fs::read_to_string(&copy).unwrap().contains("withhold = \"high\""));
+        assert_eq!(load(&copy).unwrap(), [servers[0].clone()]);
+        for (body, expected) in [
+            ("[scan]\nwithhold = \"loud\"\n", "`scan.withhold` is \"loud\"; write one of off | low | medium | high"),
+            ("[scan]\nfail_on = \"high\"\n", "unknown key `scan.fail_on`"),
+            ("scan = 1\n", "must sit in a [scan] table"),
+        ] {
+            let message = parse_error(&format!("{body}[servers.s]\ncommand = \"x\"\n"));
+            assert!(message.contains(expected), "{body:?}: {message}");
+        }
+    }
+
+    #[test]
     fn missing_file_has_no_servers_and_empty_file_too() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(load(&dir.path().join("none.toml")).unwrap(), []);
@@ -295,7 +323,7 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
         let message = parse_error("[server.fs]\ncommand = \"x\"\n");
         assert_eq!(
             message,
-            "servers.toml: top level: unknown key `server`; the known keys are servers, agent, audit, serve, sandbox, telemetry"
+            "servers.toml: top level: unknown key `server`; the known keys are servers, agent, audit, serve, sandbox, scan, telemetry"
         );
         let message = parse_error("[servers.fs]\ncommand = \"x\"\ntools = { allow = [], block = [] }\n");
         assert_eq!(message, "servers.toml: server \"fs\": unknown key `tools.block`; the known keys are allow, deny");

@@ -13,6 +13,7 @@ use toml_edit::Item;
 use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS};
 use crate::config::de::{from_node, DeError, Node};
 use crate::config::sandbox::SandboxFile;
+use crate::config::scan::Withhold;
 use crate::config::values::{Count, Rate, RateLimitFile, Seconds, Span, TextList, TextMap, Word, TABLE_EXAMPLES};
 use crate::config::{Auth, Era, Grant, IdentityProvider, Keyword, OAuthConfig, SecretsMode, SecretsPolicy, ServerConfig, ToolFilter, Transport};
 use crate::error::ConfigError;
@@ -63,6 +64,8 @@ pub(crate) struct ServerFile {
     pin: Option<bool>,
     /// Secrets in the tool calls' arguments and results: "mask", "block", "allow" or "default", for both or per direction.
     secrets: Option<SecretsFile>,
+    /// Withhold its tools whose scan findings reach this severity: "low", "medium", "high", or "off" (default: the file's [scan] withhold, else "off").
+    withhold: Option<Word<Withhold>>,
     max_in_flight: Option<Count<usize, 1>>,
     max_queued: Option<Count<usize, 0>>,
     max_frame: Option<Count<usize, 1024>>,
@@ -259,6 +262,7 @@ impl ServerFile {
         config.roots = self.roots.unwrap_or_default().0;
         config.pin = self.pin.unwrap_or(true);
         config.secrets = self.secrets.map(SecretsFile::into_policy).unwrap_or_default();
+        config.withhold = self.withhold.and_then(|word| word.0 .0);
         let tools = self.tools.map_or((None, None), |t| (t.allow, t.deny));
         config.tools = ToolFilter { allow: tools.0.unwrap_or_default().0, deny: tools.1.unwrap_or_default().0 };
         let limits = &mut config.limits;
