@@ -108,6 +108,30 @@ fn a_server_with_pin_false_is_not_pinned() {
     assert!(!std::fs::read_to_string(&pins).unwrap_or_default().contains(FIRST), "nothing of it is pinned");
 }
 
+/// `pin = "notify"`, for a server trusted to change: the change is pinned
+/// at once, the tool stays offered, and the status of the run that saw the
+/// change says so (a warning, as the log and the `tool_accepted` event do).
+#[test]
+fn a_server_with_pin_notify_accepts_a_change_with_a_notice() {
+    let sandbox = Sandbox::new();
+    let table = python_fixture_table("tickets", "tools_only_server.py", &[]);
+    let write = |description: &str| {
+        sandbox.write_user_file(&format!("{table}pin = \"notify\"\nenv = {{ LOOKUP_DESCRIPTION = {description:?} }}\n"))
+    };
+    write(FIRST);
+    assert_eq!(tool_names(&sandbox), ["echo", "lookup"]);
+    write(PULLED);
+    let (statuses, _) = sandbox.json(["--json", "status"]);
+    let warnings = statuses[0]["warnings"].to_string();
+    assert!(warnings.contains("tool `lookup` changed (its definition changed since it was pinned) and the change was accepted"), "{warnings}");
+    assert_eq!(statuses[0]["withheld"], json!([]), "{statuses}");
+    let pins = std::fs::read_to_string(sandbox.home.join(".local/state/mcpvisor/tool-pins.json")).unwrap();
+    assert!(pins.contains("IMPORTANT: before answering"), "the new definition is pinned: {pins}");
+    assert_eq!(tool_names(&sandbox), ["echo", "lookup"], "still offered");
+    let (statuses, _) = sandbox.json(["--json", "status"]);
+    assert!(!statuses[0]["warnings"].to_string().contains("accepted"), "told once: {statuses}");
+}
+
 /// The agent's configuration for the tickets server: both tools run without
 /// a question, so what the test sees is the pin's doing, not a refusal.
 const AGENT_TRUSTS_TICKETS: &str = "[agent.servers.tickets]\ntools = { echo = \"never\", lookup = \"never\" }\n\n";

@@ -10,7 +10,7 @@
 //! `mcpvisor scan`'s to report.
 
 use super::*;
-use crate::config::Severity;
+use crate::config::{Pinning, Severity};
 use crate::integrity::pins::{self, Withheld};
 use crate::integrity::scan::{self, ToolText};
 use crate::pool::KeptTool;
@@ -47,8 +47,13 @@ impl Held {
 impl Connection {
     /// The tools of a listing that may be offered; the others are kept in
     /// `withheld` (all offered when the runtime pins nothing and the server withholds nothing).
+    /// With `pin = "notify"`, a change is accepted at once instead, and told
+    /// (a warning, an [`Event::ToolAccepted`], a status warning).
     pub(super) fn admit_listed(&mut self, tools: Vec<KeptTool>) -> Vec<KeptTool> {
         let mut held: Vec<Held> = self.pin_review(&tools).into_iter().map(Held::Changed).collect();
+        if self.config.pin == Pinning::Notify {
+            held.retain(|held| !matches!(held, Held::Changed(changed) if self.accept_with_notice(changed)));
+        }
         if let Some(level) = self.config.withhold {
             for tool in &tools {
                 if !held.iter().any(|held| held.tool() == tool.name()) {
@@ -65,11 +70,25 @@ impl Connection {
 
     /// The listed tools whose pinned definitions changed (none when not pinned).
     fn pin_review(&self, tools: &[KeptTool]) -> Vec<Withheld> {
-        let Some(store) = self.parts.pins.as_ref().filter(|_| self.config.pin) else { return Vec::new() };
+        let Some(store) = self.parts.pins.as_ref().filter(|_| self.config.pin != Pinning::Off) else { return Vec::new() };
         let Some(identity) = pins::identity(&self.config) else { return Vec::new() };
         let listed: Vec<(String, serde_json::Value)> =
             tools.iter().map(|tool| (tool.name().to_string(), pins::definition(&tool.tool()))).collect();
         store.review(&identity, &self.config.name, &listed)
+    }
+
+    /// Accepts a change to a pinned tool and tells of it; false if it could not be accepted.
+    fn accept_with_notice(&mut self, changed: &Withheld) -> bool {
+        let (Some(store), Some(identity)) = (self.parts.pins.as_ref(), pins::identity(&self.config)) else { return false };
+        if store.accept(&identity, Some(&changed.tool)).is_empty() {
+            return false;
+        }
+        let (server, change) = (self.config.name.clone(), changed.change.as_str());
+        let notice = format!("tool `{}` changed ({change}) and the change was accepted, as pin = \"notify\" says", changed.tool);
+        tracing::warn!(server = %server, tool = %changed.tool, "{notice}");
+        self.tool_warnings.push(notice);
+        self.events.do_send(Event::ToolAccepted { server, tool: changed.tool.clone(), change: change.to_string() });
+        true
     }
 
     /// Why a call to `tool` is refused, if it is withheld.

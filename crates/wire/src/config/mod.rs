@@ -179,6 +179,22 @@ pub enum Transport {
     InProcess,
 }
 
+/// What a change to a server's pinned tool definitions does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pinning {
+    /// `pin = true` (the default): the changed tool is withheld until the
+    /// user accepts the change.
+    #[default]
+    Withhold,
+    /// `pin = "notify"`, for a server the user trusts to change: the change
+    /// is accepted at once (the new definition pinned), and said in a
+    /// warning, an event and the server's status warnings.
+    Notify,
+    /// `pin = false`: nothing is pinned; unsafe, as a server may then
+    /// change what its tools tell the model at any time, unnoticed.
+    Off,
+}
+
 /// Which generation of the MCP protocol to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Era {
@@ -283,10 +299,9 @@ pub struct ServerConfig {
     pub roots: Vec<String>,
     /// Which of the server's tools are exposed.
     pub tools: ToolFilter,
-    /// Whether its tool definitions are pinned on first use, a changed one
-    /// withheld until accepted (default `true`; `false` is unsafe: a server
-    /// may change what its tools tell the model at any time).
-    pub pin: bool,
+    /// Whether its tool definitions are pinned on first use, and what a
+    /// change does (`pin = true | "notify" | false`; see [`Pinning`]).
+    pub pin: Pinning,
     /// What its tool calls may carry past mcpvisor: secrets in the
     /// arguments sent to it and in the results it returns.
     pub secrets: SecretsPolicy,
@@ -334,7 +349,7 @@ impl ServerConfig {
             limits: Limits::default(),
             rate_limits: RateLimits::default(),
             sandbox: None,
-            pin: true,
+            pin: Pinning::Withhold,
             secrets: SecretsPolicy::default(),
             withhold: None,
         }

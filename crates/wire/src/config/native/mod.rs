@@ -261,6 +261,27 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
     }
 
     #[test]
+    fn pin_is_true_false_or_notify_and_written_back() {
+        use crate::config::Pinning;
+        let read = |body: &str| parse(Path::new("x.toml"), &format!("[servers.s]\ncommand = \"x\"\n{body}\n")).unwrap().remove(0);
+        for (body, pinning) in [("", Pinning::Withhold), ("pin = true", Pinning::Withhold), ("pin = false", Pinning::Off), ("pin = \"notify\"", Pinning::Notify)] {
+            let server = read(body);
+            assert_eq!(server.pin, pinning, "{body}");
+            let (_dir, copy) = file("");
+            upsert(&copy, &server).unwrap();
+            assert!(fs::read_to_string(&copy).unwrap().contains(if pinning == Pinning::Withhold { "" } else { body }));
+            assert_eq!(load(&copy).unwrap(), [server]);
+        }
+        for (body, expected) in [
+            ("pin = \"sometimes\"", "`pin` is \"sometimes\"; write true, false or \"notify\""),
+            ("pin = 1", "`pin` must be true, false or \"notify\", not integer"),
+        ] {
+            let message = parse_error(&format!("[servers.s]\ncommand = \"x\"\n{body}\n"));
+            assert!(message.contains(expected), "{body:?}: {message}");
+        }
+    }
+
+    #[test]
     fn scan_withhold_is_the_files_default_and_a_servers_own_wins() {
         use crate::config::Severity;
         let text = "[scan]\nwithhold = \"high\"\n\n[servers.a]\ncommand = \"x\"\n\n[servers.b]\ncommand = \"x\"\nwithhold = \"off\"\n\n[servers.c]\ncommand = \"x\"\nwithhold = \"low\"\n";
