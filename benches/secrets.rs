@@ -21,9 +21,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mcpvisor::config::redact::Redactor;
 use mcpvisor::config::{RuntimeConfig, SecretsMode, SecretsPolicy, ServerConfig};
 use mcpvisor::{CallToolResult, ContentBlock, Handle, Runtime};
-use mcpvisor::config::redact::Redactor;
 use mcpvisor_services::integrity::secrets::{SecretBook, SecretScreen};
 use mcpvisor_services::telemetry::{CallStart, Telemetry};
 use serde_json::json;

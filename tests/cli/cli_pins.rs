@@ -31,10 +31,18 @@ fn tool_names(sandbox: &Sandbox) -> Vec<String> {
 
 /// Lists and calls through `mcpvisor serve` over stdio: the tools/list answer and the call's.
 fn through_serve(sandbox: &Sandbox) -> (Value, Value) {
+    let call = json!({"name": "tickets__lookup", "arguments": {"q": "1"}});
+    let mut answers = serve_stdio(sandbox, &[("tools/list", json!({})), ("tools/call", call)]).into_iter();
+    (answers.next().unwrap(), answers.next().unwrap())
+}
+
+/// `mcpvisor serve` over stdio, initialized, asked `requests` in turn: their
+/// answers, once it exited (with 0) after stdin closed.
+pub(crate) fn serve_stdio(sandbox: &Sandbox, requests: &[(&str, Value)]) -> Vec<Value> {
     let mut child = sandbox.std_cmd(["serve"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut ask = |id: u64, method: &str, params: Value| -> Value {
+    let mut ask = |id: usize, method: &str, params: &Value| -> Value {
         writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
         loop {
             let line = lines.next().expect("serve answers").unwrap();
@@ -45,12 +53,11 @@ fn through_serve(sandbox: &Sandbox) -> (Value, Value) {
         }
     };
     let init = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
-    ask(1, "initialize", init);
-    let listed = ask(2, "tools/list", json!({}));
-    let called = ask(3, "tools/call", json!({"name": "tickets__lookup", "arguments": {"q": "1"}}));
+    ask(0, "initialize", &init);
+    let answers = requests.iter().enumerate().map(|(at, (method, params))| ask(at + 1, method, params)).collect();
     drop(stdin);
-    let _ = child.wait();
-    (listed, called)
+    assert!(child.wait().unwrap().success(), "serve exits with 0 when stdin closes");
+    answers
 }
 
 #[test]
@@ -123,7 +130,10 @@ fn a_server_with_pin_notify_accepts_a_change_with_a_notice() {
     write(PULLED);
     let (statuses, _) = sandbox.json(["--json", "status"]);
     let warnings = statuses[0]["warnings"].to_string();
-    assert!(warnings.contains("tool `lookup` changed (its definition changed since it was pinned) and the change was accepted"), "{warnings}");
+    assert!(
+        warnings.contains("tool `lookup` changed (its definition changed since it was pinned) and the change was accepted"),
+        "{warnings}"
+    );
     assert_eq!(statuses[0]["withheld"], json!([]), "{statuses}");
     let pins = std::fs::read_to_string(sandbox.home.join(".local/state/mcpvisor/tool-pins.json")).unwrap();
     assert!(pins.contains("IMPORTANT: before answering"), "the new definition is pinned: {pins}");

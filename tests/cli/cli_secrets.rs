@@ -6,13 +6,12 @@
 //! secrets in arguments never receives a call that carries one (its own
 //! log of calls says so); `allow` lets both ways through.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use crate::cli_pins::{model_says, model_tool_call, tool_result, with_model};
+use crate::cli_pins::{model_says, model_tool_call, serve_stdio, tool_result, with_model};
 use crate::cli_support::{python_fixture_table, stderr, Sandbox};
 
 /// `vault`'s configured token: no well-known shape, so only the configuration makes it a secret.
@@ -64,29 +63,6 @@ async fn neither_a_private_key_nor_another_servers_token_reaches_the_model() {
     assert!(!sent.contains(TOKEN), "vault's token reached the model through leaky: {sent}");
 }
 
-/// One `tools/call` through `mcpvisor serve` over stdio; its answer, after the gateway exited.
-fn call_through_serve(sandbox: &Sandbox, tool: &str, arguments: Value) -> Value {
-    let mut child = sandbox.std_cmd(["serve"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut ask = |id: u64, method: &str, params: Value| -> Value {
-        writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
-        loop {
-            let line = lines.next().expect("serve answers").unwrap();
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == id {
-                return message;
-            }
-        }
-    };
-    let init = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
-    ask(1, "initialize", init);
-    let called = ask(2, "tools/call", json!({"name": tool, "arguments": arguments}));
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
-    called
-}
-
 fn audit_lines(sandbox: &Sandbox) -> Vec<Value> {
     let path = sandbox.home.join(".local/state/mcpvisor/audit.jsonl");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -97,7 +73,7 @@ fn audit_lines(sandbox: &Sandbox) -> Vec<Value> {
 fn the_gateway_masks_them_too_and_its_audit_line_counts_them_by_kind() {
     let sandbox = Sandbox::new();
     configure(&sandbox, None);
-    let called = call_through_serve(&sandbox, "leaky__read", json!({}));
+    let called = serve_stdio(&sandbox, &[("tools/call", json!({"name": "leaky__read", "arguments": {}}))]).remove(0);
     let answer = called["result"].to_string();
     assert!(answer.contains("end of notes") && !answer.contains(KEY_LINE) && !answer.contains(TOKEN), "{called}");
     let lines = audit_lines(&sandbox);

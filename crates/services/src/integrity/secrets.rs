@@ -241,7 +241,9 @@ mod tests {
         assert_eq!(allowed, result(&text));
         let calls = telemetry.metrics().calls();
         assert_eq!(calls[0].secrets_found(Direction::Results, SecretKind::Token), 4);
-        assert!(calls[0].secrets.iter().any(|found| found.action == "allowed") && calls[0].secrets.iter().any(|found| found.action == "masked"));
+        assert!(
+            calls[0].secrets.iter().any(|found| found.action == "allowed") && calls[0].secrets.iter().any(|found| found.action == "masked")
+        );
     }
 
     #[test]
@@ -252,7 +254,10 @@ mod tests {
         let refused = block.arguments(&mut arguments, &mut watch(&telemetry)).unwrap_err();
         let message = refused.to_string();
         assert!(matches!(refused, CallError::SecretBlocked { direction: Direction::Arguments, kind: SecretKind::PrivateKey, .. }));
-        assert!(message.contains("`read` of server `b`") && message.contains("a private key") && message.contains("[servers.b] secrets"), "{message}");
+        assert!(
+            message.contains("`read` of server `b`") && message.contains("a private key") && message.contains("[servers.b] secrets"),
+            "{message}"
+        );
         assert!(!message.contains("b3BlbnNzaC1"), "{message}");
         let withheld = block.result(Ok(result(&format!("x {TOKEN}"))), &mut watch(&telemetry)).unwrap_err();
         assert!(withheld.to_string().contains("the result was withheld") && !withheld.to_string().contains(TOKEN), "{withheld}");

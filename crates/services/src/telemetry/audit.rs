@@ -52,8 +52,8 @@ use serde_json::Value;
 
 use super::{CallStart, Outcome};
 use crate::config::redact::{Redactor, SecretKind};
-use crate::config::{Direction, SecretAction};
 pub use crate::config::{AuditArguments, AuditConfig, AuditTarget};
+use crate::config::{Direction, SecretAction};
 use crate::identity::Identity;
 
 /// How long the writer lets lines gather after each write: at most this

@@ -36,7 +36,8 @@
 //! servers): the same secrets found with their [`SecretKind`] (never their
 //! value), and only the kinds asked for masked. [`Redactor::might_hold`] is
 //! its pre-check: one pass over the text, no allocation, false only when
-//! there is surely nothing to find.
+//! there is nothing to find (but for a secret's name written in an odd mix
+//! of cases, `tOkEn=…`: see `patterns`).
 
 mod patterns;
 mod screen;
@@ -257,7 +258,9 @@ impl Redactor {
         all.retain(|secret| secret.chars().count() >= MIN_SECRET_CHARS);
         all.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         all.dedup();
-        let known = (!all.is_empty()).then(|| aho_corasick::AhoCorasick::new(&all).ok().map(Arc::new)).flatten();
+        let known = (!all.is_empty())
+            .then(|| aho_corasick::AhoCorasick::builder().match_kind(aho_corasick::MatchKind::LeftmostFirst).build(&all).ok().map(Arc::new))
+            .flatten();
         Redactor { secrets: all.into(), known }
     }
 

@@ -8,6 +8,7 @@
 
 use super::redact::SecretKind;
 use super::Keyword;
+pub use crate::secret::Direction;
 
 /// What happens to the secrets found in one direction of a server's calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -29,26 +30,6 @@ pub enum SecretsMode {
 impl Keyword for SecretsMode {
     const CHOICES: &'static [(&'static str, Self)] =
         &[("default", SecretsMode::Default), ("mask", SecretsMode::Mask), ("block", SecretsMode::Block), ("allow", SecretsMode::Allow)];
-}
-
-/// Which way a call's contents go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Direction {
-    /// From the model (the caller) to the server.
-    Arguments,
-    /// From the server back to the model.
-    Results,
-}
-
-impl Direction {
-    pub const ALL: [Direction; 2] = [Direction::Arguments, Direction::Results];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::Arguments => "arguments",
-            Direction::Results => "results",
-        }
-    }
 }
 
 /// What was done with one secret found.

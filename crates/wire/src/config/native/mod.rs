@@ -264,7 +264,12 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
     fn pin_is_true_false_or_notify_and_written_back() {
         use crate::config::Pinning;
         let read = |body: &str| parse(Path::new("x.toml"), &format!("[servers.s]\ncommand = \"x\"\n{body}\n")).unwrap().remove(0);
-        for (body, pinning) in [("", Pinning::Withhold), ("pin = true", Pinning::Withhold), ("pin = false", Pinning::Off), ("pin = \"notify\"", Pinning::Notify)] {
+        for (body, pinning) in [
+            ("", Pinning::Withhold),
+            ("pin = true", Pinning::Withhold),
+            ("pin = false", Pinning::Off),
+            ("pin = \"notify\"", Pinning::Notify),
+        ] {
             let server = read(body);
             assert_eq!(server.pin, pinning, "{body}");
             let (_dir, copy) = file("");

@@ -15,7 +15,9 @@ use crate::config::de::{from_node, DeError, Node};
 use crate::config::sandbox::SandboxFile;
 use crate::config::scan::Withhold;
 use crate::config::values::{Count, Rate, RateLimitFile, Seconds, Span, TextList, TextMap, Word, TABLE_EXAMPLES};
-use crate::config::{Auth, Era, Grant, IdentityProvider, Keyword, OAuthConfig, Pinning, SecretsMode, SecretsPolicy, ServerConfig, ToolFilter, Transport};
+use crate::config::{
+    Auth, Era, Grant, IdentityProvider, Keyword, OAuthConfig, Pinning, SecretsMode, SecretsPolicy, ServerConfig, ToolFilter, Transport,
+};
 use crate::error::ConfigError;
 use crate::rate_limit::{RateLimit, RateLimits};
 use crate::restart::{Cooldown, RestartPolicy};
@@ -172,7 +174,11 @@ impl<'de> Deserialize<'de> for SecretsFile {
         impl<'de> serde::de::Visitor<'de> for Either {
             type Value = SecretsFile;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                write!(f, "one of {}, not {{found}}, or a table like {{ arguments = \"block\", results = \"mask\" }}", SecretsMode::choices())
+                write!(
+                    f,
+                    "one of {}, not {{found}}, or a table like {{ arguments = \"block\", results = \"mask\" }}",
+                    SecretsMode::choices()
+                )
             }
             fn visit_str<E: serde::de::Error>(self, word: &str) -> Result<SecretsFile, E> {
                 Word::deserialize(serde::de::value::StrDeserializer::new(word)).map(SecretsFile::Both)

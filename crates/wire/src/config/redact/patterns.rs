@@ -100,38 +100,27 @@ pub(crate) fn hits(text: &str) -> Vec<(Range<usize>, SecretKind)> {
     hits
 }
 
-/// What text must hold for [`hits`] to find anything: a superset, matched
-/// ASCII-case-insensitively (see [`might_hold`]).
-const TRIGGERS: [&str; 17] = [
-    "://",
-    "bearer",
-    "-----begin ",
-    "eyj",
-    // The markers of secret names (`SECRET_MARKERS`, `SECRET_NAMES`), which
-    // an assignment or a flag needs; `AUTH` covers `Authorization`.
-    "key",
-    "token",
-    "secret",
-    "pass",
-    "auth",
-    "credential",
-    "signature",
-    "sig",
-    "pwd",
-    // The token shapes' prefixes not already covered.
-    "_pat_",
-    "glpat-",
-    "sk-",
-    "sk_",
-];
+/// What text must hold for [`hits`] to find anything, as written: the
+/// shapes matched exactly (a URL's `://`, a PEM block's first line, a
+/// JWT's start, and the token prefixes of [`TOKEN_SHAPES`]).
+const EXACT_TRIGGERS: [&str; 3] = ["://", "-----BEGIN ", "eyJ"];
 
-/// The token prefixes, each in [`TRIGGERS`] or as a prefix there.
-fn token_triggers() -> impl Iterator<Item = &'static str> {
-    TOKEN_SHAPES.iter().map(|(prefix, _)| *prefix).filter(|prefix| !TRIGGERS.iter().any(|trigger| prefix.to_ascii_lowercase().contains(trigger)))
-}
+/// The words found case-insensitively (secret names, `Bearer`), each in
+/// lower, UPPER and Capitalized case, which covers `snake_case`,
+/// `SCREAMING_CASE`, `camelCase` and `kebab-case` names; a name in any
+/// other mix of cases (`tOkEn`) is the pre-check's one blind spot.
+const WORD_TRIGGERS: [&str; 10] = ["bearer", "key", "token", "secret", "pass", "auth", "credential", "signature", "sig", "pwd"];
 
+/// Every trigger: a search for any of them is one pass over the text with
+/// a SIMD prefilter (leftmost-first: only whether one is there matters).
 static SHAPE_TRIGGERS: LazyLock<Option<AhoCorasick>> = LazyLock::new(|| {
-    AhoCorasick::builder().ascii_case_insensitive(true).build(TRIGGERS.iter().copied().chain(token_triggers())).ok()
+    let mut triggers: Vec<String> = EXACT_TRIGGERS.iter().map(|t| t.to_string()).collect();
+    triggers.extend(TOKEN_SHAPES.iter().map(|(prefix, _)| prefix.to_string()));
+    for word in WORD_TRIGGERS {
+        let capitalized = word[..1].to_ascii_uppercase() + &word[1..];
+        triggers.extend([word.to_string(), word.to_ascii_uppercase(), capitalized]);
+    }
+    AhoCorasick::builder().match_kind(aho_corasick::MatchKind::LeftmostFirst).build(triggers).ok()
 });
 
 /// False only when [`hits`] surely finds nothing in `text`: one pass over
