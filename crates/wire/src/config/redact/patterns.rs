@@ -70,34 +70,74 @@ pub(crate) fn spans(text: &str) -> Vec<Range<usize>> {
 /// Every secret of `text` found by its shape, with the shape's kind; in no
 /// order, and they may overlap (a token shape inside an assignment).
 pub(crate) fn hits(text: &str) -> Vec<(Range<usize>, SecretKind)> {
+    hits_for(text, Needs::ALL)
+}
+
+/// [`hits`], running only the finders `needs` names (see [`needs`]).
+pub(crate) fn hits_for(text: &str, needs: Needs) -> Vec<(Range<usize>, SecretKind)> {
     let bytes = text.as_bytes();
     let mut hits = Vec::new();
     let mut found = Vec::new();
     let mut tag = |found: &mut Vec<Range<usize>>, kind: SecretKind| hits.extend(found.drain(..).map(|span| (span, kind)));
-    url_userinfo(text, &mut found);
-    tag(&mut found, SecretKind::UrlPassword);
-    authorization(text, &mut found);
-    tag(&mut found, SecretKind::Authorization);
-    private_keys(text, &mut found);
-    tag(&mut found, SecretKind::PrivateKey);
-    for at in 0..bytes.len() {
-        if at > 0 && is_word(bytes[at - 1]) {
-            continue;
-        }
-        if let Some(span) = token_shape(bytes, at) {
-            found.push(span);
-        }
+    if needs.url {
+        url_userinfo(text, &mut found);
+        tag(&mut found, SecretKind::UrlPassword);
     }
-    tag(&mut found, SecretKind::Token);
-    for (at, &byte) in bytes.iter().enumerate() {
-        match byte {
-            b'=' | b':' => assignment(text, at, &mut found),
-            b'-' if at == 0 || bytes[at - 1].is_ascii_whitespace() || is_quote(bytes[at - 1]) => flag_value(text, at, &mut found),
-            _ => {}
-        }
+    if needs.authorization {
+        authorization(text, &mut found);
+        tag(&mut found, SecretKind::Authorization);
     }
-    tag(&mut found, SecretKind::NamedValue);
+    if needs.private_key {
+        private_keys(text, &mut found);
+        tag(&mut found, SecretKind::PrivateKey);
+    }
+    if needs.token {
+        for at in 0..bytes.len() {
+            if at > 0 && is_word(bytes[at - 1]) {
+                continue;
+            }
+            if let Some(span) = token_shape(bytes, at) {
+                found.push(span);
+            }
+        }
+        tag(&mut found, SecretKind::Token);
+    }
+    if needs.named {
+        for (at, &byte) in bytes.iter().enumerate() {
+            match byte {
+                b'=' | b':' => assignment(text, at, &mut found),
+                b'-' if at == 0 || bytes[at - 1].is_ascii_whitespace() || is_quote(bytes[at - 1]) => flag_value(text, at, &mut found),
+                _ => {}
+            }
+        }
+        tag(&mut found, SecretKind::NamedValue);
+    }
     hits
+}
+
+/// Which of the finders of [`hits_for`] a text needs: those whose triggers it holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Needs {
+    url: bool,
+    authorization: bool,
+    private_key: bool,
+    token: bool,
+    /// Assignments and flags under a secret's name.
+    named: bool,
+}
+
+impl Needs {
+    pub(crate) const ALL: Needs = Needs { url: true, authorization: true, private_key: true, token: true, named: true };
+
+    fn or(self, other: Needs) -> Needs {
+        Needs {
+            url: self.url || other.url,
+            authorization: self.authorization || other.authorization,
+            private_key: self.private_key || other.private_key,
+            token: self.token || other.token,
+            named: self.named || other.named,
+        }
+    }
 }
 
 /// What text must hold for [`hits`] to find anything, as written: the
@@ -111,17 +151,47 @@ const EXACT_TRIGGERS: [&str; 3] = ["://", "-----BEGIN ", "eyJ"];
 /// other mix of cases (`tOkEn`) is the pre-check's one blind spot.
 const WORD_TRIGGERS: [&str; 10] = ["bearer", "key", "token", "secret", "pass", "auth", "credential", "signature", "sig", "pwd"];
 
-/// Every trigger: a search for any of them is one pass over the text with
-/// a SIMD prefilter (leftmost-first: only whether one is there matters).
-static SHAPE_TRIGGERS: LazyLock<Option<AhoCorasick>> = LazyLock::new(|| {
-    let mut triggers: Vec<String> = EXACT_TRIGGERS.iter().map(|t| t.to_string()).collect();
-    triggers.extend(TOKEN_SHAPES.iter().map(|(prefix, _)| prefix.to_string()));
+/// Every trigger, with the finders it calls for.
+fn triggers() -> Vec<(String, Needs)> {
+    let none = Needs::default();
+    let exact = |trigger: &str| match trigger {
+        "://" => Needs { url: true, ..none },
+        "-----BEGIN " => Needs { private_key: true, ..none },
+        _ => Needs { token: true, ..none },
+    };
+    let mut triggers: Vec<(String, Needs)> = EXACT_TRIGGERS.iter().map(|trigger| (trigger.to_string(), exact(trigger))).collect();
+    triggers.extend(TOKEN_SHAPES.iter().map(|(prefix, _)| (prefix.to_string(), Needs { token: true, ..none })));
     for word in WORD_TRIGGERS {
+        let needs = match word {
+            "bearer" => Needs { authorization: true, ..none },
+            "auth" => Needs { authorization: true, named: true, ..none },
+            _ => Needs { named: true, ..none },
+        };
         let capitalized = word[..1].to_ascii_uppercase() + &word[1..];
-        triggers.extend([word.to_string(), word.to_ascii_uppercase(), capitalized]);
+        triggers.extend([word.to_string(), word.to_ascii_uppercase(), capitalized].map(|variant| (variant, needs)));
     }
+    triggers
+}
+
+/// Whether a text holds any trigger: one pass over it with a SIMD
+/// prefilter (leftmost-first: only whether one is there matters).
+static SHAPE_TRIGGERS: LazyLock<Option<AhoCorasick>> = LazyLock::new(|| {
+    let triggers = triggers().into_iter().map(|(trigger, _)| trigger);
     AhoCorasick::builder().match_kind(aho_corasick::MatchKind::LeftmostFirst).build(triggers).ok()
 });
+
+/// Which triggers a text holds, overlapping ones too (run only on a text
+/// [`might_hold`] did not clear), and the finders each calls for.
+static CLASSIFY: LazyLock<Option<(AhoCorasick, Vec<Needs>)>> = LazyLock::new(|| {
+    let (words, needs): (Vec<String>, Vec<Needs>) = triggers().into_iter().unzip();
+    AhoCorasick::new(words).ok().map(|automaton| (automaton, needs))
+});
+
+/// The finders `text` needs: those of every trigger in it.
+pub(crate) fn needs(text: &str) -> Needs {
+    let Some((automaton, needs)) = CLASSIFY.as_ref() else { return Needs::ALL };
+    automaton.find_overlapping_iter(text).fold(Needs::default(), |all, found| all.or(needs[found.pattern().as_usize()]))
+}
 
 /// False only when [`hits`] surely finds nothing in `text`: one pass over
 /// it, no allocation.
