@@ -80,7 +80,7 @@ mod oauth;
 mod otel;
 pub mod redact;
 pub mod sandbox;
-pub mod scan;
+mod scan;
 mod secrets;
 mod serve;
 pub mod serve_auth;
