@@ -1,7 +1,7 @@
 //! Secrets in transit (issue 34), on real server processes: `leaky`
 //! returns a PEM private key and the token configured for another server
-//! (`vault`); a scripted model calls it through `mcpvisor agent`, a client
-//! through `mcpvisor serve`, and neither the key nor the token reaches
+//! (`vault`); a scripted model calls it through `mcpvisor agent` and
+//! `mcpvisor acp`, a client through `mcpvisor serve`, and neither the key nor the token reaches
 //! them, while the audit line counts both by kind. A server set to block
 //! secrets in arguments never receives a call that carries one (its own
 //! log of calls says so); `allow` lets both ways through.
@@ -106,4 +106,30 @@ async fn allow_lets_secrets_through_both_ways() {
     let requests = agent_with(&sandbox, model_tool_call("c2", "mcp__leaky__read", json!({}))).await;
     let seen = tool_result(&requests[1], "c2");
     assert!(seen.contains(KEY_LINE) && seen.contains(TOKEN), "{seen}");
+}
+
+/// The same through `mcpvisor acp`: an editor's session runs the model's
+/// call, and the model's next request holds neither the key nor the token.
+#[tokio::test]
+async fn acp_keeps_them_from_the_model_too() {
+    use crate::acp_support::{initialize, no_requests, selected, Client};
+    let sandbox = Sandbox::new();
+    configure(&sandbox, None);
+    let model = crate::model_server::ModelServer::start([model_tool_call("c1", "mcp__leaky__read", json!({})), model_says("Done.")]).await;
+    let mut client = Client::start(with_model(&sandbox, &["acp"], &model));
+    let id = client.request("initialize", initialize(false, false)).await;
+    client.response(id, &mut no_requests).await;
+    let id = client.request("session/new", json!({"cwd": sandbox.project, "mcpServers": []})).await;
+    let opened = client.response(id, &mut no_requests).await;
+    let session = opened["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{opened}")).to_string();
+    let prompt = json!({"sessionId": session, "prompt": [{"type": "text", "text": "read my notes"}]});
+    let id = client.request("session/prompt", prompt).await;
+    let answer = client.response(id, &mut |_, _| selected("allow_once")).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "two turns of the model");
+    assert!(tool_result(&requests[1], "c1").contains("end of notes"), "the result reached the model");
+    let sent = requests[1].body.to_string();
+    assert!(!sent.contains(KEY_LINE) && !sent.contains(TOKEN), "{sent}");
+    assert!(client.close().await.success());
 }
