@@ -1,8 +1,9 @@
 //! Secrets in transit (issue 34), on real server processes: `leaky`
 //! returns a PEM private key and the token configured for another server
 //! (`vault`); a scripted model calls it through `mcpvisor agent` and
-//! `mcpvisor acp`, a client through `mcpvisor serve`, and neither the key nor the token reaches
-//! them, while the audit line counts both by kind. A server set to block
+//! `mcpvisor acp`, a client through `mcpvisor serve`, and neither the key
+//! nor the token reaches them, while the audit line counts both by kind.
+//! A server set to block
 //! secrets in arguments never receives a call that carries one (its own
 //! log of calls says so); `allow` lets both ways through.
 
