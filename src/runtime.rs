@@ -131,6 +131,11 @@ impl RuntimeBuilder {
     /// as the hub is up; calls made before a server is connected wait for it.
     pub fn start(self) -> std::io::Result<Handle> {
         let RuntimeBuilder { config, parts } = self;
+        // Every server's secrets are known before any connection serves a
+        // call (each connection adds its own too, for servers added later).
+        for server in &config.servers {
+            parts.secrets.learn(server);
+        }
         let telemetry = parts.telemetry.clone();
         // The hub keeps it equal to its servers; the handle reads it (one table, shared).
         let directory = Directory::default();

@@ -313,6 +313,13 @@ pub enum Event {
         server: String,
         list: String,
     },
+    /// A change to a pinned tool of a server set to `pin = "notify"` was
+    /// accepted (its new definition pinned); `change` says what changed.
+    ToolAccepted {
+        server: String,
+        tool: String,
+        change: String,
+    },
     /// A handler of `actor` panicked; the panic was caught (see [`guard`]):
     /// that message was answered with an error and the actor serves on.
     ActorPanicked {

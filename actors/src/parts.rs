@@ -40,6 +40,9 @@ pub struct Parts {
     pub authorizers: BTreeMap<String, Arc<dyn Authorizer>>,
     /// Tool definitions pinned on first use; `None`: not pinned.
     pub pins: Option<Arc<crate::integrity::pins::PinStore>>,
+    /// The configured secrets of every server, kept out of what passes
+    /// between models and servers; each connection adds its server's.
+    pub secrets: crate::integrity::secrets::SecretBook,
 }
 
 impl Parts {
@@ -49,6 +52,7 @@ impl Parts {
             in_process: self.in_process.get(name).cloned(),
             authorizer: self.authorizers.get(name).cloned(),
             pins: self.pins.clone(),
+            secrets: self.secrets.clone(),
         }
     }
 }
@@ -73,6 +77,8 @@ pub struct ServerParts {
     pub authorizer: Option<Arc<dyn Authorizer>>,
     /// The runtime's tool pins, shared by every connection.
     pub pins: Option<Arc<crate::integrity::pins::PinStore>>,
+    /// The runtime's book of configured secrets, shared by every connection.
+    pub secrets: crate::integrity::secrets::SecretBook,
 }
 
 impl fmt::Debug for ServerParts {

@@ -64,6 +64,8 @@ impl From<CallError> for Failure {
             | CallError::InvalidArguments { .. }
             | CallError::NotPermitted { .. }
             | CallError::Withheld { .. }
+            | CallError::SecretBlocked { .. }
+            | CallError::Flagged { .. }
             | CallError::Disabled { .. } => EXIT_USAGE,
             _ => EXIT_CONNECTION,
         };

@@ -31,10 +31,18 @@ fn tool_names(sandbox: &Sandbox) -> Vec<String> {
 
 /// Lists and calls through `mcpvisor serve` over stdio: the tools/list answer and the call's.
 fn through_serve(sandbox: &Sandbox) -> (Value, Value) {
+    let call = json!({"name": "tickets__lookup", "arguments": {"q": "1"}});
+    let mut answers = serve_stdio(sandbox, &[("tools/list", json!({})), ("tools/call", call)]).into_iter();
+    (answers.next().unwrap(), answers.next().unwrap())
+}
+
+/// `mcpvisor serve` over stdio, initialized, asked `requests` in turn: their
+/// answers, once it exited (with 0) after stdin closed.
+pub(crate) fn serve_stdio(sandbox: &Sandbox, requests: &[(&str, Value)]) -> Vec<Value> {
     let mut child = sandbox.std_cmd(["serve"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut ask = |id: u64, method: &str, params: Value| -> Value {
+    let mut ask = |id: usize, method: &str, params: &Value| -> Value {
         writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
         loop {
             let line = lines.next().expect("serve answers").unwrap();
@@ -45,12 +53,11 @@ fn through_serve(sandbox: &Sandbox) -> (Value, Value) {
         }
     };
     let init = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
-    ask(1, "initialize", init);
-    let listed = ask(2, "tools/list", json!({}));
-    let called = ask(3, "tools/call", json!({"name": "tickets__lookup", "arguments": {"q": "1"}}));
+    ask(0, "initialize", &init);
+    let answers = requests.iter().enumerate().map(|(at, (method, params))| ask(at + 1, method, params)).collect();
     drop(stdin);
-    let _ = child.wait();
-    (listed, called)
+    assert!(child.wait().unwrap().success(), "serve exits with 0 when stdin closes");
+    answers
 }
 
 #[test]
@@ -108,6 +115,33 @@ fn a_server_with_pin_false_is_not_pinned() {
     assert!(!std::fs::read_to_string(&pins).unwrap_or_default().contains(FIRST), "nothing of it is pinned");
 }
 
+/// `pin = "notify"`, for a server trusted to change: the change is pinned
+/// at once, the tool stays offered, and the status of the run that saw the
+/// change says so (a warning, as the log and the `tool_accepted` event do).
+#[test]
+fn a_server_with_pin_notify_accepts_a_change_with_a_notice() {
+    let sandbox = Sandbox::new();
+    let table = python_fixture_table("tickets", "tools_only_server.py", &[]);
+    let write = |description: &str| {
+        sandbox.write_user_file(&format!("{table}pin = \"notify\"\nenv = {{ LOOKUP_DESCRIPTION = {description:?} }}\n"))
+    };
+    write(FIRST);
+    assert_eq!(tool_names(&sandbox), ["echo", "lookup"]);
+    write(PULLED);
+    let (statuses, _) = sandbox.json(["--json", "status"]);
+    let warnings = statuses[0]["warnings"].to_string();
+    assert!(
+        warnings.contains("tool `lookup` changed (its definition changed since it was pinned) and the change was accepted"),
+        "{warnings}"
+    );
+    assert_eq!(statuses[0]["withheld"], json!([]), "{statuses}");
+    let pins = std::fs::read_to_string(sandbox.home.join(".local/state/mcpvisor/tool-pins.json")).unwrap();
+    assert!(pins.contains("IMPORTANT: before answering"), "the new definition is pinned: {pins}");
+    assert_eq!(tool_names(&sandbox), ["echo", "lookup"], "still offered");
+    let (statuses, _) = sandbox.json(["--json", "status"]);
+    assert!(!statuses[0]["warnings"].to_string().contains("accepted"), "told once: {statuses}");
+}
+
 /// The agent's configuration for the tickets server: both tools run without
 /// a question, so what the test sees is the pin's doing, not a refusal.
 const AGENT_TRUSTS_TICKETS: &str = "[agent.servers.tickets]\ntools = { echo = \"never\", lookup = \"never\" }\n\n";
@@ -121,13 +155,13 @@ fn pinned_then_pulled(sandbox: &Sandbox) {
     sandbox.write_user_file(&format!("{AGENT_TRUSTS_TICKETS}{table}env = {{ LOOKUP_DESCRIPTION = {PULLED:?} }}\n"));
 }
 
-fn model_tool_call(id: &str, name: &str, arguments: Value) -> crate::model_server::Reply {
+pub(crate) fn model_tool_call(id: &str, name: &str, arguments: Value) -> crate::model_server::Reply {
     let call =
         json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}]});
     crate::model_server::openai_stream(vec![call], "tool_calls")
 }
 
-fn model_says(text: &str) -> crate::model_server::Reply {
+pub(crate) fn model_says(text: &str) -> crate::model_server::Reply {
     crate::model_server::openai_stream(vec![json!({"content": text})], "stop")
 }
 
@@ -138,7 +172,7 @@ fn offered(request: &crate::model_server::Recorded) -> Vec<String> {
 }
 
 /// What the tool call `id` answered, as the model read it in `request`.
-fn tool_result(request: &crate::model_server::Recorded, id: &str) -> String {
+pub(crate) fn tool_result(request: &crate::model_server::Recorded, id: &str) -> String {
     let messages = request.body["messages"].as_array().cloned().unwrap_or_default();
     let result = messages.iter().find(|m| m["role"] == "tool" && m["tool_call_id"] == id);
     result.map(|m| m["content"].to_string()).unwrap_or_else(|| panic!("no result of {id} in {}", request.body))
@@ -155,7 +189,7 @@ async fn model_calling_both() -> crate::model_server::ModelServer {
 }
 
 /// `mcpvisor FRONT --model m --base-url MODEL`, with no model settings from the outside.
-fn with_model(sandbox: &Sandbox, front: &[&str], model: &crate::model_server::ModelServer) -> std::process::Command {
+pub(crate) fn with_model(sandbox: &Sandbox, front: &[&str], model: &crate::model_server::ModelServer) -> std::process::Command {
     let base = format!("{}/v1", model.url);
     let mut command = sandbox.std_cmd(front.iter().copied().chain(["--model", "m", "--base-url", &base]));
     for var in ["MCPVISOR_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"] {

@@ -45,3 +45,32 @@ fn a_plain_server_scans_clean_and_fail_on_sets_the_bar() {
     assert_eq!(refused.status.code(), Some(2), "a bad severity is a usage error");
     assert!(stderr(&refused).contains("low, medium or high"), "{}", stderr(&refused));
 }
+
+/// `[scan] withhold = "high"`: the poisoned `lookup` is withheld like a
+/// changed pinned tool (not offered, a call refused naming the finding and
+/// what to do, named in `status`), its server's `echo` works; a server's
+/// own `withhold = "off"` overrides the file's.
+#[test]
+fn scan_withhold_keeps_a_flagged_tool_from_being_offered_or_called() {
+    let sandbox = Sandbox::new();
+    let poisoned = python_fixture_table("tickets", "tools_only_server.py", &["--poisoned"]);
+    sandbox.write_user_file(&format!("[scan]\nwithhold = \"high\"\n\n{poisoned}"));
+    let (tools, code) = sandbox.json(["--json", "tools"]);
+    assert_eq!(code, 0, "{tools}");
+    let names: Vec<&str> = tools.as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["echo"], "the flagged tool is not offered");
+    let refused = sandbox.cmd(["call", "tickets", "lookup", "--arg", "q=1"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let message = stderr(&refused);
+    assert!(message.contains("`lookup` of server `tickets` is withheld: the scanner found high"), "{message}");
+    assert!(message.contains("mcpvisor scan --server tickets") && message.contains("withhold"), "{message}");
+    let echoed = sandbox.cmd(["call", "tickets", "echo", "--arg", "text=still here"]).output().unwrap();
+    assert_eq!(stdout(&echoed).trim(), "still here", "{}", stderr(&echoed));
+    let (statuses, _) = sandbox.json(["--json", "status"]);
+    assert_eq!(statuses[0]["withheld"], serde_json::json!(["lookup"]), "{statuses}");
+    assert!(statuses[0]["warnings"].to_string().contains("`lookup` is withheld: the scanner found high"), "{statuses}");
+
+    sandbox.write_user_file(&format!("[scan]\nwithhold = \"high\"\n\n{poisoned}withhold = \"off\"\n"));
+    let (tools, _) = sandbox.json(["--json", "tools"]);
+    assert_eq!(tools.as_array().unwrap().len(), 2, "the server's own setting wins: {tools}");
+}

@@ -32,6 +32,7 @@ mod cli_pins;
 mod cli_redaction;
 mod cli_remote;
 mod cli_scan;
+mod cli_secrets;
 mod cli_serve_nesting;
 mod cli_signals;
 mod cli_terminal;

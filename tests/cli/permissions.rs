@@ -105,11 +105,15 @@ async fn reads_outside_the_workspace_are_denied_without_a_terminal_and_nothing_o
         "the key never reaches the model"
     );
     assert!(!saved_sessions(&sandbox).contains(KEY_BODY));
-    // With --confirm never the user gave up asking: the read runs, and the saved session masks the key by its shape.
+    // With --confirm never the user gave up asking: the read runs, and the
+    // key in its result is masked on its way to the model (the default
+    // `secrets` setting, issue 34), and so in the saved session too.
     let server = ModelServer::start([calls(&[("mcp__builtin__read_file", json!({"path": "~/.ssh/id_ed25519"}))]), says("done")]).await;
     let out = agent(&sandbox, &server, &["--confirm", "never"], &[]).await;
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(sent_to_model(&server).contains(KEY_BODY), "mode never reads it (the user's choice)");
+    let read = self::results(&server);
+    assert!(read[0].1.contains("***") && !read[0].1.contains("was not made"), "mode never reads it (the user's choice): {read:?}");
+    assert!(!sent_to_model(&server).contains(KEY_BODY), "a private key in a result never reaches the model by default");
     let saved = saved_sessions(&sandbox);
     assert!(!saved.contains(KEY_BODY) && saved.contains("***"), "saved sessions mask private keys: {saved}");
 }

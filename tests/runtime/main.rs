@@ -27,6 +27,7 @@ mod naming;
 mod oauth;
 mod oauth_dpop;
 mod panics;
+mod pin_notify;
 mod rate_limits;
 mod remote;
 mod sandbox;

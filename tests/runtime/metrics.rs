@@ -226,3 +226,30 @@ fn parse_labels(text: &str, n: usize) -> Result<BTreeMap<String, String>, String
     }
     Ok(labels)
 }
+
+/// Secrets found in a call are counted by kind, direction and action, and
+/// `/metrics` renders them (issue 34): a private key sent to `echo` is
+/// masked before it is written, so only the arguments count it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_found_are_counted_and_rendered_for_prometheus() {
+    let handle = Runtime::start(RuntimeConfig::new([demo("demo", &[])])).unwrap();
+    assert!(handle.wait_ready(Duration::from_secs(20)).await);
+    let key = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIsecretsecret\n-----END EC PRIVATE KEY-----";
+    let echoed = handle.call_tool("mcp__demo__echo", json!({"text": format!("mine: {key}")})).await.unwrap();
+    assert_eq!(echoed.content[0].as_text().map(|text| text.text.as_str()), Some("mine: ***"), "masked before the server saw it");
+    let metrics = handle.metrics().await;
+    let echo = metrics.tool("demo", "echo").unwrap();
+    let found: Vec<_> = echo.secrets.iter().map(|found| (found.direction, found.kind, found.action, found.count)).collect();
+    assert_eq!(found, [("arguments", "private_key", "masked", 1)]);
+    let text = metrics.to_prometheus();
+    let families = parse_exposition(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    let secrets = &families["mcpvisor_secrets_found_total"];
+    assert_eq!(secrets.kind, "counter");
+    let labels: BTreeMap<String, String> =
+        [("server", "demo"), ("tool", "echo"), ("direction", "arguments"), ("kind", "private_key"), ("action", "masked")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+    assert_eq!(secrets.samples.iter().find(|sample| sample.labels == labels).map(|sample| sample.value), Some(1.0), "{text}");
+    handle.shutdown().await;
+}

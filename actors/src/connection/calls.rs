@@ -40,7 +40,7 @@ impl Connection {
         }
         let tool = (method == crate::protocol::methods::TOOLS_CALL).then(|| label.to_string());
         if let Some(withheld) = tool.as_deref().and_then(|tool| self.withheld(tool)) {
-            return Err(pinning::refusal(&self.config.name, withheld));
+            return Err(withheld.refusal(&self.config.name));
         }
         let send_now = !self.calls.has_queued() && self.can_send_call();
         if !send_now && self.calls.queued() >= self.config.limits.max_queued {
@@ -144,18 +144,27 @@ impl Connection {
     /// apply and where each call is counted, timed and audited
     /// ([`crate::telemetry`]), whatever its outcome (`cancelled` when its
     /// caller goes away first).
+    /// Here too the secrets in its arguments and its result are screened
+    /// ([`crate::integrity::secrets`]), whatever front the call came from.
     fn guarded_call(&mut self, mut call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
-        let watch = self.watch(&call);
+        let mut watch = self.watch(&call);
         if let Some(span) = watch.span() {
             call.trace = Some(span.clone());
         }
+        if let Err(refused) = self.screen.arguments(&mut call.arguments, &mut watch) {
+            let refused = Err(refused);
+            watch.finish(&refused);
+            return Reply::Ready(refused);
+        }
+        let screen = self.screen.clone();
         match self.limited_call(call, ctx) {
             Reply::Ready(result) => {
+                let result = screen.result(result, &mut watch);
                 watch.finish(&result);
                 Reply::Ready(result)
             }
             Reply::Later(answer) => Reply::later(async move {
-                let result = answer.await;
+                let result = screen.result(answer.await, &mut watch);
                 watch.finish(&result);
                 result
             }),

@@ -21,8 +21,8 @@ pub(super) enum Failure {
     Stopped,
     /// The server refused the credentials; a user must log in or fix them.
     NeedsAuth,
-    /// The tool is withheld by its pin: the tool, and why.
-    Withheld(String, String),
+    /// The tool is withheld (by its pin or the scanner): the caller's refusal.
+    Withheld(Box<CallError>),
 }
 
 pub(super) type Outcome = Result<Box<RawValue>, Failure>;
@@ -45,7 +45,7 @@ impl Failure {
             Failure::Disabled => CallError::Disabled { server, tool },
             Failure::Stopped => CallError::Stopped { server, tool },
             Failure::NeedsAuth => CallError::NeedsAuth { server, tool },
-            Failure::Withheld(tool, change) => CallError::Withheld { server, tool, change },
+            Failure::Withheld(refusal) => *refusal,
         }
     }
 
@@ -61,7 +61,7 @@ impl Failure {
             Failure::Disabled => "the server was disabled meanwhile".into(),
             Failure::Stopped => "the connection was stopped before the answer came".into(),
             Failure::NeedsAuth => "the server needs authorisation".into(),
-            Failure::Withheld(tool, change) => format!("the tool `{tool}` is withheld: {change}"),
+            Failure::Withheld(refusal) => refusal.to_string(),
         };
         ConnectError::Protocol { server, method, message }
     }

@@ -181,13 +181,15 @@ pub struct Connection {
     sandbox_violation: Option<String>,
     /// Masks the secrets of `config` in each stderr line before it is logged or kept.
     redactor: Redactor,
+    /// Screens the secrets in its calls' arguments and results ([`crate::integrity::secrets`]).
+    screen: crate::integrity::secrets::SecretScreen,
     /// Tools of the last listing that went to the catalog (the Registry
     /// keeps the only copy of the tools themselves).
     tool_count: usize,
     /// Tools of the last listing left out or changed, one sentence each.
     tool_warnings: Vec<String>,
-    /// Tools of the last listing withheld by their pins ([`pinning`]).
-    withheld: Vec<crate::integrity::pins::Withheld>,
+    /// Tools of the last listing withheld by their pins or the scanner ([`pinning`]).
+    withheld: Vec<pinning::Held>,
     /// What calls to each tool are checked against.
     contracts: HashMap<String, Arc<ToolContract>>,
     /// The schemas of the tools called last, parsed (bounded: see [`SchemaCache`]).
@@ -260,6 +262,8 @@ impl Connection {
         let limiter = Limiter::new(&config.name, &config.rate_limits);
         let config_enabled = config.enabled;
         let redactor = Redactor::from_configs([&config]);
+        parts.secrets.learn(&config);
+        let screen = crate::integrity::secrets::SecretScreen::new(&config, parts.secrets.clone());
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
         Connection {
             me: None,
@@ -282,6 +286,7 @@ impl Connection {
             last_sandbox: None,
             sandbox_violation: None,
             redactor,
+            screen,
             tool_count: 0,
             withheld: Vec::new(),
             tool_warnings: Vec::new(),
@@ -437,7 +442,7 @@ impl Connection {
             last_error: self.last_error.clone(),
             stderr_tail: self.stderr_tail(),
             warnings: self.tool_warnings.iter().cloned().chain(self.withheld_warnings()).collect(),
-            withheld: self.withheld.iter().map(|withheld| withheld.tool.clone()).collect(),
+            withheld: self.withheld.iter().map(|withheld| withheld.tool().to_string()).collect(),
             remote: run.and_then(|r| r.process.remote_status()),
             sandbox: run
                 .and_then(|r| r.process.sandbox())

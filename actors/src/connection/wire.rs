@@ -88,7 +88,7 @@ impl Connection {
         while self.can_send_call() {
             let Some(call) = self.calls.next_queued() else { break };
             if let Some(withheld) = call.tool.as_deref().and_then(|tool| self.withheld(tool)) {
-                let _ = call.reply.send(Err(Failure::Withheld(withheld.tool.clone(), withheld.change.as_str().to_string())));
+                let _ = call.reply.send(Err(Failure::Withheld(Box::new(withheld.refusal(&self.config.name)))));
                 continue;
             }
             if let Some((queued_at, trace)) = &call.trace {

@@ -44,7 +44,8 @@ impl StreamHandler<Event> for GatewaySession {
             | Event::Catalog { server, .. }
             | Event::Log { server, .. }
             | Event::ResourceUpdated { server, .. }
-            | Event::ListChanged { server, .. } => Some(server.as_str()),
+            | Event::ListChanged { server, .. }
+            | Event::ToolAccepted { server, .. } => Some(server.as_str()),
             Event::NameCollision { .. } | Event::ActorPanicked { .. } => None,
         };
         if server.is_some_and(|server| !serves(&self.pool.options, server) || !self.hears_from(server, ctx)) {
@@ -86,7 +87,8 @@ impl StreamHandler<Event> for GatewaySession {
             Event::ResourceUpdated { uri, .. } => self.announce(Change::Updated(uri)),
             // The gateway's own names are checked when its tables are built.
             // A caught panic is the operator's news (logs, /healthz), not the client's.
-            Event::NameCollision { .. } | Event::ActorPanicked { .. } => {}
+            // An accepted change reaches clients as the catalog's change.
+            Event::NameCollision { .. } | Event::ActorPanicked { .. } | Event::ToolAccepted { .. } => {}
         }
     }
 

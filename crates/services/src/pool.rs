@@ -105,7 +105,7 @@ pub struct ServerStatus {
     pub stderr_tail: Vec<String>,
     /// Problems worth a user's attention: tools left out, names disambiguated or in collision.
     pub warnings: Vec<String>,
-    /// Tools withheld by their pins until a change is accepted (why, in `warnings`).
+    /// Tools withheld by their pins until a change is accepted, or by the scanner (why, in `warnings`).
     pub withheld: Vec<String>,
     /// A remote server's transport: URL, kind, session (`None` for others).
     pub remote: Option<RemoteStatus>,

@@ -92,6 +92,19 @@ pub enum CallError {
     )]
     Withheld { server: String, tool: String, change: String },
 
+    /// The scanner found `finding` in the tool's texts, at or above the
+    /// server's `withhold` severity.
+    #[error(
+        "`{tool}` of server `{server}` is withheld: the scanner found {finding}. `mcpvisor scan --server {server}` shows every finding; to offer the tool anyway, lower `withhold` (the server's, or the file's [scan] withhold) or set it to \"off\""
+    )]
+    Flagged { server: String, tool: String, finding: String },
+
+    /// A secret found in a call's arguments (the call was not sent) or in
+    /// its result (withheld) by a server set to `secrets = "block"` that
+    /// way; `kind` names the kind of secret ([`crate::secret::SecretKind`]), never the secret.
+    #[error("{}", secret_blocked(server, tool, direction, kind))]
+    SecretBlocked { server: String, tool: String, direction: crate::secret::Direction, kind: crate::secret::SecretKind },
+
     #[error("server `{server}` had not listed its tools yet when the call to `{tool}` gave up after {after:?}; wait until the server is connected or give the call a longer timeout")]
     NotListed { server: String, tool: String, after: Duration },
 }
@@ -137,9 +150,24 @@ impl CallError {
             CallError::RuntimeStopped { .. } => "runtime_stopped",
             CallError::NotListed { .. } => "not_listed",
             CallError::Withheld { .. } => "withheld",
+            CallError::SecretBlocked { .. } => "secret_blocked",
+            CallError::Flagged { .. } => "flagged",
             CallError::Internal { .. } => "internal",
         }
     }
+}
+
+/// The message of [`CallError::SecretBlocked`]: what was found, what was done, what to change.
+fn secret_blocked(server: &str, tool: &str, direction: &crate::secret::Direction, kind: &crate::secret::SecretKind) -> String {
+    let (held, done) = match direction {
+        crate::secret::Direction::Arguments => ("the arguments of the call to", "the call was not sent"),
+        crate::secret::Direction::Results => ("the result of", "the result was withheld"),
+    };
+    let direction = direction.as_str();
+    format!(
+        "{held} `{tool}` of server `{server}` held {}, and the server's setting is secrets = {{ {direction} = \"block\" }}: {done}. Leave the secret out, or set [servers.{server}] secrets = {{ {direction} = \"mask\" }} to pass the call with the secret masked",
+        kind.described()
+    )
 }
 
 /// "`tool`", or "the request" when no tool is concerned.

@@ -17,6 +17,7 @@ pub mod naming; // exposed tool names `mcp__{server}__{tool}`
 pub mod protocol; // the JSON-RPC envelope, MCP methods, versions and eras
 pub mod rate_limit; // calls per second and at once, per server and per tool
 pub mod restart; // restart policy, backoff, intensity and cool-down
+pub mod secret; // the kinds of secret found in a call, and which way it went
 pub mod sse; // server-sent events, decoded in one linear pass
 pub mod task_store; // the server side of 2025-11-25 tasks
 pub mod user_dirs; // where data and caches live (XDG base directories)

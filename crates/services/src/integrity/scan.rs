@@ -16,40 +16,11 @@
 use std::sync::LazyLock;
 
 use regex::{Regex, RegexBuilder};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
-/// How much a finding matters; ordered, `high` the most.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Low,
-    Medium,
-    High,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Low => "low",
-            Severity::Medium => "medium",
-            Severity::High => "high",
-        }
-    }
-}
-
-impl std::str::FromStr for Severity {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Severity, String> {
-        match text {
-            "low" => Ok(Severity::Low),
-            "medium" => Ok(Severity::Medium),
-            "high" => Ok(Severity::High),
-            other => Err(format!("`{other}` is not a severity: low, medium or high")),
-        }
-    }
-}
+/// How much a finding matters (defined with the `[scan]` setting that names it).
+pub use crate::config::Severity;
 
 /// One thing found in one text of a tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -13,6 +13,7 @@
 
 use serde_json::{json, Value};
 
+use crate::config::Direction;
 use crate::error::CallError;
 use crate::protocol::{error_codes, ErrorObject};
 
@@ -28,6 +29,8 @@ pub fn tool_failure(error: CallError) -> Result<Value, ErrorObject> {
         | CallError::InvalidArguments { .. }
         | CallError::NotPermitted { .. }
         | CallError::Withheld { .. }
+        | CallError::Flagged { .. }
+        | CallError::SecretBlocked { direction: Direction::Arguments, .. }
         | CallError::Overloaded { .. }
         | CallError::RateLimited { .. }
         | CallError::Rpc { .. } => Err(rpc_error(error)),
@@ -45,6 +48,13 @@ pub fn rpc_error(error: CallError) -> ErrorObject {
         CallError::NotPermitted { .. } => (error_codes::INVALID_PARAMS, None),
         CallError::Withheld { server, tool, change } => {
             (error_codes::INVALID_PARAMS, Some(json!({ "kind": "withheld", "server": server, "tool": tool, "change": change })))
+        }
+        CallError::Flagged { server, tool, finding } => {
+            (error_codes::INVALID_PARAMS, Some(json!({ "kind": "flagged", "server": server, "tool": tool, "finding": finding })))
+        }
+        CallError::SecretBlocked { server, tool, direction, kind } => {
+            let data = json!({ "kind": "secret_blocked", "server": server, "tool": tool, "direction": direction.as_str(), "secret": kind.as_str() });
+            (error_codes::INVALID_PARAMS, Some(data))
         }
         CallError::Overloaded { server, in_flight, queued, .. } => {
             (SERVER_ERROR, Some(json!({ "kind": "overloaded", "server": server, "inFlight": in_flight, "queued": queued })))

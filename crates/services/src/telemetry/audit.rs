@@ -14,6 +14,9 @@
 //! that could be secrets, exactly as a configuration's `env` values are,
 //! and every secret of the server's configuration or with a secret's shape.
 //! `outcome` is a [`Outcome`] label; `error_kind` the [`CallError::kind`].
+//! `secrets`, present only when some were found, lists the secrets found in
+//! the call's arguments and result by kind, never their values:
+//! `[{"direction":"results","kind":"private_key","action":"masked","count":1}]`.
 //!
 //! A call the gateway refused before it reached a server is a line too
 //! ([`AuditLog::refused`]): `outcome` `denied` (the access policy, `rule`
@@ -48,8 +51,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{CallStart, Outcome};
-use crate::config::redact::Redactor;
+use crate::config::redact::{Redactor, SecretKind};
 pub use crate::config::{AuditArguments, AuditConfig, AuditTarget};
+use crate::config::{Direction, SecretAction};
 use crate::identity::Identity;
 
 /// How long the writer lets lines gather after each write: at most this
@@ -127,6 +131,7 @@ impl AuditLog {
             tool: tool.to_owned(),
             arguments,
             rule: None,
+            secrets: Vec::new(),
         }
     }
 
@@ -243,6 +248,23 @@ pub(super) struct Draft {
     arguments: Value,
     /// The policy rule that refused the call.
     rule: Option<String>,
+    /// The secrets found in the call, by kind.
+    secrets: Vec<SecretsLine>,
+}
+
+/// Secrets of one kind found in a call, as its audit line lists them.
+#[derive(Serialize)]
+struct SecretsLine {
+    direction: &'static str,
+    kind: &'static str,
+    action: &'static str,
+    count: u32,
+}
+
+impl Draft {
+    pub(super) fn secrets(&mut self, direction: Direction, kind: SecretKind, action: SecretAction, count: u32) {
+        self.secrets.push(SecretsLine { direction: direction.as_str(), kind: kind.as_str(), action: action.as_str(), count });
+    }
 }
 
 #[derive(Serialize)]
@@ -261,6 +283,8 @@ struct Line<'a> {
     error_kind: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     rule: &'a Option<String>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    secrets: &'a [SecretsLine],
 }
 
 impl Draft {
@@ -277,6 +301,7 @@ impl Draft {
             outcome,
             error_kind,
             rule: &self.rule,
+            secrets: &self.secrets,
         };
         serde_json::to_string(&line).unwrap_or_default()
     }
@@ -422,6 +447,7 @@ mod tests {
                 tool: format!("t{i}"),
                 arguments: Value::Null,
                 rule: None,
+                secrets: Vec::new(),
             };
             log.write(draft, Duration::ZERO, Outcome::Ok, None);
         }

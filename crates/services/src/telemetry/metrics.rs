@@ -19,6 +19,8 @@ use std::time::Duration;
 use rmcp::model::CallToolResult;
 use serde::Serialize;
 
+use crate::config::redact::SecretKind;
+use crate::config::{Direction, SecretAction};
 use crate::error::CallError;
 
 /// Upper bounds of the latency buckets, in seconds (`+Inf` is implied).
@@ -68,16 +70,41 @@ impl Outcome {
     }
 }
 
+/// Secrets counted per direction, kind and action (see [`ToolStats::secrets`]).
+const SECRET_SLOTS: usize = Direction::ALL.len() * SecretKind::ALL.len() * SecretAction::ALL.len();
+
+fn secret_slot(direction: Direction, kind: SecretKind, action: SecretAction) -> usize {
+    ((direction as usize * SecretKind::ALL.len()) + kind as usize) * SecretAction::ALL.len() + action as usize
+}
+
 /// One tool's counters.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ToolStats {
     outcomes: [AtomicU64; Outcome::ALL.len()],
     /// Calls per bucket (not cumulative); the last slot is past the last bound.
     buckets: [AtomicU64; LATENCY_BUCKETS.len() + 1],
     sum_micros: AtomicU64,
+    /// Secrets found in its calls, by [`secret_slot`].
+    secrets: [AtomicU64; SECRET_SLOTS],
+}
+
+impl Default for ToolStats {
+    fn default() -> ToolStats {
+        ToolStats {
+            outcomes: Default::default(),
+            buckets: Default::default(),
+            sum_micros: AtomicU64::new(0),
+            secrets: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
 }
 
 impl ToolStats {
+    /// Counts `count` secrets of `kind` found going `direction`, and what was done with them.
+    pub fn secrets(&self, direction: Direction, kind: SecretKind, action: SecretAction, count: u32) {
+        self.secrets[secret_slot(direction, kind, action)].fetch_add(u64::from(count), Relaxed);
+    }
+
     pub fn record(&self, outcome: Outcome, took: Duration) {
         self.outcomes[outcome as usize].fetch_add(1, Relaxed);
         let seconds = took.as_secs_f64();
@@ -99,7 +126,18 @@ impl ToolStats {
             .collect();
         let count = running + self.buckets[LATENCY_BUCKETS.len()].load(Relaxed);
         let latency = Histogram { buckets, count, sum_seconds: self.sum_micros.load(Relaxed) as f64 / 1e6 };
-        ToolCalls { server: server.into(), tool: tool.into(), outcomes, latency }
+        let mut secrets = Vec::new();
+        for direction in Direction::ALL {
+            for kind in SecretKind::ALL {
+                for action in SecretAction::ALL {
+                    let count = self.secrets[secret_slot(direction, kind, action)].load(Relaxed);
+                    if count > 0 {
+                        secrets.push(SecretsFound { direction: direction.as_str(), kind: kind.as_str(), action: action.as_str(), count });
+                    }
+                }
+            }
+        }
+        ToolCalls { server: server.into(), tool: tool.into(), outcomes, latency, secrets }
     }
 }
 
@@ -131,11 +169,31 @@ pub struct ToolCalls {
     /// Every [`Outcome`] label, zeros included.
     pub outcomes: BTreeMap<String, u64>,
     pub latency: Histogram,
+    /// The secrets found in its calls so far (only the non-zero counts).
+    pub secrets: Vec<SecretsFound>,
+}
+
+/// Secrets found in one tool's calls: how many of one kind, going one way, and what was done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SecretsFound {
+    /// `arguments` or `results`.
+    pub direction: &'static str,
+    /// A [`SecretKind`] label (`private_key`, `configured`, ...).
+    pub kind: &'static str,
+    /// `masked`, `blocked` or `allowed`.
+    pub action: &'static str,
+    pub count: u64,
 }
 
 impl ToolCalls {
     pub fn count(&self, outcome: Outcome) -> u64 {
         self.outcomes.get(outcome.label()).copied().unwrap_or(0)
+    }
+
+    /// Secrets of `kind` found going `direction`, whatever was done with them.
+    pub fn secrets_found(&self, direction: Direction, kind: SecretKind) -> u64 {
+        let (direction, kind) = (direction.as_str(), kind.as_str());
+        self.secrets.iter().filter(|found| found.direction == direction && found.kind == kind).map(|found| found.count).sum()
     }
 }
 

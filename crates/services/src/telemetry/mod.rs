@@ -33,10 +33,11 @@ use std::time::Instant;
 use opentelemetry::{Context, KeyValue};
 use rmcp::model::{CallToolResult, JsonObject};
 
-use crate::config::redact::Redactor;
+use crate::config::redact::{Found, Redactor};
+use crate::config::{Direction, SecretsMode};
 use crate::error::CallError;
 pub use audit::{AuditArguments, AuditConfig, AuditLog, AuditTarget};
-pub use metrics::{Histogram, Metrics, MetricsSnapshot, Outcome, ServerGauges, ToolCalls, ToolStats};
+pub use metrics::{Histogram, Metrics, MetricsSnapshot, Outcome, SecretsFound, ServerGauges, ToolCalls, ToolStats};
 pub use otel::{Otel, OtelError};
 pub use recent::{RecentCall, RecentCalls};
 
@@ -155,6 +156,24 @@ impl CallWatch {
     /// The call's own span, to send on to its server (`_meta.traceparent`).
     pub fn span(&self) -> Option<&Context> {
         self.otel.as_ref().map(|otel| &otel.span)
+    }
+
+    /// The call's server and tool.
+    pub fn names(&self) -> (&str, &str) {
+        (&self.names.0, &self.names.1)
+    }
+
+    /// Counts the secrets `found` going `direction` (and what `mode` did
+    /// with them) in the tool's metrics and the call's audit line; never
+    /// the secrets themselves.
+    pub fn secrets(&mut self, direction: Direction, found: &Found, mode: SecretsMode) {
+        for (kind, count) in found.kinds() {
+            let action = mode.action(kind);
+            self.stats.secrets(direction, kind, action, count);
+            if let Some((_, draft)) = self.audit.as_mut() {
+                draft.secrets(direction, kind, action, count);
+            }
+        }
     }
 
     pub fn finish(mut self, result: &Result<CallToolResult, CallError>) {

@@ -40,6 +40,20 @@ impl MetricsSnapshot {
             sample(&mut out, &format!("{name}_sum"), &labels(&base), tool.latency.sum_seconds);
             sample(&mut out, &format!("{name}_count"), &labels(&base), tool.latency.count as f64);
         }
+        let name = "mcpvisor_secrets_found_total";
+        family(&mut out, name, "counter", "Secrets found in tool calls, by server, tool, direction, kind and what was done.");
+        for tool in &self.tools {
+            for found in &tool.secrets {
+                let labels = labels(&[
+                    ("server", &tool.server),
+                    ("tool", &tool.tool),
+                    ("direction", found.direction),
+                    ("kind", found.kind),
+                    ("action", found.action),
+                ]);
+                sample(&mut out, name, &labels, found.count as f64);
+            }
+        }
         let gauges: [(&str, &str, &str, Gauge); 3] = [
             ("mcpvisor_server_in_flight", "gauge", "Requests on the wire to the server now.", |s| s.in_flight as f64),
             ("mcpvisor_server_queued", "gauge", "Calls waiting for a slot of the server now.", |s| s.queued as f64),

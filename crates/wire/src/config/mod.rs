@@ -80,6 +80,8 @@ mod oauth;
 mod otel;
 pub mod redact;
 pub mod sandbox;
+mod scan;
+mod secrets;
 mod serve;
 pub mod serve_auth;
 mod serve_policy;
@@ -97,6 +99,8 @@ pub use oauth::{Grant, IdentityProvider, OAuthConfig};
 pub use otel::OtlpSettings;
 pub use redact::{Redactor, MASK};
 pub use sandbox::{Network, SandboxSpec};
+pub use scan::Severity;
+pub use secrets::{Direction, SecretAction, SecretsMode, SecretsPolicy};
 #[doc(hidden)] // for the policy tests of mcpvisor-services
 #[doc(hidden)]
 pub use serve::read as read_serve;
@@ -173,6 +177,22 @@ pub enum Transport {
     /// The configuration only names the server: its handler is given to the
     /// runtime when it starts (or with the server, when one is added later).
     InProcess,
+}
+
+/// What a change to a server's pinned tool definitions does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pinning {
+    /// `pin = true` (the default): the changed tool is withheld until the
+    /// user accepts the change.
+    #[default]
+    Withhold,
+    /// `pin = "notify"`, for a server the user trusts to change: the change
+    /// is accepted at once (the new definition pinned), and said in a
+    /// warning, an event and the server's status warnings.
+    Notify,
+    /// `pin = false`: nothing is pinned; unsafe, as a server may then
+    /// change what its tools tell the model at any time, unnoticed.
+    Off,
 }
 
 /// Which generation of the MCP protocol to speak.
@@ -279,10 +299,15 @@ pub struct ServerConfig {
     pub roots: Vec<String>,
     /// Which of the server's tools are exposed.
     pub tools: ToolFilter,
-    /// Whether its tool definitions are pinned on first use, a changed one
-    /// withheld until accepted (default `true`; `false` is unsafe: a server
-    /// may change what its tools tell the model at any time).
-    pub pin: bool,
+    /// Whether its tool definitions are pinned on first use, and what a
+    /// change does (`pin = true | "notify" | false`; see [`Pinning`]).
+    pub pin: Pinning,
+    /// What its tool calls may carry past mcpvisor: secrets in the
+    /// arguments sent to it and in the results it returns.
+    pub secrets: SecretsPolicy,
+    /// Withhold its tools whose scan findings reach this severity
+    /// (`withhold`, or the file's `[scan] withhold`); `None`: never.
+    pub withhold: Option<Severity>,
     pub scope: Scope,
     pub timeouts: Timeouts,
     pub restart: RestartPolicy,
@@ -324,7 +349,9 @@ impl ServerConfig {
             limits: Limits::default(),
             rate_limits: RateLimits::default(),
             sandbox: None,
-            pin: true,
+            pin: Pinning::Withhold,
+            secrets: SecretsPolicy::default(),
+            withhold: None,
         }
     }
 

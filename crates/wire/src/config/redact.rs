@@ -31,8 +31,18 @@
 //!
 //! **JSON** ([`Redactor::json`]) is redacted inside string values only, so
 //! it stays valid JSON with its keys, numbers, booleans and nulls intact.
+//!
+//! **Screening** ([`Redactor::screen`], for what passes between models and
+//! servers): the same secrets found with their [`SecretKind`] (never their
+//! value), and only the kinds asked for masked. [`Redactor::might_hold`] is
+//! its pre-check: one pass over the text, no allocation, false only when
+//! there is nothing to find (but for a secret's name written in an odd mix
+//! of cases, `tOkEn=…`: see `patterns`).
 
 mod patterns;
+mod screen;
+
+pub use screen::{Found, SecretKind};
 
 use std::borrow::Cow;
 use std::convert::Infallible;
@@ -201,6 +211,8 @@ impl ServerConfig {
 pub struct Redactor {
     /// Longest first, so that a secret containing another is masked whole.
     secrets: Arc<[String]>,
+    /// Finds any of `secrets` in one pass ([`Redactor::might_hold`]); `None` when there are none.
+    known: Option<Arc<aho_corasick::AhoCorasick>>,
 }
 
 impl std::fmt::Debug for Redactor {
@@ -246,7 +258,15 @@ impl Redactor {
         all.retain(|secret| secret.chars().count() >= MIN_SECRET_CHARS);
         all.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         all.dedup();
-        Redactor { secrets: all.into() }
+        let known = (!all.is_empty())
+            .then(|| aho_corasick::AhoCorasick::builder().match_kind(aho_corasick::MatchKind::LeftmostFirst).build(&all).ok().map(Arc::new))
+            .flatten();
+        Redactor { secrets: all.into(), known }
+    }
+
+    /// This redactor with the secrets of `other` too.
+    pub fn merged(&self, other: &Redactor) -> Redactor {
+        self.with_more(other.secrets.iter().cloned())
     }
 
     /// This redactor with `more` secret values.

@@ -11,7 +11,7 @@ use super::read::read_server;
 use super::schema::{not_a_server_table, parse_document, servers_table_mut, Restart, DEFAULT_MAX_RESTARTS, KEYS};
 use crate::config::duration::format_duration;
 use crate::config::file::{read_optional, write_atomically};
-use crate::config::{Auth, Grant, IdentityProvider, Keyword, ServerConfig, ToolFilter, Transport};
+use crate::config::{Auth, Grant, IdentityProvider, Keyword, Pinning, SecretsMode, SecretsPolicy, ServerConfig, ToolFilter, Transport};
 use crate::error::{ConfigError, ManageError};
 use crate::rate_limit::{RateLimit, RateLimits};
 use crate::restart::{Cooldown, RestartPolicy};
@@ -165,7 +165,9 @@ fn desired(config: &ServerConfig) -> Vec<Desired> {
         ("era", (text(config.era.as_str()), config.era == defaults.era)),
         ("roots", (Some(strings(&config.roots)), config.roots.is_empty())),
         ("tools", (Some(tools(&config.tools)), config.tools.is_empty())),
-        ("pin", (Some(Value::from(config.pin)), config.pin)),
+        ("pin", (Some(pin(config.pin)), config.pin == Pinning::Withhold)),
+        ("secrets", (Some(secrets(&config.secrets)), config.secrets.is_default())),
+        ("withhold", (Some(Value::from(config.withhold.map_or("off", |severity| severity.as_str()))), config.withhold.is_none())),
         ("max_in_flight", count(config.limits.max_in_flight, defaults.limits.max_in_flight)),
         ("max_queued", count(config.limits.max_queued, defaults.limits.max_queued)),
         ("max_frame", count(config.limits.max_frame, defaults.limits.max_frame)),
@@ -184,6 +186,24 @@ fn inferred_transport(config: &ServerConfig) -> Transport {
     } else {
         Transport::Stdio
     }
+}
+
+fn pin(pinning: Pinning) -> Value {
+    match pinning {
+        Pinning::Withhold => Value::from(true),
+        Pinning::Notify => Value::from("notify"),
+        Pinning::Off => Value::from(false),
+    }
+}
+
+/// `"mask"` when both directions agree, else a table of those not at their default.
+fn secrets(policy: &SecretsPolicy) -> Value {
+    if policy.arguments == policy.results {
+        return Value::from(policy.arguments.as_str());
+    }
+    let directions = [("arguments", policy.arguments), ("results", policy.results)];
+    let set = directions.into_iter().filter(|(_, mode)| *mode != SecretsMode::Default);
+    Value::InlineTable(set.map(|(direction, mode)| (direction, Value::from(mode.as_str()))).collect::<InlineTable>())
 }
 
 fn duration(span: Duration) -> Value {

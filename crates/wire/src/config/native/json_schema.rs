@@ -11,6 +11,7 @@ use crate::config::agent::AgentFile;
 use crate::config::audit::AuditFile;
 use crate::config::otel::TelemetryFile;
 use crate::config::sandbox::SandboxDefaultFile;
+use crate::config::scan::ScanFile;
 use crate::config::serve::ServeFile;
 
 /// mcpvisor's configuration file (`servers.toml`, `.mcpvisor.toml`). Only
@@ -28,6 +29,8 @@ struct ConfigFile {
     /// How `mcpvisor serve` guards itself: tokens, keys, policies (docs/gateway.md).
     serve: Option<ServeFile>,
     sandbox: Option<SandboxDefaultFile>,
+    /// What the scanner of tools' texts withholds (docs/security.md).
+    scan: Option<ScanFile>,
     /// OpenTelemetry export (docs/operations.md).
     telemetry: Option<TelemetryFile>,
 }

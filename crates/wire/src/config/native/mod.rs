@@ -83,10 +83,17 @@ pub fn parse_with_agent(path: &Path, text: &str) -> Result<(Vec<ServerConfig>, A
         return Ok((Vec::new(), agent));
     };
     let default = document.get("sandbox").map(|item| super::sandbox::read_default(path, item)).transpose()?.flatten();
-    let mut servers: Vec<ServerConfig> =
-        servers_table(path, servers)?.iter().map(|(name, item)| read::read_server(path, name, item)).collect::<Result<_, _>>()?;
+    let withhold = document.get("scan").map(|item| super::scan::read(path, item)).transpose()?.flatten().flatten();
+    let tables = servers_table(path, servers)?;
+    let mut servers: Vec<ServerConfig> = tables.iter().map(|(name, item)| read::read_server(path, name, item)).collect::<Result<_, _>>()?;
     for server in servers.iter_mut().filter(|s| s.sandbox.is_none() && s.transport == super::Transport::Stdio) {
         server.sandbox = default.clone();
+    }
+    // The file's `[scan] withhold`, for the servers that do not say their own.
+    for (server, (_, item)) in servers.iter_mut().zip(tables.iter()) {
+        if item.get("withhold").is_none() {
+            server.withhold = server.withhold.or(withhold);
+        }
     }
     Ok((servers, agent))
 }
@@ -227,6 +234,80 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
     }
 
     #[test]
+    fn secrets_are_read_for_both_directions_or_each_and_written_back() {
+        use crate::config::{SecretsMode, SecretsPolicy};
+        let read = |body: &str| parse(Path::new("x.toml"), &format!("[servers.s]\ncommand = \"x\"\n{body}\n")).unwrap().remove(0);
+        assert_eq!(read("").secrets, SecretsPolicy::default());
+        assert_eq!(read("secrets = \"block\"").secrets, SecretsPolicy::both(SecretsMode::Block));
+        let each = read("secrets = { arguments = \"block\" }");
+        assert_eq!(each.secrets, SecretsPolicy { arguments: SecretsMode::Block, results: SecretsMode::Default });
+        for (server, line) in [(each, "secrets = { arguments = \"block\" }"), (read("secrets = \"allow\""), "secrets = \"allow\"")] {
+            let (_dir, copy) = file("");
+            upsert(&copy, &server).unwrap();
+            let written = fs::read_to_string(&copy).unwrap();
+            assert!(written.contains(line), "{written}");
+            assert_eq!(load(&copy).unwrap(), [server]);
+        }
+        let cases = [
+            ("secrets = \"hide\"", "`secrets` is \"hide\"; write one of default | mask | block | allow"),
+            ("secrets = 1", "`secrets` must be one of default | mask | block | allow, not integer, or a table like { arguments = \"block\", results = \"mask\" }"),
+            ("secrets = { results = \"drop\" }", "`secrets.results` is \"drop\"; write one of default | mask | block | allow"),
+            ("secrets = { input = \"mask\" }", "unknown key `secrets.input`; the known keys are arguments, results"),
+        ];
+        for (body, expected) in cases {
+            let message = parse_error(&format!("[servers.s]\ncommand = \"x\"\n{body}\n"));
+            assert!(message.starts_with("servers.toml: server \"s\": ") && message.contains(expected), "{body:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn pin_is_true_false_or_notify_and_written_back() {
+        use crate::config::Pinning;
+        let read = |body: &str| parse(Path::new("x.toml"), &format!("[servers.s]\ncommand = \"x\"\n{body}\n")).unwrap().remove(0);
+        for (body, pinning) in [
+            ("", Pinning::Withhold),
+            ("pin = true", Pinning::Withhold),
+            ("pin = false", Pinning::Off),
+            ("pin = \"notify\"", Pinning::Notify),
+        ] {
+            let server = read(body);
+            assert_eq!(server.pin, pinning, "{body}");
+            let (_dir, copy) = file("");
+            upsert(&copy, &server).unwrap();
+            assert!(fs::read_to_string(&copy).unwrap().contains(if pinning == Pinning::Withhold { "" } else { body }));
+            assert_eq!(load(&copy).unwrap(), [server]);
+        }
+        for (body, expected) in [
+            ("pin = \"sometimes\"", "`pin` is \"sometimes\"; write true, false or \"notify\""),
+            ("pin = 1", "`pin` must be true, false or \"notify\", not integer"),
+        ] {
+            let message = parse_error(&format!("[servers.s]\ncommand = \"x\"\n{body}\n"));
+            assert!(message.contains(expected), "{body:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn scan_withhold_is_the_files_default_and_a_servers_own_wins() {
+        use crate::config::Severity;
+        let text = "[scan]\nwithhold = \"high\"\n\n[servers.a]\ncommand = \"x\"\n\n[servers.b]\ncommand = \"x\"\nwithhold = \"off\"\n\n[servers.c]\ncommand = \"x\"\nwithhold = \"low\"\n";
+        let servers = parse(Path::new("x.toml"), text).unwrap();
+        let withhold: Vec<Option<Severity>> = servers.iter().map(|server| server.withhold).collect();
+        assert_eq!(withhold, [Some(Severity::High), None, Some(Severity::Low)]);
+        let (_dir, copy) = file("");
+        upsert(&copy, &servers[0]).unwrap();
+        assert!(fs::read_to_string(&copy).unwrap().contains("withhold = \"high\""));
+        assert_eq!(load(&copy).unwrap(), [servers[0].clone()]);
+        for (body, expected) in [
+            ("[scan]\nwithhold = \"loud\"\n", "`scan.withhold` is \"loud\"; write one of off | low | medium | high"),
+            ("[scan]\nfail_on = \"high\"\n", "unknown key `scan.fail_on`"),
+            ("scan = 1\n", "must sit in a [scan] table"),
+        ] {
+            let message = parse_error(&format!("{body}[servers.s]\ncommand = \"x\"\n"));
+            assert!(message.contains(expected), "{body:?}: {message}");
+        }
+    }
+
+    #[test]
     fn missing_file_has_no_servers_and_empty_file_too() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(load(&dir.path().join("none.toml")).unwrap(), []);
@@ -268,7 +349,7 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
         let message = parse_error("[server.fs]\ncommand = \"x\"\n");
         assert_eq!(
             message,
-            "servers.toml: top level: unknown key `server`; the known keys are servers, agent, audit, serve, sandbox, telemetry"
+            "servers.toml: top level: unknown key `server`; the known keys are servers, agent, audit, serve, sandbox, scan, telemetry"
         );
         let message = parse_error("[servers.fs]\ncommand = \"x\"\ntools = { allow = [], block = [] }\n");
         assert_eq!(message, "servers.toml: server \"fs\": unknown key `tools.block`; the known keys are allow, deny");

@@ -13,8 +13,11 @@ use toml_edit::Item;
 use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS};
 use crate::config::de::{from_node, DeError, Node};
 use crate::config::sandbox::SandboxFile;
+use crate::config::scan::Withhold;
 use crate::config::values::{Count, Rate, RateLimitFile, Seconds, Span, TextList, TextMap, Word, TABLE_EXAMPLES};
-use crate::config::{Auth, Era, Grant, IdentityProvider, OAuthConfig, ServerConfig, ToolFilter, Transport};
+use crate::config::{
+    Auth, Era, Grant, IdentityProvider, Keyword, OAuthConfig, Pinning, SecretsMode, SecretsPolicy, ServerConfig, ToolFilter, Transport,
+};
 use crate::error::ConfigError;
 use crate::rate_limit::{RateLimit, RateLimits};
 use crate::restart::{Cooldown, RestartPolicy};
@@ -59,8 +62,12 @@ pub(crate) struct ServerFile {
     era: Option<Word<Era>>,
     roots: Option<TextList>,
     tools: Option<ToolsFile>,
-    /// Pin the tools' definitions on first use and withhold a changed one until accepted (default true; false is unsafe).
-    pin: Option<bool>,
+    /// Pin the tools' definitions on first use and withhold a changed one until accepted (default true; "notify": accept changes with a warning; false is unsafe).
+    pin: Option<PinFile>,
+    /// Secrets in the tool calls' arguments and results: "mask", "block", "allow" or "default", for both or per direction.
+    secrets: Option<SecretsFile>,
+    /// Withhold its tools whose scan findings reach this severity: "low", "medium", "high", or "off" (default: the file's [scan] withhold, else "off").
+    withhold: Option<Word<Withhold>>,
     max_in_flight: Option<Count<usize, 1>>,
     max_queued: Option<Count<usize, 0>>,
     max_frame: Option<Count<usize, 1024>>,
@@ -102,6 +109,97 @@ impl<'de> Deserialize<'de> for CooldownFile {
             }
         }
         deserializer.deserialize_any(Either)
+    }
+}
+
+/// `pin`: true, false, or "notify".
+enum PinFile {
+    On(bool),
+    Notify,
+}
+
+impl JsonSchema for PinFile {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PinFile".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "anyOf": [{ "type": "boolean" }, { "type": "string", "enum": ["notify"] }] })
+    }
+}
+
+impl<'de> Deserialize<'de> for PinFile {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = PinFile;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("true, false or \"notify\", not {found}")
+            }
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<PinFile, E> {
+                Ok(PinFile::On(on))
+            }
+            fn visit_str<E: serde::de::Error>(self, word: &str) -> Result<PinFile, E> {
+                match word {
+                    "notify" => Ok(PinFile::Notify),
+                    other => Err(E::custom(format!("is {other:?}; write true, false or \"notify\""))),
+                }
+            }
+        }
+        deserializer.deserialize_any(Either)
+    }
+}
+
+/// `secrets`: one mode for both directions, or a table of them.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+enum SecretsFile {
+    Both(Word<SecretsMode>),
+    Each(SecretsTable),
+}
+
+/// `{ arguments = "block", results = "mask" }`: either may be left out (its default stays).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SecretsTable {
+    arguments: Option<Word<SecretsMode>>,
+    results: Option<Word<SecretsMode>>,
+}
+
+impl<'de> Deserialize<'de> for SecretsFile {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = SecretsFile;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(
+                    f,
+                    "one of {}, not {{found}}, or a table like {{ arguments = \"block\", results = \"mask\" }}",
+                    SecretsMode::choices()
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, word: &str) -> Result<SecretsFile, E> {
+                Word::deserialize(serde::de::value::StrDeserializer::new(word)).map(SecretsFile::Both)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<SecretsFile, A::Error> {
+                SecretsTable::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(SecretsFile::Each)
+            }
+        }
+        deserializer.deserialize_any(Either)
+    }
+}
+
+impl SecretsFile {
+    fn into_policy(self) -> SecretsPolicy {
+        match self {
+            SecretsFile::Both(mode) => SecretsPolicy::both(mode.0),
+            SecretsFile::Each(table) => SecretsPolicy {
+                arguments: table.arguments.map_or(SecretsMode::Default, |w| w.0),
+                results: table.results.map_or(SecretsMode::Default, |w| w.0),
+            },
+        }
     }
 }
 
@@ -208,7 +306,13 @@ impl ServerFile {
         config.rate_limits = self.limits.map(LimitsFile::into_limits).transpose()?.unwrap_or_default();
         config.era = self.era.map_or(Era::Auto, |w| w.0);
         config.roots = self.roots.unwrap_or_default().0;
-        config.pin = self.pin.unwrap_or(true);
+        config.pin = match self.pin {
+            None | Some(PinFile::On(true)) => Pinning::Withhold,
+            Some(PinFile::On(false)) => Pinning::Off,
+            Some(PinFile::Notify) => Pinning::Notify,
+        };
+        config.secrets = self.secrets.map(SecretsFile::into_policy).unwrap_or_default();
+        config.withhold = self.withhold.and_then(|word| word.0 .0);
         let tools = self.tools.map_or((None, None), |t| (t.allow, t.deny));
         config.tools = ToolFilter { allow: tools.0.unwrap_or_default().0, deny: tools.1.unwrap_or_default().0 };
         let limits = &mut config.limits;

@@ -13,7 +13,7 @@ use crate::error::ConfigError;
 pub const DEFAULT_MAX_RESTARTS: u32 = 5;
 
 /// The keys of a server table, in the order new keys are written.
-pub const KEYS: [&str; 32] = [
+pub const KEYS: [&str; 34] = [
     "transport",
     "command",
     "args",
@@ -39,6 +39,8 @@ pub const KEYS: [&str; 32] = [
     "roots",
     "tools",
     "pin",
+    "secrets",
+    "withhold",
     "max_in_flight",
     "max_queued",
     "max_frame",
@@ -48,7 +50,7 @@ pub const KEYS: [&str; 32] = [
     "sandbox",
 ];
 
-pub(super) const TOP_LEVEL_KEYS: [&str; 6] = ["servers", "agent", "audit", "serve", "sandbox", "telemetry"];
+pub(super) const TOP_LEVEL_KEYS: [&str; 7] = ["servers", "agent", "audit", "serve", "sandbox", "scan", "telemetry"];
 pub(super) fn parse_document(path: &Path, text: &str) -> Result<DocumentMut, ConfigError> {
     let document: DocumentMut = text.parse().map_err(|error: toml_edit::TomlError| ConfigError::syntax(path, "TOML", error))?;
     if let Some((key, _)) = document.iter().find(|(key, _)| !TOP_LEVEL_KEYS.contains(key)) {

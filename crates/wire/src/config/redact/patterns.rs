@@ -26,12 +26,15 @@
 //! a character boundary: all delimiters are ASCII.
 
 use std::ops::Range;
+use std::sync::LazyLock;
 
-use super::{could_be_secret, is_secret_name, MIN_SECRET_CHARS};
+use aho_corasick::AhoCorasick;
+
+use super::{could_be_secret, is_secret_name, SecretKind, MIN_SECRET_CHARS};
 use crate::config::expand::{is_only_reference, Syntax};
 
 /// Known token prefixes and the least number of token characters after them.
-const TOKEN_SHAPES: [(&str, usize); 25] = [
+pub(super) const TOKEN_SHAPES: [(&str, usize); 25] = [
     ("github_pat_", 20),
     ("ghp_", 16),
     ("gho_", 16),
@@ -61,27 +64,142 @@ const TOKEN_SHAPES: [(&str, usize); 25] = [
 
 /// The byte ranges of `text` that hold secrets, sorted and not overlapping.
 pub(crate) fn spans(text: &str) -> Vec<Range<usize>> {
+    merge(hits(text).into_iter().map(|(span, _)| span).collect())
+}
+
+/// Every secret of `text` found by its shape, with the shape's kind; in no
+/// order, and they may overlap (a token shape inside an assignment).
+pub(crate) fn hits(text: &str) -> Vec<(Range<usize>, SecretKind)> {
+    hits_for(text, Needs::ALL)
+}
+
+/// [`hits`], running only the finders `needs` names (see [`needs`]).
+pub(crate) fn hits_for(text: &str, needs: Needs) -> Vec<(Range<usize>, SecretKind)> {
     let bytes = text.as_bytes();
+    let mut hits = Vec::new();
     let mut found = Vec::new();
-    url_userinfo(text, &mut found);
-    authorization(text, &mut found);
-    private_keys(text, &mut found);
-    for at in 0..bytes.len() {
-        if at > 0 && is_word(bytes[at - 1]) {
-            continue;
+    let mut tag = |found: &mut Vec<Range<usize>>, kind: SecretKind| hits.extend(found.drain(..).map(|span| (span, kind)));
+    if needs.url {
+        url_userinfo(text, &mut found);
+        tag(&mut found, SecretKind::UrlPassword);
+    }
+    if needs.authorization {
+        authorization(text, &mut found);
+        tag(&mut found, SecretKind::Authorization);
+    }
+    if needs.private_key {
+        private_keys(text, &mut found);
+        tag(&mut found, SecretKind::PrivateKey);
+    }
+    if needs.token {
+        for at in 0..bytes.len() {
+            if at > 0 && is_word(bytes[at - 1]) {
+                continue;
+            }
+            if let Some(span) = token_shape(bytes, at) {
+                found.push(span);
+            }
         }
-        if let Some(span) = token_shape(bytes, at) {
-            found.push(span);
+        tag(&mut found, SecretKind::Token);
+    }
+    if needs.named {
+        for (at, &byte) in bytes.iter().enumerate() {
+            match byte {
+                b'=' | b':' => assignment(text, at, &mut found),
+                b'-' if at == 0 || bytes[at - 1].is_ascii_whitespace() || is_quote(bytes[at - 1]) => flag_value(text, at, &mut found),
+                _ => {}
+            }
+        }
+        tag(&mut found, SecretKind::NamedValue);
+    }
+    hits
+}
+
+/// Which of the finders of [`hits_for`] a text needs: those whose triggers it holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Needs {
+    url: bool,
+    authorization: bool,
+    private_key: bool,
+    token: bool,
+    /// Assignments and flags under a secret's name.
+    named: bool,
+}
+
+impl Needs {
+    pub(crate) const ALL: Needs = Needs { url: true, authorization: true, private_key: true, token: true, named: true };
+
+    fn or(self, other: Needs) -> Needs {
+        Needs {
+            url: self.url || other.url,
+            authorization: self.authorization || other.authorization,
+            private_key: self.private_key || other.private_key,
+            token: self.token || other.token,
+            named: self.named || other.named,
         }
     }
-    for (at, &byte) in bytes.iter().enumerate() {
-        match byte {
-            b'=' | b':' => assignment(text, at, &mut found),
-            b'-' if at == 0 || bytes[at - 1].is_ascii_whitespace() || is_quote(bytes[at - 1]) => flag_value(text, at, &mut found),
-            _ => {}
-        }
+}
+
+/// What text must hold for [`hits`] to find anything, as written: the
+/// shapes matched exactly (a URL's `://`, a PEM block's first line, a
+/// JWT's start, and the token prefixes of [`TOKEN_SHAPES`]).
+const EXACT_TRIGGERS: [&str; 3] = ["://", "-----BEGIN ", "eyJ"];
+
+/// The words found case-insensitively (secret names, `Bearer`), each in
+/// lower, UPPER and Capitalized case, which covers `snake_case`,
+/// `SCREAMING_CASE`, `camelCase` and `kebab-case` names; a name in any
+/// other mix of cases (`tOkEn`) is the pre-check's one blind spot.
+const WORD_TRIGGERS: [&str; 10] = ["bearer", "key", "token", "secret", "pass", "auth", "credential", "signature", "sig", "pwd"];
+
+/// Every trigger, with the finders it calls for.
+fn triggers() -> Vec<(String, Needs)> {
+    let none = Needs::default();
+    let exact = |trigger: &str| match trigger {
+        "://" => Needs { url: true, ..none },
+        "-----BEGIN " => Needs { private_key: true, ..none },
+        _ => Needs { token: true, ..none },
+    };
+    let mut triggers: Vec<(String, Needs)> = EXACT_TRIGGERS.iter().map(|trigger| (trigger.to_string(), exact(trigger))).collect();
+    triggers.extend(TOKEN_SHAPES.iter().map(|(prefix, _)| (prefix.to_string(), Needs { token: true, ..none })));
+    for word in WORD_TRIGGERS {
+        let needs = match word {
+            "bearer" => Needs { authorization: true, ..none },
+            "auth" => Needs { authorization: true, named: true, ..none },
+            _ => Needs { named: true, ..none },
+        };
+        let capitalized = word[..1].to_ascii_uppercase() + &word[1..];
+        triggers.extend([word.to_string(), word.to_ascii_uppercase(), capitalized].map(|variant| (variant, needs)));
     }
-    merge(found)
+    triggers
+}
+
+/// Whether a text holds any trigger: one pass over it with a SIMD
+/// prefilter (leftmost-first: only whether one is there matters).
+static SHAPE_TRIGGERS: LazyLock<Option<AhoCorasick>> = LazyLock::new(|| {
+    let triggers = triggers().into_iter().map(|(trigger, _)| trigger);
+    AhoCorasick::builder().match_kind(aho_corasick::MatchKind::LeftmostFirst).build(triggers).ok()
+});
+
+/// Which triggers a text holds, overlapping ones too (run only on a text
+/// [`might_hold`] did not clear), and the finders each calls for.
+static CLASSIFY: LazyLock<Option<(AhoCorasick, Vec<Needs>)>> = LazyLock::new(|| {
+    let (words, needs): (Vec<String>, Vec<Needs>) = triggers().into_iter().unzip();
+    AhoCorasick::new(words).ok().map(|automaton| (automaton, needs))
+});
+
+/// The finders `text` needs: those of every trigger in it.
+pub(crate) fn needs(text: &str) -> Needs {
+    let Some((automaton, needs)) = CLASSIFY.as_ref() else { return Needs::ALL };
+    automaton.find_overlapping_iter(text).fold(Needs::default(), |all, found| all.or(needs[found.pattern().as_usize()]))
+}
+
+/// False only when [`hits`] surely finds nothing in `text`: one pass over
+/// it, no allocation.
+pub(crate) fn might_hold(text: &str) -> bool {
+    match SHAPE_TRIGGERS.as_ref() {
+        Some(triggers) => triggers.is_match(text),
+        None => true,
+    }
 }
 
 /// Sorts `spans` and joins those that overlap or touch.
