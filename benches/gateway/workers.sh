@@ -17,7 +17,9 @@
 #
 # Knobs: N (calls per batch, all clients together, 20000), K (32), CLIENTS
 # (4), WORKERS (2), ROUNDS (5), CPUS (a taskset list the gateways are
-# pinned to, e.g. 0: one core), MCPVISOR, MCPVISOR_BENCH, STDIO_ECHO as in run.sh.
+# pinned to, e.g. 0: one core), CONNECTION_THREADS (MCPVISOR_CONNECTION_THREADS
+# for both gateways; unset: serve's default), MCPVISOR, MCPVISOR_BENCH,
+# STDIO_ECHO as in run.sh.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +29,7 @@ CLIENTS=${CLIENTS:-4}
 WORKERS=${WORKERS:-2}
 ROUNDS=${ROUNDS:-5}
 CPUS=${CPUS:-}
+CONNECTION_THREADS=${CONNECTION_THREADS:-}
 source "$HERE/setup.sh"
 
 pids=()
@@ -41,6 +44,7 @@ TOML
 export XDG_STATE_HOME=$SCRATCH/state
 pin=()
 [ -n "$CPUS" ] && pin=(taskset -c "$CPUS")
+[ -n "$CONNECTION_THREADS" ] && export MCPVISOR_CONNECTION_THREADS=$CONNECTION_THREADS
 
 declare -A URL PID
 start_gateway() { # WORKERS: starts `serve --http --workers WORKERS`, records its URL and pid
@@ -66,7 +70,8 @@ busy_jiffies() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9; exit}' /proc/stat; }
 ticks_of() { sed 's/.*) //' "$1/stat" | awk '{print $12 + $13}'; }
 
 RESULTS=$SCRATCH/results/workers-$(date -u +%Y%m%dT%H%M%SZ).jsonl
-printf '{"n":%s,"k":%s,"clients":%s,"workers":%s,"rounds":%s,"cpus":"%s"}\n' "$N" "$K" "$CLIENTS" "$WORKERS" "$ROUNDS" "$CPUS" >"$RESULTS"
+printf '{"n":%s,"k":%s,"clients":%s,"workers":%s,"rounds":%s,"cpus":"%s","connection_threads":"%s"}\n' \
+    "$N" "$K" "$CLIENTS" "$WORKERS" "$ROUNDS" "$CPUS" "$CONNECTION_THREADS" >"$RESULTS"
 per_client=$((N / CLIENTS))
 in_flight=$((K / CLIENTS > 0 ? K / CLIENTS : 1))
 calls=$((per_client * CLIENTS))
@@ -115,7 +120,8 @@ split = [r for r in rows if "threads_of" in r]
 rows = [r for r in rows if "round" in r]
 w = head["workers"]
 by = lambda n: [r for r in rows if r["workers"] == n]
-print(f"N={head['n']} K={head['k']} clients={head['clients']} cpus={head['cpus'] or 'all'}")
+print(f"N={head['n']} K={head['k']} clients={head['clients']} cpus={head['cpus'] or 'all'} "
+      f"connection threads={head.get('connection_threads') or 'default'}")
 print(f"{'workers':>8} {'calls/s':>9} {'gateway µs/call':>16} {'machine µs/call':>16}")
 for n in (1, w):
     rs = by(n)

@@ -31,6 +31,22 @@ use crate::actors::gateway::bridge::ClientBridge;
 use crate::actors::gateway::roots::ClientRoots;
 use crate::actors::gateway::ServeOptions;
 use crate::config::{RuntimeConfig, ServerConfig};
+
+/// The fewest cores on which `serve --http` gives its connections threads
+/// of their own. Below, the clients, the servers and the gateway share so
+/// few cores that the crossings only add work: on 2 cores a connection
+/// thread cost 15 to 19 % more CPU per call and 19 % of the K=32 calls/s
+/// (docs/benchmarks.md, 2026-11-29).
+const SPREAD_FROM_CORES: usize = 4;
+
+/// How many connection threads `serve --http` asks for on `cores` cores.
+fn spread_over_http(cores: usize) -> usize {
+    if cores >= SPREAD_FROM_CORES {
+        cores
+    } else {
+        0
+    }
+}
 use crate::rate_limit::PerCaller;
 use crate::Handle;
 
@@ -74,10 +90,10 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         // Over HTTP, many clients: a server's request goes to the session whose call caused it, or nowhere.
         let bridge = if http.is_some() { ClientBridge::shared(roots) } else { ClientBridge::new(roots) };
         // No settling wait: a request made before a server is up waits for it.
-        // Over HTTP the sessions' calls come from every worker, so the connections leave the runtime's
-        // thread for threads of their own; one stdio client's calls start on that thread, where a
-        // connection beside them is reached without crossing to another (docs/operations.md, "Threads").
-        let threads = if http.is_some() { RuntimeConfig::per_core() } else { 0 };
+        // Over HTTP on enough cores the connections leave the runtime's thread for threads of their
+        // own; one stdio client's calls start on that thread, where a connection beside them is
+        // reached without crossing to another (docs/operations.md, "Threads").
+        let threads = if http.is_some() { spread_over_http(RuntimeConfig::per_core()) } else { 0 };
         let session = Session::launch_spread(configs, bridge.handlers(), telemetry, threads)?;
         let parked = crate::server::input::ParkedCalls::from_env().map_err(Failure::usage)?;
         let keys = http.as_ref().map(|(_, http)| http.guard.keys.clone());
@@ -166,4 +182,18 @@ async fn reload_on_hangup(cli: &Cli, args: &ServeArgs, handle: &Handle, access: 
         }
     }
     std::future::pending().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn over_http_the_connections_get_threads_from_four_cores_one_per_core() {
+        assert_eq!(spread_over_http(1), 0);
+        assert_eq!(spread_over_http(2), 0);
+        assert_eq!(spread_over_http(3), 0);
+        assert_eq!(spread_over_http(4), 4);
+        assert_eq!(spread_over_http(64), 64);
+    }
 }
