@@ -19,11 +19,12 @@ CPU = "machine_cpu_us_per_call"
 
 # Each gateway row and the direct row it is compared with.
 BASELINE = {"relay-stdio": "direct-stdio", "gateway-stdio": "direct-stdio", "gateway-stdio-spread": "direct-stdio",
-            "gateway-http-stdio-t0": "direct-stdio", "gateway-http": "direct-http", "gateway-http-stdio": "direct-stdio",
+            "gateway-http-stdio-t0": "direct-stdio", "gateway-http-stdio-spread": "direct-stdio", "gateway-http": "direct-http", "gateway-http-stdio": "direct-stdio",
             "supergateway": "direct-stdio", "agentgateway": "direct-stdio"}
 
 # The rows whose gateway process's own CPU is measured (run.sh's GW_PID).
-GW_OWN_CPU = ["gateway-http", "gateway-http-stdio", "gateway-http-stdio-t0", "supergateway", "agentgateway"]
+GW_OWN_CPU = ["gateway-http", "gateway-http-stdio", "gateway-http-stdio-t0", "gateway-http-stdio-spread", "supergateway",
+              "agentgateway"]
 
 # The HTTP gateways in front of the stdio echo server: mcpvisor's and the peers'.
 HTTP_OVER_STDIO = ["gateway-http-stdio", "supergateway", "agentgateway"]
@@ -58,12 +59,11 @@ def main(path):
                 for m, k, inv in (("seq", "calls_per_s", True), ("conc", "calls_per_s", True), ("conc", CPU, False))]
         print("| gateway-stdio | " + " | ".join(fmt(x, "{:.2f}") for x in over) + " |")
 
-    pairs = (("gateway-stdio-spread", "gateway-stdio"), ("gateway-http-stdio", "gateway-http-stdio-t0"))
+    pairs = (("gateway-stdio-spread", "gateway-stdio"), ("gateway-http-stdio-spread", "gateway-http-stdio-t0"))
     spread = [(c, t0) for c, t0 in pairs if c in clients and t0 in clients]
     if spread:
-        print("\nThe upstream connection on a thread of its own over on the runtime's thread "
-              "(MCPVISOR_CONNECTION_THREADS; serve's default is the first over stdio and the second over HTTP), "
-              "paired by round: calls/s and the machine's CPU per call\n")
+        print("\nThe upstream connection on a thread of its own (MCPVISOR_CONNECTION_THREADS=nproc) over on the "
+              "runtime's thread (=0; gateway-stdio is serve's stdio default), paired by round: calls/s and CPU per call\n")
         print("| path | seq calls/s x | K calls/s x | K CPU x | gateway CPU x (seq / K) |")
         print("|---|---:|---:|---:|---:|")
         for c, t0 in spread:

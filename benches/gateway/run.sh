@@ -87,10 +87,10 @@ exec "$MCPVISOR" --config "$SCRATCH/stdio.toml" serve --server bench
 SH
 chmod +x "$SCRATCH/gateway-stdio.sh"
 # The floor of a process in the middle: bytes copied both ways, nothing parsed.
-# Each gateway also the other way round on connection threads (issue 33):
-# over stdio its connection on a thread of its own (gateway-stdio-spread;
-# by default it shares the runtime's thread), over HTTP on the runtime's
-# thread (gateway-http-stdio-t0; by default a thread of its own).
+# The gateways on connection threads both ways (issue 33), whatever serve's
+# default on this machine: *-spread with MCPVISOR_CONNECTION_THREADS=$(nproc)
+# (the connection on a thread of its own), *-t0 with 0 (on the runtime's
+# thread); gateway-stdio and gateway-http-stdio are serve's defaults.
 cat >"$SCRATCH/gateway-stdio-spread.sh" <<SH
 #!/bin/sh
 MCPVISOR_CONNECTION_THREADS=$(nproc) exec "$MCPVISOR" --config "$SCRATCH/stdio.toml" serve --server bench
@@ -118,10 +118,13 @@ start_http_gateway() { # CONFIG VAR [CONNECTION_THREADS]: starts the gateway, se
 start_http_gateway "$SCRATCH/http.toml" GW_HTTP
 start_http_gateway "$SCRATCH/stdio.toml" GW_HTTP_STDIO
 start_http_gateway "$SCRATCH/stdio.toml" GW_HTTP_STDIO_T0 0
-declare -A GW_PID=([gateway-http]=${pids[-3]} [gateway-http-stdio]=${pids[-2]} [gateway-http-stdio-t0]=${pids[-1]})
+start_http_gateway "$SCRATCH/stdio.toml" GW_HTTP_STDIO_SPREAD "$(nproc)"
+declare -A GW_PID=([gateway-http]=${pids[-4]} [gateway-http-stdio]=${pids[-3]} [gateway-http-stdio-t0]=${pids[-2]}
+                   [gateway-http-stdio-spread]=${pids[-1]})
 ROWS=("direct-stdio $STDIO_ECHO" "relay-stdio $SCRATCH/relay-stdio.sh" "gateway-stdio $SCRATCH/gateway-stdio.sh" \
       "gateway-stdio-spread $SCRATCH/gateway-stdio-spread.sh" "direct-http $HTTP_ECHO" "gateway-http $GW_HTTP" \
-      "gateway-http-stdio $GW_HTTP_STDIO" "gateway-http-stdio-t0 $GW_HTTP_STDIO_T0")
+      "gateway-http-stdio $GW_HTTP_STDIO" "gateway-http-stdio-t0 $GW_HTTP_STDIO_T0" \
+      "gateway-http-stdio-spread $GW_HTTP_STDIO_SPREAD")
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_listening() { # PORT NAME LOG
