@@ -145,9 +145,7 @@ async fn run_calls(handle: &Handle, calls: usize, text: &Arc<String>, mode: Mode
 fn screen_alone(mode: Mode) -> f64 {
     let book = SecretBook::default();
     let configs = servers(mode);
-    for config in &configs {
-        book.learn(config);
-    }
+    book.learn(&configs);
     let screen = SecretScreen::new(&configs[0], book);
     let telemetry = Telemetry::default();
     let stats = telemetry.metrics().tool("demo", "echo");

@@ -133,9 +133,7 @@ impl RuntimeBuilder {
         let RuntimeBuilder { config, parts } = self;
         // Every server's secrets are known before any connection serves a
         // call (each connection adds its own too, for servers added later).
-        for server in &config.servers {
-            parts.secrets.learn(server);
-        }
+        parts.secrets.learn(&config.servers);
         let telemetry = parts.telemetry.clone();
         // The hub keeps it equal to its servers; the handle reads it (one table, shared).
         let directory = Directory::default();

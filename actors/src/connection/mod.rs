@@ -262,7 +262,7 @@ impl Connection {
         let limiter = Limiter::new(&config.name, &config.rate_limits);
         let config_enabled = config.enabled;
         let redactor = Redactor::from_configs([&config]);
-        parts.secrets.learn(&config);
+        parts.secrets.learn([&config]);
         let screen = crate::integrity::secrets::SecretScreen::new(&config, parts.secrets.clone());
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
         Connection {

@@ -41,10 +41,14 @@ impl std::fmt::Debug for SecretBook {
 }
 
 impl SecretBook {
-    /// Adds the secrets of `config` (as written and as expanded: see
-    /// [`Redactor::from_configs`]).
-    pub fn learn(&self, config: &ServerConfig) {
-        let theirs = Redactor::from_configs([config]);
+    /// Adds the secrets of `configs` (as written and as expanded: see
+    /// [`Redactor::from_configs`]); the matcher is built again only when
+    /// one of them is new, so learning a server twice costs a lookup.
+    pub fn learn<'a>(&self, configs: impl IntoIterator<Item = &'a ServerConfig>) {
+        let theirs = Redactor::from_configs(configs);
+        if self.redactor().holds_all(&theirs) {
+            return;
+        }
         let mut known = self.0.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         *known = known.merged(&theirs);
     }
@@ -181,10 +185,10 @@ mod tests {
     /// A book that knows server `a`'s token, and a screen for server `b`.
     fn screen(secrets: SecretsPolicy) -> SecretScreen {
         let book = SecretBook::default();
-        book.learn(&ServerConfig::stdio("a", "srv", ["x"]).with_env("API_TOKEN", TOKEN));
+        book.learn([&ServerConfig::stdio("a", "srv", ["x"]).with_env("API_TOKEN", TOKEN)]);
         let mut b = ServerConfig::stdio("b", "srv", ["y"]);
         b.secrets = secrets;
-        book.learn(&b);
+        book.learn([&b]);
         SecretScreen::new(&b, book)
     }
 

@@ -264,6 +264,13 @@ impl Redactor {
         Redactor { secrets: all.into(), known }
     }
 
+    /// Whether every secret of `other` is one of these already.
+    pub fn holds_all(&self, other: &Redactor) -> bool {
+        // `secrets` is sorted longest first, then by text (see `with_secrets`).
+        let order = |a: &String, b: &String| b.len().cmp(&a.len()).then_with(|| a.cmp(b));
+        other.secrets.iter().all(|secret| self.secrets.binary_search_by(|known| order(known, secret)).is_ok())
+    }
+
     /// This redactor with the secrets of `other` too.
     pub fn merged(&self, other: &Redactor) -> Redactor {
         self.with_more(other.secrets.iter().cloned())
