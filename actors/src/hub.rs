@@ -473,7 +473,7 @@ impl Handler<InjectPanic> for Hub {
     type Result = bool;
 
     fn handle(&mut self, msg: InjectPanic, _: &mut Context<Self>) -> bool {
-        self.servers.get(&msg.0).map(|slot| slot.connection.do_send(connection::InjectPanic)).is_some()
+        self.servers.get(&msg.server).map(|slot| slot.connection.do_send(connection::InjectPanic(msg.during))).is_some()
     }
 }
 

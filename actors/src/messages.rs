@@ -102,11 +102,12 @@ pub struct SetEnabled(pub bool);
 #[rtype(result = "()")]
 pub struct Reconnect;
 
-/// Makes the next handler panic (tests of panic recovery).
+/// Makes the next handler of the entry named here panic (tests of panic
+/// recovery): a tool's name for its next call, `"*"` for any entry.
 #[cfg(feature = "fault-injection")]
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct InjectPanic;
+pub struct InjectPanic(pub String);
 
 /// Asks for `notifications/resources/updated` of one resource (legacy:
 /// `resources/subscribe`; modern: part of the connection's listen stream).

@@ -282,8 +282,17 @@ async fn cancel_during_a_tool_call_cancels_it_at_the_server_and_keeps_the_conver
     agent.cancel();
     let ended = turn.await.unwrap().unwrap();
     assert_eq!(ended.stop_reason, AgentStop::Cancelled);
-    let cancellations = handle.call_tool("mcp__demo__cancellations", json!({})).await.unwrap();
-    let report: Value = serde_json::from_str(&text(&cancellations)).unwrap();
+    // The turn ends at once; the cancellation reaches the server from the
+    // connection's own thread, so it is awaited (with a deadline).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let report = loop {
+        let cancellations = handle.call_tool("mcp__demo__cancellations", json!({})).await.unwrap();
+        let report: Value = serde_json::from_str(&text(&cancellations)).unwrap();
+        if report["cancellations"][0].is_object() || tokio::time::Instant::now() > deadline {
+            break report;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert_eq!(report["cancellations"][0]["tool"], "sleep", "{report}");
     let history = agent.history().await.unwrap();
     match history.messages.last() {

@@ -257,7 +257,7 @@ async fn a_handler_panic_becomes_an_error_reply_and_a_restart() {
     let h = handle.clone();
     let in_flight = tokio::spawn(async move { h.call_tool("mcp__fragile__sleep", args(json!({"ms": 30_000}))).await });
     wait_status(&handle, "fragile", |s| s.in_flight == 1).await;
-    assert!(mcpvisor::actors::hub_of(&handle).send(InjectPanic("fragile".into())).await.unwrap());
+    assert!(mcpvisor::actors::hub_of(&handle).send(InjectPanic { server: "fragile".into(), during: "echo".into() }).await.unwrap());
 
     let panicked = handle.call_tool("mcp__fragile__echo", args(json!({"text": "boom"}))).await;
     assert!(matches!(&panicked, Err(CallError::Transport { message, .. }) if message.contains("panic")), "{panicked:?}");

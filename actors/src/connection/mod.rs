@@ -562,7 +562,7 @@ impl Connection {
 impl Handler<InjectPanic> for Connection {
     type Result = ();
 
-    fn handle(&mut self, _: InjectPanic, _: &mut Context<Self>) {
-        self.panic_next.arm("*");
+    fn handle(&mut self, msg: InjectPanic, _: &mut Context<Self>) {
+        self.panic_next.arm(msg.0);
     }
 }

@@ -86,8 +86,12 @@ pub struct GetRegistry;
 #[rtype(result = "()")]
 pub struct Shutdown;
 
-/// Forwards a fault to one connection (tests of panic recovery).
+/// Forwards a fault to one connection (tests of panic recovery): the next
+/// handler of `during` (a tool's name, or `"*"`) panics.
 #[cfg(feature = "fault-injection")]
 #[derive(Message)]
 #[rtype(result = "bool")]
-pub struct InjectPanic(pub String);
+pub struct InjectPanic {
+    pub server: String,
+    pub during: String,
+}
