@@ -23,6 +23,7 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::agent_handle::AgentHandle;
 use crate::config::ServerConfig;
+use crate::connection::StartCall;
 use crate::directory::Directory;
 use crate::error::{CallError, ManageError};
 use crate::hub::{
@@ -117,8 +118,20 @@ impl Handle {
     }
 
     /// Calls a tool by its server's name and the server's own tool name.
+    ///
+    /// Past its admission, the call is awaited, read, checked and counted
+    /// here, on the caller's thread, not on the connection's.
     pub async fn call_on(&self, server: &str, call: CallTool) -> Result<CallToolResult, CallError> {
-        self.to_server(server, call).await
+        let Some(connection) = self.inner.directory.connection(server) else {
+            return self.to_server(server, call).await;
+        };
+        let started = connection.send(StartCall(call));
+        // Dropped before the wait, as in `to_server`.
+        drop(connection);
+        match started.await {
+            Ok(called) => called.answer().await,
+            Err(_) => Err(CallError::Stopped { server: server.to_string(), tool: String::new() }),
+        }
     }
 
     /// Every resource of `server`.
