@@ -117,7 +117,12 @@ impl Handle {
     }
 
     /// Calls a tool by its server's name and the server's own tool name.
+    /// A server that acts as each caller (token exchange) takes it on the
+    /// connection of the call's identity ([`crate::callers`]).
     pub async fn call_on(&self, server: &str, call: CallTool) -> Result<CallToolResult, CallError> {
+        if let Some(callers) = self.inner.directory.callers(server) {
+            return callers.call(call).await;
+        }
         self.to_server(server, call).await
     }
 

@@ -17,6 +17,9 @@
 //! `secrets`, present only when some were found, lists the secrets found in
 //! the call's arguments and result by kind, never their values:
 //! `[{"direction":"results","kind":"private_key","action":"masked","count":1}]`.
+//! `upstream`, present only for a server that acts as each caller (auth type
+//! `token_exchange`), is who the call reached it as, never the token:
+//! `{"subject":"alice","audience":"https://jira.example","scope":"read"}`.
 //!
 //! A call the gateway refused before it reached a server is a line too
 //! ([`AuditLog::refused`]): `outcome` `denied` (the access policy, `rule`
@@ -101,7 +104,9 @@ impl AuditLog {
     }
 
     pub(super) fn draft(&self, call: &CallStart<'_>) -> Draft {
-        self.draft_of(call.caller, call.identity, Some(call.server), call.tool, call.arguments, call.redactor)
+        let mut draft = self.draft_of(call.caller, call.identity, Some(call.server), call.tool, call.arguments, call.redactor);
+        draft.upstream = call.upstream.cloned();
+        draft
     }
 
     fn draft_of(
@@ -132,6 +137,7 @@ impl AuditLog {
             arguments,
             rule: None,
             secrets: Vec::new(),
+            upstream: None,
         }
     }
 
@@ -250,6 +256,8 @@ pub(super) struct Draft {
     rule: Option<String>,
     /// The secrets found in the call, by kind.
     secrets: Vec<SecretsLine>,
+    /// Who the call reached its server as (a server that acts as each caller).
+    upstream: Option<crate::identity::Upstream>,
 }
 
 /// Secrets of one kind found in a call, as its audit line lists them.
@@ -285,6 +293,8 @@ struct Line<'a> {
     rule: &'a Option<String>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     secrets: &'a [SecretsLine],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    upstream: &'a Option<crate::identity::Upstream>,
 }
 
 impl Draft {
@@ -302,6 +312,7 @@ impl Draft {
             error_kind,
             rule: &self.rule,
             secrets: &self.secrets,
+            upstream: &self.upstream,
         };
         serde_json::to_string(&line).unwrap_or_default()
     }
