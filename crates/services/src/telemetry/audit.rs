@@ -459,10 +459,24 @@ mod tests {
                 arguments: Value::Null,
                 rule: None,
                 secrets: Vec::new(),
+                upstream: None,
             };
             log.write(draft, Duration::ZERO, Outcome::Ok, None);
         }
         assert_eq!(log.dropped(), 3);
+    }
+
+    #[test]
+    fn a_line_says_who_the_call_reached_its_server_as_only_when_it_acted_as_its_caller() {
+        let log = AuditLog { jobs: sync_channel(1).0, dropped: Arc::default(), arguments: AuditArguments::Digest };
+        let line = |upstream: Option<crate::identity::Upstream>| {
+            let mut draft = log.draft_of(None, None, Some("jira"), "search", None, &Redactor::default());
+            draft.upstream = upstream;
+            serde_json::from_str::<Value>(&draft.finish(Duration::ZERO, "ok", None)).unwrap()
+        };
+        assert!(line(None).get("upstream").is_none());
+        let upstream = crate::identity::Upstream { subject: "alice".into(), audience: "https://jira.example".into(), scope: None };
+        assert_eq!(line(Some(upstream))["upstream"], serde_json::json!({"subject": "alice", "audience": "https://jira.example"}));
     }
 
     #[test]
