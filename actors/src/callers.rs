@@ -114,8 +114,11 @@ impl Callers {
         }
         let caller = identity.caller_key();
         let exchanged = self.exchanger.for_caller(&caller, &identity.subject).await.map_err(|e| refuse(e.message, &call.name))?;
-        call.upstream =
-            Some(Arc::new(Upstream { subject: exchanged.subject.clone(), audience: exchanged.audience.clone(), scope: exchanged.scope.clone() }));
+        call.upstream = Some(Arc::new(Upstream {
+            subject: exchanged.subject.clone(),
+            audience: exchanged.audience.clone(),
+            scope: exchanged.scope.clone(),
+        }));
         let connection = self.connection(&caller, &identity.subject, &call.name).await?;
         let _busy = Busy::new(self, &caller);
         let tool = call.name.clone();

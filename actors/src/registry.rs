@@ -488,6 +488,7 @@ impl Handler<ListKeptTools> for Registry {
 /// The Registry's answer to a call: at once (an error, or the call handed
 /// on to its connection with the caller's reply channel), or later, once a
 /// server that may own its name has listed.
+#[allow(clippy::large_enum_variant)] // `Now` is nearly every call: boxing it would allocate for each
 pub enum Routing {
     Now(Result<(Addr<Connection>, CallTool), CallError>),
     Later(oneshot::Receiver<Result<CallToolResult, CallError>>),

@@ -49,7 +49,8 @@ struct Caller {
 impl Caller {
     async fn open(gateway: &Gateway, token: &str) -> Caller {
         let http = client();
-        let init = request(0, "initialize", json!({"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
+        let init =
+            request(0, "initialize", json!({"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
         let response = post(&http, &gateway.mcp(), &init).bearer_auth(token).send().await.unwrap();
         assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
         let id = response.headers()["mcp-session-id"].to_str().unwrap().to_string();

@@ -126,12 +126,6 @@ impl Exchanger {
         self.token(caller, Some(subject)).await
     }
 
-    /// The gateway's own token for this server (client credentials), for
-    /// listing its catalog.
-    pub async fn for_gateway(&self) -> Result<Arc<Exchanged>, OAuthError> {
-        self.token(GATEWAY, None).await
-    }
-
     /// Drops `caller`'s kept token (the server refused it).
     pub fn invalidate(&self, caller: &str) {
         let Some(slot) = self.lock().get(caller).cloned() else { return };

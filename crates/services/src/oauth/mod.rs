@@ -42,8 +42,8 @@ use crate::transport::credentials::Credentials;
 use crate::transport::http::StaticCredentials;
 
 pub use challenge::BearerChallenge;
-pub use exchange::{refusing, Exchanged, Exchanger};
 pub use credentials::{LoggedIn, OAuthCredentials, EXPIRY_MARGIN_SECS, LOGIN_TIMEOUT, MAX_STEP_UPS, RENEWAL_GRACE};
+pub use exchange::{refusing, Exchanged, Exchanger};
 pub use login::{Authorizer, FollowRedirects, SystemBrowser, CALLBACK_PATH};
 pub use store::TokenStore;
 

@@ -53,7 +53,9 @@ impl TokenExchangeConfig {
     /// What is wrong with the settings, as (field, message).
     pub(crate) fn problem(&self) -> Option<(&'static str, &'static str)> {
         match (&self.issuer, &self.token_endpoint) {
-            (None, None) => return Some(("auth.issuer", "is missing; set the issuer (or its token_endpoint) that exchanges callers' tokens")),
+            (None, None) => {
+                return Some(("auth.issuer", "is missing; set the issuer (or its token_endpoint) that exchanges callers' tokens"))
+            }
             (Some(_), Some(_)) => return Some(("auth.token_endpoint", "and auth.issuer are both set; set one of them")),
             _ => {}
         }

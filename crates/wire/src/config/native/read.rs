@@ -14,12 +14,12 @@ use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS};
 use crate::config::de::{from_node, DeError, Node};
 use crate::config::sandbox::SandboxFile;
 use crate::config::scan::Withhold;
+use crate::config::token_exchange::{DEFAULT_CALLER_IDLE, DEFAULT_MAX_CALLERS};
 use crate::config::values::{Count, Rate, RateLimitFile, Seconds, Span, TextList, TextMap, Word, TABLE_EXAMPLES};
 use crate::config::{
     Auth, Era, Grant, IdentityProvider, Keyword, OAuthConfig, Pinning, SecretsMode, SecretsPolicy, ServerConfig, TokenExchangeConfig,
     ToolFilter, Transport,
 };
-use crate::config::token_exchange::{DEFAULT_CALLER_IDLE, DEFAULT_MAX_CALLERS};
 use crate::error::ConfigError;
 use crate::rate_limit::{RateLimit, RateLimits};
 use crate::restart::{Cooldown, RestartPolicy};
