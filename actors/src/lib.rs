@@ -39,7 +39,10 @@
 //! ← [`hub`]; the [`registry`] routes to connections, which reach it back
 //! only through the [`ToolsChanged`] and [`ServerDown`] messages. `directory`
 //! is the hub's table of connections, shared with every `Handle`, whose
-//! operations by server name go straight to the connection.
+//! operations by server name go straight to the connection. [`callers`]
+//! holds the per-caller connections of a server that acts as each caller
+//! of the gateway (token exchange): the Hub starts them ([`callers::StartCaller`])
+//! and ends the idle ones; a `Handle`'s `call_on` reaches them through the directory.
 //!
 //! Messages (all replies come back as futures; see [`reply::Reply`]):
 //!
