@@ -7,7 +7,7 @@
 //! scopes, and their own tokens never reach it; one exchange serves 100
 //! concurrent calls of a caller, and one more after the token expired; an
 //! issuer's refusal reaches the caller naming the server and the issuer's
-//! error; per-caller connections are bounded and the idle ones ended.
+//! error; a token the upstream refuses is exchanged again; per-caller connections are bounded and the idle ones ended.
 
 use std::time::{Duration, Instant};
 
@@ -152,6 +152,17 @@ async fn a_kept_exchange_serves_concurrent_calls_and_is_renewed_once_after_it_ex
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_the_upstream_refuses_is_exchanged_again() {
+    let (issuer, gateway) = start("").await;
+    let alice = Caller::open(&gateway, &issuer.mint("alice", "read", GATEWAY_AUDIENCE)).await;
+    alice.wait_for_catalog().await;
+    assert_eq!(alice.whoami(2).await.expect("the call went through")["sub"], "alice");
+    issuer.revoke_exchanged();
+    assert_eq!(alice.whoami(3).await.expect("the call went through with a new token")["sub"], "alice");
+    assert_eq!(issuer.exchanges(), 2, "the refused token was exchanged again, once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_issuer_refusal_reaches_the_caller_naming_the_server_and_the_issuer_error() {
     let (issuer, gateway) = start("").await;
     let alice = Caller::open(&gateway, &issuer.mint("alice", "read", GATEWAY_AUDIENCE)).await;
@@ -185,4 +196,29 @@ async fn per_caller_connections_are_bounded_and_idle_ones_are_ended() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(bob.whoami(3).await.expect("bob fits once alice's connection ended")["sub"], "bob");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_callers_of_an_issuer_the_misuse_is_said_at_start_and_calls_are_refused_naming_the_server() {
+    let issuer = AuthServer::start(Options { client_secret: Some(CLIENT), ..Options::default() }).await;
+    let toml = format!(
+        "[servers.up]\nurl = {:?}\nauth = {{ type = \"token_exchange\", issuer = {:?}, client_id = {:?}, client_secret = {:?} }}\n",
+        issuer.mcp(),
+        issuer.issuer(),
+        CLIENT.0,
+        CLIENT.1
+    );
+    let gateway = Gateway::start_with_config(&toml, "127.0.0.1:0", &[], &[]).expect("the gateway starts");
+    let warning = gateway.stderr_text();
+    assert!(warning.contains("server `up` acts as each caller") && warning.contains("[serve.auth]"), "{warning}");
+    let anyone = client();
+    let init =
+        request(0, "initialize", json!({"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
+    let response = post(&anyone, &gateway.mcp(), &init).send().await.unwrap();
+    let id = response.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    let caller = Caller { http: anyone, url: gateway.mcp(), token: String::new(), id };
+    caller.wait_for_catalog().await;
+    let refused = caller.whoami(2).await.expect_err("no caller to act as").to_string();
+    assert!(refused.contains("`up`") && refused.contains("no authenticated caller"), "{refused}");
+    assert_eq!(issuer.exchanges(), 0);
 }

@@ -95,6 +95,15 @@ impl AuthServer {
         self.state.exchanges.delay_ms.store(delay.as_millis() as u64, Ordering::SeqCst);
     }
 
+    /// Revokes every exchanged token: the MCP endpoint refuses them from now on.
+    pub fn revoke_exchanged(&self) {
+        let exchanged: Vec<String> = self.state.exchanges.subjects.lock().unwrap().keys().cloned().collect();
+        let mut issued = self.state.issued.lock().unwrap();
+        for token in exchanged {
+            issued.tokens.remove(&token);
+        }
+    }
+
     /// Refuses every exchange from now on with this OAuth error.
     pub fn refuse_exchanges(&self, error: &str, description: &str) {
         *self.state.exchanges.refusal.lock().unwrap() = Some((error.into(), description.into()));
