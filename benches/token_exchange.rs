@@ -89,7 +89,8 @@ struct Session {
 impl Session {
     async fn open(gateway: &Gateway, token: String) -> Session {
         let http = client();
-        let init = request(0, "initialize", json!({"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}));
+        let init =
+            request(0, "initialize", json!({"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}));
         let response = post(&http, &gateway.mcp(), &init).bearer_auth(&token).send().await.unwrap();
         let id = response.headers()["mcp-session-id"].to_str().unwrap().to_string();
         Session { http, url: gateway.mcp(), token, id }

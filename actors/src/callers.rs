@@ -136,6 +136,10 @@ impl Callers {
         }
         let start = StartCaller { server: self.server.clone(), caller: caller.to_owned(), subject: subject.to_owned() };
         let started = self.hub.send(start).await.unwrap_or_else(|_| Err(CallError::RuntimeStopped { tool: tool.to_owned() }));
+        if started.is_err() {
+            // Refused: its exchanged token is not kept for a connection it does not have.
+            self.exchanger.forget(caller);
+        }
         started.map_err(|error| match error {
             CallError::AsCaller { server, message, .. } => CallError::AsCaller { server, tool: tool.to_owned(), message },
             other => other,

@@ -159,13 +159,15 @@ impl Hub {
             per_caller: callers.is_some(),
         };
         self.registry.do_send(registration);
+        connection.do_send(connection::Registered);
         self.directory.insert(&name, connection.downgrade(), callers.as_ref().map(|slot| slot.shared.clone()));
         self.servers.insert(name, Slot { connection, instance, state, config: kept, callers });
         Ok(())
     }
 
     /// Starts a connection to `config`'s server, numbered as a new instance,
-    /// on the next connection thread, under a `Supervisor`.
+    /// on the next connection thread, under a `Supervisor`; its process
+    /// starts once it is sent `Registered` (after the registry knows it).
     fn start_connection(&mut self, config: ServerConfig, parts: ServerParts, ctx: &mut Context<Self>) -> (Addr<Connection>, Instance) {
         self.last_instance += 1;
         let instance = self.last_instance;
@@ -182,7 +184,6 @@ impl Hub {
             Some(thread) => Supervisor::start_in_arbiter(&thread, start),
             None => Supervisor::start(start),
         };
-        connection.do_send(connection::Registered);
         (connection, instance)
     }
 

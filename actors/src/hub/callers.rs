@@ -86,6 +86,8 @@ impl Hub {
         callers.connections.retain(|_, connection| connection.connected());
         callers.shared.admit(&msg.caller, connection.downgrade());
         callers.connections.insert(msg.caller, connection.clone());
+        // Not registered with the registry: its catalog is the server's own connection's.
+        connection.do_send(connection::Registered);
         Ok(connection)
     }
 }

@@ -22,6 +22,8 @@ use base64::Engine;
 pub const UNDATED_TTL: Duration = Duration::from_secs(300);
 /// The most callers whose tokens are kept at once.
 pub const MAX_CALLERS: usize = 10_000;
+/// The longest a token is kept, whatever its `exp` says.
+const MAX_KEPT: Duration = Duration::from_secs(24 * 3600);
 
 /// A caller's bearer token. Cheap to clone.
 #[derive(Clone, PartialEq, Eq)]
@@ -44,7 +46,7 @@ impl CallerToken {
         let until = match jwt_expiry(token) {
             Some(exp) => {
                 let unix_now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-                now + Duration::from_secs(exp.saturating_sub(unix_now))
+                now + Duration::from_secs(exp.saturating_sub(unix_now)).min(MAX_KEPT)
             }
             None => now + UNDATED_TTL,
         };
@@ -66,13 +68,19 @@ impl CallerToken {
     }
 }
 
-/// The `exp` of a JWT's claims, read without checking the signature (the
-/// gateway checked it): `None` for a token that is not a JWT.
+/// The `exp` of a JWT's claims (see [`unverified_claims`]).
 fn jwt_expiry(token: &str) -> Option<u64> {
+    unverified_claims(token)?.get("exp")?.as_u64()
+}
+
+/// The claims of a JWT, read without checking its signature: only for a
+/// token someone else checked (the gateway, the issuer that just issued
+/// it), and only to read what it says of itself (`exp`, `sub`). `None` for
+/// a token that is not a JWT.
+pub fn unverified_claims(token: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
     let claims = token.split('.').nth(1)?;
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(claims.trim_end_matches('=')).ok()?;
-    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    claims.get("exp")?.as_u64()
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// The latest token of each caller, by `Identity::caller_key`. Cheap to

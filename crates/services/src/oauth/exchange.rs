@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 
@@ -35,6 +34,8 @@ use crate::transport::credentials::{Challenge, Credentials, CredentialsError, Re
 const ACCESS_TOKEN: &str = "urn:ietf:params:oauth:token-type:access_token";
 /// How long a token whose answer says no `expires_in` is used.
 const UNDATED_LIFETIME: Duration = Duration::from_secs(60);
+/// The longest a token is kept, whatever its `expires_in` says.
+const MAX_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 /// The key of the gateway's own (catalog) token among the callers' keys
 /// (theirs all have a `kind:` prefix, see `Identity::caller_key`).
 const GATEWAY: &str = "gateway";
@@ -160,9 +161,19 @@ impl Exchanger {
         if let Some(token) = kept.as_ref().filter(|token| Instant::now() < token.fresh_until) {
             return Ok(token.clone());
         }
-        let token = Arc::new(self.request(key, subject).await?);
-        *kept = Some(token.clone());
-        Ok(token)
+        match self.request(key, subject).await {
+            Ok(token) => {
+                let token = Arc::new(token);
+                *kept = Some(token.clone());
+                Ok(token)
+            }
+            Err(error) => {
+                // A caller the issuer refuses leaves nothing behind.
+                drop(kept);
+                self.lock().remove(key);
+                Err(error)
+            }
+        }
     }
 
     /// One token request: the exchange of `key`'s token, or (no `subject`) client credentials.
@@ -215,7 +226,7 @@ impl Exchanger {
                 answer.token_type.as_deref().unwrap_or("-")
             )));
         }
-        let lifetime = answer.expires_in.map_or(UNDATED_LIFETIME, Duration::from_secs);
+        let lifetime = answer.expires_in.map_or(UNDATED_LIFETIME, Duration::from_secs).min(MAX_LIFETIME);
         let margin = Duration::from_secs(EXPIRY_MARGIN_SECS).min(lifetime / 4);
         let mut fresh_until = Instant::now() + lifetime - margin;
         if let Some(token) = &caller_token {
@@ -242,12 +253,9 @@ impl Exchanger {
     }
 }
 
-/// The `sub` of a JWT, read without checking it (for the audit log only).
+/// The `sub` of a JWT the issuer just issued (for the audit log only).
 fn jwt_subject(token: &str) -> Option<String> {
-    let claims = token.split('.').nth(1)?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(claims.trim_end_matches('=')).ok()?;
-    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    claims.get("sub")?.as_str().map(str::to_owned)
+    crate::caller_token::unverified_claims(token)?.get("sub")?.as_str().map(str::to_owned)
 }
 
 /// The credentials of one connection of a token-exchange server.
@@ -286,4 +294,103 @@ pub fn refusing(message: String) -> Arc<dyn Credentials> {
         }
     }
     Arc::new(Refusing(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::caller_token::CallerToken;
+    use crate::config::Transport;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A token endpoint on loopback that answers each request with the next
+    /// of `answers` (status, JSON body), and hands back each request's text.
+    async fn endpoint(answers: Vec<(u16, serde_json::Value)>) -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/token", listener.local_addr().unwrap());
+        let (seen, requests) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            for (status, body) in answers {
+                let Ok((mut socket, _)) = listener.accept().await else { return };
+                let mut request = Vec::new();
+                let mut buffer = [0u8; 4096];
+                // The head, then as much body as it announces.
+                while let Ok(read) = socket.read(&mut buffer).await {
+                    request.extend_from_slice(&buffer[..read]);
+                    let text = String::from_utf8_lossy(&request).to_string();
+                    let Some((head, body)) = text.split_once("\r\n\r\n") else { continue };
+                    let length = head.lines().find_map(|line| line.to_ascii_lowercase().strip_prefix("content-length: ")?.parse().ok());
+                    if read == 0 || body.len() >= length.unwrap_or(0) {
+                        break;
+                    }
+                }
+                let _ = seen.send(String::from_utf8_lossy(&request).to_string());
+                let body = body.to_string();
+                let answer = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+            }
+        });
+        (url, requests)
+    }
+
+    fn exchanger(token_endpoint: &str, book: &CallerTokens) -> Arc<Exchanger> {
+        let mut config = ServerConfig::remote("jira", Transport::Http, "https://jira.example/mcp");
+        config.auth = Some(Auth::TokenExchange(Box::new(TokenExchangeConfig {
+            issuer: None,
+            token_endpoint: Some(token_endpoint.into()),
+            client_id: "gw".into(),
+            client_secret: "gw-secret-value".into(),
+            audience: None,
+            resource: None,
+            scopes: vec!["read".into()],
+            max_callers: 4,
+            caller_idle: Duration::from_secs(60),
+        })));
+        Exchanger::new(&config, book.clone()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_exchange_sends_the_caller_token_to_the_issuer_only_and_survives_a_huge_lifetime() {
+        let answer = serde_json::json!({"access_token": "upstream-token", "token_type": "Bearer", "expires_in": u64::MAX, "scope": "read"});
+        let (url, mut requests) = endpoint(vec![(200, answer)]).await;
+        let book = CallerTokens::default();
+        book.offer("issuer:alice", CallerToken::new("alice-opaque-token"));
+        let exchanger = exchanger(&url, &book);
+        let token = exchanger.for_caller("issuer:alice", "alice").await.unwrap();
+        assert_eq!(
+            (token.subject.as_str(), token.audience.as_str(), token.scope.as_deref()),
+            ("alice", "https://jira.example/mcp", Some("read"))
+        );
+        assert!(format!("{token:?}").find("upstream-token").is_none(), "a kept token is never shown");
+        let sent = requests.recv().await.unwrap();
+        for part in
+            ["grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange", "subject_token=alice-opaque-token", "resource=https"]
+        {
+            assert!(sent.contains(part), "{part} missing from {sent}");
+        }
+        let again = exchanger.for_caller("issuer:alice", "alice").await.unwrap();
+        assert!(Arc::ptr_eq(&token, &again), "kept, not exchanged again");
+        assert_eq!(exchanger.exchanges(), 1);
+    }
+
+    #[tokio::test]
+    async fn refusals_name_the_server_and_the_issuer_error_and_show_no_secret() {
+        let refusal = serde_json::json!({"error": "invalid_target", "error_description": "not for alice-opaque-token"});
+        let not_bearer =
+            serde_json::json!({"access_token": "x", "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag", "token_type": "N_A"});
+        let (url, _requests) = endpoint(vec![(400, refusal), (200, not_bearer)]).await;
+        let book = CallerTokens::default();
+        let exchanger = exchanger(&url, &book);
+        let none = exchanger.for_caller("issuer:alice", "alice").await.unwrap_err().message;
+        assert!(none.contains("`jira`") && none.contains("no current token of yours"), "{none}");
+        book.offer("issuer:alice", CallerToken::new("alice-opaque-token"));
+        let refused = exchanger.for_caller("issuer:alice", "alice").await.unwrap_err().message;
+        assert!(refused.contains("`jira`") && refused.contains("invalid_target") && refused.contains("client `gw`"), "{refused}");
+        assert!(!refused.contains("alice-opaque-token") && !refused.contains("gw-secret-value"), "{refused}");
+        let wrong = exchanger.for_caller("issuer:alice", "alice").await.unwrap_err().message;
+        assert!(wrong.contains("`jira`") && wrong.contains("other than a bearer access token"), "{wrong}");
+    }
 }
