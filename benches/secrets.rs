@@ -159,6 +159,7 @@ fn screen_alone(mode: Mode) -> f64 {
             tool: "echo",
             caller: None,
             identity: None,
+            upstream: None,
             arguments: None,
             redactor: &Redactor::default(),
             stats: stats.clone(),

@@ -94,7 +94,7 @@ mod runtime;
 // The lower layers' other modules, named as this crate's own
 // (`crate::server`, `crate::policy`, ...) for the fronts.
 use mcpvisor_services::{catalog_cache, integrity, policy, sandbox, server, tool_search};
-use mcpvisor_wire::{civil_date, identity, task_store, user_dirs};
+use mcpvisor_wire::{caller_token, civil_date, identity, task_store, user_dirs};
 
 pub use actors::agent::{
     AgentConfig, AgentError, AgentEvent, AgentLimits, AgentStop, ConfirmPolicy, ConfirmRequest, Conversation, Decision, TurnEnded,

@@ -117,6 +117,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Where a gateway's front keeps each caller's latest access token, for
+    /// the servers that act as each caller (auth type `token_exchange`).
+    #[doc(hidden)] // the gateway's, not an embedder's
+    pub fn caller_tokens(mut self, book: mcpvisor_wire::caller_token::CallerTokens) -> Self {
+        self.parts.caller_tokens = book;
+        self
+    }
+
     /// Pins every server's tool definitions on first use, in the file
     /// `path` (0600 in a 0700 directory): a tool whose definition changes
     /// later, or that disappears and comes back, is left out of the

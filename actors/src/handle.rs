@@ -119,9 +119,14 @@ impl Handle {
 
     /// Calls a tool by its server's name and the server's own tool name.
     ///
-    /// Past its admission, the call is awaited, read, checked and counted
-    /// here, on the caller's thread, not on the connection's.
+    /// A server that acts as each caller (token exchange) takes it on the
+    /// connection of the call's identity ([`crate::callers`]). Past its
+    /// admission, the call is awaited, read, checked and counted here, on
+    /// the caller's thread, not on the connection's.
     pub async fn call_on(&self, server: &str, call: CallTool) -> Result<CallToolResult, CallError> {
+        if let Some(callers) = self.inner.directory.callers(server) {
+            return callers.call(call).await;
+        }
         let Some(connection) = self.inner.directory.connection(server) else {
             return self.to_server(server, call).await;
         };

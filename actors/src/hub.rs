@@ -16,7 +16,7 @@ use super::directory::Directory;
 use super::guard::{KeepsStateOnPanic, PanicSwitch, Panicked};
 use super::listeners::Listeners;
 pub use super::operation::ToServer;
-use super::parts::Parts;
+use super::parts::{Parts, ServerParts};
 use super::registry::{NamingWarnings, RegisterServer, Registry, ServerStateChanged, StopWaiting, UnregisterServer};
 use super::reply::Reply;
 use super::threads::{stop_and_join, ConnectionThreads};
@@ -24,6 +24,7 @@ use super::{Event, Instance, ServerState, ServerStatus, Subscribe};
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::error::{CallError, ManageError};
 
+mod callers;
 mod messages;
 pub use messages::*;
 
@@ -38,6 +39,15 @@ struct Slot {
     state: ServerState,
     /// As last set, to tell what `SetServers` changes.
     config: ServerConfig,
+    /// A server that acts as each caller: its callers' connections.
+    callers: Option<callers::CallerSlot>,
+}
+
+impl Slot {
+    /// Its connection and its callers' (each to be shut down with it).
+    fn connections(&self) -> impl Iterator<Item = &Addr<Connection>> {
+        std::iter::once(&self.connection).chain(self.callers.iter().flat_map(|callers| callers.connections.values()))
+    }
 }
 
 pub struct Hub {
@@ -64,6 +74,9 @@ pub struct Hub {
     threads: ConnectionThreads,
     /// The instance of the last connection started.
     last_instance: Instance,
+    /// How often idle per-caller connections are looked for (`None`: no
+    /// server acts as each caller; see `callers`).
+    reaping: Option<std::time::Duration>,
 }
 
 /// The Hub keeps its state through a panic: each handler changes its
@@ -115,6 +128,7 @@ impl Hub {
             end_orphans: config.end_orphans && subreaper,
             panic_next: PanicSwitch::default(),
             last_instance: 0,
+            reaping: None,
             threads: ConnectionThreads::new(config.connection_threads),
         }
         .start()
@@ -130,6 +144,31 @@ impl Hub {
         }
         let name = config.name.clone();
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
+        let mut parts = self.parts.for_server(&name);
+        let callers = self.callers_of(&config, &mut parts, ctx);
+        let kept = config.clone();
+        let (call_timeout, max_waiting) = (config.timeouts.call, config.limits.max_queued);
+        let (connection, instance) = self.start_connection(config, parts, ctx);
+        let registration = RegisterServer {
+            server: name.clone(),
+            connection: connection.downgrade(),
+            instance,
+            state: state.clone(),
+            call_timeout,
+            max_waiting,
+            per_caller: callers.is_some(),
+        };
+        self.registry.do_send(registration);
+        connection.do_send(connection::Registered);
+        self.directory.insert(&name, connection.downgrade(), callers.as_ref().map(|slot| slot.shared.clone()));
+        self.servers.insert(name, Slot { connection, instance, state, config: kept, callers });
+        Ok(())
+    }
+
+    /// Starts a connection to `config`'s server, numbered as a new instance,
+    /// on the next connection thread, under a `Supervisor`; its process
+    /// starts once it is sent `Registered` (after the registry knows it).
+    fn start_connection(&mut self, config: ServerConfig, parts: ServerParts, ctx: &mut Context<Self>) -> (Addr<Connection>, Instance) {
         self.last_instance += 1;
         let instance = self.last_instance;
         let links = connection::Links {
@@ -138,28 +177,14 @@ impl Hub {
             events: ctx.address().recipient(),
             handlers: self.parts.client_handlers.clone(),
             telemetry: self.parts.telemetry.clone(),
-            server: self.parts.for_server(&name),
+            server: parts,
         };
-        let kept = config.clone();
-        let (call_timeout, max_waiting) = (config.timeouts.call, config.limits.max_queued);
         let start = move |_: &mut Context<Connection>| Connection::new(config, links);
         let connection = match self.threads.pick() {
             Some(thread) => Supervisor::start_in_arbiter(&thread, start),
             None => Supervisor::start(start),
         };
-        let registration = RegisterServer {
-            server: name.clone(),
-            connection: connection.downgrade(),
-            instance,
-            state: state.clone(),
-            call_timeout,
-            max_waiting,
-        };
-        self.registry.do_send(registration);
-        connection.do_send(connection::Registered);
-        self.directory.insert(&name, connection.downgrade());
-        self.servers.insert(name, Slot { connection, instance, state, config: kept });
-        Ok(())
+        (connection, instance)
     }
 
     /// Takes a server out: unregisters it and returns its slot, whose
@@ -177,7 +202,7 @@ impl Hub {
         // Dropping `slot` after the shutdown drops the last strong address:
         // the supervisor then lets the actor end instead of restarting it.
         Reply::later(async move {
-            let _ = slot.connection.send(connection::Shutdown).await;
+            join_all(slot.connections().map(|connection| connection.send(connection::Shutdown))).await;
             Ok(())
         })
     }
@@ -324,7 +349,7 @@ impl Hub {
         }
         self.wake_ready_waiters();
         Reply::later(async move {
-            join_all(stopping.iter().map(|slot| slot.connection.send(connection::Shutdown))).await;
+            join_all(stopping.iter().flat_map(Slot::connections).map(|connection| connection.send(connection::Shutdown))).await;
             result
         })
     }
@@ -357,11 +382,14 @@ impl Handler<Status> for Hub {
 impl Hub {
     fn status(&mut self) -> Reply<Vec<ServerStatus>> {
         let asks: Vec<_> = self.servers.values().map(|slot| slot.connection.send(GetStatus)).collect();
+        let callers: BTreeMap<String, _> =
+            self.servers.iter().filter_map(|(name, slot)| Some((name.clone(), slot.callers.as_ref()?.shared.counts()))).collect();
         let warnings = self.registry.send(NamingWarnings);
         Reply::later(async move {
             let mut warnings = warnings.await.unwrap_or_default();
             let statuses = join_all(asks).await.into_iter().filter_map(Result::ok);
-            statuses.map(|status| with_naming_warnings(status, &mut warnings)).collect()
+            let with_callers = |status: ServerStatus| ServerStatus { callers: callers.get(&status.name).copied(), ..status };
+            statuses.map(|status| with_naming_warnings(with_callers(status), &mut warnings)).collect()
         })
     }
 }
@@ -373,10 +401,11 @@ impl Handler<ServerStatusOf> for Hub {
         let status_of = |hub: &mut Self, _: &mut Context<Self>| {
             let Some(slot) = hub.servers.get(&msg.0) else { return Reply::Ready(None) };
             let ask = slot.connection.send(GetStatus);
+            let callers = slot.callers.as_ref().map(|callers| callers.shared.counts());
             let warnings = hub.registry.send(NamingWarnings);
             Reply::later(async move {
                 let mut warnings = warnings.await.unwrap_or_default();
-                ask.await.ok().map(|status| with_naming_warnings(status, &mut warnings))
+                ask.await.ok().map(|status| with_naming_warnings(ServerStatus { callers, ..status }, &mut warnings))
             })
         };
         self.guarded("ServerStatusOf", ctx, status_of, |_| Reply::Ready(None))
@@ -458,7 +487,7 @@ impl Hub {
         let end_orphans = self.end_orphans;
         let threads = self.threads.close();
         Reply::later(async move {
-            join_all(slots.iter().map(|slot| slot.connection.send(connection::Shutdown))).await;
+            join_all(slots.iter().flat_map(Slot::connections).map(|connection| connection.send(connection::Shutdown))).await;
             drop(slots);
             stop_and_join(threads, THREADS_STOP_WITHIN, "server connection").await;
             if end_orphans {

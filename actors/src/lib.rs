@@ -39,7 +39,10 @@
 //! ← [`hub`]; the [`registry`] routes to connections, which reach it back
 //! only through the [`ToolsChanged`] and [`ServerDown`] messages. `directory`
 //! is the hub's table of connections, shared with every `Handle`, whose
-//! operations by server name go straight to the connection.
+//! operations by server name go straight to the connection. [`callers`]
+//! holds the per-caller connections of a server that acts as each caller
+//! of the gateway (token exchange): the Hub starts them ([`callers::StartCaller`])
+//! and ends the idle ones; a `Handle`'s `call_on` reaches them through the directory.
 //!
 //! Messages (all replies come back as futures; see [`reply::Reply`]):
 //!
@@ -57,7 +60,8 @@
 //! | [`messages`]: `Request`, `Routed`, `Forget`, `GetStatus`, `SetLogLevel`, ... | Connection | see each |
 
 pub mod agent;
-mod agent_handle; // AgentHandle, re-exported here and by `mcpvisor` (the tokio side)
+mod agent_handle;
+pub mod callers; // AgentHandle, re-exported here and by `mcpvisor` (the tokio side)
 pub mod client_requests;
 pub mod connection;
 #[doc(hidden)]
@@ -87,7 +91,7 @@ pub mod threads; // the arbiters connections run on, the Hub's; public for the g
 pub(crate) use mcpvisor_services::{
     builtin_tools, integrity, llm, oauth, policy, pool, sandbox, server, sessions, telemetry, tool_search, transport,
 };
-pub(crate) use mcpvisor_wire::{codec, config, error, identity, naming, protocol, rate_limit, restart, task_store};
+pub(crate) use mcpvisor_wire::{caller_token, codec, config, error, identity, naming, protocol, rate_limit, restart, task_store};
 
 use std::time::Duration;
 
@@ -97,7 +101,7 @@ use serde::Serialize;
 
 use crate::error::CallError;
 
-pub use crate::pool::{KeptTool, ServerState, ServerStatus, ToolEntry};
+pub use crate::pool::{CallerCounts, KeptTool, ServerState, ServerStatus, ToolEntry};
 pub use agent_handle::{AgentHandle, TurnAnswer};
 pub use connection::Connection;
 pub use handle::{hub_of, Events, Handle, EVENT_BUFFER};
@@ -125,6 +129,9 @@ pub struct CallTool {
     /// The caller's identity, when a gateway checked its credentials (the
     /// audit log names its subject and client).
     pub identity: Option<std::sync::Arc<crate::identity::Identity>>,
+    /// Who the call reaches its server as, when the server acts as each
+    /// caller (set on the way to the caller's own connection; audited).
+    pub upstream: Option<std::sync::Arc<crate::identity::Upstream>>,
     /// The least severe log messages a 2026-07-28 server sends during this
     /// call (`_meta["io.modelcontextprotocol/logLevel"]`), over the
     /// connection's own level; not sent to a handshake-era server.
@@ -151,6 +158,7 @@ impl CallTool {
             arguments_error,
             caller: None,
             identity: None,
+            upstream: None,
             log_level: None,
             trace: None,
         }

@@ -43,6 +43,9 @@ pub struct Parts {
     /// The configured secrets of every server, kept out of what passes
     /// between models and servers; each connection adds its server's.
     pub secrets: crate::integrity::secrets::SecretBook,
+    /// Each gateway caller's latest access token, written by the gateway's
+    /// front, read by the servers that act as each caller (token exchange).
+    pub caller_tokens: crate::caller_token::CallerTokens,
 }
 
 impl Parts {
@@ -53,6 +56,7 @@ impl Parts {
             authorizer: self.authorizers.get(name).cloned(),
             pins: self.pins.clone(),
             secrets: self.secrets.clone(),
+            credentials: None,
         }
     }
 }
@@ -79,6 +83,9 @@ pub struct ServerParts {
     pub pins: Option<Arc<crate::integrity::pins::PinStore>>,
     /// The runtime's book of configured secrets, shared by every connection.
     pub secrets: crate::integrity::secrets::SecretBook,
+    /// The credentials of a remote server, when not those its `auth` says
+    /// (a token-exchange server's, one caller's or the gateway's own).
+    pub credentials: Option<Arc<dyn crate::transport::credentials::Credentials>>,
 }
 
 impl fmt::Debug for ServerParts {

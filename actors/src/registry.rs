@@ -48,6 +48,9 @@ struct ServerRoutes {
     call_timeout: Duration,
     /// How many calls may wait for its first listing (its `max_queued`).
     max_waiting: usize,
+    /// It acts as each caller: its connection lists, but calls go to the
+    /// caller's own (`Handle::call_on`), never through here.
+    per_caller: bool,
 }
 
 type CallReply = OneshotSender<Result<CallToolResult, CallError>>;
@@ -95,6 +98,8 @@ pub struct RegisterServer {
     pub call_timeout: Duration,
     /// Calls that may wait for the first listing (the server's `max_queued`).
     pub max_waiting: usize,
+    /// The server acts as each caller (see [`ServerRoutes`]).
+    pub per_caller: bool,
 }
 
 /// Removes a server and all its tools (sent by the Hub when it removes one).
@@ -207,6 +212,11 @@ impl Registry {
             return Err(self.unlisted_refusal(&call.name).unwrap_or(CallError::UnknownTool { name: call.name }));
         };
         let tool = route.tool.name();
+        if self.servers.get(&route.server).is_some_and(|s| s.per_caller) {
+            let message = "the server acts as each caller of the gateway (token exchange); call it through `mcpvisor serve --http` as an \
+                           authenticated caller";
+            return Err(CallError::AsCaller { server: route.server.clone(), tool: tool.to_string(), message: message.into() });
+        }
         let Some(connection) = self.servers.get(&route.server).and_then(|s| s.connection.upgrade()) else {
             return Err(CallError::Stopped { server: route.server.clone(), tool: tool.to_string() });
         };
@@ -346,6 +356,7 @@ impl Registry {
             state: msg.state,
             call_timeout: msg.call_timeout,
             max_waiting: msg.max_waiting,
+            per_caller: msg.per_caller,
         };
         self.servers.insert(msg.server.clone(), routes);
         let changes = self.catalog.register(&msg.server);
@@ -477,6 +488,7 @@ impl Handler<ListKeptTools> for Registry {
 /// The Registry's answer to a call: at once (an error, or the call handed
 /// on to its connection with the caller's reply channel), or later, once a
 /// server that may own its name has listed.
+#[allow(clippy::large_enum_variant)] // `Now` is nearly every call: boxing it would allocate for each
 pub enum Routing {
     Now(Result<(Addr<Connection>, CallTool), CallError>),
     Later(oneshot::Receiver<Result<CallToolResult, CallError>>),

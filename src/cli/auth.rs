@@ -60,6 +60,7 @@ pub async fn auth(cli: &Cli, out: &Out, args: &AuthArgs) -> Result<u8, Failure> 
         let kind = match auth {
             Auth::Bearer { .. } => "a bearer token",
             Auth::Basic { .. } => "basic auth",
+            Auth::TokenExchange(_) => "token exchange (each caller of the gateway acts as itself)",
             _ => "an API key",
         };
         return Err(Failure::usage(format!(

@@ -30,7 +30,8 @@ use super::{interrupted, Cli, EXIT_INTERRUPTED};
 use crate::actors::gateway::bridge::ClientBridge;
 use crate::actors::gateway::roots::ClientRoots;
 use crate::actors::gateway::ServeOptions;
-use crate::config::{RuntimeConfig, ServerConfig};
+use crate::caller_token::CallerTokens;
+use crate::config::{Auth, RuntimeConfig, ServerConfig};
 
 /// The fewest cores on which `serve --http` gives its connections threads
 /// of their own. Below, the clients, the servers and the gateway share so
@@ -68,13 +69,14 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
     nesting::check_depth(nesting::depth(env))?;
     let servers = Servers::load(cli)?;
     let configs = selected(&servers, args)?;
-    let http = match &args.http.http {
+    let mut http = match &args.http.http {
         Some(addr) => {
             let addr = super::serve_http::parse_addr(addr)?;
             Some((addr, super::serve_http::options(&args.http, servers.serve.as_ref(), addr)?))
         }
         None => None,
     };
+    let caller_tokens = as_each_caller(&configs, http.as_mut().map(|(_, http)| &mut http.guard));
     let telemetry = super::serve_audit::telemetry(&args.audit, servers.audit.as_ref(), http.is_none())?;
     // Before the runtime: the exporters' threads are their own.
     let telemetry = super::otel::start(&servers, telemetry)?;
@@ -94,7 +96,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         // own; one stdio client's calls start on that thread, where a connection beside them is
         // reached without crossing to another (docs/operations.md, "Threads").
         let threads = if http.is_some() { spread_over_http(RuntimeConfig::per_core()) } else { 0 };
-        let session = Session::launch_spread(configs, bridge.handlers(), telemetry, threads)?;
+        let session = Session::launch_spread(configs, bridge.handlers(), telemetry, threads, caller_tokens)?;
         let parked = crate::server::input::ParkedCalls::from_env().map_err(Failure::usage)?;
         let keys = http.as_ref().map(|(_, http)| http.guard.keys.clone());
         let access = Access::start(servers.serve.as_ref(), keys)?;
@@ -132,6 +134,32 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
     // A read of stdin may still be pending after a signal: do not wait for it.
     runtime.shutdown_timeout(STOP_GRACE);
     outcome
+}
+
+/// The book of callers' tokens the servers that act as each caller (auth
+/// type `token_exchange`) exchange, kept by `guard`; warns of such a server
+/// that no caller can reach as itself (no `[serve.auth]`, or not over HTTP).
+fn as_each_caller(configs: &[ServerConfig], guard: Option<&mut crate::gateway::http::Guard>) -> CallerTokens {
+    let book = CallerTokens::default();
+    let exchanging: Vec<&str> =
+        configs.iter().filter(|config| matches!(config.auth, Some(Auth::TokenExchange(_)))).map(|config| config.name.as_str()).collect();
+    if exchanging.is_empty() {
+        return book;
+    }
+    let names = exchanging.join("`, `");
+    match guard {
+        Some(guard) if guard.auth.is_some() => guard.caller_tokens = Some(book.clone()),
+        Some(_) => eprintln!(
+            "mcpvisor: warning: server `{names}` acts as each caller (auth type \"token_exchange\"), which needs callers with access \
+             tokens of an issuer: set [serve.auth] (docs/gateway.md, \"Token exchange\"); until then its tools answer every call with \
+             an error"
+        ),
+        None => eprintln!(
+            "mcpvisor: warning: server `{names}` acts as each caller (auth type \"token_exchange\"), which only `serve --http` with \
+             [serve.auth] can do; over stdio its tools answer every call with an error"
+        ),
+    }
+    book
 }
 
 /// Stops the servers, then waits for the audit log to be written out

@@ -182,7 +182,15 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
     let mut allowed_origins = args.allow_origin.clone();
     allowed_origins.extend(settings.into_iter().flat_map(|settings| settings.allowed_origins.iter().cloned()));
     Ok(HttpOptions {
-        guard: Guard { allowed_origins, loopback_origins: true, loopback_bind: loopback, token, keys: KeyRing::new(keys), auth },
+        guard: Guard {
+            allowed_origins,
+            loopback_origins: true,
+            loopback_bind: loopback,
+            token,
+            keys: KeyRing::new(keys),
+            auth,
+            caller_tokens: None,
+        },
         max_body: DEFAULT_MAX_FRAME,
         max_sessions: args.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS),
         session_idle: args.session_idle.unwrap_or(DEFAULT_SESSION_IDLE),

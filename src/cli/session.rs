@@ -16,6 +16,7 @@ use super::secrets;
 use super::servers::{env, Entry, Servers};
 use crate::actors::client_requests::ClientHandlers;
 use crate::actors::{ServerState, ServerStatus};
+use crate::caller_token::CallerTokens;
 use crate::config::Redactor;
 use crate::config::{RuntimeConfig, ServerConfig};
 use crate::telemetry::Telemetry;
@@ -75,7 +76,7 @@ impl Session {
     /// Their connections share the runtime's thread (a command's calls come
     /// from that thread) unless [`CONNECTION_THREADS`] says otherwise.
     pub fn launch_configs(configs: Vec<ServerConfig>, handlers: ClientHandlers, telemetry: Telemetry) -> Result<Session, Failure> {
-        Session::launch_spread(configs, handlers, telemetry, 0)
+        Session::launch_spread(configs, handlers, telemetry, 0, CallerTokens::default())
     }
 
     /// [`Session::launch_configs`] with the connections spread over at most
@@ -86,13 +87,15 @@ impl Session {
         handlers: ClientHandlers,
         telemetry: Telemetry,
         threads: usize,
+        caller_tokens: CallerTokens,
     ) -> Result<Session, Failure> {
         let startup_bound = configs.iter().filter(|c| c.enabled).map(|c| c.timeouts.startup).max().unwrap_or_default() + SETTLE_MARGIN;
         let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
         let connection_threads = connection_threads(std::env::var(CONNECTION_THREADS).ok().as_deref(), threads);
         let mut builder = Runtime::builder(RuntimeConfig { end_orphans: true, connection_threads, ..RuntimeConfig::new(configs) })
             .client_handlers(handlers)
-            .telemetry(telemetry);
+            .telemetry(telemetry)
+            .caller_tokens(caller_tokens);
         // Every command pins the tools it sees, so a changed tool is withheld wherever it would be offered.
         if let Some(pins) = crate::integrity::pins::pins_file(|name| std::env::var(name).ok()) {
             builder = builder.pin_tools(pins);

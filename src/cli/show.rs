@@ -168,6 +168,19 @@ fn auth(auth: &Auth) -> String {
             }
             shown
         }
+        Auth::TokenExchange(exchange) => {
+            let at = exchange.issuer.as_deref().or(exchange.token_endpoint.as_deref()).unwrap_or_default();
+            let mut shown = format!("token exchange at {at} (client {}), each caller its own connection", exchange.client_id);
+            for (key, value) in [("audience", &exchange.audience), ("resource", &exchange.resource)] {
+                if let Some(value) = value {
+                    shown.push_str(&format!(", {key} {value}"));
+                }
+            }
+            if !exchange.scopes.is_empty() {
+                shown.push_str(&format!(", scopes {}", exchange.scopes.join(" ")));
+            }
+            shown
+        }
     }
 }
 

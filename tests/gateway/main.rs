@@ -8,6 +8,8 @@ mod common;
 mod gateway_http_support;
 #[path = "../gateway_support/mod.rs"]
 mod gateway_support;
+#[path = "../oauth_server/mod.rs"]
+mod oauth_server;
 #[path = "../otel_support/mod.rs"]
 mod otel_support;
 
@@ -31,4 +33,5 @@ mod gateway_sessions;
 mod gateway_tls;
 mod isolation;
 mod otel;
+mod token_exchange;
 mod top_admin;

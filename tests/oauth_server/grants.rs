@@ -5,7 +5,7 @@
 //! being one the identity provider issued for this resource.
 
 use axum::response::Response;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
 use serde_json::{json, Value};
 
@@ -30,6 +30,39 @@ impl State {
             return Err("invalid_client");
         }
         Ok(form.get("scope").cloned().unwrap_or_default())
+    }
+
+    /// A client secret in HTTP Basic, or a private-key JWT whose signature and claims check out.
+    pub(super) fn client_authenticated(&self, request: &Recorded) -> bool {
+        if let (Some((id, secret)), Some(basic)) = (self.options.client_secret, request.headers.get("authorization")) {
+            return basic.strip_prefix("Basic ").is_some_and(|b| STANDARD.decode(b).ok() == Some(format!("{id}:{secret}").into_bytes()));
+        }
+        let (Some(key), Some(assertion)) = (&self.options.jwt_public_key, request.form.get("client_assertion")) else { return false };
+        if request.form.get("client_assertion_type").map(String::as_str) != Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer") {
+            return false;
+        }
+        let parts: Vec<&str> = assertion.split('.').collect();
+        let [header, claims, signature] = parts[..] else { return false };
+        let (algorithm, name): (&dyn ring::signature::VerificationAlgorithm, &str) = match self.options.jwt_rsa {
+            true => (&ring::signature::RSA_PKCS1_2048_8192_SHA256, "RS256"),
+            false => (&ring::signature::ECDSA_P256_SHA256_FIXED, "ES256"),
+        };
+        let key = ring::signature::UnparsedPublicKey::new(algorithm, key);
+        let signed = format!("{header}.{claims}");
+        let Ok(signature) = URL_SAFE_NO_PAD.decode(signature) else { return false };
+        if key.verify(signed.as_bytes(), &signature).is_err() {
+            return false;
+        }
+        let header: Value = URL_SAFE_NO_PAD.decode(header).ok().and_then(|h| serde_json::from_slice(&h).ok()).unwrap_or_default();
+        if header["alg"] != json!(name) {
+            return false;
+        }
+        let claims: Value = URL_SAFE_NO_PAD.decode(claims).ok().and_then(|c| serde_json::from_slice(&c).ok()).unwrap_or_default();
+        let client_id = request.form.get("client_id").cloned().unwrap_or_default();
+        claims["iss"] == json!(client_id)
+            && claims["sub"] == json!(client_id)
+            && claims["aud"] == json!(self.issuer())
+            && claims["exp"].is_u64()
     }
 
     /// An ES256 JWT signed with `assertion_key`, for this issuer, not expired.

@@ -11,9 +11,12 @@
 #![allow(dead_code)]
 
 mod dpop;
+mod exchange;
 mod grants;
 
 #[allow(unused_imports)] // not every test binary that mounts the fixture uses them
+pub use exchange::{Subject, TOKEN_EXCHANGE};
+#[allow(unused_imports)]
 pub use grants::{PlatformKey, JWT_BEARER};
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -182,6 +185,8 @@ struct State {
     /// The resource now names another authorization server (at `/moved`),
     /// and tokens of the first one are refused.
     moved: Arc<AtomicBool>,
+    /// The callers' JWTs and their exchanges (`exchange`).
+    exchanges: Arc<exchange::Exchanges>,
 }
 
 pub struct AuthServer {
@@ -201,12 +206,20 @@ impl AuthServer {
             issued: Arc::default(),
             dpop_refusals: Arc::default(),
             moved: Arc::default(),
+            exchanges: Arc::default(),
         };
         let app = axum::Router::new().fallback({
             let state = state.clone();
             move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
                 let state = state.clone();
-                async move { state.answer(method, uri, headers, body) }
+                async move {
+                    // A slow issuer (`set_exchange_delay`) answers exchanges late, never other requests.
+                    let delay = state.exchange_delay(&body);
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    state.answer(method, uri, headers, body)
+                }
             }
         });
         tokio::spawn(async move { axum::serve(listener, app).await });
@@ -305,7 +318,9 @@ impl State {
         }
         match as_path {
             "/authorize" => self.authorize(&recorded),
+            "/token" if recorded.form.get("grant_type").map(String::as_str) == Some(TOKEN_EXCHANGE) => self.exchange(&recorded),
             "/token" => self.token(&recorded),
+            "/jwks" => self.jwks(),
             "/idp/token" => self.token_exchange(&recorded),
             "/register" if options.dcr => {
                 let request: Value = serde_json::from_slice(&body).unwrap_or_default();
@@ -357,6 +372,7 @@ impl State {
             "issuer": self.declared_issuer(),
             "authorization_endpoint": format!("{base}/authorize"),
             "token_endpoint": format!("{base}/token"),
+            "jwks_uri": format!("{base}/jwks"),
             "response_types_supported": ["code"],
             "token_endpoint_auth_methods_supported": ["client_secret_basic", "none", "private_key_jwt"],
             "authorization_response_iss_parameter_supported": self.options.advertise_iss,
@@ -398,7 +414,9 @@ impl State {
             _ if id.is_null() => return Response::builder().status(202).body(Body::empty()).unwrap(),
             "initialize" => json!({"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
                                    "serverInfo": {"name": "oauth-fixture", "version": "1"}}),
-            "tools/list" => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+            "tools/list" => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}},
+                                             {"name": "whoami", "inputSchema": {"type": "object"}}]}),
+            "tools/call" if message["params"]["name"] == "whoami" => self.whoami(request),
             "tools/call" => json!({"content": [{"type": "text", "text": message["params"]["arguments"]["text"]}]}),
             _ => return json_response(200, json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no such method"}})),
         };
@@ -554,39 +572,6 @@ impl State {
             200,
             json!({"access_token": access, "token_type": token_type, "expires_in": expires_in, "refresh_token": refresh, "scope": scope}),
         )
-    }
-
-    /// A client secret in HTTP Basic, or a private-key JWT whose signature and claims check out.
-    fn client_authenticated(&self, request: &Recorded) -> bool {
-        if let (Some((id, secret)), Some(basic)) = (self.options.client_secret, request.headers.get("authorization")) {
-            return basic.strip_prefix("Basic ").is_some_and(|b| STANDARD.decode(b).ok() == Some(format!("{id}:{secret}").into_bytes()));
-        }
-        let (Some(key), Some(assertion)) = (&self.options.jwt_public_key, request.form.get("client_assertion")) else { return false };
-        if request.form.get("client_assertion_type").map(String::as_str) != Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer") {
-            return false;
-        }
-        let parts: Vec<&str> = assertion.split('.').collect();
-        let [header, claims, signature] = parts[..] else { return false };
-        let (algorithm, name): (&dyn ring::signature::VerificationAlgorithm, &str) = match self.options.jwt_rsa {
-            true => (&ring::signature::RSA_PKCS1_2048_8192_SHA256, "RS256"),
-            false => (&ring::signature::ECDSA_P256_SHA256_FIXED, "ES256"),
-        };
-        let key = ring::signature::UnparsedPublicKey::new(algorithm, key);
-        let signed = format!("{header}.{claims}");
-        let Ok(signature) = URL_SAFE_NO_PAD.decode(signature) else { return false };
-        if key.verify(signed.as_bytes(), &signature).is_err() {
-            return false;
-        }
-        let header: Value = URL_SAFE_NO_PAD.decode(header).ok().and_then(|h| serde_json::from_slice(&h).ok()).unwrap_or_default();
-        if header["alg"] != json!(name) {
-            return false;
-        }
-        let claims: Value = URL_SAFE_NO_PAD.decode(claims).ok().and_then(|c| serde_json::from_slice(&c).ok()).unwrap_or_default();
-        let client_id = request.form.get("client_id").cloned().unwrap_or_default();
-        claims["iss"] == json!(client_id)
-            && claims["sub"] == json!(client_id)
-            && claims["aud"] == json!(self.issuer())
-            && claims["exp"].is_u64()
     }
 }
 

@@ -193,6 +193,7 @@ impl Connection {
             tool: &call.name,
             caller: call.caller.as_deref(),
             identity: call.identity.as_deref(),
+            upstream: call.upstream.as_deref(),
             arguments: call.arguments.as_ref(),
             redactor: &self.redactor,
             stats,

@@ -449,6 +449,7 @@ impl Connection {
                 .and_then(|r| r.process.sandbox())
                 .or_else(|| self.last_sandbox.clone())
                 .map(|sandbox| crate::sandbox::SandboxStatus { violation: self.sandbox_violation.clone(), ..sandbox }),
+            callers: None,
         }
     }
 }

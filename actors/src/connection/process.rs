@@ -57,7 +57,10 @@ impl Process {
                 (Kind::InProcess(peer.task), peer.exit, Box::new(peer.input), Some((Box::new(peer.output), Box::new(peer.log))))
             }
             Transport::Http | Transport::Sse => {
-                let credentials = crate::oauth::credentials_for(config, parts.authorizer.clone());
+                let credentials = match &parts.credentials {
+                    Some(given) => given.clone(),
+                    None => crate::oauth::credentials_for(config, parts.authorizer.clone()),
+                };
                 let peer = http::start(config, credentials)?;
                 ctx.add_stream(ReceiverStream::new(peer.messages).map(Ok::<_, std::io::Error>));
                 ctx.add_stream(ReceiverStream::new(peer.log).map(Ok::<_, std::io::Error>));

@@ -29,4 +29,4 @@ pub mod telemetry; // call metrics, the audit log, OpenTelemetry
 pub mod tool_search; // ranking a catalog's tools against a query
 pub mod transport; // stdio children, in-process servers, Streamable HTTP and SSE
 
-pub(crate) use mcpvisor_wire::{civil_date, codec, config, error, identity, naming, protocol, sse, task_store, user_dirs};
+pub(crate) use mcpvisor_wire::{caller_token, civil_date, codec, config, error, identity, naming, protocol, sse, task_store, user_dirs};

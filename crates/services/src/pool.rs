@@ -112,6 +112,25 @@ pub struct ServerStatus {
     /// A sandboxed server's sandbox: what is enforced, what is not, and
     /// the limit its last run hit (`None`: not sandboxed).
     pub sandbox: Option<SandboxStatus>,
+    /// A server that acts as each caller (token exchange): its callers'
+    /// connections (`None` for others).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub callers: Option<CallerCounts>,
+}
+
+/// The per-caller connections of a server that acts as each caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CallerCounts {
+    /// Open now.
+    pub connections: usize,
+    /// The most at once (`auth.max_callers`).
+    pub max: usize,
+    /// Started, ended for being idle, and callers refused over `max`, so far.
+    pub started: u64,
+    pub reaped: u64,
+    pub refused: u64,
+    /// Token requests made at the issuer so far (exchanges and the gateway's own).
+    pub exchanges: u64,
 }
 
 impl ServerStatus {
@@ -137,6 +156,7 @@ impl ServerStatus {
             warnings: Vec::new(),
             remote: None,
             sandbox: None,
+            callers: None,
         }
     }
 }

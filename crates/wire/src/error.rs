@@ -105,6 +105,12 @@ pub enum CallError {
     #[error("{}", secret_blocked(server, tool, direction, kind))]
     SecretBlocked { server: String, tool: String, direction: crate::secret::Direction, kind: crate::secret::SecretKind },
 
+    /// A server that acts as each caller (auth type `token_exchange`) could
+    /// not act as this one: no caller token to exchange, the issuer refused
+    /// the exchange, or the server has as many callers as it may.
+    #[error("`{tool}` on server `{server}` was not sent: {message}")]
+    AsCaller { server: String, tool: String, message: String },
+
     #[error("server `{server}` had not listed its tools yet when the call to `{tool}` gave up after {after:?}; wait until the server is connected or give the call a longer timeout")]
     NotListed { server: String, tool: String, after: Duration },
 }
@@ -149,6 +155,7 @@ impl CallError {
             CallError::Stopped { .. } => "stopped",
             CallError::RuntimeStopped { .. } => "runtime_stopped",
             CallError::NotListed { .. } => "not_listed",
+            CallError::AsCaller { .. } => "as_caller",
             CallError::Withheld { .. } => "withheld",
             CallError::SecretBlocked { .. } => "secret_blocked",
             CallError::Flagged { .. } => "flagged",

@@ -69,6 +69,17 @@ impl Identity {
     }
 }
 
+/// Who a call reached its server as, when that server acts as each caller
+/// (auth type `token_exchange`): the subject, audience and scopes of the
+/// exchanged token, never the token. Recorded in the audit log and traces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Upstream {
+    pub subject: String,
+    pub audience: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@
 //! on its own. It depends on no crate of mcpvisor's, so nothing here can
 //! import a service, an actor or a front.
 
+pub mod caller_token; // a gateway caller's bearer token, kept apart from its identity, never shown
 pub mod civil_date; // calendar dates from day counts (no date-time dependency)
 pub mod codec; // newline-delimited JSON-RPC framing with a frame-size limit
 pub mod config; // what a configuration file can say, read and written

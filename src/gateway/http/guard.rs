@@ -14,7 +14,10 @@
 //!   and the resource metadata paths pass without credentials like
 //!   `/healthz`);
 //! - a request that passed with credentials carries the caller's
-//!   [`Identity`] in its extensions (none when no credentials are asked).
+//!   [`Identity`] in its extensions (none when no credentials are asked);
+//! - with `caller_tokens` (a server acts as each caller), the access token
+//!   of an issuer's caller is kept there as that caller's latest, apart
+//!   from its identity, for the exchange (`crate::caller_token`).
 
 use std::sync::Arc;
 
@@ -26,6 +29,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::auth::{is_metadata_path, Authenticator, Rejection};
 use super::keys::{constant_time_eq, holder, KeyRing};
+use crate::caller_token::{CallerToken, CallerTokens};
 use crate::identity::Identity;
 
 /// Hosts a loopback origin or `Host` may name.
@@ -48,6 +52,9 @@ pub struct Guard {
     pub keys: KeyRing,
     /// The access tokens of an OAuth issuer, if `[serve.auth]` is set.
     pub auth: Option<Arc<Authenticator>>,
+    /// Where an issuer's caller's token is kept, when a server acts as
+    /// each caller (token exchange); `None`: no token is kept.
+    pub caller_tokens: Option<CallerTokens>,
 }
 
 /// `host[:port]` without the port, `[::1]` keeping its brackets.
@@ -123,7 +130,12 @@ impl Guard {
         }
         match &self.auth {
             Some(auth) => match auth.identify(offered).await {
-                Ok(identity) => Ok(Some(Arc::new(identity))),
+                Ok(identity) => {
+                    if let (Some(book), Some(token)) = (&self.caller_tokens, offered) {
+                        book.offer(&identity.caller_key(), CallerToken::new(token));
+                    }
+                    Ok(Some(Arc::new(identity)))
+                }
                 Err(rejection) => {
                     if let Rejection::Invalid(why) = &rejection {
                         tracing::info!(path, "refused an access token: {why}");
@@ -181,6 +193,7 @@ mod tests {
             token: token.map(str::to_owned),
             keys: KeyRing::default(),
             auth: None,
+            caller_tokens: None,
         }
     }
 

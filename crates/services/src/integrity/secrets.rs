@@ -198,6 +198,7 @@ mod tests {
             tool: "read",
             caller: None,
             identity: None,
+            upstream: None,
             arguments: None,
             redactor: &Redactor::default(),
             stats: telemetry.metrics().tool("b", "read"),

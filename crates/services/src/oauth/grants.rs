@@ -31,7 +31,7 @@ use super::OAuthError;
 use crate::config::{IdentityProvider, OAuthConfig, Redactor};
 
 pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
-const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+pub(super) const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const ID_TOKEN: &str = "urn:ietf:params:oauth:token-type:id_token";
 const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
 
@@ -136,17 +136,17 @@ async fn identity_assertion(http: &Http, idp: &IdentityProvider, discovery: &Dis
 }
 
 /// One form POST to a token endpoint.
-struct TokenRequest<'a> {
-    endpoint: &'a str,
+pub(super) struct TokenRequest<'a> {
+    pub(super) endpoint: &'a str,
     /// Who answers, for messages.
-    party: &'a str,
-    what: &'static str,
+    pub(super) party: &'a str,
+    pub(super) what: &'static str,
 }
 
 impl TokenRequest<'_> {
     /// Sends `form`, with the client in HTTP Basic when `basic` (its parts
     /// form-encoded first, RFC 6749 §2.3.1), and reads a 2xx answer as `T`.
-    async fn send<T: serde::de::DeserializeOwned>(
+    pub(super) async fn send<T: serde::de::DeserializeOwned>(
         &self,
         http: &Http,
         form: &[(&str, String)],

@@ -11,6 +11,7 @@
 //! | `jwt` | `private_key_jwt` client assertions |
 //! | `dpop` | DPoP (RFC 9449): the key pair, proofs, nonces |
 //! | `grants` | the JWT-bearer grant: workload identity, enterprise-managed (token exchange) |
+//! | `exchange` | a gateway's caller's token exchanged for an upstream's (RFC 8693), kept per caller |
 //! | `login` | a user's login: loopback redirect listener, [`Authorizer`]s, `iss` check |
 //! | `store` | tokens on disk, per server and issuer, 0600 |
 //! | `credentials` | [`OAuthCredentials`]: the seam's implementation (refresh once, step-up) |
@@ -24,6 +25,7 @@ mod challenge;
 mod credentials;
 mod discovery;
 mod dpop;
+mod exchange;
 mod flow;
 mod grants;
 #[doc(hidden)]
@@ -41,6 +43,7 @@ use crate::transport::http::StaticCredentials;
 
 pub use challenge::BearerChallenge;
 pub use credentials::{LoggedIn, OAuthCredentials, EXPIRY_MARGIN_SECS, LOGIN_TIMEOUT, MAX_STEP_UPS, RENEWAL_GRACE};
+pub use exchange::{refusing, Exchanged, Exchanger};
 pub use login::{Authorizer, FollowRedirects, SystemBrowser, CALLBACK_PATH};
 pub use store::TokenStore;
 
@@ -72,6 +75,12 @@ pub fn credentials_for(config: &ServerConfig, authorizer: Option<Arc<dyn Authori
                 Arc::new(StaticCredentials::new(config))
             }
         },
+        // Its connections are given their credentials by the hub that serves each caller (`Exchanger`).
+        Some(Auth::TokenExchange(_)) => refusing(format!(
+            "server `{}` acts as each caller of the gateway (auth type \"token_exchange\"): it is served only behind `mcpvisor serve \
+             --http` with [serve.auth], which exchanges each caller's token",
+            config.name
+        )),
         Some(_) => Arc::new(StaticCredentials::new(config)),
     }
 }

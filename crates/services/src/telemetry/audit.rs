@@ -17,6 +17,9 @@
 //! `secrets`, present only when some were found, lists the secrets found in
 //! the call's arguments and result by kind, never their values:
 //! `[{"direction":"results","kind":"private_key","action":"masked","count":1}]`.
+//! `upstream`, present only for a server that acts as each caller (auth type
+//! `token_exchange`), is who the call reached it as, never the token:
+//! `{"subject":"alice","audience":"https://jira.example","scope":"read"}`.
 //!
 //! A call the gateway refused before it reached a server is a line too
 //! ([`AuditLog::refused`]): `outcome` `denied` (the access policy, `rule`
@@ -101,7 +104,9 @@ impl AuditLog {
     }
 
     pub(super) fn draft(&self, call: &CallStart<'_>) -> Draft {
-        self.draft_of(call.caller, call.identity, Some(call.server), call.tool, call.arguments, call.redactor)
+        let mut draft = self.draft_of(call.caller, call.identity, Some(call.server), call.tool, call.arguments, call.redactor);
+        draft.upstream = call.upstream.cloned();
+        draft
     }
 
     fn draft_of(
@@ -132,6 +137,7 @@ impl AuditLog {
             arguments,
             rule: None,
             secrets: Vec::new(),
+            upstream: None,
         }
     }
 
@@ -250,6 +256,8 @@ pub(super) struct Draft {
     rule: Option<String>,
     /// The secrets found in the call, by kind.
     secrets: Vec<SecretsLine>,
+    /// Who the call reached its server as (a server that acts as each caller).
+    upstream: Option<crate::identity::Upstream>,
 }
 
 /// Secrets of one kind found in a call, as its audit line lists them.
@@ -285,6 +293,8 @@ struct Line<'a> {
     rule: &'a Option<String>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     secrets: &'a [SecretsLine],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    upstream: &'a Option<crate::identity::Upstream>,
 }
 
 impl Draft {
@@ -302,6 +312,7 @@ impl Draft {
             error_kind,
             rule: &self.rule,
             secrets: &self.secrets,
+            upstream: &self.upstream,
         };
         serde_json::to_string(&line).unwrap_or_default()
     }
@@ -448,10 +459,24 @@ mod tests {
                 arguments: Value::Null,
                 rule: None,
                 secrets: Vec::new(),
+                upstream: None,
             };
             log.write(draft, Duration::ZERO, Outcome::Ok, None);
         }
         assert_eq!(log.dropped(), 3);
+    }
+
+    #[test]
+    fn a_line_says_who_the_call_reached_its_server_as_only_when_it_acted_as_its_caller() {
+        let log = AuditLog { jobs: sync_channel(1).0, dropped: Arc::default(), arguments: AuditArguments::Digest };
+        let line = |upstream: Option<crate::identity::Upstream>| {
+            let mut draft = log.draft_of(None, None, Some("jira"), "search", None, &Redactor::default());
+            draft.upstream = upstream;
+            serde_json::from_str::<Value>(&draft.finish(Duration::ZERO, "ok", None)).unwrap()
+        };
+        assert!(line(None).get("upstream").is_none());
+        let upstream = crate::identity::Upstream { subject: "alice".into(), audience: "https://jira.example".into(), scope: None };
+        assert_eq!(line(Some(upstream))["upstream"], serde_json::json!({"subject": "alice", "audience": "https://jira.example"}));
     }
 
     #[test]

@@ -105,6 +105,8 @@ pub struct CallStart<'a> {
     pub caller: Option<&'a str>,
     /// Who the caller proved to be, if a gateway checked.
     pub identity: Option<&'a crate::identity::Identity>,
+    /// Who the call reaches its server as, when the server acts as each caller.
+    pub upstream: Option<&'a crate::identity::Upstream>,
     pub arguments: Option<&'a JsonObject>,
     /// Masks the server's configured secrets in redacted arguments.
     pub redactor: &'a Redactor,
@@ -147,6 +149,13 @@ impl OtelWatch {
         ];
         if let Some(caller) = call.caller {
             attributes.push(KeyValue::new("mcpvisor.caller", caller.to_string()));
+        }
+        if let Some(identity) = call.identity {
+            attributes.push(KeyValue::new("enduser.id", identity.subject.clone()));
+        }
+        if let Some(upstream) = call.upstream {
+            attributes.push(KeyValue::new("mcpvisor.upstream.subject", upstream.subject.clone()));
+            attributes.push(KeyValue::new("mcpvisor.upstream.audience", upstream.audience.clone()));
         }
         let span = otel.client_span(format!("tools/call {}", call.tool), call.parent, attributes);
         OtelWatch { otel: otel.clone(), span }

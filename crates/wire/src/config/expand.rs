@@ -110,6 +110,21 @@ impl ServerConfig {
                     }
                 }
             }
+            Some(Auth::TokenExchange(exchange)) => {
+                visit(TextField::Auth("client_id"), &mut exchange.client_id)?;
+                visit(TextField::Auth("client_secret"), &mut exchange.client_secret)?;
+                let fields = [
+                    ("issuer", &mut exchange.issuer),
+                    ("token_endpoint", &mut exchange.token_endpoint),
+                    ("audience", &mut exchange.audience),
+                    ("resource", &mut exchange.resource),
+                ];
+                for (key, value) in fields {
+                    if let Some(value) = value {
+                        visit(TextField::Auth(key), value)?;
+                    }
+                }
+            }
             None => {}
         }
         Ok(())

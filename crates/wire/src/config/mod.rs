@@ -87,6 +87,7 @@ pub mod serve_auth;
 mod serve_policy;
 #[doc(hidden)] // where other tools keep their files: the command line's
 pub mod sources;
+pub mod token_exchange;
 pub mod trust;
 mod values;
 
@@ -106,6 +107,7 @@ pub use secrets::{Direction, SecretAction, SecretsMode, SecretsPolicy};
 pub use serve::read as read_serve;
 pub use serve::{check_token, AuthSettings, IntrospectionSettings, ServeSettings, MAX_WORKERS};
 pub use serve_policy::{Effect, KeySettings, PolicySettings, RuleSettings};
+pub use token_exchange::TokenExchangeConfig;
 pub use trust::{ProjectTrust, Untrusted};
 
 /// Back-pressure bounds of one connection.
@@ -230,6 +232,9 @@ pub enum Auth {
     /// OAuth 2.1 (see [`OAuthConfig`]); a remote server without `auth`
     /// that answers 401 gets the same with every setting at its default.
     OAuth(OAuthConfig),
+    /// Behind the gateway, each caller's own token exchanged for one meant
+    /// for this server (RFC 8693; see [`TokenExchangeConfig`]).
+    TokenExchange(Box<TokenExchangeConfig>),
 }
 
 /// The spelling of a keyword in files, shared by the readers and the writer.
@@ -402,6 +407,9 @@ impl ServerConfig {
                 }
                 if !self.command.is_empty() {
                     return invalid("`command` is set on an http/sse server; remove it or set `transport` to stdio");
+                }
+                if self.transport == Transport::Sse && matches!(self.auth, Some(Auth::TokenExchange(_))) {
+                    return invalid("auth type \"token_exchange\" is for http servers (a session per caller); set `transport` to http");
                 }
             }
             Transport::InProcess => {

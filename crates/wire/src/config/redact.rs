@@ -187,7 +187,11 @@ impl ServerConfig {
                     | "assertion_file"
                     | "identity_provider.token_endpoint"
                     | "identity_provider.client_id"
-                    | "identity_provider.id_token_file",
+                    | "identity_provider.id_token_file"
+                    | "issuer"
+                    | "token_endpoint"
+                    | "audience"
+                    | "resource",
                 ) => Vec::new(),
                 TextField::Env(name) if looks_secret(name) => whole(could_be_secret(text)),
                 TextField::Header(_) | TextField::Auth(_) => whole(could_be_secret(text) && !is_only_reference(text, field.syntax())),

@@ -44,7 +44,7 @@ fn auth_header(auth: &Auth) -> Option<(String, String)> {
             ("Authorization".into(), format!("Basic {pair}"))
         }
         Auth::ApiKey { header, value } => (header.clone(), value.clone()),
-        Auth::OAuth(_) => return None,
+        Auth::OAuth(_) | Auth::TokenExchange(_) => return None,
     })
 }
 

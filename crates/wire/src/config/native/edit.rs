@@ -11,6 +11,7 @@ use super::read::read_server;
 use super::schema::{not_a_server_table, parse_document, servers_table_mut, Restart, DEFAULT_MAX_RESTARTS, KEYS};
 use crate::config::duration::format_duration;
 use crate::config::file::{read_optional, write_atomically};
+use crate::config::token_exchange::{DEFAULT_CALLER_IDLE, DEFAULT_MAX_CALLERS};
 use crate::config::{Auth, Grant, IdentityProvider, Keyword, Pinning, SecretsMode, SecretsPolicy, ServerConfig, ToolFilter, Transport};
 use crate::error::{ConfigError, ManageError};
 use crate::rate_limit::{RateLimit, RateLimits};
@@ -279,6 +280,18 @@ fn auth(auth: &Auth) -> Value {
             ("assertion", oauth.assertion.as_deref().and_then(text)),
             ("assertion_file", oauth.assertion_file.as_deref().and_then(text)),
             ("identity_provider", oauth.identity_provider.as_deref().map(identity_provider)),
+        ],
+        Auth::TokenExchange(exchange) => vec![
+            ("type", text("token_exchange")),
+            ("issuer", exchange.issuer.as_deref().and_then(text)),
+            ("token_endpoint", exchange.token_endpoint.as_deref().and_then(text)),
+            ("client_id", text(&exchange.client_id)),
+            ("client_secret", text(&exchange.client_secret)),
+            ("audience", exchange.audience.as_deref().and_then(text)),
+            ("resource", exchange.resource.as_deref().and_then(text)),
+            ("scopes", Some(strings(&exchange.scopes)).filter(|_| !exchange.scopes.is_empty())),
+            ("max_callers", Some(Value::from(exchange.max_callers as i64)).filter(|_| exchange.max_callers != DEFAULT_MAX_CALLERS)),
+            ("caller_idle", Some(duration(exchange.caller_idle)).filter(|_| exchange.caller_idle != DEFAULT_CALLER_IDLE)),
         ],
     };
     Value::InlineTable(pairs.into_iter().filter_map(|(key, value)| Some((key, value?))).collect::<InlineTable>())

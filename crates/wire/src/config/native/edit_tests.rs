@@ -63,7 +63,19 @@ fn upsert_then_load_gives_the_same_servers() {
         })),
         ..Default::default()
     }));
-    let configs = [full_config(), remote, never, odd_name, machine, browser, enterprise];
+    let mut as_each_caller = ServerConfig::remote("jira", Transport::Http, "https://jira.example/mcp");
+    as_each_caller.auth = Some(Auth::TokenExchange(Box::new(crate::config::TokenExchangeConfig {
+        issuer: Some("https://idp.example".into()),
+        token_endpoint: None,
+        client_id: "gateway".into(),
+        client_secret: "${GW_SECRET}".into(),
+        audience: Some("https://jira.example".into()),
+        resource: None,
+        scopes: vec!["jira:read".into()],
+        max_callers: 8,
+        caller_idle: Duration::from_secs(90),
+    })));
+    let configs = [full_config(), remote, never, odd_name, machine, browser, enterprise, as_each_caller];
     for config in &configs {
         upsert(&path, config).unwrap();
     }

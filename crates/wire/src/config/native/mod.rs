@@ -381,7 +381,27 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
             ),
             (
                 "url = \"https://x\"\nauth = { type = \"oidc\" }",
-                "`auth.type` is \"oidc\"; write \"bearer\", \"basic\", \"api_key\" or \"oauth\"",
+                "`auth.type` is \"oidc\"; write \"bearer\", \"basic\", \"api_key\", \"oauth\" or \"token_exchange\"",
+            ),
+            (
+                "url = \"https://x\"\nauth = { type = \"token_exchange\", client_id = \"gw\", client_secret = \"s\" }",
+                "`auth.issuer` is missing; set the issuer (or its token_endpoint)",
+            ),
+            (
+                "url = \"https://x\"\nauth = { type = \"token_exchange\", issuer = \"https://i\", token_endpoint = \"https://i/t\", client_id = \"gw\", client_secret = \"s\" }",
+                "`auth.token_endpoint` and auth.issuer are both set",
+            ),
+            (
+                "url = \"https://x\"\nauth = { type = \"token_exchange\", issuer = \"https://i\", client_id = \"gw\" }",
+                "`auth.client_secret` is missing",
+            ),
+            (
+                "url = \"https://x\"\nauth = { type = \"token_exchange\", issuer = \"https://i\", client_id = \"gw\", client_secret = \"s\", max_callers = 0 }",
+                "`auth.max_callers`",
+            ),
+            (
+                "transport = \"sse\"\nurl = \"https://x\"\nauth = { type = \"token_exchange\", issuer = \"https://i\", client_id = \"gw\", client_secret = \"s\" }",
+                "auth type \"token_exchange\" is for http servers",
             ),
             (
                 "url = \"https://x\"\nauth = { type = \"oauth\", client = \"x\" }",

@@ -14,9 +14,11 @@ use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS};
 use crate::config::de::{from_node, DeError, Node};
 use crate::config::sandbox::SandboxFile;
 use crate::config::scan::Withhold;
+use crate::config::token_exchange::{DEFAULT_CALLER_IDLE, DEFAULT_MAX_CALLERS};
 use crate::config::values::{Count, Rate, RateLimitFile, Seconds, Span, TextList, TextMap, Word, TABLE_EXAMPLES};
 use crate::config::{
-    Auth, Era, Grant, IdentityProvider, Keyword, OAuthConfig, Pinning, SecretsMode, SecretsPolicy, ServerConfig, ToolFilter, Transport,
+    Auth, Era, Grant, IdentityProvider, Keyword, OAuthConfig, Pinning, SecretsMode, SecretsPolicy, ServerConfig, TokenExchangeConfig,
+    ToolFilter, Transport,
 };
 use crate::error::ConfigError;
 use crate::rate_limit::{RateLimit, RateLimits};
@@ -248,6 +250,26 @@ enum AuthFile {
         assertion_file: Option<String>,
         identity_provider: Option<IdentityProviderFile>,
     },
+    /// Behind `serve --http`: each caller's token exchanged (RFC 8693) for one meant for this server.
+    #[serde(rename = "token_exchange")]
+    TokenExchange {
+        /// The authorization server that exchanges callers' tokens (its metadata names the token endpoint).
+        issuer: Option<String>,
+        /// Its token endpoint, instead of `issuer`.
+        token_endpoint: Option<String>,
+        /// The gateway as a client of the token endpoint.
+        client_id: String,
+        client_secret: String,
+        /// `audience` of the exchanged tokens.
+        audience: Option<String>,
+        /// `resource` of the exchanged tokens (default: the server's url, when no audience is set).
+        resource: Option<String>,
+        scopes: Option<TextList>,
+        /// Per-caller connections at once (default 64).
+        max_callers: Option<Count<usize, 1>>,
+        /// A per-caller connection unused this long is ended (default "5m").
+        caller_idle: Option<Span>,
+    },
 }
 
 /// The identity provider of a `jwt_bearer` grant.
@@ -418,6 +440,33 @@ impl AuthFile {
                     ..OAuthConfig::default()
                 };
                 Auth::OAuth(checked_oauth(config)?)
+            }
+            AuthFile::TokenExchange {
+                issuer,
+                token_endpoint,
+                client_id,
+                client_secret,
+                audience,
+                resource,
+                scopes,
+                max_callers,
+                caller_idle,
+            } => {
+                let config = TokenExchangeConfig {
+                    issuer,
+                    token_endpoint,
+                    client_id,
+                    client_secret,
+                    audience,
+                    resource,
+                    scopes: scopes.unwrap_or_default().0,
+                    max_callers: max_callers.map_or(DEFAULT_MAX_CALLERS, |c| c.0),
+                    caller_idle: caller_idle.map_or(DEFAULT_CALLER_IDLE, |s| s.0),
+                };
+                if let Some((field, message)) = config.problem() {
+                    return Err(DeError::field(field, message));
+                }
+                Auth::TokenExchange(Box::new(config))
             }
         })
     }

@@ -1,0 +1,232 @@
+//! The callers of a server that acts as each caller (auth type
+//! `token_exchange`): each authenticated caller of the gateway reaches it
+//! through a connection of its own, whose credentials are that caller's
+//! token exchanged for one meant for the server
+//! ([`crate::oauth::Exchanger`]).
+//!
+//! ```text
+//! Handle::call_on(server) ─▶ Callers ─exchange─▶ issuer
+//!                              └─▶ Connection "server" of caller K (started by the Hub on first use)
+//! ```
+//!
+//! Invariants:
+//! - a call reaches the server only as its own caller: one without an
+//!   identity, or with one no issuer token proves (a named key, the shared
+//!   token), is refused naming the server; the caller's token never goes
+//!   to the server, only to the token endpoint;
+//! - the token is exchanged before the call is routed, so an issuer's
+//!   refusal comes back to the caller as the call's error (`AsCaller`),
+//!   with the issuer's error code and description;
+//! - the Hub starts each caller's connection under its supervision and
+//!   holds its only strong address, at most `max_callers` of them (the next
+//!   caller is refused at once); one unused for `caller_idle` (no call in
+//!   flight) is ended by the Hub's reaper, and its exchanged token forgotten;
+//! - the catalog comes from the server's own connection, which lists as the
+//!   gateway (a client-credentials token of the same client and audience);
+//!   it never serves a tool call (the Registry refuses those by exposed name).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use actix::WeakAddr;
+use rmcp::model::CallToolResult;
+
+use super::connection::{Connection, StartCall};
+use super::CallTool;
+use crate::error::CallError;
+use crate::identity::{Proof, Upstream};
+use crate::oauth::Exchanger;
+use crate::pool::CallerCounts;
+
+/// Asks the Hub for `caller`'s connection to `server`, started if needed.
+#[derive(Message)]
+#[rtype(result = "Result<Addr<Connection>, CallError>")]
+pub struct StartCaller {
+    pub server: String,
+    /// `Identity::caller_key`.
+    pub caller: String,
+    /// The caller's subject (what its connection's exchanges ask for).
+    pub subject: String,
+}
+
+struct Entry {
+    connection: WeakAddr<Connection>,
+    last_used: Instant,
+    /// Calls of the caller under way: a busy connection is never reaped.
+    busy: usize,
+}
+
+/// One token-exchange server's callers; shared by the Hub and every `Handle`.
+pub struct Callers {
+    server: String,
+    exchanger: Arc<Exchanger>,
+    max: usize,
+    idle: Duration,
+    table: Mutex<HashMap<String, Entry>>,
+    hub: Recipient<StartCaller>,
+    started: AtomicU64,
+    reaped: AtomicU64,
+    refused: AtomicU64,
+}
+
+impl Callers {
+    pub(crate) fn new(server: &str, exchanger: Arc<Exchanger>, max: usize, idle: Duration, hub: Recipient<StartCaller>) -> Callers {
+        Callers {
+            server: server.to_owned(),
+            exchanger,
+            max,
+            idle,
+            table: Mutex::new(HashMap::new()),
+            hub,
+            started: AtomicU64::new(0),
+            reaped: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn exchanger(&self) -> &Arc<Exchanger> {
+        &self.exchanger
+    }
+
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Runs `call` on its caller's own connection.
+    pub async fn call(&self, mut call: CallTool) -> Result<CallToolResult, CallError> {
+        let refuse = |message: String, tool: &str| CallError::AsCaller { server: self.server.clone(), tool: tool.to_owned(), message };
+        let Some(identity) = call.identity.clone() else {
+            let why = "the server acts as each caller of the gateway (token exchange), and this call has no authenticated caller; call it \
+                       through `mcpvisor serve --http` with an access token of the gateway's issuer ([serve.auth])";
+            return Err(refuse(why.into(), &call.name));
+        };
+        if !matches!(identity.proof, Proof::Jwt | Proof::Introspection) {
+            let why = format!(
+                "the server acts as each caller by exchanging the caller's access token, and `{}` proved itself with {} the issuer \
+                 cannot exchange; authenticate with an access token of the gateway's issuer",
+                identity.subject,
+                if identity.proof == Proof::Key { "a named key" } else { "the shared token" }
+            );
+            return Err(refuse(why, &call.name));
+        }
+        let caller = identity.caller_key();
+        let exchanged = self.exchanger.for_caller(&caller, &identity.subject).await.map_err(|e| refuse(e.message, &call.name))?;
+        call.upstream = Some(Arc::new(Upstream {
+            subject: exchanged.subject.clone(),
+            audience: exchanged.audience.clone(),
+            scope: exchanged.scope.clone(),
+        }));
+        let connection = self.connection(&caller, &identity.subject, &call.name).await?;
+        let _busy = Busy::new(self, &caller);
+        let tool = call.name.clone();
+        // Finished here, on the caller's thread, as `Handle::call_on`'s calls are.
+        match connection.send(StartCall(call)).await {
+            Ok(called) => called.answer().await,
+            Err(_) => Err(CallError::Stopped { server: self.server.clone(), tool }),
+        }
+    }
+
+    /// `caller`'s connection: the running one, or one the Hub starts.
+    async fn connection(&self, caller: &str, subject: &str, tool: &str) -> Result<Addr<Connection>, CallError> {
+        if let Some(connection) = self.lock().get_mut(caller).and_then(|entry| {
+            entry.last_used = Instant::now();
+            entry.connection.upgrade()
+        }) {
+            return Ok(connection);
+        }
+        let start = StartCaller { server: self.server.clone(), caller: caller.to_owned(), subject: subject.to_owned() };
+        let started = self.hub.send(start).await.unwrap_or_else(|_| Err(CallError::RuntimeStopped { tool: tool.to_owned() }));
+        if started.is_err() {
+            // Refused: its exchanged token is not kept for a connection it does not have.
+            self.exchanger.forget(caller);
+        }
+        started.map_err(|error| match error {
+            CallError::AsCaller { server, message, .. } => CallError::AsCaller { server, tool: tool.to_owned(), message },
+            other => other,
+        })
+    }
+
+    /// The Hub started `caller`'s connection.
+    pub(crate) fn admit(&self, caller: &str, connection: WeakAddr<Connection>) {
+        self.started.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(caller.to_owned(), Entry { connection, last_used: Instant::now(), busy: 0 });
+    }
+
+    /// The Hub refused a caller over `max_callers`: the error to answer.
+    pub(crate) fn refusal(&self, connections: usize) -> CallError {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        let message = format!(
+            "the server already has {connections} per-caller connections, its auth.max_callers ({}); the gateway is overloaded for \
+             this server: retry later (idle callers' connections end after {:?}), or raise auth.max_callers",
+            self.max, self.idle
+        );
+        CallError::AsCaller { server: self.server.clone(), tool: String::new(), message }
+    }
+
+    /// Callers whose connection has been unused for `caller_idle`, taken
+    /// out of the table (the Hub then ends their connections).
+    pub(crate) fn take_idle(&self) -> Vec<String> {
+        let now = Instant::now();
+        let mut table = self.lock();
+        let idle: Vec<String> = table
+            .iter()
+            .filter(|(_, entry)| entry.busy == 0 && now.duration_since(entry.last_used) >= self.idle)
+            .map(|(caller, _)| caller.clone())
+            .collect();
+        for caller in &idle {
+            table.remove(caller);
+            self.exchanger.forget(caller);
+        }
+        self.reaped.fetch_add(idle.len() as u64, Ordering::Relaxed);
+        idle
+    }
+
+    /// What `status` shows of them.
+    pub fn counts(&self) -> CallerCounts {
+        CallerCounts {
+            connections: self.lock().len(),
+            max: self.max,
+            started: self.started.load(Ordering::Relaxed),
+            reaped: self.reaped.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+            exchanges: self.exchanger.exchanges(),
+        }
+    }
+
+    /// How often the Hub looks for idle connections.
+    pub(crate) fn reap_every(&self) -> Duration {
+        (self.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A call under way on a caller's connection; the connection counts as
+/// used until it ends.
+struct Busy<'a> {
+    callers: &'a Callers,
+    caller: &'a str,
+}
+
+impl<'a> Busy<'a> {
+    fn new(callers: &'a Callers, caller: &'a str) -> Busy<'a> {
+        if let Some(entry) = callers.lock().get_mut(caller) {
+            entry.busy += 1;
+        }
+        Busy { callers, caller }
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        if let Some(entry) = self.callers.lock().get_mut(self.caller) {
+            entry.busy = entry.busy.saturating_sub(1);
+            entry.last_used = Instant::now();
+        }
+    }
+}
