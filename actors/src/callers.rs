@@ -34,7 +34,7 @@ use actix::prelude::*;
 use actix::WeakAddr;
 use rmcp::model::CallToolResult;
 
-use super::connection::{Connection, StartCall};
+use super::connection::Connection;
 use super::CallTool;
 use crate::error::CallError;
 use crate::identity::{Proof, Upstream};
@@ -122,11 +122,8 @@ impl Callers {
         let connection = self.connection(&caller, &identity.subject, &call.name).await?;
         let _busy = Busy::new(self, &caller);
         let tool = call.name.clone();
-        // Finished here, on the caller's thread, as `Handle::call_on`'s calls are.
-        match connection.send(StartCall(call)).await {
-            Ok(called) => called.answer().await,
-            Err(_) => Err(CallError::Stopped { server: self.server.clone(), tool }),
-        }
+        let answer = connection.send(call).await;
+        answer.unwrap_or_else(|_| Err(CallError::Stopped { server: self.server.clone(), tool }))
     }
 
     /// `caller`'s connection: the running one, or one the Hub starts.

@@ -23,7 +23,6 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::agent_handle::AgentHandle;
 use crate::config::ServerConfig;
-use crate::connection::StartCall;
 use crate::directory::Directory;
 use crate::error::{CallError, ManageError};
 use crate::hub::{
@@ -120,23 +119,12 @@ impl Handle {
     /// Calls a tool by its server's name and the server's own tool name.
     ///
     /// A server that acts as each caller (token exchange) takes it on the
-    /// connection of the call's identity ([`crate::callers`]). Past its
-    /// admission, the call is awaited, read, checked and counted here, on
-    /// the caller's thread, not on the connection's.
+    /// connection of the call's identity ([`crate::callers`]).
     pub async fn call_on(&self, server: &str, call: CallTool) -> Result<CallToolResult, CallError> {
         if let Some(callers) = self.inner.directory.callers(server) {
             return callers.call(call).await;
         }
-        let Some(connection) = self.inner.directory.connection(server) else {
-            return self.to_server(server, call).await;
-        };
-        let started = connection.send(StartCall(call));
-        // Dropped before the wait, as in `to_server`.
-        drop(connection);
-        match started.await {
-            Ok(called) => called.answer().await,
-            Err(_) => Err(CallError::Stopped { server: server.to_string(), tool: String::new() }),
-        }
+        self.to_server(server, call).await
     }
 
     /// Every resource of `server`.

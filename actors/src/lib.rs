@@ -49,7 +49,6 @@
 //! | message | to | reply |
 //! | --- | --- | --- |
 //! | [`CallTool`] | Registry (exposed name) or Connection (tool name) | `Result<CallToolResult, CallError>` |
-//! | `connection::StartCall` ([`Handle::call_on`], the gateway) | Connection | the call's `Called` future, finished by its sender on its own thread |
 //! | [`ListTools`] | Registry | `Vec<ToolEntry>` |
 //! | [`ListKeptTools`] | Registry | `Vec<ToolEntry<KeptTool>>` |
 //! | [`ToolsStale`], [`ToolsChanged`], [`ServerDown`] | Registry | — |

@@ -270,10 +270,7 @@ impl Drop for CancelTaskOnDrop {
     fn drop(&mut self) {
         let Some(requester) = self.requester.take() else { return };
         let id = std::mem::take(&mut self.id);
-        // Wherever the call was awaited (an arbiter, or a caller's own
-        // runtime: see `connection::calls::Called`); none left at shutdown.
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        runtime.spawn(async move {
+        actix_rt::spawn(async move {
             let cancelled =
                 requester.request_once::<Value>(methods::TASKS_CANCEL, json!({ "taskId": id }), methods::TASKS_CANCEL.into()).await;
             if let Err(error) = cancelled {

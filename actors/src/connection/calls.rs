@@ -1,12 +1,6 @@
 //! Callers' requests: admission (in flight, queued or refused), time-outs
 //! pushed out by progress, cancellation, and tool calls checked against
 //! their schemas.
-//!
-//! A tool call's work after admission (waiting for the answer, reading it,
-//! checking its output, screening it, counting and auditing it) is a
-//! [`Called`] future that is `Send`: sent as [`StartCall`], it runs on the
-//! caller's thread, so a connection on a thread of its own only admits,
-//! writes and matches answers (issue 33: the part every call must cross).
 
 use super::*;
 use crate::protocol::schema::check_output;
@@ -152,7 +146,7 @@ impl Connection {
     /// caller goes away first).
     /// Here too the secrets in its arguments and its result are screened
     /// ([`crate::integrity::secrets`]), whatever front the call came from.
-    fn guarded_call(&mut self, mut call: CallTool, ctx: &mut Context<Self>) -> Called {
+    fn guarded_call(&mut self, mut call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
         let mut watch = self.watch(&call);
         if let Some(span) = watch.span() {
             call.trace = Some(span.clone());
@@ -160,20 +154,20 @@ impl Connection {
         if let Err(refused) = self.screen.arguments(&mut call.arguments, &mut watch) {
             let refused = Err(refused);
             watch.finish(&refused);
-            return Called::Now(refused);
+            return Reply::Ready(refused);
         }
         let screen = self.screen.clone();
         match self.limited_call(call, ctx) {
-            Called::Now(result) => {
+            Reply::Ready(result) => {
                 let result = screen.result(result, &mut watch);
                 watch.finish(&result);
-                Called::Now(result)
+                Reply::Ready(result)
             }
-            Called::Later(answer) => Called::Later(Box::pin(async move {
+            Reply::Later(answer) => Reply::later(async move {
                 let result = screen.result(answer.await, &mut watch);
                 watch.finish(&result);
                 result
-            })),
+            }),
         }
     }
 
@@ -205,7 +199,7 @@ impl Connection {
     /// A call whose tool or server has rate limits waits for its permit
     /// off the actor, then comes back as [`Permitted`] with the rest of its
     /// time-out; the permit is held until the answer is in.
-    fn limited_call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Called {
+    fn limited_call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
         if !self.limiter.limits(&call.name) {
             return self.admitted_call(call, ctx);
         }
@@ -213,7 +207,7 @@ impl Connection {
         let admit = self.limiter.admit(&call.name, timeout);
         let connection = self.me(ctx);
         let (server, tool) = (self.config.name.clone(), call.name.clone());
-        Called::Later(Box::pin(async move {
+        Reply::later(async move {
             let started = tokio::time::Instant::now();
             let permit = admit.await.map_err(|refusal| CallError::RateLimited {
                 server: server.clone(),
@@ -227,39 +221,35 @@ impl Connection {
             let left = timeout.saturating_sub(started.elapsed()).max(Duration::from_millis(1));
             let call = CallTool { timeout: Some(left), ..call };
             let Some(connection) = connection.upgrade() else { return Err(CallError::Stopped { server, tool }) };
-            let called = connection.send(Permitted(call)).await.unwrap_or(Called::Now(Err(CallError::Stopped { server, tool })));
-            let result = called.answer().await;
+            let result = connection.send(Permitted(call)).await.unwrap_or(Err(CallError::Stopped { server, tool }));
             drop(permit);
             result
-        }))
+        })
     }
 
-    fn admitted_call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Called {
+    fn admitted_call(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
         let label = call.name.clone();
-        match self.guarded(&label, ctx, |act, ctx| act.call(call, ctx)) {
-            Ok(called) => called,
-            Err(panic) => Called::Now(Err(Failure::internal(panic).into_call_error(&self.config.name, &label))),
-        }
+        self.guarded_reply(&label, ctx, |act, ctx| act.call(call, ctx))
     }
 
     /// A tool call: checked against the tool's filter and `inputSchema`,
     /// sent (as a task when the tool requires it), finished when the answer
     /// needs more rounds, and its `structuredContent` checked against the
     /// tool's `outputSchema`.
-    pub(super) fn call(&mut self, mut call: CallTool, ctx: &mut Context<Self>) -> Called {
+    pub(super) fn call(&mut self, mut call: CallTool, ctx: &mut Context<Self>) -> Reply<Result<CallToolResult, CallError>> {
         let (server, tool) = (self.config.name.clone(), call.name.clone());
         if !self.config.tools.permits(&call.name) {
-            return Called::Now(Err(CallError::NotPermitted { server, tool }));
+            return Reply::Ready(Err(CallError::NotPermitted { server, tool }));
         }
         if let Some(message) = call.arguments_error.take() {
-            return Called::Now(Err(CallError::InvalidArguments { server, tool, message }));
+            return Reply::Ready(Err(CallError::InvalidArguments { server, tool, message }));
         }
         let contract = self.contracts.get(&call.name).cloned();
         let output_schema = contract.as_ref().and_then(|contract| contract.output_schema(&mut self.schemas));
         if let Some(contract) = &contract {
             let arguments = serde_json::Value::Object(call.arguments.take().unwrap_or_default());
             if let Err(message) = contract.check_arguments_cached(&arguments, &mut self.schemas) {
-                return Called::Now(Err(CallError::InvalidArguments { server, tool, message }));
+                return Reply::Ready(Err(CallError::InvalidArguments { server, tool, message }));
             }
             if let serde_json::Value::Object(arguments) = arguments {
                 call.arguments = Some(arguments);
@@ -286,7 +276,7 @@ impl Connection {
         // Only a modern server may ask for input and get the request again;
         // elsewhere the arguments are not kept (a queued call holds its frame only).
         let arguments = (self.session.era() == Era::Modern).then_some(call.arguments);
-        Called::Later(Box::pin(async move {
+        Reply::later(async move {
             let mut raw = answer.await?;
             if rounds::may_need_rounds(&raw) {
                 let params = match &arguments {
@@ -314,49 +304,7 @@ impl Connection {
                 }
             }
             Ok(result)
-        }))
-    }
-}
-
-/// A tool call its connection has taken: answered at once (refused,
-/// failed), or by a future that waits for the answer and finishes the
-/// call. The future is `Send` and holds the connection only weakly, so it
-/// runs wherever it is awaited; dropping it cancels the call upstream.
-pub(crate) enum Called {
-    Now(Result<CallToolResult, CallError>),
-    Later(futures::future::BoxFuture<'static, Result<CallToolResult, CallError>>),
-}
-
-impl Called {
-    /// The call's answer, awaited here.
-    pub(crate) async fn answer(self) -> Result<CallToolResult, CallError> {
-        match self {
-            Called::Now(result) => result,
-            Called::Later(answer) => answer.await,
-        }
-    }
-
-    /// The call finished on the connection's own thread (a [`CallTool`]
-    /// sent to it, a call the Registry routed).
-    fn on_connection(self) -> Reply<Result<CallToolResult, CallError>> {
-        match self {
-            Called::Now(result) => Reply::Ready(result),
-            Called::Later(answer) => Reply::Later(answer),
-        }
-    }
-}
-
-/// A tool call whose answer is awaited by its sender ([`Called`]): the
-/// gateway's and the handle's direct calls to a server.
-#[derive(Message)]
-#[rtype(result = "Called")]
-pub(crate) struct StartCall(pub(crate) CallTool);
-
-impl Handler<StartCall> for Connection {
-    type Result = MessageResult<StartCall>;
-
-    fn handle(&mut self, start: StartCall, ctx: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.guarded_call(start.0, ctx))
+        })
     }
 }
 
@@ -399,7 +347,7 @@ struct Admitted {
 }
 
 /// The raw answer to a caller's request, still to come.
-type Answer = futures::future::BoxFuture<'static, Result<Box<RawValue>, CallError>>;
+type Answer = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Box<RawValue>, CallError>>>>;
 
 impl Handler<Request> for Connection {
     type Result = Reply<Result<Box<RawValue>, CallError>>;
@@ -419,21 +367,20 @@ impl Handler<CallTool> for Connection {
     type Result = Reply<Result<CallToolResult, CallError>>;
 
     fn handle(&mut self, call: CallTool, ctx: &mut Context<Self>) -> Self::Result {
-        self.guarded_call(call, ctx).on_connection()
+        self.guarded_call(call, ctx)
     }
 }
 
-/// A tool call that has its rate-limit permit (held by its sender, which
-/// awaits the rest of the call).
+/// A tool call that has its rate-limit permit (held by its sender).
 #[derive(Message)]
-#[rtype(result = "Called")]
+#[rtype(result = "Result<CallToolResult, CallError>")]
 struct Permitted(CallTool);
 
 impl Handler<Permitted> for Connection {
-    type Result = MessageResult<Permitted>;
+    type Result = Reply<Result<CallToolResult, CallError>>;
 
     fn handle(&mut self, permitted: Permitted, ctx: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.admitted_call(permitted.0, ctx))
+        self.admitted_call(permitted.0, ctx)
     }
 }
 
@@ -441,7 +388,7 @@ impl Handler<Routed> for Connection {
     type Result = ();
 
     fn handle(&mut self, routed: Routed, ctx: &mut Context<Self>) {
-        let reply = self.guarded_call(routed.call, ctx).on_connection();
+        let reply = self.guarded_call(routed.call, ctx);
         <Reply<_> as MessageResponse<Self, CallTool>>::handle(reply, ctx, routed.reply);
     }
 }

@@ -50,7 +50,6 @@ use super::reply::Reply;
 use super::rounds;
 use super::rounds::Requester;
 use super::{CallTool, Event, Instance, ServerDown, ServerState, ServerStatus, ToolsChanged, ToolsStale};
-pub(crate) use calls::StartCall;
 
 mod book;
 mod calls;
