@@ -10,7 +10,8 @@
 //! ```
 //!
 //! Invariants:
-//! - a call reaches the server only as its own caller: one without an
+//! - a call, or a read (a resource, a prompt, a completion: [`Callers::operate`]),
+//!   reaches the server only as its own caller: one without an
 //!   identity, or with one no issuer token proves (a named key, the shared
 //!   token), is refused naming the server; the caller's token never goes
 //!   to the server, only to the token endpoint;
@@ -23,7 +24,8 @@
 //!   flight) is ended by the Hub's reaper, and its exchanged token forgotten;
 //! - the catalog comes from the server's own connection, which lists as the
 //!   gateway (a client-credentials token of the same client and audience);
-//!   it never serves a tool call (the Registry refuses those by exposed name).
+//!   it never serves a tool call or a read (the Registry refuses calls by
+//!   exposed name); only subscriptions, whose notices carry no content.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,7 +39,7 @@ use rmcp::model::CallToolResult;
 use super::connection::Connection;
 use super::CallTool;
 use crate::error::CallError;
-use crate::identity::{Proof, Upstream};
+use crate::identity::{Identity, Proof, Upstream};
 use crate::oauth::Exchanger;
 use crate::pool::CallerCounts;
 
@@ -97,11 +99,43 @@ impl Callers {
 
     /// Runs `call` on its caller's own connection.
     pub async fn call(&self, mut call: CallTool) -> Result<CallToolResult, CallError> {
-        let refuse = |message: String, tool: &str| CallError::AsCaller { server: self.server.clone(), tool: tool.to_owned(), message };
-        let Some(identity) = call.identity.clone() else {
-            let why = "the server acts as each caller of the gateway (token exchange), and this call has no authenticated caller; call it \
-                       through `mcpvisor serve --http` with an access token of the gateway's issuer ([serve.auth])";
-            return Err(refuse(why.into(), &call.name));
+        let (caller, connection, upstream) = self.caller_connection(call.identity.as_ref(), &call.name).await?;
+        call.upstream = Some(upstream);
+        let _busy = Busy::new(self, &caller);
+        let tool = call.name.clone();
+        let answer = connection.send(call).await;
+        answer.unwrap_or_else(|_| Err(CallError::Stopped { server: self.server.clone(), tool }))
+    }
+
+    /// Runs any other request of a caller (a resource read, a prompt, a
+    /// completion; `label` names it in errors) on its own connection, as a
+    /// tool call is: the server never answers one caller with another's,
+    /// nor with the gateway's, credentials.
+    pub async fn operate<M, T>(&self, identity: Option<&Arc<Identity>>, label: &str, message: M) -> Result<T, CallError>
+    where
+        M: Message<Result = Result<T, CallError>> + Send + 'static,
+        T: Send + 'static,
+        Connection: Handler<M>,
+    {
+        let (caller, connection, _) = self.caller_connection(identity, label).await?;
+        let _busy = Busy::new(self, &caller);
+        let answer = connection.send(message).await;
+        answer.unwrap_or_else(|_| Err(CallError::Stopped { server: self.server.clone(), tool: label.to_owned() }))
+    }
+
+    /// The caller's key, its connection and the upstream identity its
+    /// exchanged token stands for; refused (naming the server and `label`)
+    /// for a request without a caller the issuer can exchange for.
+    async fn caller_connection(
+        &self,
+        identity: Option<&Arc<Identity>>,
+        label: &str,
+    ) -> Result<(String, Addr<Connection>, Arc<Upstream>), CallError> {
+        let refuse = |message: String| CallError::AsCaller { server: self.server.clone(), tool: label.to_owned(), message };
+        let Some(identity) = identity else {
+            let why = "the server acts as each caller of the gateway (token exchange), and this request has no authenticated caller; \
+                       send it through `mcpvisor serve --http` with an access token of the gateway's issuer ([serve.auth])";
+            return Err(refuse(why.into()));
         };
         if !matches!(identity.proof, Proof::Jwt | Proof::Introspection) {
             let why = format!(
@@ -110,20 +144,14 @@ impl Callers {
                 identity.subject,
                 if identity.proof == Proof::Key { "a named key" } else { "the shared token" }
             );
-            return Err(refuse(why, &call.name));
+            return Err(refuse(why));
         }
         let caller = identity.caller_key();
-        let exchanged = self.exchanger.for_caller(&caller, &identity.subject).await.map_err(|e| refuse(e.message, &call.name))?;
-        call.upstream = Some(Arc::new(Upstream {
-            subject: exchanged.subject.clone(),
-            audience: exchanged.audience.clone(),
-            scope: exchanged.scope.clone(),
-        }));
-        let connection = self.connection(&caller, &identity.subject, &call.name).await?;
-        let _busy = Busy::new(self, &caller);
-        let tool = call.name.clone();
-        let answer = connection.send(call).await;
-        answer.unwrap_or_else(|_| Err(CallError::Stopped { server: self.server.clone(), tool }))
+        let exchanged = self.exchanger.for_caller(&caller, &identity.subject).await.map_err(|e| refuse(e.message))?;
+        let upstream =
+            Arc::new(Upstream { subject: exchanged.subject.clone(), audience: exchanged.audience.clone(), scope: exchanged.scope.clone() });
+        let connection = self.connection(&caller, &identity.subject, label).await?;
+        Ok((caller, connection, upstream))
     }
 
     /// `caller`'s connection: the running one, or one the Hub starts.

@@ -28,11 +28,13 @@ use crate::error::{CallError, ManageError};
 use crate::hub::{
     self, AddInProcess, AddServer, Hub, Reconnect, RemoveServer, ServerStatusOf, SetServers, SetServersResult, Status, Toggle, WaitReady,
 };
+use crate::identity::Identity;
 use crate::listeners::ListenerAdder;
 use crate::operation::{
     Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, LogLevel, Ping, ReadResource, RootsChanged, SetLogLevel,
     SubscribeResource, UnsubscribeResource,
 };
+use crate::protocol::methods;
 use crate::skills::{GetSkill, ListSkills, LoadSkill, ReadSkillFile};
 use crate::telemetry::{MetricsSnapshot, ServerGauges, Telemetry};
 use crate::transport::in_process::InProcessHandler;
@@ -137,8 +139,10 @@ impl Handle {
         self.to_server(server, ListResourceTemplates).await
     }
 
+    /// A server that acts as each caller answers only a caller's request
+    /// (through the gateway), as with [`Handle::call_on`].
     pub async fn read_resource(&self, server: &str, uri: &str) -> Result<ReadResourceResult, CallError> {
-        self.to_server(server, ReadResource { uri: uri.to_string() }).await
+        self.as_caller(server, None, uri, ReadResource { uri: uri.to_string() }).await
     }
 
     /// Asks for [`Event::ResourceUpdated`] of `uri` (see [`Handle::subscribe`]).
@@ -155,12 +159,12 @@ impl Handle {
     }
 
     pub async fn get_prompt(&self, server: &str, name: &str, arguments: Option<JsonObject>) -> Result<GetPromptResult, CallError> {
-        self.to_server(server, GetPrompt { name: name.to_string(), arguments }).await
+        self.as_caller(server, None, name, GetPrompt { name: name.to_string(), arguments }).await
     }
 
     /// Completions of a prompt's or resource template's argument.
     pub async fn complete(&self, server: &str, reference: Reference, argument: ArgumentInfo) -> Result<CompletionInfo, CallError> {
-        self.to_server(server, Complete { reference, argument, context: None }).await
+        self.as_caller(server, None, methods::COMPLETE, Complete { reference, argument, context: None }).await
     }
 
     /// Sets the lowest level of log messages `server` sends (kept across restarts).
@@ -200,6 +204,28 @@ impl Handle {
     /// Pings `server`; answers the round trip.
     pub async fn ping(&self, server: &str) -> Result<Duration, CallError> {
         self.to_server(server, Ping).await
+    }
+
+    /// A caller's request that reads what the server holds (a resource, a
+    /// prompt, a completion): on the caller's own connection when the
+    /// server acts as each caller ([`crate::callers`]; refused without an
+    /// `identity` it can exchange), else as [`Handle::to_server`].
+    pub(crate) async fn as_caller<M, T>(
+        &self,
+        server: &str,
+        identity: Option<&Arc<Identity>>,
+        label: &str,
+        message: M,
+    ) -> Result<T, CallError>
+    where
+        M: actix::Message<Result = Result<T, CallError>> + Send + 'static,
+        T: Send + 'static,
+        crate::Connection: actix::Handler<M>,
+    {
+        match self.inner.directory.callers(server) {
+            Some(callers) => callers.operate(identity, label, message).await,
+            None => self.to_server(server, message).await,
+        }
     }
 
     async fn to_server<M, T>(&self, server: &str, message: M) -> Result<T, CallError>

@@ -7,12 +7,13 @@
 //! scopes, and their own tokens never reach it; one exchange serves 100
 //! concurrent calls of a caller, and one more after the token expired; an
 //! issuer's refusal reaches the caller naming the server and the issuer's
-//! error; a token the upstream refuses is exchanged again; per-caller connections are bounded and the idle ones ended.
+//! error; a token the upstream refuses is exchanged again; per-caller connections are bounded and the idle ones ended;
+//! a resource of the server is read as its caller too.
 
 use std::time::{Duration, Instant};
 
 use crate::gateway_http_support::{client, json_of, post, request, Gateway, SseReader, LEGACY};
-use crate::oauth_server::{AuthServer, Options};
+use crate::oauth_server::{AuthServer, Options, WHOAMI_URI};
 use serde_json::{json, Value};
 
 /// The audience of the callers' tokens: the gateway.
@@ -125,6 +126,20 @@ async fn each_caller_reaches_the_upstream_as_itself_with_its_own_scopes_and_neve
     assert!(exchanged.iter().all(|grant| grant.form["audience"] == UPSTREAM && grant.form["scope"] == "read write"));
     let counts = caller_counts(&issuer, &gateway).await;
     assert_eq!((counts["connections"].as_u64(), counts["started"].as_u64()), (Some(2), Some(2)), "{counts}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_of_the_upstream_is_read_as_its_caller_not_as_the_gateway() {
+    let (issuer, gateway) = start("").await;
+    let alice = Caller::open(&gateway, &issuer.mint("alice", "read", GATEWAY_AUDIENCE)).await;
+    let bob = Caller::open(&gateway, &issuer.mint("bob", "write", GATEWAY_AUDIENCE)).await;
+    alice.wait_for_catalog().await;
+    for (caller, subject, scope) in [(&alice, "alice", "read"), (&bob, "bob", "write")] {
+        let answer = caller.ask(2, "resources/read", json!({"uri": WHOAMI_URI})).await;
+        let text = answer["result"]["contents"][0]["text"].as_str().unwrap_or_else(|| panic!("{subject}'s read failed: {answer}"));
+        let seen: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(seen, json!({"sub": subject, "scope": scope, "aud": UPSTREAM}), "the gateway's own token read {subject}'s resource");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -163,15 +163,15 @@ impl State {
     }
 
     /// What `whoami` answers for the bearer token of `request`.
+    /// Who the bearer token of `request` stands for, as the upstream sees it.
     pub(super) fn whoami(&self, request: &Recorded) -> Value {
         let authorization = request.headers.get("authorization").map(String::as_str).unwrap_or("");
         let token = authorization.split_once(' ').map_or("", |(_, token)| token);
         let subject = self.exchanges.subjects.lock().unwrap().get(token).cloned();
         let scope = self.issued.lock().unwrap().tokens.get(token).cloned();
-        let whoami = match subject {
+        match subject {
             Some(subject) => json!({"sub": subject.sub, "scope": subject.scope, "aud": subject.audience}),
             None => json!({"sub": null, "scope": scope, "aud": null}),
-        };
-        json!({"content": [{"type": "text", "text": whoami.to_string()}]})
+        }
     }
 }

@@ -412,11 +412,15 @@ impl State {
         };
         let result = match method {
             _ if id.is_null() => return Response::builder().status(202).body(Body::empty()).unwrap(),
-            "initialize" => json!({"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
+            "initialize" => json!({"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}, "resources": {}},
                                    "serverInfo": {"name": "oauth-fixture", "version": "1"}}),
+            "resources/list" => json!({"resources": [{"uri": WHOAMI_URI, "name": "whoami"}]}),
+            "resources/read" => json!({"contents": [{"uri": WHOAMI_URI, "text": self.whoami(request).to_string()}]}),
             "tools/list" => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}},
                                              {"name": "whoami", "inputSchema": {"type": "object"}}]}),
-            "tools/call" if message["params"]["name"] == "whoami" => self.whoami(request),
+            "tools/call" if message["params"]["name"] == "whoami" => {
+                json!({"content": [{"type": "text", "text": self.whoami(request).to_string()}]})
+            }
             "tools/call" => json!({"content": [{"type": "text", "text": message["params"]["arguments"]["text"]}]}),
             _ => return json_response(200, json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no such method"}})),
         };
@@ -582,3 +586,6 @@ enum Refused {
     /// Recorded in `dpop_refusals`.
     Invalid,
 }
+
+/// The endpoint's one resource: who read it (as `whoami` says).
+pub const WHOAMI_URI: &str = "fixture://whoami";

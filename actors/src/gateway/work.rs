@@ -17,9 +17,8 @@ use serde_json::{json, Value};
 use super::ServeOptions;
 use crate::gateway::names::{serves, unknown_tool, withheld_owner, Owner, Routes, RoutesCache};
 use crate::handle::Handle;
-use crate::hub::ToServer;
 use crate::identity::Identity;
-use crate::operation::{Complete, LogLevel};
+use crate::operation::{Complete, GetPrompt, LogLevel, ReadResource};
 use crate::policy::Kind;
 use crate::protocol::{error_codes, methods, ErrorObject, RequestId};
 use crate::server::era::Served;
@@ -337,7 +336,9 @@ impl Pool {
         };
         let given = arguments.clone().map(Value::Object);
         self.check_use(&owner.server, Kind::Prompt, &owner.name, &name, given.as_ref()).await?;
-        self.handle.get_prompt(&owner.server, &owner.name, arguments).await.map(|result| json!(result)).map_err(rpc_error)
+        let get = GetPrompt { name: owner.name.clone(), arguments };
+        let prompt = self.handle.as_caller(&owner.server, self.identity.as_ref(), &owner.name, get).await;
+        prompt.map(|result| json!(result)).map_err(rpc_error)
     }
 
     pub async fn read(&self, uri: String) -> Answer {
@@ -356,7 +357,8 @@ impl Pool {
         }
         let server = self.resource_server(&uri).await?;
         self.check_use(&server, Kind::Resource, &uri, &uri, None).await?;
-        self.handle.read_resource(&server, &uri).await.map(|result| json!(result)).map_err(rpc_error)
+        let read = ReadResource { uri: uri.clone() };
+        self.handle.as_caller(&server, self.identity.as_ref(), &uri, read).await.map(|result| json!(result)).map_err(rpc_error)
     }
 
     /// `resources/subscribe` (`subscribe`) or `resources/unsubscribe` of `uri`.
@@ -442,9 +444,7 @@ impl Pool {
             }
         };
         let message = Complete { reference, argument, context };
-        let outcome = self.handle.hub().send(ToServer { server, message }).await;
-        let completion =
-            outcome.unwrap_or_else(|_| Err(crate::error::CallError::RuntimeStopped { tool: String::new() })).map_err(rpc_error)?;
+        let completion = self.handle.as_caller(&server, self.identity.as_ref(), methods::COMPLETE, message).await.map_err(rpc_error)?;
         Ok(json!({ "completion": completion }))
     }
 
