@@ -8,7 +8,8 @@
 //! concurrent calls of a caller, and one more after the token expired; an
 //! issuer's refusal reaches the caller naming the server and the issuer's
 //! error; a token the upstream refuses is exchanged again; per-caller connections are bounded and the idle ones ended;
-//! a resource of the server is read as its caller too.
+//! a resource of the server is read as its caller too; a caller the issuer stops exchanging for is told, and
+//! served again on the same connection once the issuer grants again.
 
 use std::time::{Duration, Instant};
 
@@ -175,6 +176,26 @@ async fn a_token_the_upstream_refuses_is_exchanged_again() {
     issuer.revoke_exchanged();
     assert_eq!(alice.whoami(3).await.expect("the call went through with a new token")["sub"], "alice");
     assert_eq!(issuer.exchanges(), 2, "the refused token was exchanged again, once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_the_issuer_stops_exchanging_for_mid_session_is_told_and_served_again_once_it_grants() {
+    let (issuer, gateway) = start("").await;
+    let alice = Caller::open(&gateway, &issuer.mint("alice", "read", GATEWAY_AUDIENCE)).await;
+    alice.wait_for_catalog().await;
+    assert_eq!(alice.whoami(2).await.expect("the call went through")["sub"], "alice");
+    // The upstream refuses alice's token and the issuer will not exchange again.
+    issuer.revoke_exchanged();
+    issuer.refuse_exchanges("invalid_grant", "alice's session at the issuer ended");
+    let failed = alice.whoami(3).await.expect_err("the call fails while the issuer refuses").to_string();
+    for needed in ["`up`", "invalid_grant", "alice's session at the issuer ended", "was not resent"] {
+        assert!(failed.contains(needed), "{needed:?} missing from {failed}");
+    }
+    issuer.allow_exchanges();
+    let seen = alice.whoami(4).await.expect("the next call after the issuer grants again goes through");
+    assert_eq!(seen["sub"], "alice");
+    let counts = caller_counts(&issuer, &gateway).await;
+    assert_eq!(counts["started"].as_u64(), Some(1), "her connection recovered in place: {counts}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

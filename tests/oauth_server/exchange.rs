@@ -108,6 +108,11 @@ impl AuthServer {
     pub fn refuse_exchanges(&self, error: &str, description: &str) {
         *self.state.exchanges.refusal.lock().unwrap() = Some((error.into(), description.into()));
     }
+
+    /// Grants exchanges again (after [`AuthServer::refuse_exchanges`]).
+    pub fn allow_exchanges(&self) {
+        *self.state.exchanges.refusal.lock().unwrap() = None;
+    }
 }
 
 impl State {
