@@ -48,7 +48,7 @@ use crate::pool::CallerCounts;
 #[rtype(result = "Result<Addr<Connection>, CallError>")]
 pub struct StartCaller {
     pub server: String,
-    /// `Identity::caller_key`.
+    /// `Identity::grant_key`.
     pub caller: String,
     /// The caller's subject (what its connection's exchanges ask for).
     pub subject: String,
@@ -146,7 +146,7 @@ impl Callers {
             );
             return Err(refuse(why));
         }
-        let caller = identity.caller_key();
+        let caller = identity.grant_key();
         let exchanged = self.exchanger.for_caller(&caller, &identity.subject).await.map_err(|e| refuse(e.message))?;
         let upstream =
             Arc::new(Upstream { subject: exchanged.subject.clone(), audience: exchanged.audience.clone(), scope: exchanged.scope.clone() });

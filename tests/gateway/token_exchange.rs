@@ -130,6 +130,20 @@ async fn each_caller_reaches_the_upstream_as_itself_with_its_own_scopes_and_neve
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_narrower_token_of_the_same_caller_never_rides_on_a_broader_ones_exchange() {
+    let (issuer, gateway) = start("").await;
+    let broad = Caller::open(&gateway, &issuer.mint("alice", "read write", GATEWAY_AUDIENCE)).await;
+    broad.wait_for_catalog().await;
+    assert_eq!(broad.whoami(2).await.expect("the broad call went through")["scope"], "read write");
+    // The same subject, with a token granted `read` only (another client, a delegated app).
+    let narrow = Caller::open(&gateway, &issuer.mint("alice", "read", GATEWAY_AUDIENCE)).await;
+    let seen = narrow.whoami(2).await.expect("the narrow call went through");
+    assert_eq!(seen, json!({"sub": "alice", "scope": "read", "aud": UPSTREAM}), "the narrow token acted with the broad one's scopes");
+    assert_eq!(broad.whoami(3).await.expect("the broad call still goes through")["scope"], "read write");
+    assert_eq!(issuer.exchanges(), 2, "one exchange per grant");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resource_of_the_upstream_is_read_as_its_caller_not_as_the_gateway() {
     let (issuer, gateway) = start("").await;
     let alice = Caller::open(&gateway, &issuer.mint("alice", "read", GATEWAY_AUDIENCE)).await;

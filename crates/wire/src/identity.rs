@@ -62,6 +62,19 @@ impl Identity {
         }
     }
 
+    /// The caller as one grant: its [`Identity::caller_key`], the client it
+    /// was issued to and its scopes. What is kept on a caller's behalf from
+    /// one token (a token exchanged from it, a connection that uses that)
+    /// is keyed by this, so it never serves a token of the same subject
+    /// issued to another client or with other scopes: a client granted
+    /// `read` does not act upstream with the `write` of another client.
+    pub fn grant_key(&self) -> String {
+        let mut scopes: Vec<&str> = self.scopes.iter().map(String::as_str).collect();
+        scopes.sort_unstable();
+        scopes.dedup();
+        format!("{} client:{} scope:{}", self.caller_key(), self.client_id.as_deref().unwrap_or("-"), scopes.join(" "))
+    }
+
     /// Whether two requests come from the same caller (a session stays with
     /// the caller that opened it).
     pub fn same_caller(&self, other: &Identity) -> bool {

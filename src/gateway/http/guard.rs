@@ -132,7 +132,7 @@ impl Guard {
             Some(auth) => match auth.identify(offered).await {
                 Ok(identity) => {
                     if let (Some(book), Some(token)) = (&self.caller_tokens, offered) {
-                        book.offer(&identity.caller_key(), CallerToken::new(token));
+                        book.offer(&identity.grant_key(), CallerToken::new(token));
                     }
                     Ok(Some(Arc::new(identity)))
                 }

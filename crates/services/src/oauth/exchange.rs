@@ -37,7 +37,7 @@ const UNDATED_LIFETIME: Duration = Duration::from_secs(60);
 /// The longest a token is kept, whatever its `expires_in` says.
 const MAX_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 /// The key of the gateway's own (catalog) token among the callers' keys
-/// (theirs all have a `kind:` prefix, see `Identity::caller_key`).
+/// (theirs all have a `kind:` prefix, see `Identity::grant_key`).
 const GATEWAY: &str = "gateway";
 
 /// A token obtained for the server; its value is never shown.
@@ -120,7 +120,7 @@ impl Exchanger {
         self.exchanges.load(Ordering::Relaxed)
     }
 
-    /// The token of `caller` (an `Identity::caller_key`, whose subject is
+    /// The token of `caller` (an `Identity::grant_key`, whose subject is
     /// `subject`) for this server: the kept one, or a new exchange of the
     /// caller's latest token.
     pub async fn for_caller(&self, caller: &str, subject: &str) -> Result<Arc<Exchanged>, OAuthError> {
