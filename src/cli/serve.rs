@@ -32,6 +32,8 @@ use crate::actors::gateway::roots::ClientRoots;
 use crate::actors::gateway::ServeOptions;
 use crate::caller_token::CallerTokens;
 use crate::config::{Auth, RuntimeConfig, ServerConfig};
+use crate::rate_limit::PerCaller;
+use crate::Handle;
 
 /// The fewest cores on which `serve --http` gives its connections threads
 /// of their own. Below, the clients, the servers and the gateway share so
@@ -48,8 +50,6 @@ fn spread_over_http(cores: usize) -> usize {
         0
     }
 }
-use crate::rate_limit::PerCaller;
-use crate::Handle;
 
 /// Time for the servers to stop after stdin closed or a signal.
 const STOP_GRACE: Duration = Duration::from_secs(10);

@@ -79,6 +79,8 @@ impl ServerConfig {
         for (key, value) in self.headers.iter_mut() {
             visit(TextField::Header(key), value)?;
         }
+        // The auth fields that may be unset, visited once the variant's own are.
+        let mut optional: Vec<(&str, &mut Option<String>)> = Vec::new();
         match &mut self.auth {
             Some(Auth::Bearer { token }) => visit(TextField::Auth("token"), token)?,
             Some(Auth::Basic { username, password }) => {
@@ -87,45 +89,40 @@ impl ServerConfig {
             }
             Some(Auth::ApiKey { value, .. }) => visit(TextField::Auth("value"), value)?,
             Some(Auth::OAuth(oauth)) => {
-                let mut fields = vec![
+                optional.extend([
                     ("client_id", &mut oauth.client_id),
                     ("client_secret", &mut oauth.client_secret),
                     ("client_metadata_url", &mut oauth.client_metadata_url),
                     ("private_key", &mut oauth.private_key),
                     ("assertion", &mut oauth.assertion),
                     ("assertion_file", &mut oauth.assertion_file),
-                ];
+                ]);
                 if let Some(idp) = &mut oauth.identity_provider {
                     visit(TextField::Auth("identity_provider.token_endpoint"), &mut idp.token_endpoint)?;
                     visit(TextField::Auth("identity_provider.client_id"), &mut idp.client_id)?;
-                    fields.extend([
+                    optional.extend([
                         ("identity_provider.client_secret", &mut idp.client_secret),
                         ("identity_provider.id_token", &mut idp.id_token),
                         ("identity_provider.id_token_file", &mut idp.id_token_file),
                     ]);
                 }
-                for (key, value) in fields {
-                    if let Some(value) = value {
-                        visit(TextField::Auth(key), value)?;
-                    }
-                }
             }
             Some(Auth::TokenExchange(exchange)) => {
                 visit(TextField::Auth("client_id"), &mut exchange.client_id)?;
                 visit(TextField::Auth("client_secret"), &mut exchange.client_secret)?;
-                let fields = [
+                optional.extend([
                     ("issuer", &mut exchange.issuer),
                     ("token_endpoint", &mut exchange.token_endpoint),
                     ("audience", &mut exchange.audience),
                     ("resource", &mut exchange.resource),
-                ];
-                for (key, value) in fields {
-                    if let Some(value) = value {
-                        visit(TextField::Auth(key), value)?;
-                    }
-                }
+                ]);
             }
             None => {}
+        }
+        for (key, value) in optional {
+            if let Some(value) = value {
+                visit(TextField::Auth(key), value)?;
+            }
         }
         Ok(())
     }
