@@ -1,33 +1,39 @@
-//! The callers of a server that acts as each caller (auth type
-//! `token_exchange`): each authenticated caller of the gateway reaches it
-//! through a connection of its own, whose credentials are that caller's
-//! token exchanged for one meant for the server
-//! ([`crate::oauth::Exchanger`]).
+//! The callers of a server that acts as each caller: each authenticated
+//! caller of the gateway reaches it through a connection of its own. For
+//! a remote server (auth type `token_exchange`) that connection's
+//! credentials are the caller's token exchanged for one meant for the
+//! server ([`crate::oauth::Exchanger`]); for a stdio server with
+//! `per_caller` it is a process of the caller's own, whose environment
+//! holds the caller's values (`${caller.…}`, [`crate::config::per_caller`]).
 //!
 //! ```text
-//! Handle::call_on(server) ─▶ Callers ─exchange─▶ issuer
+//! Handle::call_on(server) ─▶ Callers ─exchange─▶ issuer            (token_exchange)
+//!                              │      ─secrets file─▶ env          (per_caller)
 //!                              └─▶ Connection "server" of caller K (started by the Hub on first use)
 //! ```
 //!
 //! Invariants:
 //! - a call, or a read (a resource, a prompt, a completion: [`Callers::operate`]),
 //!   reaches the server only as its own caller: one without an
-//!   identity, or with one no issuer token proves (a named key, the shared
-//!   token), is refused naming the server; the caller's token never goes
+//!   identity, or with one that does not tell callers apart (the shared
+//!   token; for an exchange also a named key, which no issuer vouches
+//!   for), is refused naming the server; the caller's token never goes
 //!   to the server, only to the token endpoint;
-//! - the token is exchanged before the call is routed, so an issuer's
-//!   refusal comes back to the caller as the call's error (`AsCaller`),
-//!   with the issuer's error code and description;
+//! - the token is exchanged (or the process's environment made) before the call is
+//!   routed, so an issuer's refusal, or a value the caller lacks, comes back to the caller
+//!   as the call's error (`AsCaller`), naming what is missing;
 //! - the Hub starts each caller's connection under its supervision and
 //!   holds its only strong address, at most `max_callers` of them (the next
 //!   caller is refused at once); one unused for `caller_idle` (no call in
 //!   flight) is ended by the Hub's reaper, and its exchanged token forgotten;
 //! - the catalog comes from the server's own connection, which lists as the
-//!   gateway (a client-credentials token of the same client and audience);
+//!   gateway (a client-credentials token of the same client and audience;
+//!   a process whose `${caller.…}` values are all empty);
 //!   it never serves a tool call or a read (the Registry refuses calls by
 //!   exposed name); only subscriptions, whose notices carry no content.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -38,6 +44,7 @@ use rmcp::model::CallToolResult;
 
 use super::connection::Connection;
 use super::CallTool;
+use crate::config::per_caller::{render_env, CallerFacts};
 use crate::error::CallError;
 use crate::identity::{Identity, Proof, Upstream};
 use crate::oauth::Exchanger;
@@ -48,10 +55,30 @@ use crate::pool::CallerCounts;
 #[rtype(result = "Result<Addr<Connection>, CallError>")]
 pub struct StartCaller {
     pub server: String,
-    /// `Identity::grant_key`.
+    /// The key its connection is kept by: `Identity::grant_key` for an
+    /// exchange, `Identity::caller_key` for a process of its own.
     pub caller: String,
-    /// The caller's subject (what its connection's exchanges ask for).
-    pub subject: String,
+    /// `Identity::caller_key`: whose sessions may answer the connection's
+    /// requests (sampling, elicitation, roots).
+    pub who: String,
+    pub start: CallerStart,
+}
+
+/// What a caller's connection is started with.
+pub enum CallerStart {
+    /// Credentials that exchange this subject's token.
+    Exchange { subject: String },
+    /// The process's environment, its `${caller.…}` filled in.
+    Process { env: BTreeMap<String, String> },
+}
+
+/// How a server acts as each caller.
+pub(crate) enum Acting {
+    /// Each caller's token exchanged for one meant for the server.
+    Exchange(Arc<Exchanger>),
+    /// A process per caller: its `env` as configured (`${caller.…}` unfilled)
+    /// and the file of the callers' secrets.
+    Process { env: BTreeMap<String, String>, secrets: Option<PathBuf> },
 }
 
 struct Entry {
@@ -64,7 +91,9 @@ struct Entry {
 /// One token-exchange server's callers; shared by the Hub and every `Handle`.
 pub struct Callers {
     server: String,
-    exchanger: Arc<Exchanger>,
+    acting: Acting,
+    /// Where its settings are written: `auth` or `per_caller`.
+    setting: &'static str,
     max: usize,
     idle: Duration,
     table: Mutex<HashMap<String, Entry>>,
@@ -75,10 +104,12 @@ pub struct Callers {
 }
 
 impl Callers {
-    pub(crate) fn new(server: &str, exchanger: Arc<Exchanger>, max: usize, idle: Duration, hub: Recipient<StartCaller>) -> Callers {
+    pub(crate) fn new(server: &str, acting: Acting, max: usize, idle: Duration, hub: Recipient<StartCaller>) -> Callers {
+        let setting = if matches!(acting, Acting::Exchange(_)) { "auth" } else { "per_caller" };
         Callers {
             server: server.to_owned(),
-            exchanger,
+            acting,
+            setting,
             max,
             idle,
             table: Mutex::new(HashMap::new()),
@@ -89,8 +120,12 @@ impl Callers {
         }
     }
 
-    pub(crate) fn exchanger(&self) -> &Arc<Exchanger> {
-        &self.exchanger
+    /// The exchanger of a server whose callers' tokens are exchanged.
+    pub(crate) fn exchanger(&self) -> Option<&Arc<Exchanger>> {
+        match &self.acting {
+            Acting::Exchange(exchanger) => Some(exchanger),
+            Acting::Process { .. } => None,
+        }
     }
 
     pub(crate) fn max(&self) -> usize {
@@ -123,9 +158,9 @@ impl Callers {
         answer.unwrap_or_else(|_| Err(CallError::Stopped { server: self.server.clone(), tool: label.to_owned() }))
     }
 
-    /// The caller's key, its connection and the upstream identity its
-    /// exchanged token stands for; refused (naming the server and `label`)
-    /// for a request without a caller the issuer can exchange for.
+    /// The caller's key, its connection and the upstream identity it acts
+    /// as there; refused (naming the server and `label`) for a request
+    /// without a caller the server can be reached as.
     async fn caller_connection(
         &self,
         identity: Option<&Arc<Identity>>,
@@ -133,40 +168,60 @@ impl Callers {
     ) -> Result<(String, Addr<Connection>, Arc<Upstream>), CallError> {
         let refuse = |message: String| CallError::AsCaller { server: self.server.clone(), tool: label.to_owned(), message };
         let Some(identity) = identity else {
-            let why = "the server acts as each caller of the gateway (token exchange), and this request has no authenticated caller; \
-                       send it through `mcpvisor serve --http` with an access token of the gateway's issuer ([serve.auth])";
+            let why = "the server acts as each caller of the gateway, and this request has no authenticated caller; send it \
+                       through `mcpvisor serve --http` with an access token of the gateway's issuer ([serve.auth]) or a named key";
             return Err(refuse(why.into()));
         };
-        if !matches!(identity.proof, Proof::Jwt | Proof::Introspection) {
-            let why = format!(
-                "the server acts as each caller by exchanging the caller's access token, and `{}` proved itself with {} the issuer \
-                 cannot exchange; authenticate with an access token of the gateway's issuer",
-                identity.subject,
-                if identity.proof == Proof::Key { "a named key" } else { "the shared token" }
-            );
-            return Err(refuse(why));
+        match &self.acting {
+            Acting::Exchange(exchanger) => {
+                if !matches!(identity.proof, Proof::Jwt | Proof::Introspection) {
+                    let why = format!(
+                        "the server acts as each caller by exchanging the caller's access token, and `{}` proved itself with {} \
+                         the issuer cannot exchange; authenticate with an access token of the gateway's issuer",
+                        identity.subject,
+                        if identity.proof == Proof::Key { "a named key" } else { "the shared token" }
+                    );
+                    return Err(refuse(why));
+                }
+                let caller = identity.grant_key();
+                let exchanged = exchanger.for_caller(&caller, &identity.subject).await.map_err(|e| refuse(e.message))?;
+                let upstream =
+                    Upstream { subject: exchanged.subject.clone(), audience: exchanged.audience.clone(), scope: exchanged.scope.clone() };
+                let connection = self.connection(&caller, identity, label).await?;
+                Ok((caller, connection, Arc::new(upstream)))
+            }
+            Acting::Process { .. } => {
+                if identity.proof == Proof::SharedToken {
+                    let why = "the server runs a process per caller, and the shared token is one identity for everyone who holds it; \
+                               authenticate with a named key or an access token of the gateway's issuer";
+                    return Err(refuse(why.into()));
+                }
+                let caller = identity.caller_key();
+                let connection = self.connection(&caller, identity, label).await?;
+                let upstream = Upstream { subject: identity.subject.clone(), audience: format!("process of {caller}"), scope: None };
+                Ok((caller, connection, Arc::new(upstream)))
+            }
         }
-        let caller = identity.grant_key();
-        let exchanged = self.exchanger.for_caller(&caller, &identity.subject).await.map_err(|e| refuse(e.message))?;
-        let upstream =
-            Arc::new(Upstream { subject: exchanged.subject.clone(), audience: exchanged.audience.clone(), scope: exchanged.scope.clone() });
-        let connection = self.connection(&caller, &identity.subject, label).await?;
-        Ok((caller, connection, upstream))
     }
 
     /// `caller`'s connection: the running one, or one the Hub starts.
-    async fn connection(&self, caller: &str, subject: &str, tool: &str) -> Result<Addr<Connection>, CallError> {
+    async fn connection(&self, caller: &str, identity: &Identity, tool: &str) -> Result<Addr<Connection>, CallError> {
         if let Some(connection) = self.lock().get_mut(caller).and_then(|entry| {
             entry.last_used = Instant::now();
             entry.connection.upgrade()
         }) {
             return Ok(connection);
         }
-        let start = StartCaller { server: self.server.clone(), caller: caller.to_owned(), subject: subject.to_owned() };
+        let refuse = |message: String| CallError::AsCaller { server: self.server.clone(), tool: tool.to_owned(), message };
+        let start = match &self.acting {
+            Acting::Exchange(_) => CallerStart::Exchange { subject: identity.subject.clone() },
+            Acting::Process { env, secrets } => CallerStart::Process { env: process_env(env, secrets, identity).await.map_err(refuse)? },
+        };
+        let start = StartCaller { server: self.server.clone(), caller: caller.to_owned(), who: identity.caller_key(), start };
         let started = self.hub.send(start).await.unwrap_or_else(|_| Err(CallError::RuntimeStopped { tool: tool.to_owned() }));
-        if started.is_err() {
+        if let (Err(_), Some(exchanger)) = (&started, self.exchanger()) {
             // Refused: its exchanged token is not kept for a connection it does not have.
-            self.exchanger.forget(caller);
+            exchanger.forget(caller);
         }
         started.map_err(|error| match error {
             CallError::AsCaller { server, message, .. } => CallError::AsCaller { server, tool: tool.to_owned(), message },
@@ -184,9 +239,9 @@ impl Callers {
     pub(crate) fn refusal(&self, connections: usize) -> CallError {
         self.refused.fetch_add(1, Ordering::Relaxed);
         let message = format!(
-            "the server already has {connections} per-caller connections, its auth.max_callers ({}); the gateway is overloaded for \
-             this server: retry later (idle callers' connections end after {:?}), or raise auth.max_callers",
-            self.max, self.idle
+            "the server already has {connections} per-caller connections, its {}.max_callers ({}); the gateway is overloaded for \
+             this server: retry later (idle callers' connections end after {:?}), or raise {}.max_callers",
+            self.setting, self.max, self.idle, self.setting
         );
         CallError::AsCaller { server: self.server.clone(), tool: String::new(), message }
     }
@@ -195,29 +250,42 @@ impl Callers {
     /// out of the table (the Hub then ends their connections).
     pub(crate) fn take_idle(&self) -> Vec<String> {
         let now = Instant::now();
-        let mut table = self.lock();
-        let idle: Vec<String> = table
-            .iter()
-            .filter(|(_, entry)| entry.busy == 0 && now.duration_since(entry.last_used) >= self.idle)
-            .map(|(caller, _)| caller.clone())
-            .collect();
-        for caller in &idle {
-            table.remove(caller);
-            self.exchanger.forget(caller);
-        }
+        let idle = self.take(|entry| entry.busy == 0 && now.duration_since(entry.last_used) >= self.idle);
         self.reaped.fetch_add(idle.len() as u64, Ordering::Relaxed);
         idle
     }
 
+    /// Every caller, taken out of the table (the server is restarted: the
+    /// Hub ends their connections, and each caller's next call starts a
+    /// new one, exchanging again or reading the secrets file again).
+    pub(crate) fn take_all(&self) -> Vec<String> {
+        self.take(|_| true)
+    }
+
+    /// The callers `which` picks, out of the table, their exchanged tokens forgotten.
+    fn take(&self, which: impl Fn(&Entry) -> bool) -> Vec<String> {
+        let mut table = self.lock();
+        let taken: Vec<String> = table.iter().filter(|(_, entry)| which(entry)).map(|(caller, _)| caller.clone()).collect();
+        for caller in &taken {
+            table.remove(caller);
+            if let Some(exchanger) = self.exchanger() {
+                exchanger.forget(caller);
+            }
+        }
+        taken
+    }
+
     /// What `status` shows of them.
     pub fn counts(&self) -> CallerCounts {
+        let table = self.lock();
         CallerCounts {
-            connections: self.lock().len(),
+            connections: table.len(),
+            callers: table.keys().cloned().collect::<BTreeSet<_>>().into_iter().collect(),
             max: self.max,
             started: self.started.load(Ordering::Relaxed),
             reaped: self.reaped.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
-            exchanges: self.exchanger.exchanges(),
+            exchanges: self.exchanger().map_or(0, |exchanger| exchanger.exchanges()),
         }
     }
 
@@ -229,6 +297,26 @@ impl Callers {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
         self.table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
+
+/// The environment of `identity`'s process: `env` with its `${caller.…}`
+/// filled from the identity and its table of the `secrets` file (read off
+/// the caller's thread). `Err` says what is missing and what to do.
+async fn process_env(
+    env: &BTreeMap<String, String>,
+    secrets: &Option<PathBuf>,
+    identity: &Identity,
+) -> Result<BTreeMap<String, String>, String> {
+    let own = match secrets.clone() {
+        Some(path) => {
+            let key = identity.caller_key();
+            let read = tokio::task::spawn_blocking(move || crate::caller_secrets::for_caller(&path, &key));
+            read.await.map_err(|_| "reading the callers' secrets file failed".to_owned())??
+        }
+        None => BTreeMap::new(),
+    };
+    let facts = CallerFacts { subject: &identity.subject, claims: &identity.claims, secrets: &own };
+    render_env(env, Some(&facts)).map_err(|why| format!("cannot start the process of caller `{}`: {why}", identity.subject))
 }
 
 /// A call under way on a caller's connection; the connection counts as

@@ -55,6 +55,9 @@ impl Refusal {
 #[rtype(result = "Result<Vec<Root>, Refusal>")]
 pub struct RootsRequest {
     pub server: String,
+    /// The caller whose own connection asks (`Identity::caller_key`), for a
+    /// server run per caller; `None` for a connection all callers share.
+    pub caller: Option<String>,
     /// The server's configured `roots` (empty when none are): what it
     /// gets by default, and from [`ClientHandlers::offered_roots_fn`].
     pub configured: Vec<Root>,
@@ -66,6 +69,9 @@ pub struct RootsRequest {
 #[rtype(result = "Result<JsonObject, Refusal>")]
 pub struct SamplingRequest {
     pub server: String,
+    /// The caller whose own connection asks (`Identity::caller_key`), for a
+    /// server run per caller; `None` for a connection all callers share.
+    pub caller: Option<String>,
     pub params: JsonObject,
 }
 
@@ -74,6 +80,9 @@ pub struct SamplingRequest {
 #[rtype(result = "Result<ElicitResult, Refusal>")]
 pub struct ElicitationRequest {
     pub server: String,
+    /// The caller whose own connection asks (`Identity::caller_key`), for a
+    /// server run per caller; `None` for a connection all callers share.
+    pub caller: Option<String>,
     pub request: ElicitRequestParams,
     /// Form mode: the schema's `default` of each field (SEP-1034), ready to
     /// be shown pre-filled or accepted as they are.
@@ -226,6 +235,8 @@ impl ClientHandlers {
 #[derive(Debug, Clone)]
 pub struct Answerer {
     pub server: String,
+    /// The caller of a per-caller connection (see [`SamplingRequest::caller`]).
+    pub caller: Option<String>,
     pub handlers: ClientHandlers,
     /// The server's configured roots, the answer without a roots handler
     /// (empty when none are configured).
@@ -235,7 +246,12 @@ pub struct Answerer {
 impl Answerer {
     pub fn new(server: &str, handlers: ClientHandlers, configured_roots: &[String]) -> Answerer {
         let roots = configured_roots.iter().map(|root| Root::of(root)).collect();
-        Answerer { server: server.to_string(), handlers, roots }
+        Answerer { server: server.to_string(), caller: None, handlers, roots }
+    }
+
+    /// The answerer of `caller`'s own connection.
+    pub fn for_caller(self, caller: Option<String>) -> Answerer {
+        Answerer { caller, ..self }
     }
 
     /// Answers one request of the server: the result, or the error to send back.
@@ -248,7 +264,8 @@ impl Answerer {
             methods::ROOTS_LIST => {
                 let roots = match &self.handlers.roots {
                     Some(handler) => {
-                        let request = RootsRequest { server: self.server.clone(), configured: self.roots.clone() };
+                        let request =
+                            RootsRequest { server: self.server.clone(), caller: self.caller.clone(), configured: self.roots.clone() };
                         handler.ask(request).await.ok_or_else(|| gone("roots"))?
                     }
                     None => Ok(self.roots.clone()),
@@ -262,7 +279,10 @@ impl Answerer {
                     )));
                 };
                 let params = object(params).map_err(invalid)?;
-                let answer = handler.ask(SamplingRequest { server: self.server.clone(), params }).await.ok_or_else(|| gone("sampling"))?;
+                let answer = handler
+                    .ask(SamplingRequest { server: self.server.clone(), caller: self.caller.clone(), params })
+                    .await
+                    .ok_or_else(|| gone("sampling"))?;
                 answer.map(Value::Object).map_err(refused)
             }
             methods::ELICITATION_CREATE => {
@@ -274,7 +294,7 @@ impl Answerer {
                 };
                 let prefilled = schema_defaults(&value);
                 let answer = handler
-                    .ask(ElicitationRequest { server: self.server.clone(), request, prefilled })
+                    .ask(ElicitationRequest { server: self.server.clone(), caller: self.caller.clone(), request, prefilled })
                     .await
                     .ok_or_else(|| gone("elicitation"))?;
                 answer.map(|result| serde_json::to_value(result).unwrap_or(Value::Null)).map_err(refused)

@@ -110,10 +110,15 @@ pub struct AskClient {
 }
 
 /// Whether a call of this session to the server is open (its client gone
-/// or not): a request of that server may be this session's doing.
+/// or not): a request of that server may be this session's doing. With
+/// `caller` (the request came from that caller's own connection), only if
+/// this session is that caller's.
 #[derive(Message, Debug)]
 #[rtype(result = "bool")]
-pub struct CallingServer(pub String);
+pub struct CallingServer {
+    pub server: String,
+    pub caller: Option<String>,
+}
 
 /// A request being served.
 struct Open {
@@ -544,8 +549,13 @@ impl Handler<Closed> for GatewaySession {
 impl Handler<CallingServer> for GatewaySession {
     type Result = bool;
 
-    fn handle(&mut self, CallingServer(server): CallingServer, _: &mut Context<Self>) -> bool {
-        self.open.values().any(|open| open.server.get() == Some(&server))
+    fn handle(&mut self, CallingServer { server, caller }: CallingServer, _: &mut Context<Self>) -> bool {
+        let theirs = match (&caller, &self.pool.identity) {
+            (None, _) => true,
+            (Some(caller), Some(identity)) => identity.caller_key() == *caller,
+            (Some(_), None) => false,
+        };
+        theirs && self.open.values().any(|open| open.server.get() == Some(&server))
     }
 }
 

@@ -320,7 +320,9 @@ impl Handle {
         self.inner.hub.send(Toggle { server: name.to_string(), enabled }).await.unwrap_or(Err(ManageError::RuntimeStopped))
     }
 
-    /// Restarts a server now; revives a failed one.
+    /// Restarts a server now; revives a failed one. A server that acts as
+    /// each caller also ends every caller's connection (each caller's next
+    /// call starts a new one, with credentials or values made again).
     pub async fn reconnect(&self, name: &str) -> Result<(), ManageError> {
         self.inner.hub.send(Reconnect(name.to_string())).await.unwrap_or(Err(ManageError::RuntimeStopped))
     }

@@ -134,7 +134,7 @@ impl Hub {
         .start()
     }
 
-    fn add(&mut self, config: ServerConfig, ctx: &mut Context<Self>) -> Result<(), ManageError> {
+    fn add(&mut self, mut config: ServerConfig, ctx: &mut Context<Self>) -> Result<(), ManageError> {
         if self.shut_down {
             return Err(ManageError::RuntimeStopped);
         }
@@ -145,8 +145,8 @@ impl Hub {
         let name = config.name.clone();
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
         let mut parts = self.parts.for_server(&name);
-        let callers = self.callers_of(&config, &mut parts, ctx);
         let kept = config.clone();
+        let callers = self.callers_of(&mut config, &mut parts, ctx);
         let (call_timeout, max_waiting) = (config.timeouts.call, config.limits.max_queued);
         let (connection, instance) = self.start_connection(config, parts, ctx);
         let registration = RegisterServer {
@@ -302,6 +302,7 @@ impl Handler<Reconnect> for Hub {
     fn handle(&mut self, msg: Reconnect, ctx: &mut Context<Self>) -> Self::Result {
         let reconnect = |hub: &mut Self, _: &mut Context<Self>| {
             hub.slot(&msg.0)?.connection.do_send(connection::Reconnect);
+            hub.end_callers(&msg.0);
             Ok(())
         };
         self.guarded("Reconnect", ctx, reconnect, |panic| Err(panic.into()))
@@ -388,7 +389,8 @@ impl Hub {
         Reply::later(async move {
             let mut warnings = warnings.await.unwrap_or_default();
             let statuses = join_all(asks).await.into_iter().filter_map(Result::ok);
-            let with_callers = |status: ServerStatus| ServerStatus { callers: callers.get(&status.name).copied(), ..status };
+            let mut callers = callers;
+            let mut with_callers = |status: ServerStatus| ServerStatus { callers: callers.remove(&status.name), ..status };
             statuses.map(|status| with_naming_warnings(with_callers(status), &mut warnings)).collect()
         })
     }

@@ -88,7 +88,7 @@ pub mod threads; // the arbiters connections run on, the Hub's; public for the g
 // The layers below, named as this crate's own (`crate::protocol`,
 // `crate::transport`, ...), so a path reads the same in every layer.
 pub(crate) use mcpvisor_services::{
-    builtin_tools, integrity, llm, oauth, policy, pool, sandbox, server, sessions, telemetry, tool_search, transport,
+    builtin_tools, caller_secrets, integrity, llm, oauth, policy, pool, sandbox, server, sessions, telemetry, tool_search, transport,
 };
 pub(crate) use mcpvisor_wire::{caller_token, codec, config, error, identity, naming, protocol, rate_limit, restart, task_store};
 

@@ -57,6 +57,7 @@ impl Parts {
             pins: self.pins.clone(),
             secrets: self.secrets.clone(),
             credentials: None,
+            caller: None,
         }
     }
 }
@@ -86,6 +87,9 @@ pub struct ServerParts {
     /// The credentials of a remote server, when not those its `auth` says
     /// (a token-exchange server's, one caller's or the gateway's own).
     pub credentials: Option<Arc<dyn crate::transport::credentials::Credentials>>,
+    /// The caller a per-caller connection serves (`Identity::caller_key`):
+    /// only that caller's sessions may answer its server's requests.
+    pub caller: Option<String>,
 }
 
 impl fmt::Debug for ServerParts {

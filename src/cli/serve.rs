@@ -77,6 +77,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         None => None,
     };
     let caller_tokens = as_each_caller(&configs, http.as_mut().map(|(_, http)| &mut http.guard));
+    warn_per_caller(&configs, http.as_ref().map(|(_, http)| &http.guard));
     let telemetry = super::serve_audit::telemetry(&args.audit, servers.audit.as_ref(), http.is_none())?;
     // Before the runtime: the exporters' threads are their own.
     let telemetry = super::otel::start(&servers, telemetry)?;
@@ -160,6 +161,38 @@ fn as_each_caller(configs: &[ServerConfig], guard: Option<&mut crate::gateway::h
         ),
     }
     book
+}
+
+/// Warns of each server run once per caller (`per_caller`) that no caller
+/// can reach as itself (no `[serve.auth]` nor named keys, or not over
+/// HTTP), or whose callers' processes share what they write (no sandbox,
+/// or writable paths beyond each process's private temporary directory).
+fn warn_per_caller(configs: &[ServerConfig], guard: Option<&crate::gateway::http::Guard>) {
+    for config in configs.iter().filter(|config| config.per_caller.is_some()) {
+        let name = &config.name;
+        match guard {
+            Some(guard) if guard.auth.is_some() || !guard.keys.get().is_empty() => {}
+            Some(_) => warn(format!(
+                "server `{name}` runs a process per caller (per_caller), which needs callers that prove who they are: set \
+                 [serve.auth] or [serve.keys] (docs/gateway.md, \"A process per caller\"); until then its tools answer every call \
+                 with an error"
+            )),
+            None => warn(format!(
+                "server `{name}` runs a process per caller (per_caller), which only `serve --http` with [serve.auth] or [serve.keys] \
+                 can do; over stdio its tools answer every call with an error"
+            )),
+        }
+        match &config.sandbox {
+            None => warn(format!(
+                "server `{name}` runs a process per caller without a sandbox: each caller's process may read what another's \
+                 wrote, anywhere the user may; give it a sandbox (docs/security.md, \"Sandboxes\")"
+            )),
+            Some(sandbox) if !sandbox.write.is_empty() => warn(format!(
+                "server `{name}` runs a process per caller, and its sandbox's `write` paths are shared by every caller's process"
+            )),
+            Some(_) => {}
+        }
+    }
 }
 
 /// Stops the servers, then waits for the audit log to be written out

@@ -9,7 +9,7 @@
 //!   may use something of; `/metrics` is for the admin scope only.
 
 use crate::gateway_http_support::{
-    client, json_of, post, request, Gateway, Sse, SseReader, ALICE, BIN, BOB, CAROL, LEGACY, THREE_KEYS, THREE_KEYS_ENV,
+    client, json_of, post, request, Gateway, KeySession as Session, Sse, SseReader, ALICE, BIN, BOB, CAROL, THREE_KEYS, THREE_KEYS_ENV,
 };
 use serde_json::{json, Value};
 
@@ -36,53 +36,6 @@ fn start() -> Gateway {
     );
     let env = THREE_KEYS_ENV;
     Gateway::start_with_config(&format!("{servers}{THREE_KEYS}{CONFIG}"), "127.0.0.1:0", &[], &env).expect("the gateway starts")
-}
-
-/// A handshake-era session of `key`'s, its client declaring `capabilities`.
-struct Session {
-    http: reqwest::Client,
-    url: String,
-    key: &'static str,
-    id: String,
-}
-
-impl Session {
-    async fn open(gateway: &Gateway, key: &'static str, capabilities: Value) -> Session {
-        let http = client();
-        let init = request(
-            0,
-            "initialize",
-            json!({"protocolVersion": LEGACY, "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}),
-        );
-        let response = post(&http, &gateway.mcp(), &init).bearer_auth(key).send().await.unwrap();
-        assert_eq!(response.status(), 200);
-        let id = response.headers()["mcp-session-id"].to_str().unwrap().to_string();
-        let session = Session { http, url: gateway.mcp(), key, id };
-        assert_eq!(session.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await.status(), 202);
-        session
-    }
-
-    async fn send(&self, body: &Value) -> reqwest::Response {
-        let builder = post(&self.http, &self.url, body).bearer_auth(self.key);
-        builder.header("mcp-session-id", &self.id).header("mcp-protocol-version", LEGACY).send().await.unwrap()
-    }
-
-    /// The answer to a call of `tool` (read from a JSON or an SSE body).
-    async fn call(&self, id: u64, tool: &str, arguments: Value) -> Value {
-        let response = self.send(&request(id, "tools/call", json!({"name": tool, "arguments": arguments}))).await;
-        if response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream") {
-            return SseReader::new(response).answer_to(id).await;
-        }
-        json_of(response).await
-    }
-
-    /// The session's GET stream.
-    async fn listen(&self) -> SseReader {
-        let get = self.http.get(&self.url).bearer_auth(self.key).header("accept", "text/event-stream").header("mcp-session-id", &self.id);
-        let response = get.send().await.unwrap();
-        assert_eq!(response.status(), 200);
-        SseReader::new(response)
-    }
 }
 
 /// Reads `stream` until a log message whose data is `marker`; every event before it.

@@ -33,5 +33,6 @@ mod gateway_sessions;
 mod gateway_tls;
 mod isolation;
 mod otel;
+mod per_caller;
 mod token_exchange;
 mod top_admin;

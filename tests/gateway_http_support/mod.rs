@@ -246,8 +246,16 @@ pub async fn json_of(response: reqwest::Response) -> Value {
 
 /// POSTs a 2026-07-28 request; its response (from a JSON or an SSE body).
 pub async fn call_modern(http: &reqwest::Client, url: &str, body: &Value) -> Value {
+    call_modern_as(http, url, body, None).await
+}
+
+/// [`call_modern`] with `bearer` (a key or an access token), if any.
+pub async fn call_modern_as(http: &reqwest::Client, url: &str, body: &Value, bearer: Option<&str>) -> Value {
     let (method, name) = (body["method"].as_str().unwrap(), body["params"]["name"].as_str().unwrap_or_default());
-    let request = post(http, url, body).header("mcp-protocol-version", MODERN).header("mcp-method", method).header("mcp-name", name);
+    let mut request = post(http, url, body).header("mcp-protocol-version", MODERN).header("mcp-method", method).header("mcp-name", name);
+    if let Some(bearer) = bearer {
+        request = request.bearer_auth(bearer);
+    }
     let response = request.send().await.unwrap();
     let sse = response.headers().get("content-type").is_some_and(|kind| kind.as_bytes().starts_with(b"text/event-stream"));
     if !sse {
@@ -281,3 +289,50 @@ scopes = ["mcpvisor:admin"]
 
 /// The environment that gives the three keys their secrets.
 pub const THREE_KEYS_ENV: [(&str, &str); 3] = [("ALICE_KEY", ALICE), ("BOB_KEY", BOB), ("CAROL_KEY", CAROL)];
+
+/// A handshake-era session of `key`'s, its client declaring `capabilities`.
+pub struct KeySession {
+    pub http: reqwest::Client,
+    pub url: String,
+    pub key: &'static str,
+    pub id: String,
+}
+
+impl KeySession {
+    pub async fn open(gateway: &Gateway, key: &'static str, capabilities: Value) -> KeySession {
+        let http = client();
+        let init = request(
+            0,
+            "initialize",
+            json!({"protocolVersion": LEGACY, "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        let response = post(&http, &gateway.mcp(), &init).bearer_auth(key).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        let id = response.headers()["mcp-session-id"].to_str().unwrap().to_string();
+        let session = KeySession { http, url: gateway.mcp(), key, id };
+        assert_eq!(session.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await.status(), 202);
+        session
+    }
+
+    pub async fn send(&self, body: &Value) -> reqwest::Response {
+        let builder = post(&self.http, &self.url, body).bearer_auth(self.key);
+        builder.header("mcp-session-id", &self.id).header("mcp-protocol-version", LEGACY).send().await.unwrap()
+    }
+
+    /// The answer to a call of `tool` (read from a JSON or an SSE body).
+    pub async fn call(&self, id: u64, tool: &str, arguments: Value) -> Value {
+        let response = self.send(&request(id, "tools/call", json!({"name": tool, "arguments": arguments}))).await;
+        if response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream") {
+            return SseReader::new(response).answer_to(id).await;
+        }
+        json_of(response).await
+    }
+
+    /// The session's GET stream.
+    pub async fn listen(&self) -> SseReader {
+        let get = self.http.get(&self.url).bearer_auth(self.key).header("accept", "text/event-stream").header("mcp-session-id", &self.id);
+        let response = get.send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        SseReader::new(response)
+    }
+}

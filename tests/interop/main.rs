@@ -13,6 +13,7 @@ mod model_server;
 
 mod gateway_auth;
 mod gateway_http;
+mod gateway_per_caller;
 mod gateway_replicas;
 mod gateway_stdio;
 mod model_sdks;

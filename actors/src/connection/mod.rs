@@ -257,7 +257,7 @@ impl Connection {
         LIVE_CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let Links { registry, hub, events, handlers, telemetry, server: parts } = links;
         let capabilities = handlers.capabilities();
-        let answerer = Arc::new(Answerer::new(&config.name, handlers, &config.roots));
+        let answerer = Arc::new(Answerer::new(&config.name, handlers, &config.roots).for_caller(parts.caller.clone()));
         let restarts = RestartTracker::new(config.restart, config.restart_limits);
         let limiter = Limiter::new(&config.name, &config.rate_limits);
         let config_enabled = config.enabled;

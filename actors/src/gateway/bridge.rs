@@ -10,8 +10,10 @@
 //! (`crate::server::input`).
 //!
 //! Invariant: a server's request never reaches a session other than the
-//! one whose call caused it. The runtime does not say which call a
-//! server's request belongs to (stdio has no such field), so:
+//! one whose call caused it. A per-caller connection (a server that acts
+//! as each caller) says whose it is, and only that caller's sessions are
+//! candidates. The runtime does not say which call a server's request
+//! belongs to (stdio has no such field), so among the candidates:
 //! - one session with a call open to the server: it is asked, and only it;
 //!   when its client did not declare the capability (or is gone), the
 //!   server gets the answer a client without handlers gets;
@@ -86,7 +88,8 @@ impl ClientBridge {
             .sampling_fn(move |request| {
                 let bridge = sampling.clone();
                 async move {
-                    match bridge.ask(request.server, methods::SAMPLING_CREATE_MESSAGE, Value::Object(request.params)).await {
+                    match bridge.ask(request.server, request.caller, methods::SAMPLING_CREATE_MESSAGE, Value::Object(request.params)).await
+                    {
                         Some(answer) => answer.and_then(|value| object(value, "sampling")),
                         None => Err(Refusal::new("the gateway's client does not offer sampling (it did not declare the capability)")),
                     }
@@ -96,7 +99,7 @@ impl ClientBridge {
                 let bridge = elicitation.clone();
                 async move {
                     let params = serde_json::to_value(&request.request).unwrap_or(Value::Null);
-                    match bridge.ask(request.server, methods::ELICITATION_CREATE, params).await {
+                    match bridge.ask(request.server, request.caller, methods::ELICITATION_CREATE, params).await {
                         Some(answer) => answer.and_then(|value| {
                             serde_json::from_value::<ElicitResult>(value)
                                 .map_err(|e| Refusal::new(format!("the gateway's client answered elicitation with no valid result: {e}")))
@@ -113,7 +116,7 @@ impl ClientBridge {
                     }
                     // Recorded before asking: a client that declares roots later tells this server.
                     bridge.roots.asked(&request.server);
-                    match bridge.ask(request.server, methods::ROOTS_LIST, json!({})).await {
+                    match bridge.ask(request.server, request.caller, methods::ROOTS_LIST, json!({})).await {
                         Some(answer) => answer.map(|value| {
                             let listed = value.get("roots").and_then(Value::as_array).cloned().unwrap_or_default();
                             listed.iter().filter_map(root).collect()
@@ -126,17 +129,17 @@ impl ClientBridge {
 
     /// The answer of the session whose call caused the request (see the
     /// module's invariant); `None`: the server gets the no-client answer.
-    async fn ask(&self, server: String, method: &'static str, params: Value) -> Option<Result<Value, Refusal>> {
+    async fn ask(&self, server: String, caller: Option<String>, method: &'static str, params: Value) -> Option<Result<Value, Refusal>> {
         let sessions: Vec<_> = self.lock().iter().filter_map(WeakAddr::upgrade).collect();
         let mut calling = Vec::new();
         for session in &sessions {
-            if let Ok(true) = session.send(CallingServer(server.clone())).await {
+            if let Ok(true) = session.send(CallingServer { server: server.clone(), caller: caller.clone() }).await {
                 calling.push(session);
             }
         }
         let (session, calling) = match (calling.as_slice(), sessions.as_slice()) {
             ([session], _) => (*session, true),
-            ([], [session]) if !self.shared => (session, false),
+            ([], [session]) if !self.shared && caller.is_none() => (session, false),
             ([], _) => return None,
             (_, _) => {
                 tracing::info!(

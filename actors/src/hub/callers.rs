@@ -1,7 +1,8 @@
 //! The Hub's side of servers that act as each caller ([`crate::callers`]):
-//! it makes their exchanger, gives their own (catalog) connection the
-//! gateway's credentials, starts a connection per caller on first use
-//! (bounded), and ends the idle ones.
+//! it makes their exchanger and gives their own (catalog) connection the
+//! gateway's credentials, or that connection's process an environment
+//! with every `${caller.…}` empty; it starts a connection per caller on
+//! first use (bounded), and ends the idle ones.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,7 +10,8 @@ use std::sync::Arc;
 use actix::prelude::*;
 
 use super::{Hub, Slot};
-use crate::callers::{Callers, StartCaller};
+use crate::callers::{Acting, CallerStart, Callers, StartCaller};
+use crate::config::per_caller::render_env;
 use crate::config::{Auth, ServerConfig};
 use crate::connection::{self, Connection};
 use crate::error::CallError;
@@ -27,20 +29,31 @@ pub(super) struct CallerSlot {
 impl Hub {
     /// For a server that acts as each caller: its callers, with `parts`
     /// given the credentials of its own connection (the gateway's token,
-    /// or a refusal saying why the exchanger cannot be made). `None` for
-    /// other servers.
-    pub(super) fn callers_of(&mut self, config: &ServerConfig, parts: &mut ServerParts, ctx: &mut Context<Self>) -> Option<CallerSlot> {
-        let Some(Auth::TokenExchange(settings)) = &config.auth else { return None };
-        let exchanger = match Exchanger::new(config, self.parts.caller_tokens.clone()) {
-            Ok(exchanger) => exchanger,
-            Err(error) => {
-                tracing::error!(server = %config.name, "{error}");
-                parts.credentials = Some(crate::oauth::refusing(error.message));
-                return None;
+    /// or a refusal saying why the exchanger cannot be made), or `config`
+    /// the environment of its own process. `None` for other servers.
+    pub(super) fn callers_of(&mut self, config: &mut ServerConfig, parts: &mut ServerParts, ctx: &mut Context<Self>) -> Option<CallerSlot> {
+        let (acting, max, idle) = match (&config.auth, &config.per_caller) {
+            (Some(Auth::TokenExchange(settings)), _) => {
+                let exchanger = match Exchanger::new(config, self.parts.caller_tokens.clone()) {
+                    Ok(exchanger) => exchanger,
+                    Err(error) => {
+                        tracing::error!(server = %config.name, "{error}");
+                        parts.credentials = Some(crate::oauth::refusing(error.message));
+                        return None;
+                    }
+                };
+                parts.credentials = Some(exchanger.gateway_credentials());
+                (Acting::Exchange(exchanger), settings.max_callers, settings.caller_idle)
             }
+            (_, Some(per_caller)) => {
+                let template = std::mem::take(&mut config.env);
+                // Every `${caller.…}` empty or its default: never an error.
+                config.env = render_env(&template, None).unwrap_or_default();
+                (Acting::Process { env: template, secrets: per_caller.secrets.clone() }, per_caller.max_callers, per_caller.caller_idle)
+            }
+            _ => return None,
         };
-        parts.credentials = Some(exchanger.gateway_credentials());
-        let callers = Callers::new(&config.name, exchanger, settings.max_callers, settings.caller_idle, ctx.address().recipient());
+        let callers = Callers::new(&config.name, acting, max, idle, ctx.address().recipient());
         let every = callers.reap_every();
         if self.reaping.is_none_or(|current| every < current) {
             self.reaping = Some(every);
@@ -53,16 +66,17 @@ impl Hub {
     fn reap_callers(&mut self) {
         for slot in self.servers.values_mut() {
             let Some(callers) = &mut slot.callers else { continue };
-            for caller in callers.shared.take_idle() {
-                if let Some(connection) = callers.connections.remove(&caller) {
-                    tracing::debug!(server = %slot.config.name, caller, "ended an idle per-caller connection");
-                    // Dropping the strong address after the shutdown ends the actor.
-                    actix_rt::spawn(async move {
-                        let _ = connection.send(connection::Shutdown).await;
-                    });
-                }
-            }
+            let idle = callers.shared.take_idle();
+            callers.end(&slot.config.name, idle, "idle");
         }
+    }
+
+    /// Ends every caller's connection of `server` (restarted by an admin):
+    /// each caller's next call starts a new one.
+    pub(super) fn end_callers(&mut self, server: &str) {
+        let Some(Slot { callers: Some(callers), config, .. }) = self.servers.get_mut(server) else { return };
+        let all = callers.shared.take_all();
+        callers.end(&config.name, all, "restarted");
     }
 
     fn start_caller(&mut self, msg: StartCaller, ctx: &mut Context<Self>) -> Result<Addr<Connection>, CallError> {
@@ -77,8 +91,15 @@ impl Hub {
             return Err(callers.shared.refusal(open));
         }
         let mut parts = self.parts.for_server(&msg.server);
-        parts.credentials = Some(callers.shared.exchanger().caller_credentials(&msg.caller, &msg.subject));
-        let config = slot.config.clone();
+        parts.caller = Some(msg.who);
+        let mut config = slot.config.clone();
+        match (msg.start, callers.shared.exchanger()) {
+            (CallerStart::Exchange { subject }, Some(exchanger)) => {
+                parts.credentials = Some(exchanger.caller_credentials(&msg.caller, &subject))
+            }
+            (CallerStart::Process { env }, None) => config.env = env,
+            _ => return Err(CallError::Stopped { server: msg.server, tool }),
+        }
         let (connection, _) = self.start_connection(config, parts, ctx);
         let Some(Slot { callers: Some(callers), .. }) = self.servers.get_mut(&msg.server) else {
             return Err(CallError::Stopped { server: msg.server, tool });
@@ -89,6 +110,21 @@ impl Hub {
         // Not registered with the registry: its catalog is the server's own connection's.
         connection.do_send(connection::Registered);
         Ok(connection)
+    }
+}
+
+impl CallerSlot {
+    /// Shuts down the connections of `taken` (already out of the shared table).
+    fn end(&mut self, server: &str, taken: Vec<String>, why: &str) {
+        for caller in taken {
+            if let Some(connection) = self.connections.remove(&caller) {
+                tracing::debug!(server, caller, "ended a per-caller connection ({why})");
+                // Dropping the strong address after the shutdown ends the actor.
+                actix_rt::spawn(async move {
+                    let _ = connection.send(connection::Shutdown).await;
+                });
+            }
+        }
     }
 }
 

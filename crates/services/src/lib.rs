@@ -15,6 +15,7 @@
 #![allow(rustdoc::private_intra_doc_links)]
 
 pub mod builtin_tools; // the agent's built-in tools, as the in-process server `builtin`
+pub mod caller_secrets; // each caller's secrets, for servers run once per caller
 pub mod catalog_cache; // each server's tool list kept on disk
 pub mod integrity; // tool pins and the scanner of tools' texts
 pub mod llm; // model providers behind one `ChatModel` seam

@@ -112,18 +112,21 @@ pub struct ServerStatus {
     /// A sandboxed server's sandbox: what is enforced, what is not, and
     /// the limit its last run hit (`None`: not sandboxed).
     pub sandbox: Option<SandboxStatus>,
-    /// A server that acts as each caller (token exchange): its callers'
-    /// connections (`None` for others).
+    /// A server that acts as each caller (token exchange, `per_caller`):
+    /// its callers' connections (`None` for others).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub callers: Option<CallerCounts>,
 }
 
 /// The per-caller connections of a server that acts as each caller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CallerCounts {
     /// Open now.
     pub connections: usize,
-    /// The most at once (`auth.max_callers`).
+    /// Whose they are: each caller's key (`issuer:SUBJECT`, `key:NAME`;
+    /// for an exchange also the client and scopes of its grant), sorted.
+    pub callers: Vec<String>,
+    /// The most at once (`auth.max_callers`, `per_caller.max_callers`).
     pub max: usize,
     /// Started, ended for being idle, and callers refused over `max`, so far.
     pub started: u64,

@@ -27,6 +27,8 @@ pub struct ServerSample {
     /// Tools withheld until a change to their definition is accepted.
     pub withheld: Vec<String>,
     pub sandbox: Option<String>,
+    /// A server that acts as each caller: `N/MAX: key, key` of its callers' connections.
+    pub callers: Option<String>,
     pub cpu_ticks: Option<u64>,
     pub rss_bytes: Option<u64>,
     /// Calls finished, errors among them, and the merged latency
@@ -72,6 +74,7 @@ impl Sample {
                     stderr_tail: strings(server.get("stderr_tail")),
                     withheld: strings(server.get("withheld")),
                     sandbox: server.get("sandbox").and_then(|s| s.get("achieved")).and_then(Value::as_str).map(str::to_string),
+                    callers: server.get("callers").filter(|c| c.is_object()).map(callers_line),
                     cpu_ticks: process.and_then(|p| u64_of(p, "cpu_ticks")),
                     rss_bytes: process.and_then(|p| u64_of(p, "rss_bytes")),
                     ..ServerSample::default()
@@ -151,9 +154,19 @@ pub struct Row {
     pub cpu_percent: Option<f64>,
     pub rss_bytes: Option<u64>,
     pub sandbox: Option<String>,
+    /// Its callers' connections, when it acts as each caller.
+    pub callers: Option<String>,
     pub last_stderr: Option<String>,
     /// Tools withheld by their pins: pending changes `tools --accept` shows.
     pub withheld: Vec<String>,
+}
+
+/// `N/MAX: key, key` of a server's `callers` (see `CallerCounts`).
+fn callers_line(callers: &Value) -> String {
+    let count = |key: &str| callers.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let keys = strings(callers.get("callers"));
+    let who = if keys.is_empty() { "none".to_owned() } else { keys.join(", ") };
+    format!("{}/{}: {who}", count("connections"), count("max"))
 }
 
 /// The rows of `now`, with rates against `before` (the previous sample).
@@ -192,6 +205,7 @@ pub fn rows(before: Option<&Sample>, now: &Sample) -> Vec<Row> {
                 cpu_percent,
                 rss_bytes: server.rss_bytes,
                 sandbox: server.sandbox.clone(),
+                callers: server.callers.clone(),
                 last_stderr: server.stderr_tail.last().cloned(),
                 withheld: server.withheld.clone(),
             }

@@ -17,7 +17,7 @@ const HEADER: [&str; 12] = ["  NAME", "STATE", "PID", "UP", "RST", "RUN/Q", "CAL
 const WIDTHS: [u16; 12] = [11, 9, 7, 5, 3, 5, 6, 5, 5, 4, 4, 5];
 
 pub fn draw(frame: &mut Frame, app: &App) {
-    // Two lines about the selected server, a third while tools of it are withheld.
+    // Two lines about the selected server, more for its callers and while tools of it are withheld.
     let about = app.selected_row().map(about_selected).unwrap_or_default();
     let [title, totals, body, selected, message, keys] = Layout::vertical([
         Constraint::Length(1),
@@ -119,13 +119,16 @@ fn short_state(state: &str) -> &str {
     }
 }
 
-/// The selected server's sandbox, last reason, pending tool changes and last stderr line.
+/// The selected server's sandbox, last reason, callers, pending tool changes and last stderr line.
 fn about_selected(row: &Row) -> Vec<String> {
     let mut first = format!("{}: sandbox {}", row.name, row.sandbox.as_deref().unwrap_or("none"));
     if let Some(reason) = &row.last_reason {
         first.push_str(&format!(" | last: {reason}"));
     }
     let mut lines = vec![first];
+    if let Some(callers) = &row.callers {
+        lines.push(format!("callers {callers}"));
+    }
     if !row.withheld.is_empty() {
         let tools = row.withheld.join(", ");
         lines.push(format!("withheld, changed since pinned: {tools} (`mcpvisor tools --accept {}` shows the change)", row.name));
@@ -265,6 +268,19 @@ mod tests {
         let withheld = withheld.unwrap_or_else(|| panic!("no line names the withheld tool:\n{}", screen.join("\n")));
         assert!(screen[withheld].contains("`mcpvisor tools --accept tickets`"), "{}", screen[withheld]);
         assert!(screen[withheld + 1].contains("stderr: ready"), "the stderr line still shows:\n{}", screen.join("\n"));
+    }
+
+    #[test]
+    fn a_per_caller_servers_callers_show_by_identity() {
+        let mut app = App::new("test", false);
+        let callers = json!({"connections": 2, "max": 16, "callers": ["issuer:alice", "key:bob"], "started": 2});
+        let servers = [json!({"name": "github", "state": "connected", "callers": callers})];
+        app.update(None, Sample::parse(&json!({"servers": servers})));
+        let mut terminal = Terminal::new(TestBackend::new(120, 24)).unwrap();
+        terminal.draw(|frame| super::draw(frame, &app)).unwrap();
+        let buffer = terminal.backend().buffer();
+        let screen: Vec<String> = (0..24).map(|y| (0..120).map(|x| buffer[(x, y)].symbol()).collect::<String>()).collect();
+        assert!(screen.iter().any(|line| line.contains("callers 2/16: issuer:alice, key:bob")), "{}", screen.join("\n"));
     }
 
     #[test]

@@ -152,7 +152,13 @@ impl ServerConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Piece<'a> {
     Text(&'a str),
-    Var { name: &'a str, default: Option<&'a str> },
+    Var {
+        name: &'a str,
+        default: Option<&'a str>,
+    },
+    /// `${caller.…}` of a per-caller server, filled in only when a
+    /// caller's process starts (`super::per_caller`): kept as written.
+    Caller(&'a str),
 }
 
 /// Why a text could not be expanded.
@@ -190,14 +196,20 @@ pub(crate) fn pieces(text: &str, syntax: Syntax) -> Result<Vec<Piece<'_>>, Probl
             Some(b'{') => {
                 let close = text[i + 2..].find('}').map(|at| i + 2 + at).ok_or_else(|| Problem::Malformed(text[i..].into()))?;
                 let inner = &text[i + 2..close];
-                let (name, default) = match inner.split_once(":-") {
-                    Some((name, default)) => (name, Some(default)),
-                    None => (inner, None),
-                };
-                if !is_name(name) {
-                    return Err(Problem::Malformed(text[i..=close].into()));
+                match super::per_caller::caller_reference(inner) {
+                    Some(Ok(())) => (Piece::Caller(&text[i..=close]), close + 1),
+                    Some(Err(_)) => return Err(Problem::Malformed(text[i..=close].into())),
+                    None => {
+                        let (name, default) = match inner.split_once(":-") {
+                            Some((name, default)) => (name, Some(default)),
+                            None => (inner, None),
+                        };
+                        if !is_name(name) {
+                            return Err(Problem::Malformed(text[i..=close].into()));
+                        }
+                        (Piece::Var { name, default }, close + 1)
+                    }
                 }
-                (Piece::Var { name, default }, close + 1)
             }
             Some(&c) if syntax == Syntax::BracedOrBare && is_name_start(c) => {
                 let end = i + 1 + bytes[i + 1..].iter().take_while(|&&c| is_name_char(c)).count();
@@ -228,7 +240,7 @@ pub(crate) fn expand(text: &str, syntax: Syntax, lookup: &dyn Fn(&str) -> Option
     let mut out = String::with_capacity(text.len());
     for piece in pieces(text, syntax)? {
         match piece {
-            Piece::Text(part) => out.push_str(part),
+            Piece::Text(part) | Piece::Caller(part) => out.push_str(part),
             Piece::Var { name, default: Some(default) } => {
                 out.push_str(&lookup(name).filter(|value| !value.is_empty()).unwrap_or_else(|| default.into()))
             }
@@ -241,7 +253,7 @@ pub(crate) fn expand(text: &str, syntax: Syntax, lookup: &dyn Fn(&str) -> Option
 /// True when `text` is exactly one reference without a default, such as
 /// `${GITHUB_TOKEN}`: it names a secret without holding one.
 pub(crate) fn is_only_reference(text: &str, syntax: Syntax) -> bool {
-    matches!(pieces(text, syntax).as_deref(), Ok([Piece::Var { default: None, .. }]))
+    matches!(pieces(text, syntax).as_deref(), Ok([Piece::Var { default: None, .. } | Piece::Caller(_)]))
 }
 
 /// `literal` written so that expanding it gives it back unchanged.
@@ -311,6 +323,12 @@ mod tests {
         assert_eq!(braced("$${HOME}").unwrap(), "${HOME}");
         assert_eq!(braced("$$${HOME}").unwrap(), "$${HOME}", "the second `$` escapes the reference");
         assert_eq!(braced("é${HOME}é").unwrap(), "é/home/meé");
+        assert_eq!(
+            braced("${caller.secret.T} ${HOME}").unwrap(),
+            "${caller.secret.T} /home/me",
+            "a caller's reference waits for the caller"
+        );
+        assert_eq!(braced("${caller.nope}"), Err(Problem::Malformed("${caller.nope}".into())));
     }
 
     #[test]

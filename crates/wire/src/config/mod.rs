@@ -78,6 +78,7 @@ mod jsonc;
 pub mod native;
 mod oauth;
 mod otel;
+pub mod per_caller;
 pub mod redact;
 pub mod sandbox;
 mod scan;
@@ -98,6 +99,7 @@ pub use discover::{load_all, LoadedConfig, LoadedServer, Locations, UntrustedFil
 pub use filter::ToolFilter;
 pub use oauth::{Grant, IdentityProvider, OAuthConfig};
 pub use otel::OtlpSettings;
+pub use per_caller::PerCaller;
 pub use redact::{Redactor, MASK};
 pub use sandbox::{Network, SandboxSpec};
 pub use scan::Severity;
@@ -323,6 +325,9 @@ pub struct ServerConfig {
     /// The sandbox of a stdio server (`[servers.X.sandbox]`, or the file's
     /// `[sandbox] default`); `None`: none.
     pub sandbox: Option<SandboxSpec>,
+    /// One process per caller of the gateway (a stdio server; `None`: one
+    /// process for all), with `${caller.…}` in `env` filled per caller.
+    pub per_caller: Option<PerCaller>,
 }
 
 impl ServerConfig {
@@ -354,6 +359,7 @@ impl ServerConfig {
             limits: Limits::default(),
             rate_limits: RateLimits::default(),
             sandbox: None,
+            per_caller: None,
             pin: Pinning::Withhold,
             secrets: SecretsPolicy::default(),
             withhold: None,
@@ -427,7 +433,35 @@ impl ServerConfig {
         if self.timeouts.call.is_zero() || self.timeouts.startup.is_zero() {
             return invalid("time-outs must be longer than zero");
         }
-        Ok(())
+        self.validate_per_caller().map_or(Ok(()), |message| invalid(&message))
+    }
+
+    /// What is wrong with `per_caller` and the `${caller.…}` references.
+    fn validate_per_caller(&self) -> Option<String> {
+        if let Some(per_caller) = &self.per_caller {
+            if self.transport != Transport::Stdio {
+                return Some(
+                    "`per_caller` is for stdio servers (a process per caller); a remote server acts as each caller \
+                             with auth = { type = \"token_exchange\" }"
+                        .into(),
+                );
+            }
+            if per_caller.max_callers == 0 || per_caller.caller_idle.is_zero() {
+                return Some("`per_caller.max_callers` must be at least 1 and `per_caller.caller_idle` longer than zero".into());
+            }
+        }
+        let mut outside_env = None;
+        let mut config = self.clone();
+        let _ = config.visit_texts(|field, text| {
+            if per_caller::mentions_caller(text) && (self.per_caller.is_none() || !matches!(field, expand::TextField::Env(_))) {
+                outside_env.get_or_insert(field.path());
+            }
+            Ok::<(), ()>(())
+        });
+        outside_env.map(|field| match self.per_caller {
+            None => format!("`{field}` holds a ${{caller.…}} reference, which only a server with `per_caller = true` fills in"),
+            Some(_) => format!("`{field}` holds a ${{caller.…}} reference; only `env` values may hold one"),
+        })
     }
 }
 

@@ -25,6 +25,7 @@ pub(crate) const TABLE_EXAMPLES: &[(&str, &str)] = &[
     ("IdentityProviderFile", "{ token_endpoint = \"https://idp.example.com/token\", client_id = \"...\", id_token_file = \"...\" }"),
     ("SandboxFile", "{ network = \"none\", memory = \"512MiB\" }"),
     ("KeyFile", "{ token = \"${VAR}\" }"),
+    ("PerCallerTable", "{ max_callers = 16, caller_idle = \"5m\", secrets = \"/etc/mcpvisor/caller-secrets.toml\" }"),
 ];
 
 /// A newtype read from one TOML scalar: `accept` takes it or refuses it

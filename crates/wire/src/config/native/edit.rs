@@ -176,6 +176,7 @@ fn desired(config: &ServerConfig) -> Vec<Desired> {
         ("max_list_items", count(config.limits.max_list_items, defaults.limits.max_list_items)),
         ("limits", (Some(rate_limits(&config.rate_limits)), config.rate_limits.is_empty())),
         ("sandbox", (config.sandbox.as_ref().map(crate::config::sandbox::to_value), false)),
+        ("per_caller", (config.per_caller.as_ref().map(|per_caller| crate::config::per_caller::to_value(per_caller, duration)), false)),
     ];
     fields.into_iter().map(|(key, (value, is_default))| Desired::new(key, value, is_default)).collect()
 }

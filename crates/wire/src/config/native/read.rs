@@ -12,6 +12,7 @@ use toml_edit::Item;
 
 use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS};
 use crate::config::de::{from_node, DeError, Node};
+use crate::config::per_caller::PerCallerFile;
 use crate::config::sandbox::SandboxFile;
 use crate::config::scan::Withhold;
 use crate::config::token_exchange::{DEFAULT_CALLER_IDLE, DEFAULT_MAX_CALLERS};
@@ -77,6 +78,8 @@ pub(crate) struct ServerFile {
     max_list_items: Option<Count<usize, 1>>,
     limits: Option<LimitsFile>,
     sandbox: Option<SandboxFile>,
+    /// One process per caller of the gateway: true, or { max_callers, caller_idle, secrets }.
+    per_caller: Option<PerCallerFile>,
 }
 
 /// `{ initial = "100ms", max = "30s" }`: either may be left out.
@@ -347,6 +350,7 @@ impl ServerFile {
         ] {
             *slot = value.unwrap_or(*slot);
         }
+        config.per_caller = self.per_caller.map(PerCallerFile::into_config).transpose()?.flatten();
         config.sandbox = self.sandbox.map(SandboxFile::into_spec).transpose().map_err(|error| error.under("sandbox"))?;
         config.transport = match self.transport {
             Some(transport) => transport.0,

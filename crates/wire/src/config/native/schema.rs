@@ -13,7 +13,7 @@ use crate::error::ConfigError;
 pub const DEFAULT_MAX_RESTARTS: u32 = 5;
 
 /// The keys of a server table, in the order new keys are written.
-pub const KEYS: [&str; 34] = [
+pub const KEYS: [&str; 35] = [
     "transport",
     "command",
     "args",
@@ -48,6 +48,7 @@ pub const KEYS: [&str; 34] = [
     "max_list_items",
     "limits",
     "sandbox",
+    "per_caller",
 ];
 
 pub(super) const TOP_LEVEL_KEYS: [&str; 7] = ["servers", "agent", "audit", "serve", "sandbox", "scan", "telemetry"];
