@@ -74,8 +74,26 @@ fn upsert_then_load_gives_the_same_servers() {
         scopes: vec!["jira:read".into()],
         max_callers: 8,
         caller_idle: Duration::from_secs(90),
+        authorization_server: None,
     })));
-    let configs = [full_config(), remote, never, odd_name, machine, browser, enterprise, as_each_caller];
+    let mut by_id_jag = ServerConfig::remote("crm", Transport::Http, "https://crm.example/mcp");
+    by_id_jag.auth = Some(Auth::TokenExchange(Box::new(crate::config::TokenExchangeConfig {
+        issuer: Some("https://idp.example".into()),
+        token_endpoint: None,
+        client_id: "gateway".into(),
+        client_secret: "${GW_SECRET}".into(),
+        audience: None,
+        resource: Some("https://crm.example".into()),
+        scopes: vec!["crm:read".into()],
+        max_callers: crate::config::token_exchange::DEFAULT_MAX_CALLERS,
+        caller_idle: crate::config::token_exchange::DEFAULT_CALLER_IDLE,
+        authorization_server: Some(crate::config::token_exchange::UpstreamAuthorizationServer {
+            issuer: "https://auth.crm.example".into(),
+            client_id: "gateway-at-crm".into(),
+            client_secret: "${CRM_AS_SECRET}".into(),
+        }),
+    })));
+    let configs = [full_config(), remote, never, odd_name, machine, browser, enterprise, as_each_caller, by_id_jag];
     for config in &configs {
         upsert(&path, config).unwrap();
     }
