@@ -34,4 +34,5 @@ mod gateway_tls;
 mod isolation;
 mod otel;
 mod token_exchange;
+mod token_exchange_id_jag;
 mod top_admin;
