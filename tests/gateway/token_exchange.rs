@@ -107,18 +107,26 @@ pub(crate) async fn caller_counts(issuer: &AuthServer, gateway: &Gateway) -> Val
     servers.into_iter().find(|server| server["name"] == "up").map(|up| up["callers"].clone()).unwrap_or(Value::Null)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_caller_reaches_the_upstream_as_itself_with_its_own_scopes_and_never_its_own_token() {
-    let (issuer, gateway) = start("").await;
+/// Alice (`read write`) and bob (`read`), callers with tokens of `issuer`,
+/// each call `up`'s `whoami` once (after the catalog lists it), which must
+/// see `audience`: their tokens.
+pub(crate) async fn alice_and_bob_call(issuer: &AuthServer, gateway: &Gateway, audience: &str) -> [String; 2] {
     let alice_token = issuer.mint("alice", "read write", GATEWAY_AUDIENCE);
     let bob_token = issuer.mint("bob", "read", GATEWAY_AUDIENCE);
-    let alice = Caller::open(&gateway, &alice_token).await;
-    let bob = Caller::open(&gateway, &bob_token).await;
+    let alice = Caller::open(gateway, &alice_token).await;
+    let bob = Caller::open(gateway, &bob_token).await;
     alice.wait_for_catalog().await;
     let seen_by_alice = alice.whoami(2).await.expect("alice's call went through");
     let seen_by_bob = bob.whoami(2).await.expect("bob's call went through");
-    assert_eq!(seen_by_alice, json!({"sub": "alice", "scope": "read write", "aud": UPSTREAM}));
-    assert_eq!(seen_by_bob, json!({"sub": "bob", "scope": "read", "aud": UPSTREAM}), "bob gets only the scopes his own token has");
+    assert_eq!(seen_by_alice, json!({"sub": "alice", "scope": "read write", "aud": audience}));
+    assert_eq!(seen_by_bob, json!({"sub": "bob", "scope": "read", "aud": audience}), "bob gets only the scopes his own token has");
+    [alice_token, bob_token]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_caller_reaches_the_upstream_as_itself_with_its_own_scopes_and_never_its_own_token() {
+    let (issuer, gateway) = start("").await;
+    let [alice_token, bob_token] = alice_and_bob_call(&issuer, &gateway, UPSTREAM).await;
     assert_eq!(issuer.exchanges(), 2, "one exchange per caller");
     let sent_upstream: Vec<String> = issuer.to("/mcp").iter().filter_map(|request| request.headers.get("authorization").cloned()).collect();
     assert!(!sent_upstream.is_empty());

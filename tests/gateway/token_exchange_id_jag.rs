@@ -18,8 +18,7 @@
 
 use crate::gateway_http_support::Gateway;
 use crate::oauth_server::{AuthServer, Options, Subject, TOKEN_EXCHANGE};
-use crate::token_exchange::{caller_counts, Caller, CLIENT, GATEWAY_AUDIENCE};
-use serde_json::json;
+use crate::token_exchange::{alice_and_bob_call, caller_counts, Caller, CLIENT, GATEWAY_AUDIENCE};
 
 /// The gateway as a client of the upstream's authorization server.
 const UPSTREAM_CLIENT: (&str, &str) = ("gw-at-upstream", "up-secret-7c41e09b5a2d");
@@ -57,15 +56,7 @@ fn who(subjects: &[Subject]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_caller_reaches_the_upstream_as_itself_through_an_id_jag_its_own_token_going_only_to_the_issuer() {
     let (issuer, upstream, gateway) = start().await;
-    let alice_token = issuer.mint("alice", "read write", GATEWAY_AUDIENCE);
-    let bob_token = issuer.mint("bob", "read", GATEWAY_AUDIENCE);
-    let alice = Caller::open(&gateway, &alice_token).await;
-    let bob = Caller::open(&gateway, &bob_token).await;
-    alice.wait_for_catalog().await;
-    let seen_by_alice = alice.whoami(2).await.expect("alice's call went through");
-    let seen_by_bob = bob.whoami(2).await.expect("bob's call went through");
-    assert_eq!(seen_by_alice, json!({"sub": "alice", "scope": "read write", "aud": upstream.mcp()}));
-    assert_eq!(seen_by_bob, json!({"sub": "bob", "scope": "read", "aud": upstream.mcp()}), "bob gets only the scopes his own token has");
+    let [alice_token, bob_token] = alice_and_bob_call(&issuer, &gateway, &upstream.mcp()).await;
     let issued = issuer.issued_id_jags();
     assert_eq!(who(&issued), ["alice", "bob"], "one ID-JAG per caller");
     assert!(issued.iter().all(|id_jag| id_jag.audience.as_deref() == Some(upstream.issuer().as_str())), "{issued:?}");

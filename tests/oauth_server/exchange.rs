@@ -236,14 +236,14 @@ impl State {
 
     /// The claims of `assertion` when it is an ID-JAG of the identity
     /// provider this fixture trusts, for this authorization server, not
-    /// expired, or the OAuth error; `None` when it is no ID-JAG at all.
-    pub(super) fn id_jag_claims(&self, assertion: &str) -> Option<Result<Value, Response>> {
+    /// expired, or the OAuth error (status, body); `None` when it is no ID-JAG at all.
+    pub(super) fn id_jag_claims(&self, assertion: &str) -> Option<Result<Value, (u16, Value)>> {
         let (idp, key) = self.options.id_jag_issuer.as_ref()?;
         let (header, claims) = self.verified_jwt(assertion, key)?;
         if header["typ"] != ID_JAG_TYP {
             return None;
         }
-        let refuse = |error: &str, description: &str| Err(json_response(400, json!({"error": error, "error_description": description})));
+        let refuse = |error: &str, description: &str| Err((400, json!({"error": error, "error_description": description})));
         if let Some((error, description)) = self.exchanges.id_jag_refusal.lock().unwrap().clone() {
             return Some(refuse(&error, &description));
         }

@@ -19,17 +19,17 @@ pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 impl State {
     /// The scope granted for a JWT-bearer request, and the claims of the
-    /// other fixture's ID-JAG it presented, or the answer refusing it.
-    pub(super) fn jwt_bearer(&self, request: &Recorded, issued: &Issued) -> Result<(String, Option<Value>), Response> {
+    /// other fixture's ID-JAG it presented, or the OAuth error (status, body).
+    pub(super) fn jwt_bearer(&self, request: &Recorded, issued: &Issued) -> Result<(String, Option<Value>), (u16, Value)> {
         let form = &request.form;
-        let refuse = |error: &str| json_response(400, json!({"error": error}));
+        let refuse = |error: &str| (400, json!({"error": error}));
         let assertion = form.get("assertion").ok_or_else(|| refuse("invalid_request"))?;
         if let Some(claims) = self.id_jag_claims(assertion) {
             let claims = claims?;
             let client = request.headers.get("authorization").and_then(|basic| STANDARD.decode(basic.strip_prefix("Basic ")?).ok());
             let client = client.map(|pair| String::from_utf8_lossy(&pair).split(':').next().unwrap_or("").to_owned());
             if !self.client_authenticated(request) || client.as_deref() != claims["client_id"].as_str() {
-                return Err(json_response(401, json!({"error": "invalid_client", "error_description": "not the ID-JAG's client"})));
+                return Err((401, json!({"error": "invalid_client", "error_description": "not the ID-JAG's client"})));
             }
             let granted: Vec<&str> = claims["scope"].as_str().unwrap_or("").split(' ').collect();
             let asked = form.get("scope").map(String::as_str).unwrap_or("");

@@ -571,7 +571,7 @@ impl State {
                     id_jag = claims;
                     (scope, 3600)
                 }
-                Err(refusal) => return refusal,
+                Err((status, refusal)) => return json_response(status, refusal),
             },
             _ => return refuse("unsupported_grant_type"),
         };
