@@ -27,8 +27,11 @@
 //! client_id = "mcpvisor-gateway"
 //! client_secret = "${GW_SECRET}"
 //! scopes = ["jira:read"]
-//! authorization_server = { issuer = "https://auth.jira.example.com", client_id = "mcpvisor-at-jira",
-//!                          client_secret = "${JIRA_AS_SECRET}" }
+//!
+//! [servers.jira.auth.authorization_server]
+//! issuer = "https://auth.jira.example.com"
+//! client_id = "mcpvisor-at-jira"
+//! client_secret = "${JIRA_AS_SECRET}"
 //! ```
 //!
 //! The caller's token is then exchanged at the issuer for an ID-JAG whose

@@ -248,3 +248,20 @@ fn inline_server_tables_are_edited_in_place() {
     );
     assert_eq!(load(&path).unwrap().len(), 2);
 }
+
+#[test]
+fn an_authorization_server_sub_table_is_edited_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("servers.toml");
+    let text = "[servers.crm]\nurl = \"https://crm.example/mcp\"\n\n[servers.crm.auth]\ntype = \"token_exchange\"\n\
+                issuer = \"https://idp.example\"\nclient_id = \"gw\"\nclient_secret = \"${GW_SECRET}\"\n\n\
+                # the CRM's own authorization server\n[servers.crm.auth.authorization_server]\nissuer = \"https://as.example\"\n\
+                client_id = \"gw-at-crm\"\nclient_secret = \"${OLD}\"\n";
+    fs::write(&path, text).unwrap();
+    let mut config = load(&path).unwrap().remove(0);
+    let Some(Auth::TokenExchange(exchange)) = &mut config.auth else { panic!("{config:?}") };
+    exchange.authorization_server.as_mut().unwrap().client_secret = "${NEW}".into();
+    upsert(&path, &config).unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), text.replace("${OLD}", "${NEW}"), "only the secret's value changed");
+    assert_eq!(load(&path).unwrap(), [config]);
+}
