@@ -179,6 +179,9 @@ fn auth(auth: &Auth) -> String {
             if !exchange.scopes.is_empty() {
                 shown.push_str(&format!(", scopes {}", exchange.scopes.join(" ")));
             }
+            if let Some(server) = &exchange.authorization_server {
+                shown.push_str(&format!(", for an ID-JAG redeemed at {} (client {})", server.issuer, server.client_id));
+            }
             shown
         }
     }

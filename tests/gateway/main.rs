@@ -35,4 +35,5 @@ mod isolation;
 mod otel;
 mod per_caller;
 mod token_exchange;
+mod token_exchange_id_jag;
 mod top_admin;

@@ -18,10 +18,11 @@ use crate::oauth_server::{AuthServer, Options, WHOAMI_URI};
 use serde_json::{json, Value};
 
 /// The audience of the callers' tokens: the gateway.
-const GATEWAY_AUDIENCE: &str = "https://gateway.test/mcp";
+pub(crate) const GATEWAY_AUDIENCE: &str = "https://gateway.test/mcp";
 /// The audience the gateway asks tokens for: the upstream.
 const UPSTREAM: &str = "https://upstream.test";
-const CLIENT: (&str, &str) = ("gw-client", "gw-secret-0f3a9c2e7b1d");
+/// The gateway as a client of the issuer.
+pub(crate) const CLIENT: (&str, &str) = ("gw-client", "gw-secret-0f3a9c2e7b1d");
 /// How long a test waits for a state it expects.
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -40,8 +41,9 @@ async fn start(extra: &str) -> (AuthServer, Gateway) {
     (issuer, gateway)
 }
 
-/// A handshake-era session of the caller whose token is `token`.
-struct Caller {
+/// A handshake-era session of the caller whose token is `token` (shared
+/// with token_exchange_id_jag.rs).
+pub(crate) struct Caller {
     http: reqwest::Client,
     url: String,
     token: String,
@@ -49,7 +51,7 @@ struct Caller {
 }
 
 impl Caller {
-    async fn open(gateway: &Gateway, token: &str) -> Caller {
+    pub(crate) async fn open(gateway: &Gateway, token: &str) -> Caller {
         let http = client();
         let init =
             request(0, "initialize", json!({"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
@@ -66,7 +68,7 @@ impl Caller {
         builder.header("mcp-session-id", &self.id).header("mcp-protocol-version", LEGACY).send().await.unwrap()
     }
 
-    async fn ask(&self, id: u64, method: &str, params: Value) -> Value {
+    pub(crate) async fn ask(&self, id: u64, method: &str, params: Value) -> Value {
         let response = self.send(&request(id, method, params)).await;
         if response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream") {
             return SseReader::new(response).answer_to(id).await;
@@ -75,14 +77,14 @@ impl Caller {
     }
 
     /// `up`'s `whoami`: who the upstream saw, or the whole answer when the call failed.
-    async fn whoami(&self, id: u64) -> Result<Value, Value> {
+    pub(crate) async fn whoami(&self, id: u64) -> Result<Value, Value> {
         let answer = self.ask(id, "tools/call", json!({"name": "up__whoami", "arguments": {}})).await;
         let text = answer["result"]["content"][0]["text"].as_str().filter(|_| answer["result"]["isError"] != json!(true));
         text.and_then(|text| serde_json::from_str(text).ok()).ok_or(answer)
     }
 
     /// Waits until the catalog lists `up`'s tools (listed as the gateway itself).
-    async fn wait_for_catalog(&self) {
+    pub(crate) async fn wait_for_catalog(&self) {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let listed = self.ask(1, "tools/list", json!({})).await;
@@ -97,7 +99,7 @@ impl Caller {
 }
 
 /// `up`'s `callers` counts, as `/admin/status` shows them to an admin of the issuer.
-async fn caller_counts(issuer: &AuthServer, gateway: &Gateway) -> Value {
+pub(crate) async fn caller_counts(issuer: &AuthServer, gateway: &Gateway) -> Value {
     let admin = issuer.mint("root", "mcpvisor:admin", GATEWAY_AUDIENCE);
     let status = client().get(format!("{}/admin/status", gateway.base)).bearer_auth(admin).send().await.unwrap();
     let status = json_of(status).await;
@@ -105,18 +107,26 @@ async fn caller_counts(issuer: &AuthServer, gateway: &Gateway) -> Value {
     servers.into_iter().find(|server| server["name"] == "up").map(|up| up["callers"].clone()).unwrap_or(Value::Null)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_caller_reaches_the_upstream_as_itself_with_its_own_scopes_and_never_its_own_token() {
-    let (issuer, gateway) = start("").await;
+/// Alice (`read write`) and bob (`read`), callers with tokens of `issuer`,
+/// each call `up`'s `whoami` once (after the catalog lists it), which must
+/// see `audience`: their tokens.
+pub(crate) async fn alice_and_bob_call(issuer: &AuthServer, gateway: &Gateway, audience: &str) -> [String; 2] {
     let alice_token = issuer.mint("alice", "read write", GATEWAY_AUDIENCE);
     let bob_token = issuer.mint("bob", "read", GATEWAY_AUDIENCE);
-    let alice = Caller::open(&gateway, &alice_token).await;
-    let bob = Caller::open(&gateway, &bob_token).await;
+    let alice = Caller::open(gateway, &alice_token).await;
+    let bob = Caller::open(gateway, &bob_token).await;
     alice.wait_for_catalog().await;
     let seen_by_alice = alice.whoami(2).await.expect("alice's call went through");
     let seen_by_bob = bob.whoami(2).await.expect("bob's call went through");
-    assert_eq!(seen_by_alice, json!({"sub": "alice", "scope": "read write", "aud": UPSTREAM}));
-    assert_eq!(seen_by_bob, json!({"sub": "bob", "scope": "read", "aud": UPSTREAM}), "bob gets only the scopes his own token has");
+    assert_eq!(seen_by_alice, json!({"sub": "alice", "scope": "read write", "aud": audience}));
+    assert_eq!(seen_by_bob, json!({"sub": "bob", "scope": "read", "aud": audience}), "bob gets only the scopes his own token has");
+    [alice_token, bob_token]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_caller_reaches_the_upstream_as_itself_with_its_own_scopes_and_never_its_own_token() {
+    let (issuer, gateway) = start("").await;
+    let [alice_token, bob_token] = alice_and_bob_call(&issuer, &gateway, UPSTREAM).await;
     assert_eq!(issuer.exchanges(), 2, "one exchange per caller");
     let sent_upstream: Vec<String> = issuer.to("/mcp").iter().filter_map(|request| request.headers.get("authorization").cloned()).collect();
     assert!(!sent_upstream.is_empty());

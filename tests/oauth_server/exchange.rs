@@ -7,6 +7,14 @@
 //! endpoint's `whoami` tool tells the subject, scopes and audience of the
 //! bearer token it got. Exchanges are counted; refusals and the lifetime
 //! of exchanged tokens are knobs.
+//!
+//! Enterprise-managed authorization (SEP-990): an exchange asking
+//! `requested_token_type` id-jag gets an ID-JAG instead, a JWT signed with
+//! the same key (`typ` oauth-id-jag+jwt) whose audience is the
+//! authorization server asked for, naming the caller, the resource, the
+//! scopes and `Options::id_jag_client`; another fixture that trusts this
+//! one (`Options::id_jag_issuer`) redeems it by the JWT-bearer grant
+//! (grants.rs). Both sides keep whom they did it for.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +30,9 @@ use super::{json_response, AuthServer, Recorded, State};
 
 pub const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const ACCESS_TOKEN: &str = "urn:ietf:params:oauth:token-type:access_token";
+const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
+/// The `typ` of an ID-JAG's header.
+pub(super) const ID_JAG_TYP: &str = "oauth-id-jag+jwt";
 const KID: &str = "fixture-es256";
 
 /// Who a token the fixture issued stands for.
@@ -44,6 +55,11 @@ pub struct Exchanges {
     /// How long an exchange takes to be answered, in milliseconds.
     delay_ms: AtomicU64,
     refusal: Mutex<Option<(String, String)>>,
+    /// For whom ID-JAGs were issued (an identity provider), and redeemed (an authorization server).
+    id_jags_issued: Mutex<Vec<Subject>>,
+    id_jags_redeemed: Mutex<Vec<Subject>>,
+    /// The JWT-bearer grant of an ID-JAG is refused with this OAuth error.
+    id_jag_refusal: Mutex<Option<(String, String)>>,
 }
 
 impl Default for Exchanges {
@@ -58,6 +74,9 @@ impl Default for Exchanges {
             lifetime: AtomicU64::new(3600),
             delay_ms: AtomicU64::new(0),
             refusal: Mutex::default(),
+            id_jags_issued: Mutex::default(),
+            id_jags_redeemed: Mutex::default(),
+            id_jag_refusal: Mutex::default(),
         }
     }
 }
@@ -69,15 +88,32 @@ fn now() -> u64 {
 impl AuthServer {
     /// An access token of this issuer for `sub`, `audience` and `scope`, living an hour.
     pub fn mint(&self, sub: &str, scope: &str, audience: &str) -> String {
-        let exchanges = &self.state.exchanges;
-        let header = URL_SAFE_NO_PAD.encode(json!({"alg": "ES256", "typ": "JWT", "kid": KID}).to_string());
         let claims = json!({"iss": self.issuer(), "sub": sub, "aud": audience, "scope": scope, "client_id": "caller-app",
                             "iat": now(), "exp": now() + 3600});
-        let signing_input = format!("{header}.{}", URL_SAFE_NO_PAD.encode(claims.to_string()));
-        let signature = exchanges.key.sign(&ring::rand::SystemRandom::new(), signing_input.as_bytes()).unwrap();
-        let token = format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()));
-        exchanges.minted.lock().unwrap().insert(token.clone(), claims);
+        let token = self.state.exchanges.sign("JWT", &claims);
+        self.state.exchanges.minted.lock().unwrap().insert(token.clone(), claims);
         token
+    }
+
+    /// The public key its JWTs are signed with (an uncompressed P-256
+    /// point), for a fixture that trusts its ID-JAGs (`Options::id_jag_issuer`).
+    pub fn signing_key(&self) -> Vec<u8> {
+        self.state.exchanges.key.public_key().as_ref().to_vec()
+    }
+
+    /// For whom this identity provider issued ID-JAGs, in order.
+    pub fn issued_id_jags(&self) -> Vec<Subject> {
+        self.state.exchanges.id_jags_issued.lock().unwrap().clone()
+    }
+
+    /// For whom this authorization server redeemed ID-JAGs, in order.
+    pub fn redeemed_id_jags(&self) -> Vec<Subject> {
+        self.state.exchanges.id_jags_redeemed.lock().unwrap().clone()
+    }
+
+    /// Refuses every JWT-bearer grant of an ID-JAG from now on with this OAuth error.
+    pub fn refuse_id_jags(&self, error: &str, description: &str) {
+        *self.state.exchanges.id_jag_refusal.lock().unwrap() = Some((error.into(), description.into()));
     }
 
     /// Token exchanges answered with a token so far.
@@ -112,6 +148,16 @@ impl AuthServer {
     /// Grants exchanges again (after [`AuthServer::refuse_exchanges`]).
     pub fn allow_exchanges(&self) {
         *self.state.exchanges.refusal.lock().unwrap() = None;
+    }
+}
+
+impl Exchanges {
+    /// An ES256 JWT of these claims, signed with the key at `/jwks`.
+    fn sign(&self, typ: &str, claims: &Value) -> String {
+        let header = URL_SAFE_NO_PAD.encode(json!({"alg": "ES256", "typ": typ, "kid": KID}).to_string());
+        let signing_input = format!("{header}.{}", URL_SAFE_NO_PAD.encode(claims.to_string()));
+        let signature = self.key.sign(&ring::rand::SystemRandom::new(), signing_input.as_bytes()).unwrap();
+        format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))
     }
 }
 
@@ -151,6 +197,9 @@ impl State {
         let asked = field("scope").unwrap_or("");
         let scope: Vec<&str> = asked.split(' ').filter(|scope| held.contains(scope)).collect();
         let scope = scope.join(" ");
+        if field("requested_token_type") == Some(ID_JAG) {
+            return self.issue_id_jag(&claims, form, scope);
+        }
         let audience = field("audience").or(field("resource")).map(str::to_owned);
         let mut issued = self.issued.lock().unwrap();
         issued.counter += 1;
@@ -165,6 +214,55 @@ impl State {
             json!({"access_token": token, "issued_token_type": ACCESS_TOKEN, "token_type": "Bearer", "expires_in": expires_in,
                    "scope": scope}),
         )
+    }
+
+    /// An ID-JAG for the caller of `claims`, for the authorization server
+    /// and resource `form` asks, with `scope` (those of both the caller's token and the request).
+    fn issue_id_jag(&self, claims: &Value, form: &BTreeMap<String, String>, scope: String) -> Response {
+        let (Some(audience), Some(resource)) = (form.get("audience"), form.get("resource")) else {
+            return json_response(400, json!({"error": "invalid_target", "error_description": "an ID-JAG needs audience and resource"}));
+        };
+        let jti = format!("jag-{}", self.exchanges.count.fetch_add(1, Ordering::SeqCst) + 1);
+        let id_jag = json!({"iss": self.issuer(), "sub": claims["sub"], "aud": audience, "resource": resource, "scope": scope,
+                            "client_id": self.options.id_jag_client, "jti": jti, "iat": now(), "exp": now() + 300});
+        let subject = Subject { sub: claims["sub"].as_str().map(str::to_owned), scope: scope.clone(), audience: Some(audience.clone()) };
+        self.exchanges.id_jags_issued.lock().unwrap().push(subject);
+        json_response(
+            200,
+            json!({"access_token": self.exchanges.sign(ID_JAG_TYP, &id_jag), "issued_token_type": ID_JAG, "token_type": "N_A",
+                   "expires_in": 300, "scope": scope}),
+        )
+    }
+
+    /// The claims of `assertion` when it is an ID-JAG of the identity
+    /// provider this fixture trusts, for this authorization server, not
+    /// expired, or the OAuth error (status, body); `None` when it is no ID-JAG at all.
+    pub(super) fn id_jag_claims(&self, assertion: &str) -> Option<Result<Value, (u16, Value)>> {
+        let (idp, key) = self.options.id_jag_issuer.as_ref()?;
+        let (header, claims) = self.verified_jwt(assertion, key)?;
+        if header["typ"] != ID_JAG_TYP {
+            return None;
+        }
+        let refuse = |error: &str, description: &str| Err((400, json!({"error": error, "error_description": description})));
+        if let Some((error, description)) = self.exchanges.id_jag_refusal.lock().unwrap().clone() {
+            return Some(refuse(&error, &description));
+        }
+        if claims["iss"] != json!(idp) || claims["aud"] != json!(self.issuer()) || claims["resource"] != json!(format!("{}/mcp", self.base))
+        {
+            return Some(refuse("invalid_grant", "the ID-JAG is not for this authorization server and resource"));
+        }
+        Some(Ok(claims))
+    }
+
+    /// Keeps who the token redeemed from an ID-JAG of `claims` stands for.
+    pub(super) fn redeemed_id_jag(&self, token: &str, claims: &Value, scope: &str) {
+        let subject = Subject {
+            sub: claims["sub"].as_str().map(str::to_owned),
+            scope: scope.to_owned(),
+            audience: claims["resource"].as_str().map(str::to_owned),
+        };
+        self.exchanges.id_jags_redeemed.lock().unwrap().push(subject.clone());
+        self.exchanges.subjects.lock().unwrap().insert(token.to_owned(), subject);
     }
 
     /// What `whoami` answers for the bearer token of `request`.

@@ -2,7 +2,11 @@
 //! enterprise identity provider at `/idp/token` that exchanges an ID token
 //! for an ID-JAG (RFC 8693, SEP-990). Assertions are verified for real:
 //! a workload's by its ES256 signature, audience and expiry; an ID-JAG by
-//! being one the identity provider issued for this resource.
+//! being one the identity provider issued for this resource, or (another
+//! fixture's, `Options::id_jag_issuer`) by its signature, issuer,
+//! audience, resource, expiry and its `client_id` being the client that
+//! authenticated; the token it redeems stands for the ID-JAG's subject
+//! with the scopes both it and the request name.
 
 use axum::response::Response;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -14,22 +18,36 @@ use super::{json_response, Issued, Recorded, State};
 pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 impl State {
-    /// The scope granted for a JWT-bearer request, or the OAuth error.
-    pub(super) fn jwt_bearer(&self, request: &Recorded, issued: &Issued) -> Result<String, &'static str> {
+    /// The scope granted for a JWT-bearer request, and the claims of the
+    /// other fixture's ID-JAG it presented, or the OAuth error (status, body).
+    pub(super) fn jwt_bearer(&self, request: &Recorded, issued: &Issued) -> Result<(String, Option<Value>), (u16, Value)> {
         let form = &request.form;
-        let assertion = form.get("assertion").ok_or("invalid_request")?;
+        let refuse = |error: &str| (400, json!({"error": error}));
+        let assertion = form.get("assertion").ok_or_else(|| refuse("invalid_request"))?;
+        if let Some(claims) = self.id_jag_claims(assertion) {
+            let claims = claims?;
+            let client = request.headers.get("authorization").and_then(|basic| STANDARD.decode(basic.strip_prefix("Basic ")?).ok());
+            let client = client.map(|pair| String::from_utf8_lossy(&pair).split(':').next().unwrap_or("").to_owned());
+            if !self.client_authenticated(request) || client.as_deref() != claims["client_id"].as_str() {
+                return Err((401, json!({"error": "invalid_client", "error_description": "not the ID-JAG's client"})));
+            }
+            let granted: Vec<&str> = claims["scope"].as_str().unwrap_or("").split(' ').collect();
+            let asked = form.get("scope").map(String::as_str).unwrap_or("");
+            let scope = asked.split(' ').filter(|scope| !scope.is_empty() && granted.contains(scope)).collect::<Vec<_>>().join(" ");
+            return Ok((scope, Some(claims)));
+        }
         let resource = format!("{}/mcp", self.base);
         let valid = match issued.id_jags.get(assertion) {
             Some(for_resource) => *for_resource == resource,
             None => self.workload_assertion_valid(assertion),
         };
         if !valid {
-            return Err("invalid_grant");
+            return Err(refuse("invalid_grant"));
         }
         if self.options.client_secret.is_some() && !self.client_authenticated(request) {
-            return Err("invalid_client");
+            return Err(refuse("invalid_client"));
         }
-        Ok(form.get("scope").cloned().unwrap_or_default())
+        Ok((form.get("scope").cloned().unwrap_or_default(), None))
     }
 
     /// A client secret in HTTP Basic, or a private-key JWT whose signature and claims check out.
@@ -67,17 +85,20 @@ impl State {
 
     /// An ES256 JWT signed with `assertion_key`, for this issuer, not expired.
     fn workload_assertion_valid(&self, assertion: &str) -> bool {
-        let Some(key) = &self.options.assertion_key else { return false };
-        let parts: Vec<&str> = assertion.split('.').collect();
-        let [header, claims, signature] = parts[..] else { return false };
+        self.options.assertion_key.as_ref().and_then(|key| self.verified_jwt(assertion, key)).is_some()
+    }
+
+    /// The header and claims of an ES256 JWT signed by `key` (an
+    /// uncompressed P-256 point), for this issuer, not expired.
+    pub(super) fn verified_jwt(&self, jwt: &str, key: &[u8]) -> Option<(Value, Value)> {
+        let parts: Vec<&str> = jwt.split('.').collect();
+        let [header, claims, signature] = parts[..] else { return None };
         let key = ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, key);
-        let Ok(signature) = URL_SAFE_NO_PAD.decode(signature) else { return false };
-        if key.verify(format!("{header}.{claims}").as_bytes(), &signature).is_err() {
-            return false;
-        }
-        let claims: Value = URL_SAFE_NO_PAD.decode(claims).ok().and_then(|c| serde_json::from_slice(&c).ok()).unwrap_or_default();
+        key.verify(format!("{header}.{claims}").as_bytes(), &URL_SAFE_NO_PAD.decode(signature).ok()?).ok()?;
+        let decode = |part: &str| URL_SAFE_NO_PAD.decode(part).ok().and_then(|json| serde_json::from_slice::<Value>(&json).ok());
+        let (header, claims) = (decode(header)?, decode(claims)?);
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-        claims["aud"] == json!(self.issuer()) && claims["exp"].as_u64().is_some_and(|exp| exp > now)
+        (claims["aud"] == json!(self.issuer()) && claims["exp"].as_u64().is_some_and(|exp| exp > now)).then_some((header, claims))
     }
 
     /// RFC 8693 at the identity provider: the configured ID token, for an

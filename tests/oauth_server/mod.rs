@@ -112,6 +112,12 @@ pub struct Options {
     pub as_nonce: Option<&'static str>,
     /// The nonce the endpoint's proofs must carry.
     pub rs_nonce: Option<&'static str>,
+    /// The identity provider whose ID-JAGs the JWT-bearer grant redeems:
+    /// its issuer and signing key (another fixture's `issuer()` and `signing_key()`).
+    pub id_jag_issuer: Option<(String, Vec<u8>)>,
+    /// The client the ID-JAGs this fixture issues name (the gateway's
+    /// client at the authorization server they are for).
+    pub id_jag_client: Option<&'static str>,
 }
 
 impl Default for Options {
@@ -142,6 +148,8 @@ impl Default for Options {
             rs_nonce: None,
             assertion_key: None,
             id_token: None,
+            id_jag_issuer: None,
+            id_jag_client: None,
         }
     }
 }
@@ -523,6 +531,8 @@ impl State {
             _ => None,
         };
         let mut issued = self.issued.lock().unwrap();
+        // The ID-JAG a JWT-bearer grant redeemed, if it did.
+        let mut id_jag = None;
         let (scope, expires_in) = match form.get("grant_type").map(String::as_str) {
             Some("authorization_code") => {
                 let Some((challenge, scope, _)) = form.get("code").and_then(|code| issued.codes.remove(code)) else {
@@ -557,8 +567,11 @@ impl State {
                 (form.get("scope").cloned().unwrap_or_default(), 3600)
             }
             Some(grants::JWT_BEARER) => match self.jwt_bearer(request, &issued) {
-                Ok(scope) => (scope, 3600),
-                Err(error) => return refuse(error),
+                Ok((scope, claims)) => {
+                    id_jag = claims;
+                    (scope, 3600)
+                }
+                Err((status, refusal)) => return json_response(status, refusal),
             },
             _ => return refuse("unsupported_grant_type"),
         };
@@ -567,6 +580,9 @@ impl State {
         let (access, refresh) = (format!("{from}access-{}", issued.counter), format!("{from}refresh-{}", issued.counter));
         issued.tokens.insert(access.clone(), scope.clone());
         issued.refresh.insert(refresh.clone(), scope.clone());
+        if let Some(claims) = &id_jag {
+            self.redeemed_id_jag(&access, claims, &scope);
+        }
         if let Some(jkt) = &jkt {
             issued.bound.insert(access.clone(), jkt.clone());
             issued.bound.insert(refresh.clone(), jkt.clone());

@@ -5,6 +5,17 @@
 //! client, audience and scopes. Both grants go through the JWT-bearer
 //! grant's [`TokenRequest`] (same client, same body limit, same masking).
 //!
+//! With `authorization_server` (enterprise-managed authorization, SEP-990)
+//! a caller's token is obtained in two steps, the ones a user's login takes
+//! in `grants` ([`IdJagRequest`], [`redeem`]): the caller's access token is
+//! exchanged at the issuer for an ID-JAG whose audience is the server's
+//! authorization server and whose resource is the server; the ID-JAG is
+//! redeemed there by the JWT-bearer grant (RFC 7523), the gateway
+//! authenticating as its client at that server. The catalog is listed with
+//! a client-credentials token of that client. Everything below holds for
+//! the two steps as one: one flow per (caller, server) at a time, its
+//! result kept, a refusal at either step ends it.
+//!
 //! Invariants:
 //! - one token per (caller, server), kept until shortly before it expires
 //!   (the smaller of [`EXPIRY_MARGIN_SECS`] and a quarter of its life),
@@ -24,14 +35,14 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 
 use super::credentials::EXPIRY_MARGIN_SECS;
-use super::grants::{TokenRequest, TOKEN_EXCHANGE};
+use super::discovery::ServerMetadata;
+use super::grants::{redeem, IdJagRequest, TokenRequest, ACCESS_TOKEN, TOKEN_EXCHANGE};
 use super::http::{require_secure, Http};
+use super::registration::{Client, ClientAuth, ClientOrigin};
 use super::OAuthError;
-use crate::caller_token::CallerTokens;
+use crate::caller_token::{CallerToken, CallerTokens};
 use crate::config::{Auth, ServerConfig, TokenExchangeConfig};
 use crate::transport::credentials::{Challenge, Credentials, CredentialsError, Renewal, RequestLine};
-
-const ACCESS_TOKEN: &str = "urn:ietf:params:oauth:token-type:access_token";
 /// How long a token whose answer says no `expires_in` is used.
 const UNDATED_LIFETIME: Duration = Duration::from_secs(60);
 /// The longest a token is kept, whatever its `expires_in` says.
@@ -71,6 +82,24 @@ struct Answer {
 
 type Slot = Arc<tokio::sync::Mutex<Option<Arc<Exchanged>>>>;
 
+/// The server's own authorization server, which redeems ID-JAGs.
+struct IdJagServer {
+    /// Its issuer identifier, as configured.
+    issuer: String,
+    /// The gateway as its client (HTTP Basic).
+    client_id: String,
+    client_secret: String,
+    /// Its metadata (RFC 8414), once known.
+    metadata: tokio::sync::OnceCell<ServerMetadata>,
+}
+
+impl IdJagServer {
+    fn client(&self) -> Client {
+        let auth = ClientAuth::SecretBasic(self.client_secret.clone());
+        Client { client_id: self.client_id.clone(), auth, origin: ClientOrigin::Configured }
+    }
+}
+
 /// The exchanges of one server.
 pub struct Exchanger {
     server: String,
@@ -80,6 +109,8 @@ pub struct Exchanger {
     http: Http,
     /// The token endpoint, once known.
     endpoint: tokio::sync::OnceCell<String>,
+    /// Enterprise-managed authorization: where ID-JAGs are redeemed.
+    id_jag: Option<IdJagServer>,
     /// Where the gateway keeps each caller's latest token.
     book: CallerTokens,
     slots: Mutex<HashMap<String, Slot>>,
@@ -88,7 +119,11 @@ pub struct Exchanger {
 
 impl std::fmt::Debug for Exchanger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Exchanger").field("server", &self.server).field("client_id", &self.settings.client_id).finish_non_exhaustive()
+        f.debug_struct("Exchanger")
+            .field("server", &self.server)
+            .field("client_id", &self.settings.client_id)
+            .field("authorization_server", &self.id_jag.as_ref().map(|server| &server.issuer))
+            .finish_non_exhaustive()
     }
 }
 
@@ -103,19 +138,39 @@ impl Exchanger {
         require_secure(at, &format!("server `{}`: auth.issuer (or auth.token_endpoint)", config.name))?;
         let resource = settings.resource.clone().or_else(|| settings.audience.is_none().then(|| config.url.clone()).flatten());
         let endpoint = tokio::sync::OnceCell::new_with(settings.token_endpoint.clone());
+        let id_jag = match &settings.authorization_server {
+            Some(server) => {
+                require_secure(&server.issuer, &format!("server `{}`: auth.authorization_server.issuer", config.name))?;
+                if resource.is_none() {
+                    return Err(OAuthError::new(format!(
+                        "server `{}` has no url nor auth.resource: an ID-JAG names the server it is for; set auth.resource",
+                        config.name
+                    )));
+                }
+                Some(IdJagServer {
+                    issuer: server.issuer.clone(),
+                    client_id: server.client_id.clone(),
+                    client_secret: server.client_secret.clone(),
+                    metadata: tokio::sync::OnceCell::new(),
+                })
+            }
+            None => None,
+        };
         Ok(Arc::new(Exchanger {
             server: config.name.clone(),
             settings: (**settings).clone(),
             resource,
             http: Http::new()?,
             endpoint,
+            id_jag,
             book,
             slots: Mutex::new(HashMap::new()),
             exchanges: AtomicU64::new(0),
         }))
     }
 
-    /// Token requests made so far (exchanges and the gateway's own).
+    /// Tokens asked for so far (exchanges, an ID-JAG's two steps counted
+    /// once, and the gateway's own).
     pub fn exchanges(&self) -> u64 {
         self.exchanges.load(Ordering::Relaxed)
     }
@@ -176,7 +231,7 @@ impl Exchanger {
         }
     }
 
-    /// One token request: the exchange of `key`'s token, or (no `subject`) client credentials.
+    /// One token: the exchange of `key`'s token, or (no `subject`) client credentials.
     async fn request(&self, key: &str, subject: Option<&str>) -> Result<Exchanged, OAuthError> {
         let caller_token = match subject {
             Some(_) => Some(self.book.latest(key).ok_or_else(|| {
@@ -188,39 +243,16 @@ impl Exchanger {
             })?),
             None => None,
         };
-        let endpoint = self.endpoint().await?;
-        let settings = &self.settings;
-        let mut form = match &caller_token {
-            Some(token) => vec![
-                ("grant_type", TOKEN_EXCHANGE.to_owned()),
-                ("subject_token", token.expose().to_owned()),
-                ("subject_token_type", ACCESS_TOKEN.to_owned()),
-                ("requested_token_type", ACCESS_TOKEN.to_owned()),
-            ],
-            None => vec![("grant_type", "client_credentials".to_owned())],
-        };
-        form.extend(settings.audience.iter().map(|audience| ("audience", audience.clone())));
-        form.extend(self.resource.iter().map(|resource| ("resource", resource.clone())));
-        if !settings.scopes.is_empty() {
-            form.push(("scope", settings.scopes.join(" ")));
-        }
-        let what = if caller_token.is_some() { "the token exchange (RFC 8693)" } else { "the client credentials grant" };
-        let request = TokenRequest { endpoint: &endpoint, party: &endpoint, what };
-        let basic = Some((settings.client_id.as_str(), settings.client_secret.as_str()));
-        let secrets = [caller_token.as_ref().map(|token| token.expose()), Some(settings.client_secret.as_str())];
         self.exchanges.fetch_add(1, Ordering::Relaxed);
-        let answer: Answer = request.send(&self.http, &form, basic, &secrets).await.map_err(|refused| {
-            OAuthError::new(format!(
-                "server `{}` acts as each caller through a token exchange, which failed: {refused}. Ask the issuer's operator to let \
-                 client `{}` exchange your tokens for this server, or check the server's auth.audience and auth.scopes",
-                self.server, settings.client_id
-            ))
-        })?;
+        let (answer, party) = match &self.id_jag {
+            None => self.at_issuer(caller_token.as_ref()).await?,
+            Some(server) => self.by_id_jag(server, caller_token.as_ref()).await?,
+        };
         if answer.issued_token_type.as_deref().is_some_and(|kind| kind != ACCESS_TOKEN)
             || answer.token_type.as_deref().is_some_and(|kind| !kind.eq_ignore_ascii_case("bearer"))
         {
             return Err(OAuthError::new(format!(
-                "{endpoint} issued something other than a bearer access token for server `{}` ({} / {}); the server cannot take it",
+                "{party} issued something other than a bearer access token for server `{}` ({} / {}); the server cannot take it",
                 self.server,
                 answer.issued_token_type.as_deref().unwrap_or("-"),
                 answer.token_type.as_deref().unwrap_or("-")
@@ -232,9 +264,118 @@ impl Exchanger {
         if let Some(token) = &caller_token {
             fresh_until = fresh_until.min(token.until());
         }
+        let settings = &self.settings;
         let subject = jwt_subject(&answer.access_token).or(subject.map(str::to_owned)).unwrap_or_else(|| settings.client_id.clone());
         let audience = settings.audience.clone().or_else(|| self.resource.clone()).unwrap_or_default();
         Ok(Exchanged { token: answer.access_token, subject, audience, scope: answer.scope, fresh_until })
+    }
+
+    /// `form` with what every token asks for: the audience, the resource and the scopes.
+    fn for_server(&self, mut form: Vec<(&'static str, String)>) -> Vec<(&'static str, String)> {
+        form.extend(self.settings.audience.iter().map(|audience| ("audience", audience.clone())));
+        form.extend(self.resource.iter().map(|resource| ("resource", resource.clone())));
+        if !self.settings.scopes.is_empty() {
+            form.push(("scope", self.settings.scopes.join(" ")));
+        }
+        form
+    }
+
+    /// The plain exchange of `caller_token` at the issuer, or (none) the
+    /// gateway's own token by client credentials there; with who answered.
+    async fn at_issuer(&self, caller_token: Option<&CallerToken>) -> Result<(Answer, String), OAuthError> {
+        let endpoint = self.endpoint().await?;
+        let settings = &self.settings;
+        let form = self.for_server(match caller_token {
+            Some(token) => vec![
+                ("grant_type", TOKEN_EXCHANGE.to_owned()),
+                ("subject_token", token.expose().to_owned()),
+                ("subject_token_type", ACCESS_TOKEN.to_owned()),
+                ("requested_token_type", ACCESS_TOKEN.to_owned()),
+            ],
+            None => vec![("grant_type", "client_credentials".to_owned())],
+        });
+        let what = if caller_token.is_some() { "the token exchange (RFC 8693)" } else { "the client credentials grant" };
+        let request = TokenRequest { endpoint: &endpoint, party: &endpoint, what };
+        let basic = Some((settings.client_id.as_str(), settings.client_secret.as_str()));
+        let secrets = [caller_token.map(|token| token.expose()), Some(settings.client_secret.as_str())];
+        let answer = request.send(&self.http, &form, basic, &secrets).await.map_err(|refused| {
+            OAuthError::new(format!(
+                "server `{}` acts as each caller through a token exchange, which failed: {refused}. Ask the issuer's operator to let \
+                 client `{}` exchange your tokens for this server, or check the server's auth.audience and auth.scopes",
+                self.server, settings.client_id
+            ))
+        })?;
+        Ok((answer, endpoint))
+    }
+
+    /// Enterprise-managed authorization: `caller_token` for an ID-JAG at
+    /// the issuer, redeemed at the server's authorization server; or (none)
+    /// the gateway's own token by client credentials there.
+    async fn by_id_jag(&self, server: &IdJagServer, caller_token: Option<&CallerToken>) -> Result<(Answer, String), OAuthError> {
+        let metadata = self.id_jag_metadata(server).await?;
+        let resource = self.resource.as_deref().unwrap_or_default();
+        let (client_id, secret) = (server.client_id.as_str(), server.client_secret.as_str());
+        let Some(token) = caller_token else {
+            let form = self.for_server(vec![("grant_type", "client_credentials".to_owned())]);
+            let request =
+                TokenRequest { endpoint: &metadata.token_endpoint, party: &metadata.issuer, what: "the client credentials grant" };
+            let answer = request.send(&self.http, &form, Some((client_id, secret)), &[Some(secret)]).await.map_err(|refused| {
+                OAuthError::new(format!(
+                    "server `{}`: its authorization server would not give the gateway its own token (client `{client_id}`), with which \
+                     its catalog is listed: {refused}. Check auth.authorization_server's client_id and client_secret",
+                    self.server
+                ))
+            })?;
+            return Ok((answer, metadata.issuer.clone()));
+        };
+        let settings = &self.settings;
+        let issuer_endpoint = self.endpoint().await?;
+        let id_jag = IdJagRequest {
+            token_endpoint: &issuer_endpoint,
+            client_id: &settings.client_id,
+            client_secret: Some(&settings.client_secret),
+            subject_token: token.expose(),
+            subject_token_type: ACCESS_TOKEN,
+            audience: &metadata.issuer,
+            resource,
+            scopes: &settings.scopes,
+        };
+        let id_jag = id_jag.send(&self.http).await.map_err(|refused| {
+            OAuthError::new(format!(
+                "server `{}` acts as each caller through enterprise-managed authorization, and its first step failed: the identity \
+                 provider (the gateway's issuer) would not issue an ID-JAG for you: {refused}. Ask the issuer's operator to let client \
+                 `{}` exchange your tokens for ID-JAGs for {}, or check the server's auth.scopes",
+                self.server, settings.client_id, metadata.issuer
+            ))
+        })?;
+        let client = server.client();
+        let redeemed = redeem(&self.http, &metadata.issuer, &metadata.token_endpoint, &client, &id_jag, resource, &settings.scopes);
+        let answer = redeemed.await.map_err(|refused| {
+            OAuthError::new(format!(
+                "server `{}` acts as each caller through enterprise-managed authorization, and its second step failed: its \
+                 authorization server would not redeem the ID-JAG the identity provider issued for you: {refused}. Ask that server's \
+                 operator to accept ID-JAGs of the gateway's issuer from client `{client_id}`, or check auth.authorization_server",
+                self.server
+            ))
+        })?;
+        Ok((answer, metadata.issuer.clone()))
+    }
+
+    /// The metadata of the server's authorization server (RFC 8414), found once.
+    async fn id_jag_metadata<'a>(&self, server: &'a IdJagServer) -> Result<&'a ServerMetadata, OAuthError> {
+        server
+            .metadata
+            .get_or_try_init(|| async {
+                let metadata = super::discovery::server_metadata(&self.http, &server.issuer).await.map_err(|e| {
+                    OAuthError::new(format!(
+                        "server `{}`: the token endpoint of its auth.authorization_server cannot be found: {e}",
+                        self.server
+                    ))
+                })?;
+                require_secure(&metadata.token_endpoint, "the authorization server's token_endpoint")?;
+                Ok::<_, OAuthError>(metadata)
+            })
+            .await
     }
 
     async fn endpoint(&self) -> Result<String, OAuthError> {
@@ -300,6 +441,7 @@ pub fn refusing(message: String) -> Arc<dyn Credentials> {
 mod tests {
     use super::*;
     use crate::caller_token::CallerToken;
+    use crate::config::token_exchange::UpstreamAuthorizationServer;
     use crate::config::Transport;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -307,7 +449,8 @@ mod tests {
     /// of `answers` (status, JSON body), and hands back each request's text.
     async fn endpoint(answers: Vec<(u16, serde_json::Value)>) -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/token", listener.local_addr().unwrap());
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let url = format!("{base}/token");
         let (seen, requests) = tokio::sync::mpsc::unbounded_channel();
         tokio::spawn(async move {
             for (status, body) in answers {
@@ -325,7 +468,8 @@ mod tests {
                     }
                 }
                 let _ = seen.send(String::from_utf8_lossy(&request).to_string());
-                let body = body.to_string();
+                // `BASE` stands for the server's own address, not known before it listens.
+                let body = body.to_string().replace("BASE", &base);
                 let answer = format!(
                     "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                     body.len()
@@ -337,6 +481,10 @@ mod tests {
     }
 
     fn exchanger(token_endpoint: &str, book: &CallerTokens) -> Arc<Exchanger> {
+        exchanger_with(token_endpoint, book, None)
+    }
+
+    fn exchanger_with(token_endpoint: &str, book: &CallerTokens, id_jag: Option<UpstreamAuthorizationServer>) -> Arc<Exchanger> {
         let mut config = ServerConfig::remote("jira", Transport::Http, "https://jira.example/mcp");
         config.auth = Some(Auth::TokenExchange(Box::new(TokenExchangeConfig {
             issuer: None,
@@ -348,6 +496,7 @@ mod tests {
             scopes: vec!["read".into()],
             max_callers: 4,
             caller_idle: Duration::from_secs(60),
+            authorization_server: id_jag,
         })));
         Exchanger::new(&config, book.clone()).unwrap()
     }
@@ -392,5 +541,38 @@ mod tests {
         assert!(!refused.contains("alice-opaque-token") && !refused.contains("gw-secret-value"), "{refused}");
         let wrong = exchanger.for_caller("issuer:alice", "alice").await.unwrap_err().message;
         assert!(wrong.contains("`jira`") && wrong.contains("other than a bearer access token"), "{wrong}");
+    }
+
+    #[tokio::test]
+    async fn an_id_jag_is_asked_with_the_caller_token_and_redeemed_without_it_and_a_refusal_names_the_step() {
+        let metadata = serde_json::json!({"issuer": "BASE", "token_endpoint": "BASE/token"});
+        let id_jag = serde_json::json!({"access_token": "the-id-jag", "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                                        "token_type": "N_A"});
+        let refusal = serde_json::json!({"error": "invalid_grant", "error_description": "the-id-jag is not one of ours"});
+        let (url, mut requests) = endpoint(vec![(200, metadata), (200, id_jag), (400, refusal)]).await;
+        let book = CallerTokens::default();
+        book.offer("issuer:alice", CallerToken::new("alice-opaque-token"));
+        let upstream = UpstreamAuthorizationServer {
+            issuer: url.trim_end_matches("/token").to_owned(),
+            client_id: "gw-at-jira".into(),
+            client_secret: "jira-secret-value".into(),
+        };
+        let refused = exchanger_with(&url, &book, Some(upstream)).for_caller("issuer:alice", "alice").await.unwrap_err().message;
+        for part in ["`jira`", "second step", "authorization server", "invalid_grant", "not one of ours", "client `gw-at-jira`"] {
+            assert!(refused.contains(part), "{part:?} missing from {refused}");
+        }
+        for secret in ["the-id-jag", "alice-opaque-token", "jira-secret-value", "gw-secret-value"] {
+            assert!(!refused.contains(secret), "{secret} shown in {refused}");
+        }
+        assert!(requests.recv().await.unwrap().starts_with("GET /.well-known/oauth-authorization-server"));
+        let asked = requests.recv().await.unwrap();
+        for part in ["subject_token=alice-opaque-token", "requested_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Aid-jag"] {
+            assert!(asked.contains(part), "{part} missing from {asked}");
+        }
+        let redeemed = requests.recv().await.unwrap();
+        assert!(redeemed.contains("assertion=the-id-jag") && redeemed.contains("resource=https"), "{redeemed}");
+        assert!(!redeemed.contains("alice-opaque-token"), "the caller's token goes only to the issuer: {redeemed}");
+        let basic = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "gw-at-jira:jira-secret-value");
+        assert!(redeemed.contains(&basic), "the gateway authenticates as its client at the authorization server: {redeemed}");
     }
 }

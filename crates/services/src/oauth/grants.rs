@@ -8,7 +8,9 @@
 //!   exchanged at the enterprise identity provider (RFC 8693 token exchange)
 //!   for an identity assertion JWT authorization grant (ID-JAG) whose
 //!   audience is the MCP server's authorization server and whose resource
-//!   is the MCP server.
+//!   is the MCP server ([`IdJagRequest`]; a gateway's `Exchanger` asks the
+//!   same with its caller's access token, and redeems the ID-JAG by
+//!   [`redeem`]).
 //!
 //! `oauth2` has neither grant, so the form is built here and sent through
 //! [`Http::send`] (same client, same body limit); the answers are read as
@@ -33,6 +35,7 @@ use crate::config::{IdentityProvider, OAuthConfig, Redactor};
 pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 pub(super) const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const ID_TOKEN: &str = "urn:ietf:params:oauth:token-type:id_token";
+pub(super) const ACCESS_TOKEN: &str = "urn:ietf:params:oauth:token-type:access_token";
 const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
 
 /// Tokens for `scopes` by the JWT-bearer grant, with the assertion the
@@ -45,8 +48,25 @@ pub async fn jwt_bearer(
     scopes: &[String],
 ) -> Result<Tokens, OAuthError> {
     let assertion = assertion(http, config, discovery, scopes).await?;
-    let issuer = &discovery.server.issuer;
-    let mut form = vec![("grant_type", JWT_BEARER.to_owned()), ("assertion", assertion.clone()), ("resource", discovery.resource.clone())];
+    let server = &discovery.server;
+    let answer: BasicTokenResponse =
+        redeem(http, &server.issuer, &server.token_endpoint, client, &assertion, &discovery.resource, scopes).await?;
+    Ok(tokens(&answer, scopes, None))
+}
+
+/// The JWT-bearer grant at the token endpoint of `issuer`: `assertion`
+/// for a token of `resource` and `scopes`, `client` authenticating itself;
+/// the 2xx answer read as `T`.
+pub(super) async fn redeem<T: serde::de::DeserializeOwned>(
+    http: &Http,
+    issuer: &str,
+    token_endpoint: &str,
+    client: &Client,
+    assertion: &str,
+    resource: &str,
+    scopes: &[String],
+) -> Result<T, OAuthError> {
+    let mut form = vec![("grant_type", JWT_BEARER.to_owned()), ("assertion", assertion.to_owned()), ("resource", resource.to_owned())];
     if !scopes.is_empty() {
         form.push(("scope", scopes.join(" ")));
     }
@@ -69,10 +89,9 @@ pub async fn jwt_bearer(
             None
         }
     };
-    let secrets = [Some(assertion.as_str()), basic.map(|(_, secret)| secret)];
-    let request = TokenRequest { endpoint: &discovery.server.token_endpoint, party: issuer, what: "the assertion grant (RFC 7523)" };
-    let answer: BasicTokenResponse = request.send(http, &form, basic, &secrets).await?;
-    Ok(tokens(&answer, scopes, None))
+    let secrets = [Some(assertion), basic.map(|(_, secret)| secret)];
+    let request = TokenRequest { endpoint: token_endpoint, party: issuer, what: "the assertion grant (RFC 7523)" };
+    request.send(http, &form, basic, &secrets).await
 }
 
 /// The assertion to present: given, read from its file, or obtained from
@@ -101,37 +120,71 @@ fn given_or_file(given: Option<&str>, file: Option<&str>, field: &str) -> Result
     Ok(token.to_owned())
 }
 
-#[derive(Deserialize)]
-struct Exchanged {
-    access_token: String,
-    issued_token_type: Option<String>,
-}
-
 /// RFC 8693 at the identity provider: the user's ID token for an ID-JAG
 /// meant for the MCP server's authorization server and the MCP server.
 async fn identity_assertion(http: &Http, idp: &IdentityProvider, discovery: &Discovery, scopes: &[String]) -> Result<String, OAuthError> {
     let id_token = given_or_file(idp.id_token.as_deref(), idp.id_token_file.as_deref(), "auth.identity_provider.id_token")?;
-    let mut form = vec![
-        ("grant_type", TOKEN_EXCHANGE.to_owned()),
-        ("requested_token_type", ID_JAG.to_owned()),
-        ("subject_token", id_token.clone()),
-        ("subject_token_type", ID_TOKEN.to_owned()),
-        ("audience", discovery.server.issuer.clone()),
-        ("resource", discovery.resource.clone()),
-    ];
-    if !scopes.is_empty() {
-        form.push(("scope", scopes.join(" ")));
-    }
-    let basic = idp.client_secret.as_deref().map(|secret| (idp.client_id.as_str(), secret));
-    if basic.is_none() {
-        form.push(("client_id", idp.client_id.clone()));
-    }
-    let secrets = [Some(id_token.as_str()), idp.client_secret.as_deref()];
-    let request = TokenRequest { endpoint: &idp.token_endpoint, party: &idp.token_endpoint, what: "the token exchange for an ID-JAG" };
-    let answer: Exchanged = request.send(http, &form, basic, &secrets).await?;
-    match answer.issued_token_type.as_deref() {
-        None | Some(ID_JAG) => Ok(answer.access_token),
-        Some(other) => Err(OAuthError::new(format!("the identity provider {} issued a {other}, not an ID-JAG", idp.token_endpoint))),
+    let request = IdJagRequest {
+        token_endpoint: &idp.token_endpoint,
+        client_id: &idp.client_id,
+        client_secret: idp.client_secret.as_deref(),
+        subject_token: &id_token,
+        subject_token_type: ID_TOKEN,
+        audience: &discovery.server.issuer,
+        resource: &discovery.resource,
+        scopes,
+    };
+    request.send(http).await
+}
+
+/// An ID-JAG to ask an identity provider for (RFC 8693, SEP-990): the
+/// subject's token for an assertion whose audience is an authorization
+/// server and whose resource is an MCP server.
+pub(super) struct IdJagRequest<'a> {
+    pub(super) token_endpoint: &'a str,
+    /// The client at the identity provider (HTTP Basic with a secret, else `client_id` in the body).
+    pub(super) client_id: &'a str,
+    pub(super) client_secret: Option<&'a str>,
+    pub(super) subject_token: &'a str,
+    /// [`ID_TOKEN`] for a user's login, [`ACCESS_TOKEN`] for a gateway's caller.
+    pub(super) subject_token_type: &'static str,
+    /// The authorization server's issuer identifier.
+    pub(super) audience: &'a str,
+    pub(super) resource: &'a str,
+    pub(super) scopes: &'a [String],
+}
+
+#[derive(Deserialize)]
+struct IdJagAnswer {
+    access_token: String,
+    issued_token_type: Option<String>,
+}
+
+impl IdJagRequest<'_> {
+    /// The ID-JAG the identity provider issued (to present, never to show).
+    pub(super) async fn send(&self, http: &Http) -> Result<String, OAuthError> {
+        let mut form = vec![
+            ("grant_type", TOKEN_EXCHANGE.to_owned()),
+            ("requested_token_type", ID_JAG.to_owned()),
+            ("subject_token", self.subject_token.to_owned()),
+            ("subject_token_type", self.subject_token_type.to_owned()),
+            ("audience", self.audience.to_owned()),
+            ("resource", self.resource.to_owned()),
+        ];
+        if !self.scopes.is_empty() {
+            form.push(("scope", self.scopes.join(" ")));
+        }
+        let basic = self.client_secret.map(|secret| (self.client_id, secret));
+        if basic.is_none() {
+            form.push(("client_id", self.client_id.to_owned()));
+        }
+        let secrets = [Some(self.subject_token), self.client_secret];
+        let request = TokenRequest { endpoint: self.token_endpoint, party: self.token_endpoint, what: "the token exchange for an ID-JAG" };
+        let answer: IdJagAnswer = request.send(http, &form, basic, &secrets).await?;
+        match answer.issued_token_type.as_deref() {
+            None | Some(ID_JAG) => Ok(answer.access_token),
+            Some(other) => Err(OAuthError::new(format!("the identity provider {} issued a {other}, not an ID-JAG", self.token_endpoint))),
+        }
     }
 }
 

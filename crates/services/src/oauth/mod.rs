@@ -11,7 +11,7 @@
 //! | `jwt` | `private_key_jwt` client assertions |
 //! | `dpop` | DPoP (RFC 9449): the key pair, proofs, nonces |
 //! | `grants` | the JWT-bearer grant: workload identity, enterprise-managed (token exchange) |
-//! | `exchange` | a gateway's caller's token exchanged for an upstream's (RFC 8693), kept per caller |
+//! | `exchange` | a gateway's caller's token exchanged for an upstream's (RFC 8693, or for an ID-JAG the upstream's server redeems), kept per caller |
 //! | `login` | a user's login: loopback redirect listener, [`Authorizer`]s, `iss` check |
 //! | `store` | tokens on disk, per server and issuer, 0600 |
 //! | `credentials` | [`OAuthCredentials`]: the seam's implementation (refresh once, step-up) |

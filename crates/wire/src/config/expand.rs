@@ -116,6 +116,11 @@ impl ServerConfig {
                     ("audience", &mut exchange.audience),
                     ("resource", &mut exchange.resource),
                 ]);
+                if let Some(server) = &mut exchange.authorization_server {
+                    visit(TextField::Auth("authorization_server.issuer"), &mut server.issuer)?;
+                    visit(TextField::Auth("authorization_server.client_id"), &mut server.client_id)?;
+                    visit(TextField::Auth("authorization_server.client_secret"), &mut server.client_secret)?;
+                }
             }
             None => {}
         }

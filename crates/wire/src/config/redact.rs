@@ -191,7 +191,9 @@ impl ServerConfig {
                     | "issuer"
                     | "token_endpoint"
                     | "audience"
-                    | "resource",
+                    | "resource"
+                    | "authorization_server.issuer"
+                    | "authorization_server.client_id",
                 ) => Vec::new(),
                 TextField::Env(name) if looks_secret(name) => whole(could_be_secret(text)),
                 TextField::Header(_) | TextField::Auth(_) => whole(could_be_secret(text) && !is_only_reference(text, field.syntax())),

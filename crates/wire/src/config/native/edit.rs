@@ -11,7 +11,7 @@ use super::read::read_server;
 use super::schema::{not_a_server_table, parse_document, servers_table_mut, Restart, DEFAULT_MAX_RESTARTS, KEYS};
 use crate::config::duration::format_duration;
 use crate::config::file::{read_optional, write_atomically};
-use crate::config::token_exchange::{DEFAULT_CALLER_IDLE, DEFAULT_MAX_CALLERS};
+use crate::config::token_exchange::{UpstreamAuthorizationServer, DEFAULT_CALLER_IDLE, DEFAULT_MAX_CALLERS};
 use crate::config::{Auth, Grant, IdentityProvider, Keyword, Pinning, SecretsMode, SecretsPolicy, ServerConfig, ToolFilter, Transport};
 use crate::error::{ConfigError, ManageError};
 use crate::rate_limit::{RateLimit, RateLimits};
@@ -293,9 +293,15 @@ fn auth(auth: &Auth) -> Value {
             ("scopes", Some(strings(&exchange.scopes)).filter(|_| !exchange.scopes.is_empty())),
             ("max_callers", Some(Value::from(exchange.max_callers as i64)).filter(|_| exchange.max_callers != DEFAULT_MAX_CALLERS)),
             ("caller_idle", Some(duration(exchange.caller_idle)).filter(|_| exchange.caller_idle != DEFAULT_CALLER_IDLE)),
+            ("authorization_server", exchange.authorization_server.as_ref().map(authorization_server)),
         ],
     };
     Value::InlineTable(pairs.into_iter().filter_map(|(key, value)| Some((key, value?))).collect::<InlineTable>())
+}
+
+fn authorization_server(server: &UpstreamAuthorizationServer) -> Value {
+    let pairs = [("issuer", &server.issuer), ("client_id", &server.client_id), ("client_secret", &server.client_secret)];
+    Value::InlineTable(pairs.into_iter().map(|(key, value)| (key, Value::from(value.as_str()))).collect::<InlineTable>())
 }
 
 fn identity_provider(idp: &IdentityProvider) -> Value {

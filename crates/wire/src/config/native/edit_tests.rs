@@ -74,8 +74,26 @@ fn upsert_then_load_gives_the_same_servers() {
         scopes: vec!["jira:read".into()],
         max_callers: 8,
         caller_idle: Duration::from_secs(90),
+        authorization_server: None,
     })));
-    let configs = [full_config(), remote, never, odd_name, machine, browser, enterprise, as_each_caller];
+    let mut by_id_jag = ServerConfig::remote("crm", Transport::Http, "https://crm.example/mcp");
+    by_id_jag.auth = Some(Auth::TokenExchange(Box::new(crate::config::TokenExchangeConfig {
+        issuer: Some("https://idp.example".into()),
+        token_endpoint: None,
+        client_id: "gateway".into(),
+        client_secret: "${GW_SECRET}".into(),
+        audience: None,
+        resource: Some("https://crm.example".into()),
+        scopes: vec!["crm:read".into()],
+        max_callers: crate::config::token_exchange::DEFAULT_MAX_CALLERS,
+        caller_idle: crate::config::token_exchange::DEFAULT_CALLER_IDLE,
+        authorization_server: Some(crate::config::token_exchange::UpstreamAuthorizationServer {
+            issuer: "https://auth.crm.example".into(),
+            client_id: "gateway-at-crm".into(),
+            client_secret: "${CRM_AS_SECRET}".into(),
+        }),
+    })));
+    let configs = [full_config(), remote, never, odd_name, machine, browser, enterprise, as_each_caller, by_id_jag];
     for config in &configs {
         upsert(&path, config).unwrap();
     }
@@ -229,4 +247,21 @@ fn inline_server_tables_are_edited_in_place() {
         "[servers]\na = { command = \"a\", enabled = false }  # inline\nb = { command = \"b\" }\n"
     );
     assert_eq!(load(&path).unwrap().len(), 2);
+}
+
+#[test]
+fn an_authorization_server_sub_table_is_edited_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("servers.toml");
+    let text = "[servers.crm]\nurl = \"https://crm.example/mcp\"\n\n[servers.crm.auth]\ntype = \"token_exchange\"\n\
+                issuer = \"https://idp.example\"\nclient_id = \"gw\"\nclient_secret = \"${GW_SECRET}\"\n\n\
+                # the CRM's own authorization server\n[servers.crm.auth.authorization_server]\nissuer = \"https://as.example\"\n\
+                client_id = \"gw-at-crm\"\nclient_secret = \"${OLD}\"\n";
+    fs::write(&path, text).unwrap();
+    let mut config = load(&path).unwrap().remove(0);
+    let Some(Auth::TokenExchange(exchange)) = &mut config.auth else { panic!("{config:?}") };
+    exchange.authorization_server.as_mut().unwrap().client_secret = "${NEW}".into();
+    upsert(&path, &config).unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), text.replace("${OLD}", "${NEW}"), "only the secret's value changed");
+    assert_eq!(load(&path).unwrap(), [config]);
 }

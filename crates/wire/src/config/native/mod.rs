@@ -400,6 +400,22 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
                 "`auth.max_callers`",
             ),
             (
+                "url = \"https://x\"\nauth = { type = \"token_exchange\", issuer = \"https://i\", client_id = \"gw\", client_secret = \"s\", authorization_server = { issuer = \"https://as\", client_id = \"up\" } }",
+                "`auth.authorization_server.client_secret` is missing",
+            ),
+            (
+                "url = \"https://x\"\nauth = { type = \"token_exchange\", issuer = \"https://i\", client_id = \"gw\", client_secret = \"s\", audience = \"https://x\", authorization_server = { issuer = \"https://as\", client_id = \"up\", client_secret = \"u\" } }",
+                "`auth.audience` and auth.authorization_server are both set",
+            ),
+            (
+                "url = \"https://x\"\nauth = { type = \"token_exchange\", issuer = \"https://i\", client_id = \"gw\", client_secret = \"s\", authorization_server = { issuer = \"https://as\", client_id = \"\", client_secret = \"u\" } }",
+                "`auth.authorization_server.client_id` is empty",
+            ),
+            (
+                "url = \"https://x\"\nauth = { type = \"token_exchange\", issuer = \"https://i\", client_id = \"gw\", client_secret = \"s\", authorization_server = { url = \"https://as\" } }",
+                "unknown key `auth.authorization_server.url`; the known keys are issuer, client_id, client_secret",
+            ),
+            (
                 "transport = \"sse\"\nurl = \"https://x\"\nauth = { type = \"token_exchange\", issuer = \"https://i\", client_id = \"gw\", client_secret = \"s\" }",
                 "auth type \"token_exchange\" is for http servers",
             ),

@@ -15,7 +15,7 @@ use crate::config::de::{from_node, DeError, Node};
 use crate::config::per_caller::PerCallerFile;
 use crate::config::sandbox::SandboxFile;
 use crate::config::scan::Withhold;
-use crate::config::token_exchange::{DEFAULT_CALLER_IDLE, DEFAULT_MAX_CALLERS};
+use crate::config::token_exchange::{UpstreamAuthorizationServer, DEFAULT_CALLER_IDLE, DEFAULT_MAX_CALLERS};
 use crate::config::values::{Count, Rate, RateLimitFile, Seconds, Span, TextList, TextMap, Word, TABLE_EXAMPLES};
 use crate::config::{
     Auth, Era, Grant, IdentityProvider, Keyword, OAuthConfig, Pinning, SecretsMode, SecretsPolicy, ServerConfig, TokenExchangeConfig,
@@ -272,7 +272,21 @@ enum AuthFile {
         max_callers: Option<Count<usize, 1>>,
         /// A per-caller connection unused this long is ended (default "5m").
         caller_idle: Option<Span>,
+        /// Enterprise-managed authorization: the server's own authorization server, which redeems
+        /// ID-JAGs the issuer issues (RFC 7523), and the gateway's client there.
+        authorization_server: Option<AuthorizationServerFile>,
     },
+}
+
+/// The `authorization_server` of a `token_exchange` auth.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AuthorizationServerFile {
+    /// Its issuer identifier (the ID-JAG's audience; its RFC 8414 metadata names the token endpoint).
+    issuer: Option<String>,
+    /// The gateway as its client.
+    client_id: Option<String>,
+    client_secret: Option<String>,
 }
 
 /// The identity provider of a `jwt_bearer` grant.
@@ -455,6 +469,7 @@ impl AuthFile {
                 scopes,
                 max_callers,
                 caller_idle,
+                authorization_server,
             } => {
                 let config = TokenExchangeConfig {
                     issuer,
@@ -466,6 +481,7 @@ impl AuthFile {
                     scopes: scopes.unwrap_or_default().0,
                     max_callers: max_callers.map_or(DEFAULT_MAX_CALLERS, |c| c.0),
                     caller_idle: caller_idle.map_or(DEFAULT_CALLER_IDLE, |s| s.0),
+                    authorization_server: authorization_server.map(AuthorizationServerFile::into_server).transpose()?,
                 };
                 if let Some((field, message)) = config.problem() {
                     return Err(DeError::field(field, message));
@@ -495,6 +511,24 @@ fn checked_oauth(config: OAuthConfig) -> Result<OAuthConfig, DeError> {
         return invalid(field, message);
     }
     Ok(config)
+}
+
+impl AuthorizationServerFile {
+    fn into_server(self) -> Result<UpstreamAuthorizationServer, DeError> {
+        let required = |value: Option<String>, key: &str| {
+            value.ok_or_else(|| {
+                DeError::field(
+                    &format!("auth.authorization_server.{key}"),
+                    "is missing; the gateway redeems ID-JAGs at the server's authorization server with it",
+                )
+            })
+        };
+        Ok(UpstreamAuthorizationServer {
+            issuer: required(self.issuer, "issuer")?,
+            client_id: required(self.client_id, "client_id")?,
+            client_secret: required(self.client_secret, "client_secret")?,
+        })
+    }
 }
 
 impl IdentityProviderFile {
