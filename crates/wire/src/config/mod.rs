@@ -450,18 +450,24 @@ impl ServerConfig {
                 return Some("`per_caller.max_callers` must be at least 1 and `per_caller.caller_idle` longer than zero".into());
             }
         }
-        let mut outside_env = None;
+        let mut problem = None;
         let mut config = self.clone();
         let _ = config.visit_texts(|field, text| {
-            if per_caller::mentions_caller(text) && (self.per_caller.is_none() || !matches!(field, expand::TextField::Env(_))) {
-                outside_env.get_or_insert(field.path());
+            if !per_caller::mentions_caller(text) || problem.is_some() {
+                return Ok::<(), ()>(());
             }
-            Ok::<(), ()>(())
+            let path = field.path();
+            problem = match (&self.per_caller, field, per_caller::malformed(text)) {
+                (None, _, _) => {
+                    Some(format!("`{path}` holds a ${{caller.…}} reference, which only a server with `per_caller = true` fills in"))
+                }
+                (Some(_), expand::TextField::Env(_), None) => None,
+                (Some(_), expand::TextField::Env(_), Some((reference, why))) => Some(format!("`{path}` holds {reference}: {why}")),
+                (Some(_), _, _) => Some(format!("`{path}` holds a ${{caller.…}} reference; only `env` values may hold one")),
+            };
+            Ok(())
         });
-        outside_env.map(|field| match self.per_caller {
-            None => format!("`{field}` holds a ${{caller.…}} reference, which only a server with `per_caller = true` fills in"),
-            Some(_) => format!("`{field}` holds a ${{caller.…}} reference; only `env` values may hold one"),
-        })
+        problem
     }
 }
 

@@ -28,7 +28,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::de::DeError;
-use super::values::{Count, Span};
+use super::values::{Count, OnOrTable, Span};
 
 /// Per-caller processes of one server, at most (default).
 pub const DEFAULT_MAX_INSTANCES: usize = 16;
@@ -56,14 +56,6 @@ impl Default for PerCaller {
     }
 }
 
-/// `per_caller`: true, false, or a table of its settings.
-#[derive(JsonSchema)]
-#[schemars(untagged)]
-pub(crate) enum PerCallerFile {
-    On(bool),
-    Table(PerCallerTable),
-}
-
 /// `{ max_callers = 16, caller_idle = "5m", secrets = "..." }`: any may be left out.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -76,30 +68,12 @@ pub(crate) struct PerCallerTable {
     secrets: Option<String>,
 }
 
-impl<'de> Deserialize<'de> for PerCallerFile {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Either;
-        impl<'de> serde::de::Visitor<'de> for Either {
-            type Value = PerCallerFile;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("true, false or a table like { max_callers = 16, caller_idle = \"5m\", secrets = \"...\" }, not {found}")
-            }
-            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<PerCallerFile, E> {
-                Ok(PerCallerFile::On(on))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<PerCallerFile, A::Error> {
-                PerCallerTable::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(PerCallerFile::Table)
-            }
-        }
-        deserializer.deserialize_any(Either)
-    }
-}
-
-impl PerCallerFile {
-    pub(crate) fn into_config(self) -> Result<Option<PerCaller>, DeError> {
-        Ok(match self {
-            PerCallerFile::On(on) => on.then(PerCaller::default),
-            PerCallerFile::Table(table) => {
+impl PerCallerTable {
+    /// `per_caller` as read: `true`, `false` or this table.
+    pub(crate) fn into_config(file: OnOrTable<PerCallerTable>) -> Result<Option<PerCaller>, DeError> {
+        Ok(match file {
+            OnOrTable::On(on) => on.then(PerCaller::default),
+            OnOrTable::Table(table) => {
                 let secrets = table.secrets.map(PathBuf::from);
                 if secrets.as_ref().is_some_and(|path| path.as_os_str().is_empty()) {
                     return Err(DeError::field("per_caller.secrets", "is empty; name the file of the callers' secrets, or remove it"));
@@ -158,6 +132,14 @@ pub(crate) fn caller_reference(inner: &str) -> Option<Result<(), &'static str>> 
 /// Whether `text` holds a caller reference.
 pub(crate) fn mentions_caller(text: &str) -> bool {
     text.contains(OPEN)
+}
+
+/// The first `${caller.…}` of `text` that is not a well-formed reference, and why.
+pub(crate) fn malformed(text: &str) -> Option<(&str, &'static str)> {
+    text.match_indices(OPEN).find_map(|(at, _)| {
+        let Some(close) = text[at..].find('}').map(|close| at + close) else { return Some((&text[at..], "it is not closed with `}`")) };
+        caller_reference(&text[at + 2..close]).and_then(Result::err).map(|why| (&text[at..=close], why))
+    })
 }
 
 /// `env` with its caller references filled in for `caller`, or, with no

@@ -28,6 +28,47 @@ pub(crate) const TABLE_EXAMPLES: &[(&str, &str)] = &[
     ("PerCallerTable", "{ max_callers = 16, caller_idle = \"5m\", secrets = \"/etc/mcpvisor/caller-secrets.toml\" }"),
 ];
 
+/// `true`, `false`, or a table read as `T` (a setting that can be turned
+/// on with its defaults, off, or tuned); errors show `T`'s example of
+/// [`TABLE_EXAMPLES`]. Described inline in the JSON Schema.
+pub(crate) enum OnOrTable<T> {
+    On(bool),
+    Table(T),
+}
+
+impl<T: JsonSchema> JsonSchema for OnOrTable<T> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        format!("OnOrTable_{}", T::schema_name()).into()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "anyOf": [{ "type": "boolean" }, generator.subschema_for::<T>()] })
+    }
+}
+
+impl<'de, T: Deserialize<'de> + JsonSchema> Deserialize<'de> for OnOrTable<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Either<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de> + JsonSchema> Visitor<'de> for Either<T> {
+            type Value = OnOrTable<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let name = T::schema_name();
+                let example = TABLE_EXAMPLES.iter().find(|(kind, _)| *kind == name).map_or("{ ... }", |(_, example)| example);
+                write!(f, "true, false or a table like {example}, not {{found}}")
+            }
+            fn visit_bool<E: de::Error>(self, on: bool) -> Result<OnOrTable<T>, E> {
+                Ok(OnOrTable::On(on))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<OnOrTable<T>, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(OnOrTable::Table)
+            }
+        }
+        deserializer.deserialize_any(Either(PhantomData))
+    }
+}
+
 /// A newtype read from one TOML scalar: `accept` takes it or refuses it
 /// (`must be {expecting}`); the JSON Schema describes it as `schema`.
 macro_rules! scalar_type {

@@ -224,7 +224,7 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
             ("backoff = { start = \"1s\" }", "unknown key `backoff.start`; the known keys are initial, max"),
             ("backoff = { initial = \"10s\", max = \"1s\" }", "`backoff.max` (1s) is shorter than backoff.initial (10s)"),
             ("backoff = \"1s\"", "`backoff` must be a table, like { initial = \"100ms\", max = \"30s\" }"),
-            ("cooldown = 5", "`cooldown` must be a table, like { initial = \"100ms\", max = \"30s\" }, not integer, or false"),
+            ("cooldown = 5", "`cooldown` must be true, false or a table like { initial = \"100ms\", max = \"30s\" }, not integer"),
         ];
         for (body, expected) in cases {
             let message = parse_error(&format!("[servers.s]\ncommand = \"x\"\n{body}\n"));
@@ -419,6 +419,12 @@ auth = { type = "bearer", token = "${GITHUB_TOKEN}" }   # or basic {username,pas
                 "transport = \"sse\"\nurl = \"https://x\"\nauth = { type = \"token_exchange\", issuer = \"https://i\", client_id = \"gw\", client_secret = \"s\" }",
                 "auth type \"token_exchange\" is for http servers",
             ),
+            ("command = \"x\"\nper_caller = 5", "`per_caller` must be true, false or a table like { max_callers = 16"),
+            ("command = \"x\"\nper_caller = { max_callers = 0 }", "`per_caller.max_callers` must be a whole number of at least 1"),
+            ("command = \"x\"\nper_caller = { idle = \"5m\" }", "unknown key `per_caller.idle`; the known keys are max_callers, caller_idle, secrets"),
+            ("url = \"https://x\"\nper_caller = true", "`per_caller` is for stdio servers"),
+            ("command = \"x\"\nargs = [\"${caller.subject}\"]\nper_caller = true", "`args[0]` holds a ${caller.…} reference; only `env`"),
+            ("command = \"x\"\nenv = { T = \"${caller.token}\" }\nper_caller = true", "${caller.token}"),
             (
                 "url = \"https://x\"\nauth = { type = \"oauth\", client = \"x\" }",
                 "unknown key `auth.client`; the known keys are type, client_id, client_secret",

@@ -12,11 +12,11 @@ use toml_edit::Item;
 
 use super::schema::{not_a_server_table, Restart, DEFAULT_MAX_RESTARTS};
 use crate::config::de::{from_node, DeError, Node};
-use crate::config::per_caller::PerCallerFile;
+use crate::config::per_caller::PerCallerTable;
 use crate::config::sandbox::SandboxFile;
 use crate::config::scan::Withhold;
 use crate::config::token_exchange::{UpstreamAuthorizationServer, DEFAULT_CALLER_IDLE, DEFAULT_MAX_CALLERS};
-use crate::config::values::{Count, Rate, RateLimitFile, Seconds, Span, TextList, TextMap, Word, TABLE_EXAMPLES};
+use crate::config::values::{Count, OnOrTable, Rate, RateLimitFile, Seconds, Span, TextList, TextMap, Word, TABLE_EXAMPLES};
 use crate::config::{
     Auth, Era, Grant, IdentityProvider, Keyword, OAuthConfig, Pinning, SecretsMode, SecretsPolicy, ServerConfig, TokenExchangeConfig,
     ToolFilter, Transport,
@@ -61,7 +61,7 @@ pub(crate) struct ServerFile {
     period: Option<Span>,
     backoff: Option<BackoffFile>,
     /// The wait before a failed server is tried again, or `false` to give it up.
-    cooldown: Option<CooldownFile>,
+    cooldown: Option<OnOrTable<BackoffFile>>,
     era: Option<Word<Era>>,
     roots: Option<TextList>,
     tools: Option<ToolsFile>,
@@ -79,7 +79,7 @@ pub(crate) struct ServerFile {
     limits: Option<LimitsFile>,
     sandbox: Option<SandboxFile>,
     /// One process per caller of the gateway: true, or { max_callers, caller_idle, secrets }.
-    per_caller: Option<PerCallerFile>,
+    per_caller: Option<OnOrTable<PerCallerTable>>,
 }
 
 /// `{ initial = "100ms", max = "30s" }`: either may be left out.
@@ -88,33 +88,6 @@ pub(crate) struct ServerFile {
 struct BackoffFile {
     initial: Option<Span>,
     max: Option<Span>,
-}
-
-/// `cooldown`: a [`BackoffFile`] table, or `false`.
-#[derive(JsonSchema)]
-#[schemars(untagged)]
-enum CooldownFile {
-    On(bool),
-    Table(BackoffFile),
-}
-
-impl<'de> Deserialize<'de> for CooldownFile {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Either;
-        impl<'de> serde::de::Visitor<'de> for Either {
-            type Value = CooldownFile;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a table, like { initial = \"100ms\", max = \"30s\" }, not {found}, or false")
-            }
-            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<CooldownFile, E> {
-                Ok(CooldownFile::On(on))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<CooldownFile, A::Error> {
-                BackoffFile::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(CooldownFile::Table)
-            }
-        }
-        deserializer.deserialize_any(Either)
-    }
 }
 
 /// `pin`: true, false, or "notify".
@@ -335,8 +308,8 @@ impl ServerFile {
         }
         restart_limits.cooldown = match self.cooldown {
             None => restart_limits.cooldown,
-            Some(CooldownFile::On(on)) => on.then(Cooldown::default),
-            Some(CooldownFile::Table(table)) => {
+            Some(OnOrTable::On(on)) => on.then(Cooldown::default),
+            Some(OnOrTable::Table(table)) => {
                 let default = Cooldown::default();
                 let (initial, max) = table.spans("cooldown", (default.initial, default.max))?;
                 Some(Cooldown { initial, max })
@@ -364,7 +337,7 @@ impl ServerFile {
         ] {
             *slot = value.unwrap_or(*slot);
         }
-        config.per_caller = self.per_caller.map(PerCallerFile::into_config).transpose()?.flatten();
+        config.per_caller = self.per_caller.map(PerCallerTable::into_config).transpose()?.flatten();
         config.sandbox = self.sandbox.map(SandboxFile::into_spec).transpose().map_err(|error| error.under("sandbox"))?;
         config.transport = match self.transport {
             Some(transport) => transport.0,
