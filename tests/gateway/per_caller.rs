@@ -2,7 +2,8 @@
 //! `mcpvisor serve --http`, the named keys alice, bob and carol: a request
 //! a caller's own process makes (sampling) goes to that caller's session,
 //! even while another caller's call to the same server is open and its
-//! own process asks too; the process of each answers as its caller; a
+//! own process asks too; the process of each answers as its caller, and
+//! the audit log says which process each call reached; a
 //! `${caller.…}` outside a per-caller server's `env` is refused at start.
 
 use crate::gateway_http_support::{post, request, Gateway, KeySession, Sse, SseReader, ALICE, BIN, BOB, CAROL, THREE_KEYS, THREE_KEYS_ENV};
@@ -63,6 +64,23 @@ async fn each_callers_process_asks_its_own_callers_session_while_both_calls_are_
     let admin = crate::gateway_http_support::json_of(admin.send().await.unwrap()).await;
     let demo = admin["servers"].as_array().and_then(|servers| servers.iter().find(|s| s["name"] == "demo")).cloned();
     assert_eq!(demo.map(|demo| demo["callers"]["callers"].clone()), Some(json!(["key:alice", "key:bob", "key:carol"])));
+
+    // The audit log (written out when the gateway stops) says which process each call reached.
+    let mut gateway = gateway;
+    gateway.terminate();
+    assert!(gateway.wait_exit(std::time::Duration::from_secs(30)).is_some(), "the gateway stops on SIGTERM");
+    let audit = gateway.config_file().with_file_name(".local/state/mcpvisor/audit.jsonl");
+    let text = std::fs::read_to_string(&audit).unwrap_or_else(|e| panic!("{}: {e}", audit.display()));
+    let upstreams: Vec<(String, Value)> = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line["tool"] == "sample")
+        .map(|line| (line["subject"].as_str().unwrap_or_default().to_owned(), line["upstream"].clone()))
+        .collect();
+    for who in ["alice", "bob"] {
+        let expected = json!({"subject": who, "audience": format!("process of key:{who}")});
+        assert!(upstreams.iter().any(|(subject, upstream)| subject == who && *upstream == expected), "{who}: {upstreams:?}");
+    }
 }
 
 #[test]

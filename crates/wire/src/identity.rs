@@ -82,9 +82,10 @@ impl Identity {
     }
 }
 
-/// Who a call reached its server as, when that server acts as each caller
-/// (auth type `token_exchange`): the subject, audience and scopes of the
-/// exchanged token, never the token. Recorded in the audit log and traces.
+/// Who a call reached its server as, when that server acts as each caller:
+/// the subject, audience and scopes of the exchanged token, never the
+/// token (auth type `token_exchange`); or the caller and `process of KEY`
+/// for a process of its own (`per_caller`). Recorded in the audit log and traces.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Upstream {
     pub subject: String,

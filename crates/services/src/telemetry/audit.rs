@@ -18,8 +18,9 @@
 //! the call's arguments and result by kind, never their values:
 //! `[{"direction":"results","kind":"private_key","action":"masked","count":1}]`.
 //! `upstream`, present only for a server that acts as each caller (auth type
-//! `token_exchange`), is who the call reached it as, never the token:
-//! `{"subject":"alice","audience":"https://jira.example","scope":"read"}`.
+//! `token_exchange`, or `per_caller`), is who the call reached it as, never
+//! the token: `{"subject":"alice","audience":"https://jira.example","scope":"read"}`,
+//! or `{"subject":"alice","audience":"process of issuer:alice"}` (a process of the caller's own).
 //!
 //! A call the gateway refused before it reached a server is a line too
 //! ([`AuditLog::refused`]): `outcome` `denied` (the access policy, `rule`
