@@ -211,3 +211,39 @@ impl Keyword for Grant {
         ("jwt_bearer", Grant::JwtBearer),
     ];
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use crate::config::{native, Auth, PerCallerLogin};
+
+    fn read(auth: &str) -> Result<Auth, String> {
+        let text = format!("[servers.gh]\nurl = \"https://gh.example/mcp\"\nauth = {{ type = \"oauth\", {auth} }}\n");
+        let configs = native::parse(Path::new("servers.toml"), &text).map_err(|e| e.to_string())?;
+        Ok(configs[0].auth.clone().unwrap())
+    }
+
+    #[test]
+    fn per_caller_logins_are_read_with_their_defaults_and_checked() {
+        let Auth::OAuth(oauth) = read("per_caller = true, client_id = \"gw\", client_secret = \"${S}\", max_logins = 3").unwrap() else {
+            panic!("not oauth")
+        };
+        assert_eq!(oauth.per_caller, Some(PerCallerLogin { max_logins: 3, ..PerCallerLogin::default() }));
+        let Auth::OAuth(tuned) = read("per_caller = true, client_id = \"gw\", caller_idle = \"90s\", max_callers = 2").unwrap() else {
+            panic!("not oauth")
+        };
+        assert_eq!(tuned.per_caller.map(|p| (p.caller_idle, p.max_callers)), Some((Duration::from_secs(90), 2)));
+        let Auth::OAuth(plain) = read("client_id = \"gw\"").unwrap() else { panic!("not oauth") };
+        assert_eq!(plain.per_caller, None);
+        for (auth, expected) in [
+            ("per_caller = true", "`auth.client_id` is missing; with per_caller"),
+            ("client_id = \"gw\", max_logins = 3", "`auth.per_caller` is not true"),
+            ("per_caller = true, client_id = \"gw\", max_logins = 0", "auth.max_logins"),
+        ] {
+            let refused = read(auth).unwrap_err();
+            assert!(refused.contains(expected) && refused.contains("gh"), "{auth}: {refused}");
+        }
+    }
+}

@@ -363,6 +363,24 @@ mod tests {
     }
 
     #[test]
+    fn the_public_url_and_the_login_key_are_checked() {
+        let settings = serve("[serve]\npublic_url = \"https://gw.example.com/\"\nlogin_key = \"${LOGIN_KEY}\"\n").unwrap();
+        assert_eq!(settings.public_url.as_deref(), Some("https://gw.example.com"));
+        assert_eq!(settings.login_key(|_| Some("a2V5".into())).unwrap().as_deref(), Some("a2V5"));
+        assert!(!format!("{settings:?}").contains("LOGIN_KEY"), "{settings:?}");
+        assert!(serve("[serve]\npublic_url = \"http://127.0.0.1:8080\"\n").is_ok());
+        for (body, expected) in [
+            ("public_url = \"http://gw.example.com\"", "`serve.public_url` must be an https:// URL"),
+            ("public_url = \"https://gw.example.com/?x=1\"", "no query"),
+            ("public_url = \"gw\"", "`serve.public_url` is not a URL"),
+            ("login_key = \"literal-key\"", "`serve.login_key` must be one reference"),
+        ] {
+            let message = serve(&format!("[serve]\n{body}\n")).unwrap_err();
+            assert!(message.contains(expected), "{message}");
+        }
+    }
+
+    #[test]
     fn workers_are_a_bounded_count() {
         assert_eq!(serve("[serve]\nworkers = 3\n").unwrap().workers, Some(3));
         assert_eq!(serve("[serve]\nclient_roots = true\n").unwrap().workers, None);
