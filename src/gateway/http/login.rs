@@ -50,16 +50,14 @@ fn page(status: StatusCode, text: &str) -> Response {
     (status, [(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-store")], body).into_response()
 }
 
-fn desk(front: &Front) -> Result<&Arc<LoginDesk>, Response> {
-    front.logins.as_ref().ok_or_else(|| page(StatusCode::NOT_FOUND, "This gateway has no server whose callers log in themselves."))
+/// The answer of a gateway without per-caller login servers.
+fn no_logins() -> Response {
+    page(StatusCode::NOT_FOUND, "This gateway has no server whose callers log in themselves.")
 }
 
 /// `GET /login/{link}`.
 pub(super) async fn open_link(State(front): State<Arc<Front>>, Path(link): Path<String>) -> Response {
-    let desk = match desk(&front) {
-        Ok(desk) => desk,
-        Err(refusal) => return refusal,
-    };
+    let Some(desk) = &front.logins else { return no_logins() };
     match desk.open_link(&link).await {
         Ok(url) => (StatusCode::FOUND, [(header::LOCATION, url), (header::CACHE_CONTROL, "no-store".into())]).into_response(),
         Err(error) => page(StatusCode::BAD_REQUEST, &format!("The login cannot start: {error}")),
@@ -68,10 +66,7 @@ pub(super) async fn open_link(State(front): State<Arc<Front>>, Path(link): Path<
 
 /// `GET /login/callback?code&state&iss` (or `?error`).
 pub(super) async fn callback(State(front): State<Arc<Front>>, uri: Uri) -> Response {
-    let desk = match desk(&front) {
-        Ok(desk) => desk,
-        Err(refusal) => return refusal,
-    };
+    let Some(desk) = &front.logins else { return no_logins() };
     let query = uri.query().unwrap_or_default().as_bytes();
     let param = |name: &str| url::form_urlencoded::parse(query).find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
     let (state, iss, error) = (param("state"), param("iss"), param("error"));
@@ -92,10 +87,7 @@ pub(super) async fn callback(State(front): State<Arc<Front>>, uri: Uri) -> Respo
 
 /// `DELETE /login/{server}`: the caller's own login.
 pub(super) async fn revoke_own(State(front): State<Arc<Front>>, Caller(caller): Caller, Path(server): Path<String>) -> Response {
-    let desk = match desk(&front) {
-        Ok(desk) => desk,
-        Err(refusal) => return refusal,
-    };
+    let Some(desk) = &front.logins else { return no_logins() };
     let Some(caller) = caller.filter(|caller| caller.proof != Proof::SharedToken) else {
         let message = "Forbidden: a caller revokes its own login with its own credentials (a named key or an access token)";
         return (StatusCode::FORBIDDEN, message).into_response();
@@ -125,10 +117,7 @@ pub(super) async fn admin_revoke(
     if let Err(refusal) = admin::admin_of(&front, caller.as_deref()) {
         return *refusal;
     }
-    let desk = match desk(&front) {
-        Ok(desk) => desk,
-        Err(refusal) => return refusal,
-    };
+    let Some(desk) = &front.logins else { return no_logins() };
     if front.gateway.heard_by(caller.clone(), vec![server.clone()]).await.is_empty() || !desk.serves(&server) {
         let message = format!("Not Found: `{server}` is not a server whose callers log in themselves");
         return (StatusCode::NOT_FOUND, message).into_response();
