@@ -275,7 +275,7 @@ impl Callers {
                 }
                 let connection = self.connection(&caller, identity, label).await?;
                 // The third party's own subject is not known (its token is opaque to the gateway): the caller's login is named.
-                let upstream = Upstream { subject: identity.subject.clone(), audience: format!("login of {caller}"), scope: None };
+                let upstream = Upstream { subject: identity.subject.clone(), audience: logins.endpoint().to_owned(), scope: None };
                 Ok((caller, connection, Arc::new(upstream)))
             }
         }

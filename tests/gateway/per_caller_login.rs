@@ -33,7 +33,7 @@ const PATIENCE: Duration = Duration::from_secs(30);
 struct Setup {
     fixture: AuthServer,
     gateway: Gateway,
-    /// `XDG_STATE_HOME` of the gateway.
+    /// `XDG_STATE_HOME` of the gateway; its audit log is `mcpvisor/audit.jsonl` in it (the default).
     state: tempfile::TempDir,
 }
 
@@ -118,6 +118,27 @@ fn stored(setup: &Setup) -> Vec<PathBuf> {
     std::fs::read_dir(setup.logins()).map_or(Vec::new(), |dir| dir.map(|entry| entry.unwrap().path()).collect())
 }
 
+/// The audit line of `subject`'s call of `gh__whoami` with `outcome`, once written (the whole log holds no token).
+async fn audit_line_of(setup: &Setup, subject: &str, outcome: &str) -> Value {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let text = std::fs::read_to_string(setup.state.path().join("mcpvisor/audit.jsonl")).unwrap_or_default();
+        assert!(!text.contains("access-") && !text.contains("refresh-") && !text.contains("/login/"), "{text}");
+        let lines: Vec<Value> = text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
+        if let Some(line) =
+            lines.into_iter().find(|line| line["subject"] == subject && line["outcome"] == outcome && line["server"] == "gh")
+        {
+            return line;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no audit line of {subject}'s call with outcome {outcome}: {text}\n{}",
+            setup.gateway.stderr_text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn admin_logins(gateway: &Gateway) -> Value {
     json_of(client().get(format!("{}/admin/logins", gateway.base)).bearer_auth(CAROL).send().await.unwrap()).await
 }
@@ -171,6 +192,10 @@ async fn each_caller_logs_in_itself_and_an_admin_revokes_it() {
         assert!(!bytes.windows(clear.len()).any(|w| w == clear.as_bytes()), "{clear} is in the file in clear");
         assert!(!name.contains(clear), "{name}");
     }
+
+    let audit = audit_line_of(&setup, "alice", "ok").await;
+    let upstream = json!({"subject": "alice", "audience": setup.fixture.mcp()});
+    assert_eq!(audit["upstream"], upstream, "the upstream is alice's login, never a token: {audit}");
 
     let listed = admin_logins(gateway).await;
     let logins = listed["logins"].as_array().expect("a list");
