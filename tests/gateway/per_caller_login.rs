@@ -18,59 +18,15 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine;
 use serde_json::{json, Value};
 
-use crate::gateway_http_support::{client, json_of, Gateway, KeySession, ALICE, BOB, CAROL, THREE_KEYS, THREE_KEYS_ENV};
-use crate::oauth_server::{AuthServer, Options};
+use crate::gateway_http_support::{client, json_of, Gateway, KeySession, ALICE, BOB, CAROL, THREE_KEYS_ENV};
+use crate::oauth_server::{
+    login_config as config, start_login_gateway as start, AuthServer, LoginGateway as Setup, Options, LOGIN_CLIENT as CLIENT,
+};
 
-/// The gateway as a pre-registered client of the third party.
-const CLIENT: (&str, &str) = ("gw-login-client", "gw-login-secret-7b1d4a6f");
 /// How long a test waits for a state it expects.
 const PATIENCE: Duration = Duration::from_secs(30);
-
-struct Setup {
-    fixture: AuthServer,
-    gateway: Gateway,
-    /// `XDG_STATE_HOME` of the gateway; its audit log is `mcpvisor/audit.jsonl` in it (the default).
-    state: tempfile::TempDir,
-}
-
-impl Setup {
-    /// The folder of `gh`'s stored logins.
-    fn logins(&self) -> PathBuf {
-        self.state.path().join("mcpvisor/logins/gh")
-    }
-}
-
-/// A free loopback port for the gateway (its public URL names it before it starts).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn config(fixture: &AuthServer, serve: &str) -> String {
-    format!(
-        "[servers.gh]\nurl = {:?}\nauth = {{ type = \"oauth\", per_caller = true, client_id = {:?}, client_secret = \"${{GW_SECRET}}\", \
-         grant = \"client_credentials\" }}\n\n[serve]\n{serve}\n{THREE_KEYS}",
-        fixture.mcp(),
-        CLIENT.0,
-    )
-}
-
-async fn start() -> Setup {
-    let fixture = AuthServer::start(Options { client_secret: Some(CLIENT), ..Options::default() }).await;
-    let state = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let serve = format!("public_url = \"http://127.0.0.1:{port}\"\nlogin_key = \"${{LOGIN_KEY}}\"");
-    let key = STANDARD.encode([7u8; 32]);
-    let mut env: Vec<(&str, &str)> = THREE_KEYS_ENV.to_vec();
-    let state_dir = state.path().to_str().unwrap().to_owned();
-    env.extend([("GW_SECRET", CLIENT.1), ("LOGIN_KEY", key.as_str()), ("XDG_STATE_HOME", state_dir.as_str())]);
-    let gateway =
-        Gateway::start_with_config(&config(&fixture, &serve), &format!("127.0.0.1:{port}"), &[], &env).expect("the gateway starts");
-    Setup { fixture, gateway, state }
-}
 
 /// Waits until the catalog lists `gh`'s tools (listed with the gateway's own client-credentials token).
 async fn wait_for_catalog(session: &KeySession) {

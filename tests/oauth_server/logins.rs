@@ -3,13 +3,20 @@
 //! (`approve_as`, no person involved), the tokens of that code (and those
 //! refreshed from them) stand for that user, which `whoami` says, and a
 //! user's tokens can be revoked at once (`revoke_user`: the endpoint and
-//! the token endpoint then refuse them).
+//! the token endpoint then refuse them). [`start_login_gateway`] puts a
+//! real `serve --http` in front of it, its callers logging in themselves
+//! (tests/gateway/per_caller_login.rs, tests/interop/gateway_login.rs).
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Mutex;
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+
 use super::exchange::Subject;
-use super::{AuthServer, State};
+use super::{AuthServer, Options, State};
+use crate::gateway_http_support::{Gateway, THREE_KEYS, THREE_KEYS_ENV};
 
 /// Who approves authorizations, and what each code and refresh token stands for.
 #[derive(Default)]
@@ -60,4 +67,51 @@ impl State {
         let subject = Subject { sub: Some(user), scope: scope.to_owned(), audience: None };
         self.exchanges.subjects.lock().unwrap().insert(access.to_owned(), subject);
     }
+}
+
+/// The gateway as a pre-registered client of the third party.
+pub const LOGIN_CLIENT: (&str, &str) = ("gw-login-client", "gw-login-secret-7b1d4a6f");
+/// A gateway (`serve --http`, the keys alice, bob and carol) in front of a fixture as `gh`, each caller logging in itself.
+pub struct LoginGateway {
+    pub fixture: AuthServer,
+    pub gateway: Gateway,
+    /// `XDG_STATE_HOME` of the gateway; its audit log is `mcpvisor/audit.jsonl` in it (the default).
+    pub state: tempfile::TempDir,
+}
+
+impl LoginGateway {
+    /// The folder of `gh`'s stored logins.
+    pub fn logins(&self) -> PathBuf {
+        self.state.path().join("mcpvisor/logins/gh")
+    }
+}
+
+/// A free loopback port for the gateway (its public URL names it before it starts).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The configuration of `gh` with `serve` as the rest of the `[serve]` table.
+pub fn login_config(fixture: &AuthServer, serve: &str) -> String {
+    format!(
+        "[servers.gh]\nurl = {:?}\nauth = {{ type = \"oauth\", per_caller = true, client_id = {:?}, client_secret = \"${{GW_SECRET}}\", \
+         grant = \"client_credentials\" }}\n\n[serve]\n{serve}\n{THREE_KEYS}",
+        fixture.mcp(),
+        LOGIN_CLIENT.0,
+    )
+}
+
+/// Starts the fixture and the gateway (its public URL on a port chosen first).
+pub async fn start_login_gateway() -> LoginGateway {
+    let fixture = AuthServer::start(Options { client_secret: Some(LOGIN_CLIENT), ..Options::default() }).await;
+    let state = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let serve = format!("public_url = \"http://127.0.0.1:{port}\"\nlogin_key = \"${{LOGIN_KEY}}\"");
+    let key = STANDARD.encode([7u8; 32]);
+    let mut env: Vec<(&str, &str)> = THREE_KEYS_ENV.to_vec();
+    let state_dir = state.path().to_str().unwrap().to_owned();
+    env.extend([("GW_SECRET", LOGIN_CLIENT.1), ("LOGIN_KEY", key.as_str()), ("XDG_STATE_HOME", state_dir.as_str())]);
+    let gateway =
+        Gateway::start_with_config(&login_config(&fixture, &serve), &format!("127.0.0.1:{port}"), &[], &env).expect("the gateway starts");
+    LoginGateway { fixture, gateway, state }
 }

@@ -21,6 +21,8 @@ mod logins;
 pub use exchange::{Subject, TOKEN_EXCHANGE};
 #[allow(unused_imports)]
 pub use grants::{PlatformKey, JWT_BEARER};
+#[allow(unused_imports)]
+pub use logins::{login_config, start_login_gateway, LoginGateway, LOGIN_CLIENT};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
