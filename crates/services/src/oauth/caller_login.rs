@@ -354,3 +354,54 @@ pub fn per_caller_login(config: &ServerConfig) -> Option<PerCallerLogin> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{OAuthConfig, Transport};
+
+    fn desk(dir: &Path) -> (LoginDesk, Arc<CallerLogins>) {
+        let key = LoginKey::from_base64(&base64::engine::general_purpose::STANDARD.encode([3u8; 32])).unwrap();
+        let desk = LoginDesk::new("https://gw.example/", key, dir.join("logins"));
+        let mut config = ServerConfig::remote("gh", Transport::Http, "http://127.0.0.1:9/mcp");
+        let per_caller = Some(PerCallerLogin::default());
+        config.auth = Some(Auth::OAuth(OAuthConfig { client_id: Some("gw".into()), per_caller, ..OAuthConfig::default() }));
+        let logins = desk.server(&config).unwrap();
+        (desk, logins)
+    }
+
+    #[test]
+    fn links_are_one_per_caller_bounded_and_used_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (desk, logins) = desk(dir.path());
+        let alice = logins.link("key:alice").unwrap();
+        assert!(alice.url.starts_with("https://gw.example/login/") && alice.url.len() > 60, "{}", alice.url);
+        assert_eq!(logins.link("key:alice").unwrap(), alice, "asking again while it lives gives the same link");
+        assert_ne!(logins.link("key:bob").unwrap().url, alice.url);
+        for n in 2..MAX_PENDING {
+            logins.link(&format!("key:caller-{n}")).unwrap();
+        }
+        let refused = logins.link("key:one-too-many").unwrap_err().to_string();
+        assert!(refused.contains("1024 login links"), "{refused}");
+        assert_eq!(logins.link("key:alice").unwrap(), alice, "a caller with a live link still gets it");
+        let id = alice.url.rsplit('/').next().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        // Following it uses it up, whatever happens next (here: nothing listens on port 9).
+        assert!(runtime.block_on(desk.open_link(id)).is_err());
+        let used = runtime.block_on(desk.open_link(id)).unwrap_err().to_string();
+        assert!(used.contains("unknown, used or expired"), "{used}");
+        let forged = runtime.block_on(desk.callback(Some("forged"), Some("code".into()), None, None)).unwrap_err().to_string();
+        assert!(forged.contains("unknown or expired"), "{forged}");
+    }
+
+    #[test]
+    fn nothing_is_stored_until_a_login_and_revoking_nothing_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let (desk, logins) = desk(dir.path());
+        assert!(!logins.has_login("key:alice"));
+        assert!(desk.list(None).is_empty());
+        assert!(!desk.revoke("gh", "key:alice").unwrap());
+        assert!(!desk.revoke("other", "key:alice").unwrap());
+        assert!(desk.serves("gh") && !desk.serves("other"));
+    }
+}
