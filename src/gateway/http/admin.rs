@@ -5,6 +5,7 @@
 //! | `GET /admin/status` | the pool now ([`pool_snapshot`]): statuses, each process's CPU ticks and RSS, call counters and latency histograms, the last calls |
 //! | `GET /admin/calls?server=NAME` | the last calls (all servers without `server`), oldest first |
 //! | `POST /admin/servers/{name}/restart` (`enable`, `disable`) | 200 `{"server", "action", "ok": true}`; 404 for an unknown server |
+//! | `GET /admin/logins`, `DELETE /admin/logins/{server}/{caller}` | callers' stored logins, listed and revoked (served by `super::login`) |
 //!
 //! Invariants:
 //! - the guard has checked the token before any of these runs (it needs
