@@ -3,7 +3,8 @@
 //! [`crate::oauth::LoginDesk`]): made from `[serve] public_url` and
 //! `login_key`, its stored logins under `{state dir}/logins` (0700).
 //! Without either setting such a server cannot be served, and `serve`
-//! stops saying which field to set.
+//! stops saying which field to set. With both, the desk is made even
+//! before such a server is configured, so one added later (SIGHUP) is served.
 
 use std::sync::Arc;
 
@@ -16,7 +17,12 @@ use crate::oauth::{per_caller_login, LoginDesk, LoginKey};
 /// whether the gateway serves HTTP (over stdio such servers refuse every call).
 pub fn desk(configs: &[ServerConfig], settings: Option<&ServeSettings>, http: bool) -> Result<Option<Arc<LoginDesk>>, Failure> {
     let names: Vec<&str> = configs.iter().filter(|config| per_caller_login(config).is_some()).map(|config| config.name.as_str()).collect();
-    let Some(first) = names.first() else { return Ok(None) };
+    let configured = settings.is_some_and(|settings| settings.public_url.is_some() && settings.login_key.is_some());
+    let first = match names.first() {
+        Some(first) => *first,
+        None if configured && http => "(none yet)",
+        None => return Ok(None),
+    };
     let names = names.join("`, `");
     if !http {
         warn(format!(
@@ -40,7 +46,7 @@ pub fn desk(configs: &[ServerConfig], settings: Option<&ServeSettings>, http: bo
         None => None,
     };
     let key = key.ok_or_else(|| missing("login_key", "a reference such as \"${MCPVISOR_LOGIN_KEY}\" to 32 random bytes in base64"))?;
-    let key = LoginKey::from_base64(&key).map_err(|error| Failure::usage(format!("cannot serve `{names}`: {error}")))?;
+    let key = LoginKey::from_base64(&key).map_err(|error| Failure::usage(format!("[serve] in {file}: {error}")))?;
     let dir = crate::user_dirs::state_dir(env)
         .ok_or_else(|| Failure::usage("cannot keep callers' logins: neither XDG_STATE_HOME nor HOME is set"))?
         .join("logins");

@@ -165,6 +165,8 @@ async fn each_caller_logs_in_itself_and_an_admin_revokes_it() {
     assert!(stored(&setup).is_empty(), "the revoked login's file is gone");
     let asked = whoami(&alice, 6).await.expect_err("a revoked caller is asked to log in again");
     login_link(&asked, gateway);
+    let logged = gateway.stderr_text();
+    assert!(!logged.contains("/login/") && !logged.contains("access-") && !logged.contains("code-"), "{logged}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
