@@ -372,6 +372,7 @@ impl Callers {
             reaped: self.reaped.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
             exchanges: self.exchanger().map_or(0, |exchanger| exchanger.exchanges()),
+            logins: self.logins().map(|logins| logins.stored()),
         }
     }
 

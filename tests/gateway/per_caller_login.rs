@@ -153,6 +153,11 @@ async fn each_caller_logs_in_itself_and_an_admin_revokes_it() {
     let upstream = json!({"subject": "alice", "audience": setup.fixture.mcp()});
     assert_eq!(audit["upstream"], upstream, "the upstream is alice's login, never a token: {audit}");
 
+    let status = json_of(client().get(format!("{}/admin/status", gateway.base)).bearer_auth(CAROL).send().await.unwrap()).await;
+    let gh = status["servers"].as_array().and_then(|servers| servers.iter().find(|server| server["name"] == "gh")).cloned();
+    let callers = gh.map(|gh| gh["callers"].clone()).unwrap_or_default();
+    assert_eq!((&callers["logins"], &callers["callers"]), (&json!(1), &json!(["key:alice"])), "what `top` shows: {status}");
+
     let listed = admin_logins(gateway).await;
     let logins = listed["logins"].as_array().expect("a list");
     assert_eq!(logins.len(), 1, "{listed}");

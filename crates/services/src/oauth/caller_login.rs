@@ -215,7 +215,7 @@ impl LoginDesk {
         }
         let code = code.ok_or_else(|| OAuthError::new("the login's redirect carries no code"))?;
         let logins = flow.logins;
-        if !logins.has_login(&flow.caller) && logins.count() >= logins.max_logins {
+        if !logins.has_login(&flow.caller) && logins.stored() >= logins.max_logins {
             return Err(OAuthError::new(format!(
                 "server `{}` already keeps {} logins, its auth.max_logins; an admin revokes unused ones (DELETE /admin/logins/…)",
                 logins.server, logins.max_logins
@@ -311,7 +311,7 @@ impl CallerLogins {
     }
 
     /// How many logins are stored.
-    fn count(&self) -> usize {
+    pub fn stored(&self) -> usize {
         std::fs::read_dir(&self.dir).map_or(0, |entries| {
             entries.filter_map(Result::ok).filter(|entry| entry.path().extension().is_some_and(|ext| ext == "login")).count()
         })
