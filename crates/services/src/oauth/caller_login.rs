@@ -310,11 +310,10 @@ impl CallerLogins {
         Ok(LoginLink { url: url(&id), elicitation_id: elicitation })
     }
 
-    /// How many logins are stored.
+    /// How many logins are stored (those that open with the key: files of
+    /// another key, after `login_key` changed, are not logins).
     pub fn stored(&self) -> usize {
-        std::fs::read_dir(&self.dir).map_or(0, |entries| {
-            entries.filter_map(Result::ok).filter(|entry| entry.path().extension().is_some_and(|ext| ext == "login")).count()
-        })
+        self.list().len()
     }
 
     /// The stored logins: each file opened (one that does not open is

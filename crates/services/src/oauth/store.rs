@@ -242,9 +242,17 @@ pub(super) fn escaped(server: &str) -> String {
 
 impl TokenStore {
     /// What is kept for `server`; nothing when there is no file.
+    /// A caller's sealed login that does not open (`login_key` changed, the
+    /// file altered) is no login: it is deleted, with a warning, and the
+    /// caller asked to log in again.
     pub fn load(&self, server: &str) -> Result<ServerTokens, OAuthError> {
         let path = self.file(server);
         match std::fs::read(&path) {
+            Ok(bytes) if self.sealed.is_some() => Ok(self.decode(server, &bytes).unwrap_or_else(|why| {
+                tracing::warn!(server, file = %path.display(), "a caller's stored login cannot be read ({why}); it is deleted");
+                let _ = std::fs::remove_file(&path);
+                ServerTokens::default()
+            })),
             Ok(bytes) => self.decode(server, &bytes).map_err(|e| {
                 OAuthError::new(format!(
                     "the token file {} of server {server:?} cannot be read ({e}); delete it and log in again",
@@ -314,6 +322,32 @@ mod tests {
             Path::new("/h/.config/mcpvisor/tokens")
         );
         assert_eq!(TokenStore::user(env(&[])), None);
+    }
+
+    #[test]
+    fn a_sealed_login_is_kept_per_caller_and_one_that_does_not_open_is_no_login() {
+        use base64::Engine;
+        let key = |byte: u8| {
+            let text = base64::engine::general_purpose::STANDARD.encode([byte; 32]);
+            Arc::new(LoginKey::from_base64(&text).unwrap())
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let tokens = Tokens { access_token: "access-1".into(), refresh_token: None, expires_at: None, scopes: vec![], dpop: false };
+        let entry = Entry { resource: "r".into(), client: None, tokens: Some(tokens), wanted_scopes: vec![], dpop_key: None };
+        let kept = ServerTokens { current: Some("i".into()), issuers: [("i".to_owned(), entry)].into() };
+        let alice = TokenStore::sealed(dir.path(), key(1), "key:alice");
+        alice.save("gh", &kept).unwrap();
+        assert_eq!(alice.load("gh").unwrap().current().and_then(|e| e.tokens.clone()).unwrap().access_token, "access-1");
+        assert!(TokenStore::sealed(dir.path(), key(1), "key:bob").load("gh").unwrap().current().is_none(), "bob's is his own");
+        let rotated = TokenStore::sealed(dir.path(), key(2), "key:alice");
+        assert_ne!(rotated.file("gh"), alice.file("gh"), "names are keyed");
+        std::fs::copy(alice.file("gh"), rotated.file("gh")).unwrap();
+        assert!(rotated.load("gh").unwrap().current().is_none(), "a login sealed with another key is none");
+        assert!(!rotated.file("gh").exists(), "and it is deleted");
+        let mut ended = kept.clone();
+        ended.issuers.get_mut("i").unwrap().tokens = None;
+        alice.save("gh", &ended).unwrap();
+        assert!(!alice.file("gh").exists(), "a login without tokens is no file");
     }
 
     #[test]
