@@ -10,8 +10,9 @@
 //! call reaches `gh` as her login; bob is still asked to log in and never
 //! rides on alice's; the stored login is 0600 in 0700, named and filled
 //! without the caller or the tokens in clear; an admin lists and revokes
-//! it, and alice is asked again; a login the third party revoked (refresh
-//! refused too) makes the call ask again; a link is single use; and the
+//! it, and alice is asked again; the stateless 2026-07-28 era is asked and
+//! served alike; a login the third party revoked (refresh refused too)
+//! makes the call ask again; a link is single use; and the
 //! gateway refuses to start such a server without `[serve] public_url`.
 
 use std::os::unix::fs::PermissionsExt;
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::gateway_http_support::{client, json_of, Gateway, KeySession, ALICE, BOB, CAROL, THREE_KEYS_ENV};
+use crate::gateway_http_support::{call_modern_as, client, json_of, modern_meta, Gateway, KeySession, ALICE, BOB, CAROL, THREE_KEYS_ENV};
 use crate::oauth_server::{
     login_config as config, start_login_gateway as start, AuthServer, LoginGateway as Setup, Options, LOGIN_CLIENT as CLIENT,
 };
@@ -181,9 +182,15 @@ async fn a_login_the_third_party_revoked_asks_for_a_new_one_and_a_caller_revokes
     let alice = KeySession::open(gateway, ALICE, json!({})).await;
     wait_for_catalog(&alice).await;
     setup.fixture.approve_as("alice-at-gh");
-    let (link, _) = login_link(&whoami(&alice, 2).await.expect_err("no login yet"), gateway);
+    // The stateless 2026-07-28 era is asked and served the same way.
+    let modern = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                        "params": {"name": "gh__whoami", "arguments": {}, "_meta": modern_meta()}});
+    let (link, _) = login_link(&call_modern_as(&client(), &gateway.mcp(), &modern, Some(ALICE)).await, gateway);
     assert_eq!(follow(&link).await.0, 200);
-    assert_eq!(whoami(&alice, 3).await.expect("logged in")["sub"], "alice-at-gh");
+    let answered = call_modern_as(&client(), &gateway.mcp(), &modern, Some(ALICE)).await;
+    let seen: Value = serde_json::from_str(answered["result"]["content"][0]["text"].as_str().expect("an answer")).unwrap();
+    assert_eq!(seen["sub"], "alice-at-gh", "{answered}");
+    assert_eq!(whoami(&alice, 3).await.expect("logged in, in the handshake era too")["sub"], "alice-at-gh");
 
     // Its token and refresh token refused: the call cannot be fixed by a refresh, and asks for a login.
     setup.fixture.revoke_user("alice-at-gh");
