@@ -125,6 +125,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The gateway's login desk, for the servers whose callers log in
+    /// themselves (`auth = { type = "oauth", per_caller = true }`).
+    #[doc(hidden)] // the gateway's, not an embedder's
+    pub fn caller_logins(mut self, desk: Arc<crate::oauth::LoginDesk>) -> Self {
+        self.parts.caller_logins = Some(desk);
+        self
+    }
+
     /// Pins every server's tool definitions on first use, in the file
     /// `path` (0600 in a 0700 directory): a tool whose definition changes
     /// later, or that disappears and comes back, is left out of the

@@ -4,11 +4,16 @@
 //! credentials are the caller's token exchanged for one meant for the
 //! server ([`crate::oauth::Exchanger`]); for a stdio server with
 //! `per_caller` it is a process of the caller's own, whose environment
-//! holds the caller's values (`${caller.…}`, [`crate::config::per_caller`]).
+//! holds the caller's values (`${caller.…}`, [`crate::config::per_caller`]);
+//! for a remote server whose callers log in themselves (auth type `oauth`
+//! with `per_caller`) it is a session with the caller's own stored login
+//! ([`crate::oauth::CallerLogins`]), and a caller without one is answered
+//! with a URL-mode elicitation (-32042) naming its login link.
 //!
 //! ```text
 //! Handle::call_on(server) ─▶ Callers ─exchange─▶ issuer            (token_exchange)
 //!                              │      ─secrets file─▶ env          (per_caller)
+//!                              │      ─stored login─▶ credentials  (oauth per_caller; none: -32042 with a link)
 //!                              └─▶ Connection "server" of caller K (started by the Hub on first use)
 //! ```
 //!
@@ -47,8 +52,9 @@ use super::CallTool;
 use crate::config::per_caller::{render_env, CallerFacts};
 use crate::error::CallError;
 use crate::identity::{Identity, Proof, Upstream};
-use crate::oauth::Exchanger;
+use crate::oauth::{CallerLogins, Exchanger};
 use crate::pool::CallerCounts;
+use crate::protocol::error_codes::URL_ELICITATION_REQUIRED;
 
 /// Asks the Hub for `caller`'s connection to `server`, started if needed.
 #[derive(Message)]
@@ -64,12 +70,24 @@ pub struct StartCaller {
     pub start: CallerStart,
 }
 
+/// Asks the Hub to end `caller`'s connection to `server` (its login was
+/// made or revoked): its next call starts a new one.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct EndCaller {
+    pub server: String,
+    /// `Identity::caller_key`.
+    pub caller: String,
+}
+
 /// What a caller's connection is started with.
 pub enum CallerStart {
     /// Credentials that exchange this subject's token.
     Exchange { subject: String },
     /// The process's environment, its `${caller.…}` filled in.
     Process { env: BTreeMap<String, String> },
+    /// The caller's own stored login.
+    Login,
 }
 
 /// How a server acts as each caller.
@@ -79,6 +97,8 @@ pub(crate) enum Acting {
     /// A process per caller: its `env` as configured (`${caller.…}` unfilled)
     /// and the file of the callers' secrets.
     Process { env: BTreeMap<String, String>, secrets: Option<PathBuf> },
+    /// Each caller's own login to the server's authorization server.
+    Login(Arc<CallerLogins>),
 }
 
 struct Entry {
@@ -105,7 +125,7 @@ pub struct Callers {
 
 impl Callers {
     pub(crate) fn new(server: &str, acting: Acting, max: usize, idle: Duration, hub: Recipient<StartCaller>) -> Callers {
-        let setting = if matches!(acting, Acting::Exchange(_)) { "auth" } else { "per_caller" };
+        let setting = if matches!(acting, Acting::Process { .. }) { "per_caller" } else { "auth" };
         Callers {
             server: server.to_owned(),
             acting,
@@ -124,7 +144,15 @@ impl Callers {
     pub(crate) fn exchanger(&self) -> Option<&Arc<Exchanger>> {
         match &self.acting {
             Acting::Exchange(exchanger) => Some(exchanger),
-            Acting::Process { .. } => None,
+            _ => None,
+        }
+    }
+
+    /// The logins of a server whose callers log in themselves.
+    pub(crate) fn logins(&self) -> Option<&Arc<CallerLogins>> {
+        match &self.acting {
+            Acting::Login(logins) => Some(logins),
+            _ => None,
         }
     }
 
@@ -139,7 +167,40 @@ impl Callers {
         let _busy = Busy::new(self, &caller);
         let tool = call.name.clone();
         let answer = connection.send(call).await;
-        answer.unwrap_or_else(|_| Err(CallError::Stopped { server: self.server.clone(), tool }))
+        let answer = answer.unwrap_or_else(|_| Err(CallError::Stopped { server: self.server.clone(), tool: tool.clone() }));
+        self.after(answer, &caller, &tool)
+    }
+
+    /// A failed request of a caller whose login just ended (refused, and
+    /// refreshing could not fix it: the store deleted it) asks for a login.
+    fn after<T>(&self, answer: Result<T, CallError>, caller: &str, label: &str) -> Result<T, CallError> {
+        match (answer, self.logins()) {
+            (Err(_), Some(logins)) if !logins.has_login(caller) => Err(self.login_needed(logins, caller, label)),
+            (answer, _) => answer,
+        }
+    }
+
+    /// The URL-mode elicitation (-32042) that sends `caller` to its login
+    /// link; its message names the server and the link, for a client that
+    /// cannot open URLs itself.
+    fn login_needed(&self, logins: &CallerLogins, caller: &str, label: &str) -> CallError {
+        let (server, tool) = (self.server.clone(), label.to_owned());
+        match logins.link(caller) {
+            Ok(link) => {
+                let message =
+                    format!("server `{}` needs you to log in to it once: open {} in a browser, then call again", self.server, link.url);
+                let elicitation =
+                    serde_json::json!({"mode": "url", "elicitationId": link.elicitation_id, "url": link.url, "message": message});
+                CallError::Rpc {
+                    server,
+                    tool,
+                    code: URL_ELICITATION_REQUIRED,
+                    message,
+                    data: Some(serde_json::json!({"elicitations": [elicitation]})),
+                }
+            }
+            Err(error) => CallError::AsCaller { server, tool, message: format!("a login is needed, and {error}") },
+        }
     }
 
     /// Runs any other request of a caller (a resource read, a prompt, a
@@ -155,7 +216,8 @@ impl Callers {
         let (caller, connection, _) = self.caller_connection(identity, label).await?;
         let _busy = Busy::new(self, &caller);
         let answer = connection.send(message).await;
-        answer.unwrap_or_else(|_| Err(CallError::Stopped { server: self.server.clone(), tool: label.to_owned() }))
+        let answer = answer.unwrap_or_else(|_| Err(CallError::Stopped { server: self.server.clone(), tool: label.to_owned() }));
+        self.after(answer, &caller, label)
     }
 
     /// The caller's key, its connection and the upstream identity it acts
@@ -201,6 +263,21 @@ impl Callers {
                 let upstream = Upstream { subject: identity.subject.clone(), audience: format!("process of {caller}"), scope: None };
                 Ok((caller, connection, Arc::new(upstream)))
             }
+            Acting::Login(logins) => {
+                if identity.proof == Proof::SharedToken {
+                    let why = "each caller logs in to the server itself, and the shared token is one identity for everyone who \
+                               holds it; authenticate with a named key or an access token of the gateway's issuer";
+                    return Err(refuse(why.into()));
+                }
+                let caller = identity.caller_key();
+                if !logins.has_login(&caller) {
+                    return Err(self.login_needed(logins, &caller, label));
+                }
+                let connection = self.connection(&caller, identity, label).await?;
+                // The third party's own subject is not known (its token is opaque to the gateway): the caller's login is named.
+                let upstream = Upstream { subject: identity.subject.clone(), audience: logins.endpoint().to_owned(), scope: None };
+                Ok((caller, connection, Arc::new(upstream)))
+            }
         }
     }
 
@@ -216,6 +293,7 @@ impl Callers {
         let start = match &self.acting {
             Acting::Exchange(_) => CallerStart::Exchange { subject: identity.subject.clone() },
             Acting::Process { env, secrets } => CallerStart::Process { env: process_env(env, secrets, identity).await.map_err(refuse)? },
+            Acting::Login(_) => CallerStart::Login,
         };
         let start = StartCaller { server: self.server.clone(), caller: caller.to_owned(), who: identity.caller_key(), start };
         let started = self.hub.send(start).await.unwrap_or_else(|_| Err(CallError::RuntimeStopped { tool: tool.to_owned() }));
@@ -262,6 +340,14 @@ impl Callers {
         self.take(|_| true)
     }
 
+    /// `caller`, taken out of the table (its login was made or revoked:
+    /// the Hub ends its connection, and its next call starts a new one
+    /// with the login as it is now).
+    pub(crate) fn take_caller(&self, caller: &str) -> Vec<String> {
+        let mut table = self.lock();
+        table.remove(caller).map(|_| vec![caller.to_owned()]).unwrap_or_default()
+    }
+
     /// The callers `which` picks, out of the table, their exchanged tokens forgotten.
     fn take(&self, which: impl Fn(&Entry) -> bool) -> Vec<String> {
         let mut table = self.lock();
@@ -286,6 +372,7 @@ impl Callers {
             reaped: self.reaped.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
             exchanges: self.exchanger().map_or(0, |exchanger| exchanger.exchanges()),
+            logins: self.logins().map(|logins| logins.stored()),
         }
     }
 

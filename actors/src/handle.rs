@@ -129,6 +129,15 @@ impl Handle {
         self.to_server(server, call).await
     }
 
+    /// Ends `caller`'s (`Identity::caller_key`) own connection to `server`,
+    /// a server whose callers log in themselves, after its login was made
+    /// or revoked: its next call starts a new one. Nothing for other servers.
+    #[doc(hidden)] // the gateway's login routes'
+    pub async fn end_caller(&self, server: &str, caller: &str) {
+        let end = crate::callers::EndCaller { server: server.to_owned(), caller: caller.to_owned() };
+        let _ = self.inner.hub.send(end).await;
+    }
+
     /// Every resource of `server`.
     pub async fn list_resources(&self, server: &str) -> Result<Vec<Resource>, CallError> {
         self.to_server(server, ListResources).await

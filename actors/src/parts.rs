@@ -46,6 +46,10 @@ pub struct Parts {
     /// Each gateway caller's latest access token, written by the gateway's
     /// front, read by the servers that act as each caller (token exchange).
     pub caller_tokens: crate::caller_token::CallerTokens,
+    /// The gateway's login desk, for the servers whose callers log in
+    /// themselves (`auth = { type = "oauth", per_caller = true }`); `None`
+    /// outside `serve --http` with `[serve] public_url` and `login_key`.
+    pub caller_logins: Option<Arc<crate::oauth::LoginDesk>>,
 }
 
 impl Parts {

@@ -55,6 +55,7 @@ mod serve;
 mod serve_access;
 mod serve_audit;
 mod serve_http;
+mod serve_logins;
 mod servers;
 mod session;
 mod show;

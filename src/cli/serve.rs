@@ -77,6 +77,10 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         None => None,
     };
     let caller_tokens = as_each_caller(&configs, http.as_mut().map(|(_, http)| &mut http.guard));
+    let logins = super::serve_logins::desk(&configs, servers.serve.as_ref(), http.is_some())?;
+    if let Some((_, http)) = &mut http {
+        http.logins = logins.clone();
+    }
     warn_per_caller(&configs, http.as_ref().map(|(_, http)| &http.guard));
     let telemetry = super::serve_audit::telemetry(&args.audit, servers.audit.as_ref(), http.is_none())?;
     // Before the runtime: the exporters' threads are their own.
@@ -97,7 +101,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
         // own; one stdio client's calls start on that thread, where a connection beside them is
         // reached without crossing to another (docs/operations.md, "Threads").
         let threads = if http.is_some() { spread_over_http(RuntimeConfig::per_core()) } else { 0 };
-        let session = Session::launch_spread(configs, bridge.handlers(), telemetry, threads, caller_tokens)?;
+        let session = Session::launch_spread(configs, bridge.handlers(), telemetry, threads, (caller_tokens, logins))?;
         let parked = crate::server::input::ParkedCalls::from_env().map_err(Failure::usage)?;
         let keys = http.as_ref().map(|(_, http)| http.guard.keys.clone());
         let access = Access::start(servers.serve.as_ref(), keys)?;

@@ -201,6 +201,7 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
         tls,
         replica: args.replica.as_deref().map(replica_name).transpose().map_err(Failure::usage)?.map(str::to_string),
         spawner: None,
+        logins: None,
     })
 }
 

@@ -7,6 +7,7 @@
 //! is bounded by the servers' longest start-up time-out. While it lasts,
 //! stderr shows a spinner per server when it is a terminal.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -76,7 +77,7 @@ impl Session {
     /// Their connections share the runtime's thread (a command's calls come
     /// from that thread) unless [`CONNECTION_THREADS`] says otherwise.
     pub fn launch_configs(configs: Vec<ServerConfig>, handlers: ClientHandlers, telemetry: Telemetry) -> Result<Session, Failure> {
-        Session::launch_spread(configs, handlers, telemetry, 0, CallerTokens::default())
+        Session::launch_spread(configs, handlers, telemetry, 0, (CallerTokens::default(), None))
     }
 
     /// [`Session::launch_configs`] with the connections spread over at most
@@ -87,7 +88,7 @@ impl Session {
         handlers: ClientHandlers,
         telemetry: Telemetry,
         threads: usize,
-        caller_tokens: CallerTokens,
+        (caller_tokens, logins): (CallerTokens, Option<Arc<crate::oauth::LoginDesk>>),
     ) -> Result<Session, Failure> {
         let startup_bound = configs.iter().filter(|c| c.enabled).map(|c| c.timeouts.startup).max().unwrap_or_default() + SETTLE_MARGIN;
         let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
@@ -96,6 +97,9 @@ impl Session {
             .client_handlers(handlers)
             .telemetry(telemetry)
             .caller_tokens(caller_tokens);
+        if let Some(desk) = logins {
+            builder = builder.caller_logins(desk);
+        }
         // Every command pins the tools it sees, so a changed tool is withheld wherever it would be offered.
         if let Some(pins) = crate::integrity::pins::pins_file(|name| std::env::var(name).ok()) {
             builder = builder.pin_tools(pins);

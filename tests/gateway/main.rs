@@ -34,6 +34,7 @@ mod gateway_tls;
 mod isolation;
 mod otel;
 mod per_caller;
+mod per_caller_login;
 mod token_exchange;
 mod token_exchange_id_jag;
 mod top_admin;

@@ -10,9 +10,12 @@ mod gateway_support;
 mod interop_support;
 #[path = "../model_server/mod.rs"]
 mod model_server;
+#[path = "../oauth_server/mod.rs"]
+mod oauth_server;
 
 mod gateway_auth;
 mod gateway_http;
+mod gateway_login;
 mod gateway_per_caller;
 mod gateway_replicas;
 mod gateway_stdio;

@@ -83,3 +83,33 @@ pub fn thumbprint(jwk: &Value) -> String {
     let canonical = format!(r#"{{"crv":"P-256","kty":"EC","x":{},"y":{}}}"#, jwk["x"], jwk["y"]);
     URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, canonical.as_bytes()).as_ref())
 }
+
+/// A DPoP proof the fixture did not take.
+pub(super) enum Refused {
+    /// Answered with `use_dpop_nonce` and this nonce.
+    NeedsNonce(String),
+    /// Recorded in `dpop_refusals`.
+    Invalid,
+}
+
+impl super::State {
+    /// Checks a DPoP proof; `Err` is the answer refusing it.
+    pub(super) fn check_proof(
+        &self,
+        request: &super::Recorded,
+        path: &str,
+        token: Option<&str>,
+        nonce: Option<&str>,
+    ) -> Result<String, Refused> {
+        let proof = request.headers.get("dpop").map(String::as_str);
+        let url = format!("{}{path}", self.base);
+        let verified = verify(proof, &request.method, &url, token, nonce, &mut self.issued.lock().unwrap().jtis);
+        verified.map_err(|refusal| match refusal {
+            Refusal::NeedsNonce => Refused::NeedsNonce(nonce.unwrap_or_default().to_owned()),
+            Refusal::Invalid(why) => {
+                self.dpop_refusals.lock().unwrap().push(format!("{} {path}: {why}", request.method));
+                Refused::Invalid
+            }
+        })
+    }
+}

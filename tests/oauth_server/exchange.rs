@@ -49,7 +49,7 @@ pub struct Exchanges {
     /// Minted JWT → its claims.
     minted: Mutex<BTreeMap<String, Value>>,
     /// Exchanged token → who it stands for.
-    subjects: Mutex<BTreeMap<String, Subject>>,
+    pub(super) subjects: Mutex<BTreeMap<String, Subject>>,
     count: AtomicU64,
     lifetime: AtomicU64,
     /// How long an exchange takes to be answered, in milliseconds.

@@ -11,13 +11,18 @@
 #![allow(dead_code)]
 
 mod dpop;
+
+use dpop::Refused;
 mod exchange;
 mod grants;
+mod logins;
 
 #[allow(unused_imports)] // not every test binary that mounts the fixture uses them
 pub use exchange::{Subject, TOKEN_EXCHANGE};
 #[allow(unused_imports)]
 pub use grants::{PlatformKey, JWT_BEARER};
+#[allow(unused_imports)]
+pub use logins::{login_config, start_login_gateway, LoginGateway, LOGIN_CLIENT};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -195,6 +200,8 @@ struct State {
     moved: Arc<AtomicBool>,
     /// The callers' JWTs and their exchanges (`exchange`).
     exchanges: Arc<exchange::Exchanges>,
+    /// Who approves authorizations, whose tokens are whose (`logins`).
+    logins: Arc<logins::Logins>,
 }
 
 pub struct AuthServer {
@@ -215,6 +222,7 @@ impl AuthServer {
             dpop_refusals: Arc::default(),
             moved: Arc::default(),
             exchanges: Arc::default(),
+            logins: Arc::default(),
         };
         let app = axum::Router::new().fallback({
             let state = state.clone();
@@ -398,20 +406,6 @@ impl State {
         metadata
     }
 
-    /// Checks a DPoP proof; `Err` is the answer refusing it.
-    fn check_proof(&self, request: &Recorded, path: &str, token: Option<&str>, nonce: Option<&str>) -> Result<String, Refused> {
-        let proof = request.headers.get("dpop").map(String::as_str);
-        let url = format!("{}{path}", self.base);
-        let verified = dpop::verify(proof, &request.method, &url, token, nonce, &mut self.issued.lock().unwrap().jtis);
-        verified.map_err(|refusal| match refusal {
-            dpop::Refusal::NeedsNonce => Refused::NeedsNonce(nonce.unwrap_or_default().to_owned()),
-            dpop::Refusal::Invalid(why) => {
-                self.dpop_refusals.lock().unwrap().push(format!("{} {path}: {why}", request.method));
-                Refused::Invalid
-            }
-        })
-    }
-
     /// What the endpoint answers a request that got past authorization.
     fn json_rpc(&self, request: &Recorded) -> Response {
         let message: Value = serde_json::from_str(&request.body).unwrap_or_default();
@@ -497,6 +491,7 @@ impl State {
         let mut issued = self.issued.lock().unwrap();
         issued.counter += 1;
         let code = format!("code-{}", issued.counter);
+        self.approved(&code);
         let challenge = q.get("code_challenge").cloned().unwrap_or_default();
         issued.codes.insert(
             code.clone(),
@@ -580,6 +575,7 @@ impl State {
         let (access, refresh) = (format!("{from}access-{}", issued.counter), format!("{from}refresh-{}", issued.counter));
         issued.tokens.insert(access.clone(), scope.clone());
         issued.refresh.insert(refresh.clone(), scope.clone());
+        self.issued_for(form, &access, &refresh, &scope);
         if let Some(claims) = &id_jag {
             self.redeemed_id_jag(&access, claims, &scope);
         }
@@ -593,14 +589,6 @@ impl State {
             json!({"access_token": access, "token_type": token_type, "expires_in": expires_in, "refresh_token": refresh, "scope": scope}),
         )
     }
-}
-
-/// A DPoP proof the fixture did not take.
-enum Refused {
-    /// Answered with `use_dpop_nonce` and this nonce.
-    NeedsNonce(String),
-    /// Recorded in `dpop_refusals`.
-    Invalid,
 }
 
 /// The endpoint's one resource: who read it (as `whoami` says).

@@ -2,7 +2,8 @@
 //! it makes their exchanger and gives their own (catalog) connection the
 //! gateway's credentials, or that connection's process an environment
 //! with every `${caller.…}` empty; it starts a connection per caller on
-//! first use (bounded), and ends the idle ones.
+//! first use (bounded), ends the idle ones, and ends one caller's when its
+//! login is made or revoked ([`EndCaller`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use actix::prelude::*;
 
 use super::{Hub, Slot};
-use crate::callers::{Acting, CallerStart, Callers, StartCaller};
+use crate::callers::{Acting, CallerStart, Callers, EndCaller, StartCaller};
 use crate::config::per_caller::render_env;
 use crate::config::{Auth, ServerConfig};
 use crate::connection::{self, Connection};
@@ -44,6 +45,26 @@ impl Hub {
                 };
                 parts.credentials = Some(exchanger.gateway_credentials());
                 (Acting::Exchange(exchanger), settings.max_callers, settings.caller_idle)
+            }
+            (Some(Auth::OAuth(oauth)), _) if oauth.per_caller.is_some() => {
+                let settings = oauth.per_caller.unwrap_or_default();
+                let logins = match &self.parts.caller_logins {
+                    Some(desk) => desk.server(config),
+                    None => Err(crate::oauth::OAuthError::new(format!(
+                        "server `{}` has each caller log in itself (auth.per_caller), which only `mcpvisor serve --http` with \
+                         [serve] public_url and login_key does",
+                        config.name
+                    ))),
+                };
+                match logins {
+                    // Its own connection lists the catalog with the gateway's own login (`auth.grant`).
+                    Ok(logins) => (Acting::Login(logins), settings.max_callers, settings.caller_idle),
+                    Err(error) => {
+                        tracing::error!(server = %config.name, "{error}");
+                        parts.credentials = Some(crate::oauth::refusing(error.message));
+                        return None;
+                    }
+                }
             }
             (_, Some(per_caller)) => {
                 let template = std::mem::take(&mut config.env);
@@ -98,6 +119,11 @@ impl Hub {
                 parts.credentials = Some(exchanger.caller_credentials(&msg.caller, &subject))
             }
             (CallerStart::Process { env }, None) => config.env = env,
+            (CallerStart::Login, None) => match callers.shared.logins().map(|logins| logins.credentials(&msg.caller)) {
+                Some(Ok(credentials)) => parts.credentials = Some(credentials),
+                Some(Err(error)) => return Err(CallError::AsCaller { server: msg.server, tool, message: error.message }),
+                None => return Err(CallError::Stopped { server: msg.server, tool }),
+            },
             _ => return Err(CallError::Stopped { server: msg.server, tool }),
         }
         let (connection, _) = self.start_connection(config, parts, ctx);
@@ -125,6 +151,16 @@ impl CallerSlot {
                 });
             }
         }
+    }
+}
+
+impl Handler<EndCaller> for Hub {
+    type Result = ();
+
+    fn handle(&mut self, msg: EndCaller, _: &mut Context<Self>) {
+        let Some(Slot { callers: Some(callers), config, .. }) = self.servers.get_mut(&msg.server) else { return };
+        let taken = callers.shared.take_caller(&msg.caller);
+        callers.end(&config.name, taken, "its login changed");
     }
 }
 

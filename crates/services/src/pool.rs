@@ -134,6 +134,9 @@ pub struct CallerCounts {
     pub refused: u64,
     /// Token requests made at the issuer so far (exchanges and the gateway's own).
     pub exchanges: u64,
+    /// Callers' stored logins, for a server whose callers log in themselves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logins: Option<usize>,
 }
 
 impl ServerStatus {

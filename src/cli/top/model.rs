@@ -166,7 +166,8 @@ fn callers_line(callers: &Value) -> String {
     let count = |key: &str| callers.get(key).and_then(Value::as_u64).unwrap_or(0);
     let keys = strings(callers.get("callers"));
     let who = if keys.is_empty() { "none".to_owned() } else { keys.join(", ") };
-    format!("{}/{}: {who}", count("connections"), count("max"))
+    let logins = callers.get("logins").and_then(Value::as_u64).map(|n| format!(" ({n} stored logins)")).unwrap_or_default();
+    format!("{}/{}: {who}{logins}", count("connections"), count("max"))
 }
 
 /// The rows of `now`, with rates against `before` (the previous sample).

@@ -281,6 +281,12 @@ mod tests {
         let buffer = terminal.backend().buffer();
         let screen: Vec<String> = (0..24).map(|y| (0..120).map(|x| buffer[(x, y)].symbol()).collect::<String>()).collect();
         assert!(screen.iter().any(|line| line.contains("callers 2/16: issuer:alice, key:bob")), "{}", screen.join("\n"));
+        let logging_in = json!({"connections": 1, "max": 64, "callers": ["key:alice"], "logins": 3});
+        app.update(None, Sample::parse(&json!({"servers": [{"name": "github", "state": "connected", "callers": logging_in}]})));
+        terminal.draw(|frame| super::draw(frame, &app)).unwrap();
+        let buffer = terminal.backend().buffer();
+        let screen: Vec<String> = (0..24).map(|y| (0..120).map(|x| buffer[(x, y)].symbol()).collect::<String>()).collect();
+        assert!(screen.iter().any(|line| line.contains("callers 1/64: key:alice (3 stored logins)")), "{}", screen.join("\n"));
     }
 
     #[test]

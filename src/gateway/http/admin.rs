@@ -5,6 +5,7 @@
 //! | `GET /admin/status` | the pool now ([`pool_snapshot`]): statuses, each process's CPU ticks and RSS, call counters and latency histograms, the last calls |
 //! | `GET /admin/calls?server=NAME` | the last calls (all servers without `server`), oldest first |
 //! | `POST /admin/servers/{name}/restart` (`enable`, `disable`) | 200 `{"server", "action", "ok": true}`; 404 for an unknown server |
+//! | `GET /admin/logins`, `DELETE /admin/logins/{server}/{caller}` | callers' stored logins, listed and revoked (served by `super::login`) |
 //!
 //! Invariants:
 //! - the guard has checked the token before any of these runs (it needs
@@ -87,6 +88,12 @@ pub trait Admin: Send + Sync + 'static {
     fn audit(&self) -> Option<AuditLog> {
         None
     }
+    /// Ends `caller`'s own connection to `server` (its login was made or
+    /// revoked), so its next call starts one with the login as it is now.
+    fn end_caller(&self, server: &str, caller: &str) -> BoxFuture<'static, ()> {
+        let _ = (server, caller);
+        Box::pin(async {})
+    }
 }
 
 /// A runtime's pool as the admin endpoint serves it.
@@ -104,6 +111,11 @@ impl Admin for PoolAdmin {
 
     fn audit(&self) -> Option<AuditLog> {
         self.0.telemetry().audit().cloned()
+    }
+
+    fn end_caller(&self, server: &str, caller: &str) -> BoxFuture<'static, ()> {
+        let (handle, server, caller) = (self.0.clone(), server.to_owned(), caller.to_owned());
+        Box::pin(async move { handle.end_caller(&server, &caller).await })
     }
 
     fn act(&self, server: &str, action: AdminAction) -> BoxFuture<'static, Result<(), ManageError>> {
@@ -193,7 +205,7 @@ pub(super) fn authorised(front: &Front, caller: Option<&Identity>, path: &str) -
 }
 
 /// The admin of `front`, or why `caller` may not use it.
-fn admin_of<'a>(front: &'a Front, caller: Option<&Identity>) -> Result<&'a Arc<dyn Admin>, Box<Response>> {
+pub(super) fn admin_of<'a>(front: &'a Front, caller: Option<&Identity>) -> Result<&'a Arc<dyn Admin>, Box<Response>> {
     let Some(admin) = &front.admin else {
         return Err(Box::new((StatusCode::NOT_FOUND, "Not Found: this gateway has no admin endpoint").into_response()));
     };
@@ -202,7 +214,7 @@ fn admin_of<'a>(front: &'a Front, caller: Option<&Identity>) -> Result<&'a Arc<d
 }
 
 /// The servers `caller` may see in the admin views, of those the pool has now.
-async fn heard(front: &Front, caller: &Option<Arc<Identity>>) -> Vec<String> {
+pub(super) async fn heard(front: &Front, caller: &Option<Arc<Identity>>) -> Vec<String> {
     let servers = front.gateway.servers().await;
     front.gateway.heard_by(caller.clone(), servers).await
 }

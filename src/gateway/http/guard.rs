@@ -13,6 +13,8 @@
 //!   `WWW-Authenticate: Bearer` (with `[serve.auth]`, RFC 9728 challenges,
 //!   and the resource metadata paths pass without credentials like
 //!   `/healthz`);
+//! - the login routes' `GET`s (a per-caller login's link and redirect,
+//!   [`super::login`]) pass without credentials, after the rebinding checks;
 //! - a request that passed with credentials carries the caller's
 //!   [`Identity`] in its extensions (none when no credentials are asked);
 //! - with `caller_tokens` (a server acts as each caller), the access token
@@ -169,6 +171,13 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 /// that passed with credentials carries its caller's
 /// `Arc<Identity>` on to the handlers.
 pub async fn check(State(guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
+    if super::login::is_open(request.method(), request.uri().path()) {
+        // A browser's login link or redirect: no credentials, the rebinding checks still.
+        return match guard.screen(request.headers()) {
+            Some(refusal) => refusal,
+            None => next.run(request).await,
+        };
+    }
     match guard.admit(request.uri().path(), request.headers()).await {
         Err(refusal) => refusal,
         Ok(identity) => {

@@ -7,6 +7,7 @@
 //! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining or while the core (Hub, Registry) cannot serve (`"status": "core_down"`, `"error"`) |
 //! | `/.well-known/oauth-protected-resource`, `…/mcp` | the protected resource metadata (RFC 9728) with `[serve.auth]` (`auth`), else 404 |
 //! | `/admin/status`, `/admin/calls`, `/admin/servers/{name}/{action}` | the pool's state, last calls, restart/enable/disable (`admin`), for `mcpvisor top --url` |
+//! | `/login/{link}`, `/login/callback`, `/admin/logins…` | per-caller logins to third-party servers: the link, the redirect, a caller's and an admin's revocations (`login`) |
 //! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states; the front's connections, sessions, open requests, buffered bytes and refusals by bound), when given a renderer; for the callers `/admin` is for (it names every server and tool) |
 //!
 //! The front knows HTTP only: each downstream session is a [`Port`] made
@@ -38,6 +39,7 @@ mod jwks;
 pub mod keys;
 mod legacy_sse;
 pub mod limits;
+pub mod login;
 mod modern;
 pub mod pool;
 mod rejection;
@@ -170,6 +172,8 @@ pub struct HttpOptions {
     pub replica: Option<String>,
     /// Where connections are served ([`workers::Workers::spawner`]).
     pub spawner: Option<Spawner>,
+    /// The login desk of servers whose callers log in themselves.
+    pub logins: Option<Arc<crate::oauth::LoginDesk>>,
 }
 
 /// Longest replica name: a Kubernetes pod name fits.
@@ -214,6 +218,8 @@ struct Front {
     /// `/admin` is served to callers without credentials: the gateway
     /// asks for none and listens on loopback only.
     admin_open: bool,
+    /// The login desk of servers whose callers log in themselves.
+    logins: Option<Arc<crate::oauth::LoginDesk>>,
 }
 
 /// Counts one request in flight while it lives.
@@ -260,6 +266,7 @@ impl Server {
             auth: options.guard.auth.clone(),
             admin,
             admin_open: options.guard.loopback_bind,
+            logins: options.logins.clone(),
         });
         let guard = Arc::new(options.guard.clone());
         let router = Router::new()
@@ -273,6 +280,10 @@ impl Server {
             .route(admin::STATUS_PATH, get(admin::status))
             .route(admin::CALLS_PATH, get(admin::calls))
             .route(admin::ACTION_PATH, axum::routing::post(admin::act))
+            .route(crate::oauth::LOGIN_CALLBACK_PATH, get(login::callback))
+            .route(login::LINK_PATH, get(login::open_link).delete(login::revoke_own))
+            .route(login::ADMIN_LOGINS_PATH, get(login::list))
+            .route(login::ADMIN_LOGIN_PATH, axum::routing::delete(login::admin_revoke))
             .layer(DefaultBodyLimit::max(options.max_body))
             .layer(axum::middleware::from_fn_with_state(front.clone(), while_draining))
             .layer(axum::middleware::from_fn_with_state(guard, guard::check))

@@ -365,6 +365,22 @@ impl Sessions {
         expired.len()
     }
 
+    /// Sends `message` (a notification's JSON text) down the GET stream of
+    /// every session of `caller` (`Identity::caller_key`); how many.
+    pub fn notify_caller(&self, caller: &str, message: &str) -> usize {
+        let theirs: Vec<Arc<Session>> = self
+            .map()
+            .values()
+            .filter(|session| session.identity.as_ref().is_some_and(|identity| identity.caller_key() == caller))
+            .cloned()
+            .collect();
+        for session in &theirs {
+            session.standalone.push(message.into());
+            self.trim(session, &session.standalone);
+        }
+        theirs.len()
+    }
+
     /// Ends every session (shutdown).
     pub fn end_all(&self) {
         let all: Vec<Arc<Session>> = self.map().drain().map(|(_, session)| session).collect();

@@ -84,6 +84,25 @@ struct State {
     dpop_key: Option<(Option<String>, Arc<DpopKey>)>,
 }
 
+/// A login sent to the authorization server by a gateway's login route.
+pub(super) struct BegunLogin {
+    discovery: Discovery,
+    http: Http,
+    begun: login::Begun,
+}
+
+impl BegunLogin {
+    /// Where to send the user.
+    pub(super) fn url(&self) -> String {
+        self.begun.pending.url.to_string()
+    }
+
+    /// The `state` its redirect must carry.
+    pub(super) fn state(&self) -> &str {
+        self.begun.pending.state.secret()
+    }
+}
+
 /// What a login obtained, for the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoggedIn {
@@ -139,21 +158,50 @@ impl OAuthCredentials {
     /// discovers, and obtains tokens through `authorizer` (or the
     /// client-credentials grant), replacing any kept ones.
     pub async fn log_in(&self, authorizer: &dyn Authorizer, timeout: Duration) -> Result<LoggedIn, OAuthError> {
-        let challenge = self.probe().await?;
         let mut state = self.state.lock().await;
-        self.load(&mut state)?;
-        state.discovery = None;
-        let discovery = self.discover(&mut state, challenge.resource_metadata.as_deref()).await?;
-        let mut wanted = challenge.scopes();
-        if let Some(entry) = self.entry(&state, &discovery.server.issuer) {
-            merge_scopes(&mut wanted, &entry.wanted_scopes);
-        }
-        let scopes = discovery.scopes(&self.config.scopes, &wanted);
-        let http = self.token_http(&mut state, &discovery)?;
+        let (discovery, scopes, http) = self.login_target(&mut state).await?;
         let (client, tokens) = self.obtain(&http, &discovery, &scopes, Some(authorizer), timeout).await?;
         let scopes = tokens.scopes.clone();
         self.keep(&mut state, &discovery, &client, tokens)?;
         Ok(LoggedIn { issuer: discovery.server.issuer, scopes })
+    }
+
+    /// Begins a login whose redirect comes back to `redirect_uri` (a
+    /// gateway's login route): the URL to send the user to is
+    /// `begun.url()`; [`OAuthCredentials::finish_login`] ends it.
+    pub(super) async fn begin_login(&self, redirect_uri: &str) -> Result<BegunLogin, OAuthError> {
+        let mut state = self.state.lock().await;
+        let (discovery, scopes, http) = self.login_target(&mut state).await?;
+        let begun = login::begin(&http, &self.config, &discovery, &scopes, redirect_uri).await?;
+        Ok(BegunLogin { discovery, http, begun })
+    }
+
+    /// Ends a login begun by [`OAuthCredentials::begin_login`] with the
+    /// redirect's `code` and `iss`, keeping its tokens.
+    pub(super) async fn finish_login(&self, begun: BegunLogin, code: String, iss: Option<&str>) -> Result<LoggedIn, OAuthError> {
+        let BegunLogin { discovery, http, begun } = begun;
+        let (client, tokens) = login::finish(&http, &discovery, begun, code, iss).await?;
+        let mut state = self.state.lock().await;
+        self.load(&mut state)?;
+        let scopes = tokens.scopes.clone();
+        self.keep(&mut state, &discovery, &client, tokens)?;
+        Ok(LoggedIn { issuer: discovery.server.issuer, scopes })
+    }
+
+    /// What a login needs: the server's challenge, discovery made afresh,
+    /// the scopes to ask for, and the client of token requests.
+    async fn login_target(&self, state: &mut State) -> Result<(Discovery, Vec<String>, Http), OAuthError> {
+        let challenge = self.probe().await?;
+        self.load(state)?;
+        state.discovery = None;
+        let discovery = self.discover(state, challenge.resource_metadata.as_deref()).await?;
+        let mut wanted = challenge.scopes();
+        if let Some(entry) = self.entry(state, &discovery.server.issuer) {
+            merge_scopes(&mut wanted, &entry.wanted_scopes);
+        }
+        let scopes = discovery.scopes(&self.config.scopes, &wanted);
+        let http = self.token_http(state, &discovery)?;
+        Ok((discovery, scopes, http))
     }
 
     /// The challenge of an unauthenticated request to the server (empty

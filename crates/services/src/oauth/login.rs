@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::discovery::Discovery;
-use super::flow::Target;
+use super::flow::{PendingLogin, Target};
 use super::http::Http;
 use super::registration::{self, Client};
 use super::store::Tokens;
@@ -226,6 +226,45 @@ async fn respond(stream: &mut TcpStream, status: &str, text: &str) -> std::io::R
     stream.shutdown().await
 }
 
+/// A login sent to the authorization server: its client, and what checks
+/// and redeems the answer.
+pub(super) struct Begun {
+    pub(super) client: Client,
+    pub(super) pending: PendingLogin,
+}
+
+/// Begins a login with `scopes` coming back to `redirect_uri`: registers
+/// the client if needed and makes the authorization URL (PKCE, state).
+pub(super) async fn begin(
+    http: &Http,
+    config: &OAuthConfig,
+    discovery: &Discovery,
+    scopes: &[String],
+    redirect_uri: &str,
+) -> Result<Begun, OAuthError> {
+    let server = &discovery.server;
+    server.check_pkce()?;
+    let client = registration::client_for_login(http, config, server, redirect_uri, scopes).await?;
+    let target = Target { server, resource: &discovery.resource, client: &client };
+    let pending = target.authorization_url(redirect_uri, scopes)?;
+    Ok(Begun { client, pending })
+}
+
+/// Ends a login whose redirect brought `code` (and `iss`): the issuer is
+/// checked (RFC 9207), then the code exchanged.
+pub(super) async fn finish(
+    http: &Http,
+    discovery: &Discovery,
+    begun: Begun,
+    code: String,
+    iss: Option<&str>,
+) -> Result<(Client, Tokens), OAuthError> {
+    check_issuer(&discovery.server, iss)?;
+    let target = Target { server: &discovery.server, resource: &discovery.resource, client: &begun.client };
+    let tokens = target.exchange_code(http, begun.pending, code).await?;
+    Ok((begun.client, tokens))
+}
+
 /// Logs in with `scopes`: registers the client if needed, sends the user
 /// through `authorizer`, checks the redirect and exchanges the code.
 /// Gives up after `timeout` without a redirect.
@@ -237,16 +276,13 @@ pub async fn login(
     authorizer: &dyn Authorizer,
     timeout: Duration,
 ) -> Result<(Client, Tokens), OAuthError> {
-    let server = &discovery.server;
-    server.check_pkce()?;
+    discovery.server.check_pkce()?;
     let loopback = Loopback::bind().await?;
-    let client = registration::client_for_login(http, config, server, &loopback.redirect_uri, scopes).await?;
-    let target = Target { server, resource: &discovery.resource, client: &client };
-    let pending = target.authorization_url(&loopback.redirect_uri, scopes)?;
-    let url = pending.url.to_string();
+    let begun = begin(http, config, discovery, scopes, &loopback.redirect_uri).await?;
+    let url = begun.pending.url.to_string();
     let callback = tokio::time::timeout(timeout, async {
         let open = authorizer.open(&url);
-        let wait = loopback.wait(&pending.state);
+        let wait = loopback.wait(&begun.pending.state);
         tokio::pin!(open, wait);
         let mut opened = false;
         loop {
@@ -259,12 +295,9 @@ pub async fn login(
     .await
     .map_err(|_| OAuthError::new(format!("no login came back within {} s", timeout.as_secs())))??;
     let (callback, mut browser) = callback;
-    let exchanged = match check_issuer(server, callback.iss.as_deref()) {
-        Ok(()) => target.exchange_code(http, pending, callback.code).await,
-        Err(error) => Err(error),
-    };
-    Loopback::tell(&mut browser, exchanged.is_ok()).await;
-    Ok((client, exchanged?))
+    let finished = finish(http, discovery, begun, callback.code, callback.iss.as_deref()).await;
+    Loopback::tell(&mut browser, finished.is_ok()).await;
+    finished
 }
 
 /// RFC 9207: an `iss` in the redirect must be the issuer; a server that

@@ -13,7 +13,9 @@
 //! | `grants` | the JWT-bearer grant: workload identity, enterprise-managed (token exchange) |
 //! | `exchange` | a gateway's caller's token exchanged for an upstream's (RFC 8693, or for an ID-JAG the upstream's server redeems), kept per caller |
 //! | `login` | a user's login: loopback redirect listener, [`Authorizer`]s, `iss` check |
-//! | `store` | tokens on disk, per server and issuer, 0600 |
+//! | `store` | tokens on disk, per server and issuer, 0600 (a gateway's callers': sealed, per caller) |
+//! | `sealed` | the encryption of callers' stored logins (AES-256-GCM, keyed file names) |
+//! | `caller_login` | per-caller logins behind the gateway: links, the redirect route's flows, the stored logins |
 //! | `credentials` | [`OAuthCredentials`]: the seam's implementation (refresh once, step-up) |
 //! | `http` | the HTTP client and the adapter `oauth2` sends through |
 //!
@@ -21,6 +23,7 @@
 //! server, the issuer and the scopes only, and the bodies of failed
 //! answers are shown masked.
 
+mod caller_login;
 mod challenge;
 mod credentials;
 mod discovery;
@@ -33,6 +36,7 @@ pub mod http;
 mod jwt;
 mod login;
 mod registration;
+mod sealed;
 mod store;
 
 use std::sync::Arc;
@@ -41,10 +45,15 @@ use crate::config::{Auth, ServerConfig};
 use crate::transport::credentials::Credentials;
 use crate::transport::http::StaticCredentials;
 
+pub use caller_login::{
+    per_caller_login, CallerLogins, LoggedInCaller, LoginDesk, LoginLink, StoredLogin, LINK_TTL, LOGIN_CALLBACK_PATH, LOGIN_PATH,
+    MAX_PENDING,
+};
 pub use challenge::BearerChallenge;
 pub use credentials::{LoggedIn, OAuthCredentials, EXPIRY_MARGIN_SECS, LOGIN_TIMEOUT, MAX_STEP_UPS, RENEWAL_GRACE};
 pub use exchange::{refusing, Exchanged, Exchanger};
 pub use login::{Authorizer, FollowRedirects, SystemBrowser, CALLBACK_PATH};
+pub use sealed::{LoginKey, LOGIN_KEY_LEN};
 pub use store::TokenStore;
 
 /// Why OAuth could not obtain or keep credentials; the text names the

@@ -7,16 +7,24 @@
 //! temporary file of the same mode, renamed into place): tokens are never
 //! readable by other users, not even for an instant. `Debug` of what is
 //! kept here masks every secret.
+//!
+//! A gateway's callers' logins ([`TokenStore::sealed`]) are kept one file
+//! per caller in the server's folder, encrypted (`sealed`): the file is
+//! named by a keyed hash of the caller, and holds the caller's key beside
+//! its tokens (for the admin's list); one whose login ended (no tokens
+//! left) is deleted, so the file's presence is the login's.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::sealed::LoginKey;
 use super::OAuthError;
 use crate::config::MASK;
 
@@ -122,11 +130,48 @@ impl fmt::Debug for Tokens {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenStore {
     dir: PathBuf,
+    /// One caller's login, encrypted; `None`: plain files per server.
+    sealed: Option<Sealed>,
+}
+
+/// Whose login a sealed store keeps, and the key that seals it.
+#[derive(Clone)]
+struct Sealed {
+    key: Arc<LoginKey>,
+    caller: String,
+}
+
+impl fmt::Debug for Sealed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sealed").field("caller", &self.caller).finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Sealed {
+    fn eq(&self, other: &Sealed) -> bool {
+        Arc::ptr_eq(&self.key, &other.key) && self.caller == other.caller
+    }
+}
+
+impl Eq for Sealed {}
+
+/// What a sealed file holds.
+#[derive(Serialize, Deserialize)]
+pub(super) struct SealedLogin {
+    /// The caller's key (`Identity::caller_key`).
+    pub(super) caller: String,
+    pub(super) tokens: ServerTokens,
 }
 
 impl TokenStore {
     pub fn new(dir: impl Into<PathBuf>) -> TokenStore {
-        TokenStore { dir: dir.into() }
+        TokenStore { dir: dir.into(), sealed: None }
+    }
+
+    /// `caller`'s login to one server, in that server's folder `dir`,
+    /// sealed with `key` ([`super::sealed`]).
+    pub fn sealed(dir: impl Into<PathBuf>, key: Arc<LoginKey>, caller: &str) -> TokenStore {
+        TokenStore { dir: dir.into(), sealed: Some(Sealed { key, caller: caller.to_owned() }) }
     }
 
     /// `tokens/` in mcpvisor's directory of the user's configuration:
@@ -142,24 +187,73 @@ impl TokenStore {
     }
 
     /// The file of a server: its name, with bytes outside `[A-Za-z0-9_-]`
-    /// written as `%XX` so that two names never share a file.
+    /// written as `%XX` so that two names never share a file (a sealed
+    /// store's: the keyed hash of its caller).
     pub fn file(&self, server: &str) -> PathBuf {
-        let mut name = String::new();
-        for byte in server.bytes() {
-            if byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-' {
-                name.push(byte as char);
-            } else {
-                name.push_str(&format!("%{byte:02X}"));
-            }
+        if let Some(sealed) = &self.sealed {
+            return self.dir.join(format!("{}.login", sealed.key.file_name(&sealed.caller)));
         }
-        self.dir.join(format!("{name}.json"))
+        self.dir.join(format!("{}.json", escaped(server)))
     }
 
+    /// What a sealed file's additional data binds it to.
+    fn place(&self, server: &str) -> String {
+        let file = self.file(server);
+        format!("{server}/{}", file.file_name().map(|name| name.to_string_lossy()).unwrap_or_default())
+    }
+
+    /// The bytes of a file as kept: sealed, or plain JSON.
+    fn encode(&self, server: &str, tokens: &ServerTokens) -> Result<Vec<u8>, OAuthError> {
+        let encoding = |e: serde_json::Error| OAuthError::new(format!("cannot encode tokens: {e}"));
+        match &self.sealed {
+            Some(sealed) => {
+                let login = SealedLogin { caller: sealed.caller.clone(), tokens: tokens.clone() };
+                sealed.key.seal(&self.place(server), &serde_json::to_vec(&login).map_err(encoding)?)
+            }
+            None => serde_json::to_vec_pretty(tokens).map_err(encoding),
+        }
+    }
+
+    /// What a file's bytes hold.
+    fn decode(&self, server: &str, bytes: &[u8]) -> Result<ServerTokens, String> {
+        match &self.sealed {
+            Some(sealed) => {
+                let plain = sealed.key.open(&self.place(server), bytes).ok_or("it does not open with serve.login_key")?;
+                let login: SealedLogin = serde_json::from_slice(&plain).map_err(|e| e.to_string())?;
+                Ok(login.tokens)
+            }
+            None => serde_json::from_slice(bytes).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// `name` with bytes outside `[A-Za-z0-9_-]` written as `%XX`.
+pub(super) fn escaped(server: &str) -> String {
+    let mut name = String::new();
+    for byte in server.bytes() {
+        if byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-' {
+            name.push(byte as char);
+        } else {
+            name.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    name
+}
+
+impl TokenStore {
     /// What is kept for `server`; nothing when there is no file.
+    /// A caller's sealed login that does not open (`login_key` changed, the
+    /// file altered) is no login: it is deleted, with a warning, and the
+    /// caller asked to log in again.
     pub fn load(&self, server: &str) -> Result<ServerTokens, OAuthError> {
         let path = self.file(server);
         match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            Ok(bytes) if self.sealed.is_some() => Ok(self.decode(server, &bytes).unwrap_or_else(|why| {
+                tracing::warn!(server, file = %path.display(), "a caller's stored login cannot be read ({why}); it is deleted");
+                let _ = std::fs::remove_file(&path);
+                ServerTokens::default()
+            })),
+            Ok(bytes) => self.decode(server, &bytes).map_err(|e| {
                 OAuthError::new(format!(
                     "the token file {} of server {server:?} cannot be read ({e}); delete it and log in again",
                     path.display()
@@ -172,11 +266,15 @@ impl TokenStore {
 
     /// Writes what is kept for `server` (directory 0700, file 0600).
     pub fn save(&self, server: &str, tokens: &ServerTokens) -> Result<(), OAuthError> {
+        if self.sealed.is_some() && tokens.current().and_then(|entry| entry.tokens.as_ref()).is_none() {
+            // A caller's login that ended is no login: its file goes.
+            return self.forget(server).map(drop);
+        }
         let fail = |what: &str, e: std::io::Error| OAuthError::new(format!("cannot {what} {}: {e}", self.dir.display()));
         crate::user_dirs::ensure_private(&self.dir).map_err(|e| fail("create or restrict", e))?;
         let path = self.file(server);
         let temporary = path.with_extension(format!("json.{}.tmp", std::process::id()));
-        let text = serde_json::to_vec_pretty(tokens).map_err(|e| OAuthError::new(format!("cannot encode tokens: {e}")))?;
+        let text = self.encode(server, tokens)?;
         let write = || -> std::io::Result<()> {
             let _ = std::fs::remove_file(&temporary);
             let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temporary)?;
@@ -224,6 +322,32 @@ mod tests {
             Path::new("/h/.config/mcpvisor/tokens")
         );
         assert_eq!(TokenStore::user(env(&[])), None);
+    }
+
+    #[test]
+    fn a_sealed_login_is_kept_per_caller_and_one_that_does_not_open_is_no_login() {
+        use base64::Engine;
+        let key = |byte: u8| {
+            let text = base64::engine::general_purpose::STANDARD.encode([byte; 32]);
+            Arc::new(LoginKey::from_base64(&text).unwrap())
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let tokens = Tokens { access_token: "access-1".into(), refresh_token: None, expires_at: None, scopes: vec![], dpop: false };
+        let entry = Entry { resource: "r".into(), client: None, tokens: Some(tokens), wanted_scopes: vec![], dpop_key: None };
+        let kept = ServerTokens { current: Some("i".into()), issuers: [("i".to_owned(), entry)].into() };
+        let alice = TokenStore::sealed(dir.path(), key(1), "key:alice");
+        alice.save("gh", &kept).unwrap();
+        assert_eq!(alice.load("gh").unwrap().current().and_then(|e| e.tokens.clone()).unwrap().access_token, "access-1");
+        assert!(TokenStore::sealed(dir.path(), key(1), "key:bob").load("gh").unwrap().current().is_none(), "bob's is his own");
+        let rotated = TokenStore::sealed(dir.path(), key(2), "key:alice");
+        assert_ne!(rotated.file("gh"), alice.file("gh"), "names are keyed");
+        std::fs::copy(alice.file("gh"), rotated.file("gh")).unwrap();
+        assert!(rotated.load("gh").unwrap().current().is_none(), "a login sealed with another key is none");
+        assert!(!rotated.file("gh").exists(), "and it is deleted");
+        let mut ended = kept.clone();
+        ended.issuers.get_mut("i").unwrap().tokens = None;
+        alice.save("gh", &ended).unwrap();
+        assert!(!alice.file("gh").exists(), "a login without tokens is no file");
     }
 
     #[test]

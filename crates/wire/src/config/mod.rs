@@ -97,7 +97,7 @@ pub use audit::{AuditArguments, AuditConfig, AuditTarget};
 pub use definition::Definition;
 pub use discover::{load_all, LoadedConfig, LoadedServer, Locations, UntrustedFile};
 pub use filter::ToolFilter;
-pub use oauth::{Grant, IdentityProvider, OAuthConfig};
+pub use oauth::{Grant, IdentityProvider, OAuthConfig, PerCallerLogin, DEFAULT_MAX_LOGINS};
 pub use otel::OtlpSettings;
 pub use per_caller::PerCaller;
 pub use redact::{Redactor, MASK};
@@ -416,6 +416,9 @@ impl ServerConfig {
                 }
                 if self.transport == Transport::Sse && matches!(self.auth, Some(Auth::TokenExchange(_))) {
                     return invalid("auth type \"token_exchange\" is for http servers (a session per caller); set `transport` to http");
+                }
+                if self.transport == Transport::Sse && matches!(&self.auth, Some(Auth::OAuth(oauth)) if oauth.per_caller.is_some()) {
+                    return invalid("auth.per_caller is for http servers (a session per caller); set `transport` to http");
                 }
             }
             Transport::InProcess => {

@@ -25,10 +25,41 @@
 //!
 //! Exactly one of `assertion`, `assertion_file` and `identity_provider` goes
 //! with `jwt_bearer`, and none with another grant.
+//!
+//! Behind `serve --http`, `per_caller = true` makes each caller of the
+//! gateway log in to the server itself (the gateway is the OAuth client,
+//! with the pre-registered `client_id`; its redirect URI is
+//! `{serve.public_url}/login/callback`): see [`PerCallerLogin`]. `grant` then
+//! says how the gateway's own connection, which only lists the catalog, gets
+//! its token.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+use super::token_exchange::{DEFAULT_CALLER_IDLE, DEFAULT_MAX_CALLERS};
 use super::Keyword;
+
+/// Stored logins of one per-caller server, at most (default).
+pub const DEFAULT_MAX_LOGINS: usize = 1000;
+
+/// `per_caller = true`: each caller of the gateway logs in to the server
+/// itself; its tokens are kept per identity, encrypted with
+/// `[serve] login_key`, and its calls go through a connection of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerCallerLogin {
+    /// Per-caller connections at once; the next caller is refused.
+    pub max_callers: usize,
+    /// A per-caller connection unused this long is ended (its login is kept).
+    pub caller_idle: Duration,
+    /// Stored logins at most; a login past it is refused until an admin revokes one.
+    pub max_logins: usize,
+}
+
+impl Default for PerCallerLogin {
+    fn default() -> Self {
+        PerCallerLogin { max_callers: DEFAULT_MAX_CALLERS, caller_idle: DEFAULT_CALLER_IDLE, max_logins: DEFAULT_MAX_LOGINS }
+    }
+}
 
 /// The OAuth settings of one server. Text values may hold `$VAR` /
 /// `${VAR}` references (expanded with the rest of the configuration).
@@ -62,6 +93,8 @@ pub struct OAuthConfig {
     /// Set in code only: where tokens are kept instead of the user's
     /// configuration directory.
     pub token_dir: Option<PathBuf>,
+    /// Behind the gateway, each caller logs in itself (`per_caller = true`).
+    pub per_caller: Option<PerCallerLogin>,
 }
 
 impl Default for OAuthConfig {
@@ -78,11 +111,34 @@ impl Default for OAuthConfig {
             assertion_file: None,
             identity_provider: None,
             token_dir: None,
+            per_caller: None,
         }
     }
 }
 
 impl OAuthConfig {
+    /// What is wrong with the per-caller settings, as (field, message).
+    pub(crate) fn per_caller_problem(&self) -> Option<(&'static str, &'static str)> {
+        let per_caller = self.per_caller.as_ref()?;
+        if self.client_id.is_none() {
+            return Some((
+                "auth.client_id",
+                "is missing; with per_caller the gateway logs each caller in as a client registered beforehand (its redirect URI \
+                 is {serve.public_url}/login/callback)",
+            ));
+        }
+        if per_caller.max_callers == 0 {
+            return Some(("auth.max_callers", "must be at least 1"));
+        }
+        if per_caller.caller_idle.is_zero() {
+            return Some(("auth.caller_idle", "must be longer than zero"));
+        }
+        if per_caller.max_logins == 0 {
+            return Some(("auth.max_logins", "must be at least 1"));
+        }
+        None
+    }
+
     /// What is wrong with the assertion settings, as (field, message): a
     /// `jwt_bearer` grant needs exactly one source, another grant none.
     pub(crate) fn assertion_problem(&self) -> Option<(&'static str, &'static str)> {
@@ -154,4 +210,40 @@ impl Keyword for Grant {
         ("client_credentials", Grant::ClientCredentials),
         ("jwt_bearer", Grant::JwtBearer),
     ];
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use crate::config::{native, Auth, PerCallerLogin};
+
+    fn read(auth: &str) -> Result<Auth, String> {
+        let text = format!("[servers.gh]\nurl = \"https://gh.example/mcp\"\nauth = {{ type = \"oauth\", {auth} }}\n");
+        let configs = native::parse(Path::new("servers.toml"), &text).map_err(|e| e.to_string())?;
+        Ok(configs[0].auth.clone().unwrap())
+    }
+
+    #[test]
+    fn per_caller_logins_are_read_with_their_defaults_and_checked() {
+        let Auth::OAuth(oauth) = read("per_caller = true, client_id = \"gw\", client_secret = \"${S}\", max_logins = 3").unwrap() else {
+            panic!("not oauth")
+        };
+        assert_eq!(oauth.per_caller, Some(PerCallerLogin { max_logins: 3, ..PerCallerLogin::default() }));
+        let Auth::OAuth(tuned) = read("per_caller = true, client_id = \"gw\", caller_idle = \"90s\", max_callers = 2").unwrap() else {
+            panic!("not oauth")
+        };
+        assert_eq!(tuned.per_caller.map(|p| (p.caller_idle, p.max_callers)), Some((Duration::from_secs(90), 2)));
+        let Auth::OAuth(plain) = read("client_id = \"gw\"").unwrap() else { panic!("not oauth") };
+        assert_eq!(plain.per_caller, None);
+        for (auth, expected) in [
+            ("per_caller = true", "`auth.client_id` is missing; with per_caller"),
+            ("client_id = \"gw\", max_logins = 3", "`auth.per_caller` is not true"),
+            ("per_caller = true, client_id = \"gw\", max_logins = 0", "auth.max_logins"),
+        ] {
+            let refused = read(auth).unwrap_err();
+            assert!(refused.contains(expected) && refused.contains("gh"), "{auth}: {refused}");
+        }
+    }
 }

@@ -9,7 +9,15 @@
 //! tls_cert = "/etc/mcpvisor/tls/fullchain.pem"   # serve HTTPS: PEM chain and key, both or neither,
 //! tls_key = "/etc/mcpvisor/tls/key.pem"          #   relative to this file's folder; reloaded on SIGHUP
 //! workers = 4                                    # threads serving HTTP sessions (default: one per core)
+//! public_url = "https://gw.example.com"          # where callers' browsers reach the gateway (per-caller logins)
+//! login_key = "${MCPVISOR_LOGIN_KEY}"            # 32 bytes, base64: encrypts callers' stored logins
 //! ```
+//!
+//! `public_url` and `login_key` are needed by servers whose callers log in
+//! themselves (`auth = { type = "oauth", per_caller = true }`): the login
+//! links and the redirect URI (`{public_url}/login/callback`) are made from
+//! the first, and the callers' tokens are encrypted at rest with the second
+//! (a `${VAR}` reference, as `token`; make one with `openssl rand -base64 32`).
 //!
 //! `token` must be one `${VAR}` reference, expanded when `serve` starts: it
 //! names the secret without holding it, since configuration files get
@@ -69,6 +77,11 @@ pub struct ServeSettings {
     /// Threads that serve the HTTP connections and their sessions, 1 to
     /// [`MAX_WORKERS`] (`--workers` wins; none: one per core).
     pub workers: Option<usize>,
+    /// The gateway's public base URL (`https://…`, or `http://` on a
+    /// loopback host): login links and the OAuth redirect URI start with it.
+    pub public_url: Option<String>,
+    /// The key that encrypts callers' stored logins, as written (one `${VAR}` reference).
+    pub login_key: Option<String>,
 }
 
 impl std::fmt::Debug for ServeSettings {
@@ -85,6 +98,8 @@ impl std::fmt::Debug for ServeSettings {
             .field("policy", &self.policy)
             .field("caller_limits", &self.caller_limits)
             .field("workers", &self.workers)
+            .field("public_url", &self.public_url)
+            .field("login_key", &self.login_key.as_ref().map(|_| super::MASK))
             .finish()
     }
 }
@@ -96,6 +111,13 @@ impl ServeSettings {
     pub fn token(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
         let Some(raw) = &self.token else { return Ok(None) };
         expand_secret(raw, &self.file, "serve.token", lookup)
+    }
+
+    /// The login key with its reference expanded by `lookup` (errors as for
+    /// [`Self::token`]); `None` when the table has none.
+    pub fn login_key(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
+        let Some(raw) = &self.login_key else { return Ok(None) };
+        expand_secret(raw, &self.file, "serve.login_key", lookup)
     }
 
     /// The introspection client's `(client_id, client_secret)` of
@@ -135,6 +157,23 @@ pub fn check_token(token: &str, source: &str) -> Result<(), String> {
     Err(format!("the serve token from {source} {why}, as anyone who can reach the port may guess it: make one with `openssl rand -hex 32`"))
 }
 
+/// Whether `url` can be the gateway's public base URL: an https URL, or
+/// http on a loopback host; no query or fragment.
+pub fn check_public_url(url: &str) -> Result<(), String> {
+    let parsed =
+        url::Url::parse(url).map_err(|e| format!("is not a URL ({e}); write the gateway's base, such as \"https://gw.example.com\""))?;
+    let loopback = matches!(parsed.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+    match parsed.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        _ => return Err("must be an https:// URL (http:// only on a loopback host): callers' browsers carry login codes to it".into()),
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err("must have no query or fragment: it is the base the login paths are added to".into());
+    }
+    Ok(())
+}
+
 /// `[serve]` as written.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -156,6 +195,10 @@ pub(crate) struct ServeFile {
     caller_limits: Option<RateLimitFile>,
     /// Threads serving HTTP connections and sessions (default: one per core).
     workers: Option<Workers>,
+    /// The gateway's public base URL, for per-caller logins (https, or http on a loopback host).
+    public_url: Option<String>,
+    /// One `${VAR}` reference naming the variable that holds the key (32 bytes, base64) of stored logins.
+    login_key: Option<Token>,
 }
 
 /// `[serve] token`.
@@ -234,7 +277,14 @@ pub fn read(path: &Path, item: &Item) -> Result<ServeSettings, ConfigError> {
             .map_err(|error| error.under("serve.policy").into_setting_error(path))?,
         caller_limits: table.caller_limits.map(|limits| limits.limit()),
         workers: table.workers.map(|workers| workers.0),
+        public_url: table.public_url.map(|url| url.trim_end_matches('/').to_owned()),
+        login_key: table.login_key.map(|key| key.0),
     };
+    if let Some(url) = &settings.public_url {
+        if let Err(why) = check_public_url(url) {
+            return Err(invalid("serve.public_url", &why));
+        }
+    }
     if settings.caller_limits.is_some_and(|limits| limits.is_empty()) {
         return Err(invalid("serve.caller_limits", "limits nothing: give `rate` (calls per second) or `concurrent` (calls at once)"));
     }
@@ -309,6 +359,24 @@ mod tests {
         ] {
             let message = serve(&format!("[serve]\n{body}\n")).unwrap_err();
             assert!(message.starts_with("/etc/mcpvisor/servers.toml: ") && message.contains(expected), "{message}");
+        }
+    }
+
+    #[test]
+    fn the_public_url_and_the_login_key_are_checked() {
+        let settings = serve("[serve]\npublic_url = \"https://gw.example.com/\"\nlogin_key = \"${LOGIN_KEY}\"\n").unwrap();
+        assert_eq!(settings.public_url.as_deref(), Some("https://gw.example.com"));
+        assert_eq!(settings.login_key(|_| Some("a2V5".into())).unwrap().as_deref(), Some("a2V5"));
+        assert!(!format!("{settings:?}").contains("LOGIN_KEY"), "{settings:?}");
+        assert!(serve("[serve]\npublic_url = \"http://127.0.0.1:8080\"\n").is_ok());
+        for (body, expected) in [
+            ("public_url = \"http://gw.example.com\"", "`serve.public_url` must be an https:// URL"),
+            ("public_url = \"https://gw.example.com/?x=1\"", "no query"),
+            ("public_url = \"gw\"", "`serve.public_url` is not a URL"),
+            ("login_key = \"literal-key\"", "`serve.login_key` must be one reference"),
+        ] {
+            let message = serve(&format!("[serve]\n{body}\n")).unwrap_err();
+            assert!(message.contains(expected), "{message}");
         }
     }
 

@@ -12,7 +12,9 @@ use super::schema::{not_a_server_table, parse_document, servers_table_mut, Resta
 use crate::config::duration::format_duration;
 use crate::config::file::{read_optional, write_atomically};
 use crate::config::token_exchange::{UpstreamAuthorizationServer, DEFAULT_CALLER_IDLE, DEFAULT_MAX_CALLERS};
-use crate::config::{Auth, Grant, IdentityProvider, Keyword, Pinning, SecretsMode, SecretsPolicy, ServerConfig, ToolFilter, Transport};
+use crate::config::{
+    Auth, Grant, IdentityProvider, Keyword, Pinning, SecretsMode, SecretsPolicy, ServerConfig, ToolFilter, Transport, DEFAULT_MAX_LOGINS,
+};
 use crate::error::{ConfigError, ManageError};
 use crate::rate_limit::{RateLimit, RateLimits};
 use crate::restart::{Cooldown, RestartPolicy};
@@ -281,6 +283,10 @@ fn auth(auth: &Auth) -> Value {
             ("assertion", oauth.assertion.as_deref().and_then(text)),
             ("assertion_file", oauth.assertion_file.as_deref().and_then(text)),
             ("identity_provider", oauth.identity_provider.as_deref().map(identity_provider)),
+            ("per_caller", oauth.per_caller.map(|_| Value::from(true))),
+            ("max_callers", oauth.per_caller.filter(|p| p.max_callers != DEFAULT_MAX_CALLERS).map(|p| Value::from(p.max_callers as i64))),
+            ("caller_idle", oauth.per_caller.filter(|p| p.caller_idle != DEFAULT_CALLER_IDLE).map(|p| duration(p.caller_idle))),
+            ("max_logins", oauth.per_caller.filter(|p| p.max_logins != DEFAULT_MAX_LOGINS).map(|p| Value::from(p.max_logins as i64))),
         ],
         Auth::TokenExchange(exchange) => vec![
             ("type", text("token_exchange")),

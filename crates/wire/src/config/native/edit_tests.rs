@@ -93,7 +93,14 @@ fn upsert_then_load_gives_the_same_servers() {
             client_secret: "${CRM_AS_SECRET}".into(),
         }),
     })));
-    let configs = [full_config(), remote, never, odd_name, machine, browser, enterprise, as_each_caller, by_id_jag];
+    let mut logged_in_each = ServerConfig::remote("github", Transport::Http, "https://gh.example/mcp");
+    logged_in_each.auth = Some(Auth::OAuth(crate::config::OAuthConfig {
+        client_id: Some("gateway".into()),
+        client_secret: Some("${GH_SECRET}".into()),
+        per_caller: Some(crate::config::PerCallerLogin { max_callers: 5, caller_idle: Duration::from_secs(60), max_logins: 20 }),
+        ..Default::default()
+    }));
+    let configs = [full_config(), remote, never, odd_name, machine, browser, enterprise, as_each_caller, by_id_jag, logged_in_each];
     for config in &configs {
         upsert(&path, config).unwrap();
     }

@@ -18,8 +18,8 @@ use crate::config::scan::Withhold;
 use crate::config::token_exchange::{UpstreamAuthorizationServer, DEFAULT_CALLER_IDLE, DEFAULT_MAX_CALLERS};
 use crate::config::values::{Count, OnOrTable, Rate, RateLimitFile, Seconds, Span, TextList, TextMap, Word, TABLE_EXAMPLES};
 use crate::config::{
-    Auth, Era, Grant, IdentityProvider, Keyword, OAuthConfig, Pinning, SecretsMode, SecretsPolicy, ServerConfig, TokenExchangeConfig,
-    ToolFilter, Transport,
+    Auth, Era, Grant, IdentityProvider, Keyword, OAuthConfig, PerCallerLogin, Pinning, SecretsMode, SecretsPolicy, ServerConfig,
+    TokenExchangeConfig, ToolFilter, Transport,
 };
 use crate::error::ConfigError;
 use crate::rate_limit::{RateLimit, RateLimits};
@@ -225,6 +225,15 @@ enum AuthFile {
         assertion: Option<String>,
         assertion_file: Option<String>,
         identity_provider: Option<IdentityProviderFile>,
+        /// Behind `serve --http`, each caller logs in to the server itself (needs client_id,
+        /// `[serve] public_url` and `[serve] login_key`).
+        per_caller: Option<bool>,
+        /// With per_caller: per-caller connections at once (default 64).
+        max_callers: Option<Count<usize, 1>>,
+        /// With per_caller: a per-caller connection unused this long is ended (default "5m").
+        caller_idle: Option<Span>,
+        /// With per_caller: stored logins at most (default 1000).
+        max_logins: Option<Count<usize, 1>>,
     },
     /// Behind `serve --http`: each caller's token exchanged (RFC 8693) for one meant for this server.
     #[serde(rename = "token_exchange")]
@@ -416,7 +425,24 @@ impl AuthFile {
                 assertion,
                 assertion_file,
                 identity_provider,
+                per_caller,
+                max_callers,
+                caller_idle,
+                max_logins,
             } => {
+                let tuning = max_callers.is_some() || caller_idle.is_some() || max_logins.is_some();
+                if tuning && per_caller != Some(true) {
+                    return Err(DeError::field(
+                        "auth.per_caller",
+                        "is not true, yet max_callers, caller_idle or max_logins is set; they are for per_caller = true",
+                    ));
+                }
+                let defaults = PerCallerLogin::default();
+                let per_caller = (per_caller == Some(true)).then(|| PerCallerLogin {
+                    max_callers: max_callers.map_or(defaults.max_callers, |c| c.0),
+                    caller_idle: caller_idle.map_or(defaults.caller_idle, |s| s.0),
+                    max_logins: max_logins.map_or(defaults.max_logins, |c| c.0),
+                });
                 let config = OAuthConfig {
                     client_id,
                     client_secret,
@@ -428,6 +454,7 @@ impl AuthFile {
                     assertion,
                     assertion_file,
                     identity_provider: identity_provider.map(|idp| idp.into_provider().map(Box::new)).transpose()?,
+                    per_caller,
                     ..OAuthConfig::default()
                 };
                 Auth::OAuth(checked_oauth(config)?)
@@ -480,7 +507,7 @@ fn checked_oauth(config: OAuthConfig) -> Result<OAuthConfig, DeError> {
             "needs auth.client_id with auth.client_secret or auth.private_key: a machine client must authenticate itself",
         );
     }
-    if let Some((field, message)) = config.assertion_problem() {
+    if let Some((field, message)) = config.assertion_problem().or_else(|| config.per_caller_problem()) {
         return invalid(field, message);
     }
     Ok(config)
