@@ -80,6 +80,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<u8, Failure> {
     let logins = super::serve_logins::desk(&configs, servers.serve.as_ref(), http.is_some())?;
     if let Some((_, http)) = &mut http {
         http.logins = logins.clone();
+        http.link_check = super::serve_logins::link_check(logins.as_deref(), servers.serve.as_ref())?;
     }
     warn_per_caller(&configs, http.as_ref().map(|(_, http)| &http.guard));
     let telemetry = super::serve_audit::telemetry(&args.audit, servers.audit.as_ref(), http.is_none())?;

@@ -202,6 +202,7 @@ pub fn options(args: &HttpArgs, settings: Option<&ServeSettings>, addr: SocketAd
         replica: args.replica.as_deref().map(replica_name).transpose().map_err(Failure::usage)?.map(str::to_string),
         spawner: None,
         logins: None,
+        link_check: None,
     })
 }
 

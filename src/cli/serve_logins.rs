@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::output::{warn, Failure};
 use super::servers::env;
 use crate::config::{ServeSettings, ServerConfig};
-use crate::oauth::{per_caller_login, LoginDesk, LoginKey};
+use crate::oauth::{per_caller_login, LinkCheck, LoginDesk, LoginKey};
 
 /// The desk, when a server of `configs` has its callers log in; `http`:
 /// whether the gateway serves HTTP (over stdio such servers refuse every call).
@@ -53,4 +53,26 @@ pub fn desk(configs: &[ServerConfig], settings: Option<&ServeSettings>, http: bo
     crate::user_dirs::ensure_private(&dir)
         .map_err(|e| Failure::usage(format!("cannot create or restrict {} for callers' logins: {e}", dir.display())))?;
     Ok(Some(Arc::new(LoginDesk::new(&public_url, key, dir))))
+}
+
+/// The check of who opens a login link, when `[serve.auth]` has a `login`
+/// client; without one (and with a desk), a warning that links given to
+/// the issuer's callers are bearer capabilities.
+pub fn link_check(desk: Option<&LoginDesk>, settings: Option<&ServeSettings>) -> Result<Option<Arc<LinkCheck>>, Failure> {
+    let (Some(desk), Some(settings)) = (desk, settings) else { return Ok(None) };
+    let Some(auth) = &settings.auth else { return Ok(None) };
+    let Some((client_id, client_secret)) = settings.login_client(env)? else {
+        warn(format!(
+            "the login links of per-caller login servers are not checked: whoever opens one first logs in as the caller it was \
+             given to; set `login = {{ client_id, client_secret }}` in [serve.auth] of {} so that the browser logs in at {} as \
+             that caller first (docs/gateway.md, \"Per-caller logins\")",
+            settings.file.display(),
+            auth.issuer
+        ));
+        return Ok(None);
+    };
+    let issued = (auth.issuer.as_str(), auth.audience.as_str(), auth.required_scopes.as_slice());
+    let check = LinkCheck::new(issued, (&client_id, &client_secret), desk.public_url())
+        .map_err(|error| Failure::usage(format!("[serve.auth] login: {error}")))?;
+    Ok(Some(Arc::new(check)))
 }

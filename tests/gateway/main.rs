@@ -35,6 +35,7 @@ mod isolation;
 mod otel;
 mod per_caller;
 mod per_caller_login;
+mod per_caller_login_check;
 mod token_exchange;
 mod token_exchange_id_jag;
 mod top_admin;

@@ -153,7 +153,7 @@ impl AuthServer {
 
 impl Exchanges {
     /// An ES256 JWT of these claims, signed with the key at `/jwks`.
-    fn sign(&self, typ: &str, claims: &Value) -> String {
+    pub(super) fn sign(&self, typ: &str, claims: &Value) -> String {
         let header = URL_SAFE_NO_PAD.encode(json!({"alg": "ES256", "typ": typ, "kid": KID}).to_string());
         let signing_input = format!("{header}.{}", URL_SAFE_NO_PAD.encode(claims.to_string()));
         let signature = self.key.sign(&ring::rand::SystemRandom::new(), signing_input.as_bytes()).unwrap();

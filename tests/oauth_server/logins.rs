@@ -58,6 +58,20 @@ impl State {
         }
     }
 
+    /// For the gateway's own login client (`[serve.auth] login`), the
+    /// access token of a code: a JWT of this issuer naming the approver of
+    /// the code, for the `resource` asked; `None` for any other client.
+    pub(super) fn identity_token(&self, client: &str, form: &BTreeMap<String, String>, scope: &str) -> Option<String> {
+        if client != IDENTITY_CLIENT.0 {
+            return None;
+        }
+        let user = form.get("code").and_then(|code| self.logins.users.lock().unwrap().get(code).cloned())?;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        let claims = serde_json::json!({"iss": self.issuer(), "sub": user, "aud": form.get("resource"), "scope": scope,
+                                        "client_id": client, "iat": now, "exp": now + 300});
+        Some(self.exchanges.sign("JWT", &claims))
+    }
+
     /// Tokens were issued for the grant of `form` (a code, or a refresh
     /// token): they stand for the user that one stood for.
     pub(super) fn issued_for(&self, form: &BTreeMap<String, String>, access: &str, refresh: &str, scope: &str) {
@@ -68,6 +82,9 @@ impl State {
         self.exchanges.subjects.lock().unwrap().insert(access.to_owned(), subject);
     }
 }
+
+/// The gateway as a client of its own issuer, for browsers that open login links (`[serve.auth] login`).
+pub const IDENTITY_CLIENT: (&str, &str) = ("gw-identity-client", "gw-identity-secret-4c2e9a1f");
 
 /// The gateway as a pre-registered client of the third party.
 pub const LOGIN_CLIENT: (&str, &str) = ("gw-login-client", "gw-login-secret-7b1d4a6f");

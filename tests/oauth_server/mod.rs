@@ -22,7 +22,7 @@ pub use exchange::{Subject, TOKEN_EXCHANGE};
 #[allow(unused_imports)]
 pub use grants::{PlatformKey, JWT_BEARER};
 #[allow(unused_imports)]
-pub use logins::{login_config, start_login_gateway, LoginGateway, LOGIN_CLIENT};
+pub use logins::{login_config, start_login_gateway, LoginGateway, IDENTITY_CLIENT, LOGIN_CLIENT};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -530,13 +530,16 @@ impl State {
         let mut id_jag = None;
         let (scope, expires_in) = match form.get("grant_type").map(String::as_str) {
             Some("authorization_code") => {
-                let Some((challenge, scope, _)) = form.get("code").and_then(|code| issued.codes.remove(code)) else {
+                let Some((challenge, scope, client)) = form.get("code").and_then(|code| issued.codes.remove(code)) else {
                     return refuse("invalid_grant");
                 };
                 let verifier = form.get("code_verifier").cloned().unwrap_or_default();
                 let digest = ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes());
                 if URL_SAFE_NO_PAD.encode(digest.as_ref()) != challenge {
                     return refuse("invalid_grant");
+                }
+                if let Some(token) = self.identity_token(&client, form, &scope) {
+                    return json_response(200, json!({"access_token": token, "token_type": "Bearer", "expires_in": 300, "scope": scope}));
                 }
                 (scope, self.options.first_expires_in)
             }

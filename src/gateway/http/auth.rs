@@ -347,6 +347,7 @@ mod tests {
             required_scopes: vec!["mcp".into()],
             claims: Vec::new(),
             introspection: None,
+            login: None,
             jwks_min_refresh: std::time::Duration::from_secs(30),
         };
         let auth = Authenticator::new(settings.clone(), None).unwrap();

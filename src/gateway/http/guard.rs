@@ -282,6 +282,7 @@ mod tests {
             required_scopes: Vec::new(),
             claims: Vec::new(),
             introspection: None,
+            login: None,
             jwks_min_refresh: std::time::Duration::from_secs(30),
         };
         let guard = Guard { auth: Some(Arc::new(Authenticator::new(settings, None).unwrap())), ..guard(Some("s3cret")) };

@@ -3,16 +3,21 @@
 //!
 //! | request | who | answer |
 //! | --- | --- | --- |
-//! | `GET /login/{link}` | the caller's browser (the link is the capability) | 302 to the authorization server (PKCE, state); 400 page for a used, expired or unknown link |
+//! | `GET /login/{link}` | the caller's browser | a link given to a caller of the gateway's issuer, with `[serve.auth] login`: 302 to that issuer first ([`crate::oauth::LinkCheck`]); else 302 to the authorization server (PKCE, state); 400 page for a used, expired or unknown link |
+//! | `GET /login/identity` | the issuer's redirect | the browser's token verified as any caller's; its subject the link's caller: 302 to the authorization server; another: 403, the link used up |
 //! | `GET /login/callback` | the authorization server's redirect | the code exchanged, the caller's tokens stored; a page saying so; `notifications/elicitation/complete` to the caller's sessions |
 //! | `DELETE /login/{server}` | a caller, with its own credentials | its own login to `server` deleted: `{"server", "revoked"}` |
 //! | `GET /admin/logins` | an admin | `{"logins": [{server, caller, issuer, scopes, expires_at}]}` (servers it may see) |
 //! | `DELETE /admin/logins/{server}/{caller}` | an admin | that login deleted: `{"server", "caller", "revoked"}`; audited |
 //!
 //! Invariants:
-//! - the two `GET`s pass the guard without the gateway's credentials (a
+//! - the `GET`s pass the guard without the gateway's credentials (a
 //!   browser has none): the link's 256 random bits, single use and
 //!   [`crate::oauth::LINK_TTL`], and the login's `state`, are what admit them;
+//! - with a link check, a link given to an issuer's caller reaches the third
+//!   party only from a browser that logged in at the issuer as that caller
+//!   (MCP's URL-mode elicitation asks it: the user who completes a flow is
+//!   the one it was started for); a named key's link is a bearer capability;
 //! - a login made or revoked ends the caller's connection to the server
 //!   ([`admin::Admin::end_caller`]): its next call uses the login as it is;
 //! - pages and answers hold no token, code or state.
@@ -26,6 +31,7 @@ use serde_json::json;
 
 use super::admin;
 use super::guard::Caller;
+use super::rejection::Rejection;
 use super::Front;
 use crate::identity::Proof;
 use crate::oauth::{LoginDesk, LOGIN_CALLBACK_PATH, LOGIN_PATH};
@@ -55,11 +61,63 @@ fn no_logins() -> Response {
     page(StatusCode::NOT_FOUND, "This gateway has no server whose callers log in themselves.")
 }
 
+/// A redirect the browser must not keep.
+fn redirect(url: String) -> Response {
+    (StatusCode::FOUND, [(header::LOCATION, url), (header::CACHE_CONTROL, "no-store".into())]).into_response()
+}
+
 /// `GET /login/{link}`.
 pub(super) async fn open_link(State(front): State<Arc<Front>>, Path(link): Path<String>) -> Response {
     let Some(desk) = &front.logins else { return no_logins() };
-    match desk.open_link(&link).await {
-        Ok(url) => (StatusCode::FOUND, [(header::LOCATION, url), (header::CACHE_CONTROL, "no-store".into())]).into_response(),
+    let caller = desk.link_owner(&link).map(|(_, caller)| caller).filter(|caller| caller.starts_with("issuer:"));
+    let checked = front.link_check.as_ref().zip(caller);
+    let started = match checked {
+        Some((check, caller)) => check.begin(&link, &caller).await,
+        None => desk.open_link(&link).await,
+    };
+    match started {
+        Ok(url) => redirect(url),
+        Err(error) => page(StatusCode::BAD_REQUEST, &format!("The login cannot start: {error}")),
+    }
+}
+
+/// `GET /login/identity?code&state` (or `?error`): the browser's login at
+/// the gateway's issuer; on to the third party when it is the link's caller.
+pub(super) async fn identity(State(front): State<Arc<Front>>, uri: Uri) -> Response {
+    let (Some(desk), Some(check), Some(auth)) = (&front.logins, &front.link_check, &front.auth) else { return no_logins() };
+    let query = uri.query().unwrap_or_default().as_bytes();
+    let param = |name: &str| url::form_urlencoded::parse(query).find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
+    let proved = match check.finish(param("state").as_deref(), param("code"), param("error").as_deref()).await {
+        Ok(proved) => proved,
+        Err(error) => return page(StatusCode::BAD_REQUEST, &format!("The login failed: {error}")),
+    };
+    let identity = match auth.identify(Some(&proved.access_token)).await {
+        Ok(identity) => identity,
+        Err(rejection) => {
+            let why = match rejection {
+                Rejection::Missing => "no token".to_owned(),
+                Rejection::Invalid(why) | Rejection::Unavailable(why) => why,
+                Rejection::InsufficientScope(scopes) => format!("it lacks the scopes {}", scopes.join(" ")),
+            };
+            let text = format!("The gateway's issuer gave a token the gateway does not accept ({why}); open the link again");
+            return page(StatusCode::BAD_REQUEST, &text);
+        }
+    };
+    if identity.caller_key() != proved.caller {
+        let server = desk.link_owner(&proved.link).map(|(server, _)| server).unwrap_or_default();
+        desk.burn(&proved.link);
+        // A security event: the audit log has it, with who opened the link.
+        let action = format!("login link of {} refused: opened by {}", proved.caller, identity.caller_key());
+        if let Some(log) = front.admin.as_ref().and_then(|admin| admin.audit()) {
+            log.admin(Some(&identity), &server, &action, Some("a login link was opened by someone other than its caller; it is used up"));
+        }
+        let text = "This login link was given to another caller of the gateway, and the browser that opened it logged in as \
+                    someone else, so it is used up. If you did not ask for it, someone may be trying to use your account: \
+                    ignore it. Otherwise call the tool again from your own client for a link of your own.";
+        return page(StatusCode::FORBIDDEN, text);
+    }
+    match desk.open_link(&proved.link).await {
+        Ok(url) => redirect(url),
         Err(error) => page(StatusCode::BAD_REQUEST, &format!("The login cannot start: {error}")),
     }
 }

@@ -7,7 +7,7 @@
 //! | `/healthz` | 200 with `{"status": "serving", "sessions": N, "in_flight": N}` while serving, 503 while draining or while the core (Hub, Registry) cannot serve (`"status": "core_down"`, `"error"`) |
 //! | `/.well-known/oauth-protected-resource`, `…/mcp` | the protected resource metadata (RFC 9728) with `[serve.auth]` (`auth`), else 404 |
 //! | `/admin/status`, `/admin/calls`, `/admin/servers/{name}/{action}` | the pool's state, last calls, restart/enable/disable (`admin`), for `mcpvisor top --url` |
-//! | `/login/{link}`, `/login/callback`, `/admin/logins…` | per-caller logins to third-party servers: the link, the redirect, a caller's and an admin's revocations (`login`) |
+//! | `/login/{link}`, `/login/identity`, `/login/callback`, `/admin/logins…` | per-caller logins to third-party servers: the link, the browser's login as the link's caller, the redirect, a caller's and an admin's revocations (`login`) |
 //! | `/metrics` | Prometheus text (calls by server/tool/outcome, latency, in-flight, queued, restarts, states; the front's connections, sessions, open requests, buffered bytes and refusals by bound), when given a renderer; for the callers `/admin` is for (it names every server and tool) |
 //!
 //! The front knows HTTP only: each downstream session is a [`Port`] made
@@ -174,6 +174,8 @@ pub struct HttpOptions {
     pub spawner: Option<Spawner>,
     /// The login desk of servers whose callers log in themselves.
     pub logins: Option<Arc<crate::oauth::LoginDesk>>,
+    /// Who opens a login link given to an issuer's caller (`[serve.auth] login`).
+    pub link_check: Option<Arc<crate::oauth::LinkCheck>>,
 }
 
 /// Longest replica name: a Kubernetes pod name fits.
@@ -220,6 +222,7 @@ struct Front {
     admin_open: bool,
     /// The login desk of servers whose callers log in themselves.
     logins: Option<Arc<crate::oauth::LoginDesk>>,
+    link_check: Option<Arc<crate::oauth::LinkCheck>>,
 }
 
 /// Counts one request in flight while it lives.
@@ -267,6 +270,7 @@ impl Server {
             admin,
             admin_open: options.guard.loopback_bind,
             logins: options.logins.clone(),
+            link_check: options.link_check.clone(),
         });
         let guard = Arc::new(options.guard.clone());
         let router = Router::new()
@@ -281,6 +285,7 @@ impl Server {
             .route(admin::CALLS_PATH, get(admin::calls))
             .route(admin::ACTION_PATH, axum::routing::post(admin::act))
             .route(crate::oauth::LOGIN_CALLBACK_PATH, get(login::callback))
+            .route(crate::oauth::LOGIN_IDENTITY_PATH, get(login::identity))
             .route(login::LINK_PATH, get(login::open_link).delete(login::revoke_own))
             .route(login::ADMIN_LOGINS_PATH, get(login::list))
             .route(login::ADMIN_LOGIN_PATH, axum::routing::delete(login::admin_revoke))

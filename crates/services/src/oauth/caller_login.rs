@@ -248,6 +248,22 @@ impl LoginDesk {
         }
     }
 
+    /// The server and the caller of link `id`, if it is live (not used up).
+    pub fn link_owner(&self, id: &str) -> Option<(String, String)> {
+        let now = Instant::now();
+        lock(&self.pending.links).get(id).filter(|link| link.expires > now).map(|link| (link.server.clone(), link.caller.clone()))
+    }
+
+    /// Uses up link `id` without a login: the browser that opened it is not its caller's.
+    pub fn burn(&self, id: &str) {
+        lock(&self.pending.links).remove(id);
+    }
+
+    /// The gateway's base URL as browsers reach it.
+    pub fn public_url(&self) -> &str {
+        &self.public_url
+    }
+
     /// Whether `server` takes per-caller logins here.
     pub fn serves(&self, server: &str) -> bool {
         self.logins(server).is_some()

@@ -34,6 +34,7 @@ mod grants;
 #[doc(hidden)]
 pub mod http;
 mod jwt;
+mod link_check;
 mod login;
 mod registration;
 mod sealed;
@@ -52,6 +53,7 @@ pub use caller_login::{
 pub use challenge::BearerChallenge;
 pub use credentials::{LoggedIn, OAuthCredentials, EXPIRY_MARGIN_SECS, LOGIN_TIMEOUT, MAX_STEP_UPS, RENEWAL_GRACE};
 pub use exchange::{refusing, Exchanged, Exchanger};
+pub use link_check::{LinkCheck, Proved, LOGIN_IDENTITY_PATH};
 pub use login::{Authorizer, FollowRedirects, SystemBrowser, CALLBACK_PATH};
 pub use sealed::{LoginKey, LOGIN_KEY_LEN};
 pub use store::TokenStore;

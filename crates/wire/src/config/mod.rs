@@ -107,7 +107,7 @@ pub use secrets::{Direction, SecretAction, SecretsMode, SecretsPolicy};
 #[doc(hidden)] // for the policy tests of mcpvisor-services
 #[doc(hidden)]
 pub use serve::read as read_serve;
-pub use serve::{check_token, AuthSettings, IntrospectionSettings, ServeSettings, MAX_WORKERS};
+pub use serve::{check_token, AuthSettings, IntrospectionSettings, LoginClient, ServeSettings, MAX_WORKERS};
 pub use serve_policy::{Effect, KeySettings, PolicySettings, RuleSettings};
 pub use token_exchange::TokenExchangeConfig;
 pub use trust::{ProjectTrust, Untrusted};

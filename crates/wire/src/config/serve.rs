@@ -38,7 +38,7 @@ use toml_edit::Item;
 
 use super::de::{from_node, Node};
 use super::serve_auth::ServeAuthFile;
-pub use super::serve_auth::{AuthSettings, IntrospectionSettings};
+pub use super::serve_auth::{AuthSettings, IntrospectionSettings, LoginClient};
 use super::serve_policy::{expand_secret, into_keys, named_rules, KeyFile, PolicyFile, Reference, REFERENCE_PATTERN};
 use super::serve_policy::{KeySettings, PolicySettings};
 use super::values::{scalar_type, schema_as, string_list, Ordered, RateLimitFile, Scalar, TABLE_EXAMPLES};
@@ -125,14 +125,33 @@ impl ServeSettings {
     /// `None` without introspection.
     pub fn introspection_client(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Option<(String, String)>, ConfigError> {
         let Some(introspection) = self.auth.as_ref().and_then(|auth| auth.introspection.as_ref()) else { return Ok(None) };
-        let missing = |field: &str| ConfigError::InvalidSetting {
-            file: self.file.clone(),
-            field: format!("serve.auth.introspection.{field}"),
-            message: "expands to nothing; set the variable it names".into(),
+        self.client_pair("serve.auth.introspection", &introspection.client_id, &introspection.client_secret, lookup).map(Some)
+    }
+
+    /// The login client's `(client_id, client_secret)` of `[serve.auth]`
+    /// (`login`), expanded by `lookup`; `None` without one.
+    pub fn login_client(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Option<(String, String)>, ConfigError> {
+        let Some(login) = self.auth.as_ref().and_then(|auth| auth.login.as_ref()) else { return Ok(None) };
+        self.client_pair("serve.auth.login", &login.client_id, &login.client_secret, lookup).map(Some)
+    }
+
+    /// A client's id and secret references under `table`, expanded; an
+    /// unset or empty variable is an error naming the field.
+    fn client_pair(
+        &self,
+        table: &str,
+        id: &str,
+        secret: &str,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<(String, String), ConfigError> {
+        let expanded = |field: &str, raw: &str| {
+            expand_secret(raw, &self.file, &format!("{table}.{field}"), &lookup)?.ok_or_else(|| ConfigError::InvalidSetting {
+                file: self.file.clone(),
+                field: format!("{table}.{field}"),
+                message: "expands to nothing; set the variable it names".into(),
+            })
         };
-        let id = expand_secret(&introspection.client_id, &self.file, "serve.auth.introspection.client_id", &lookup)?;
-        let secret = expand_secret(&introspection.client_secret, &self.file, "serve.auth.introspection.client_secret", &lookup)?;
-        Ok(Some((id.ok_or_else(|| missing("client_id"))?, secret.ok_or_else(|| missing("client_secret"))?)))
+        Ok((expanded("client_id", id)?, expanded("client_secret", secret)?))
     }
 }
 

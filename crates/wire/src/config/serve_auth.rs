@@ -11,7 +11,13 @@
 //! claims = ["email", "groups"]                    # claims kept in the caller's identity
 //! jwks_min_refresh = "30s"                        # least time between two fetches of the JWKS (default 30s)
 //! introspection = { client_id = "${INTROSPECT_ID}", client_secret = "${INTROSPECT_SECRET}" }
+//! login = { client_id = "${GW_LOGIN_ID}", client_secret = "${GW_LOGIN_SECRET}" }
 //! ```
+//!
+//! `login` makes the gateway a client of the issuer for one purpose: a
+//! browser that opens a caller's per-caller login link logs in there first,
+//! and must be that caller (`crate::oauth::LinkCheck`, a layer up); its
+//! credentials are references, as introspection's are.
 //!
 //! `introspection` (RFC 7662, for opaque tokens) takes an optional
 //! `endpoint` (else the issuer's metadata's `introspection_endpoint`), and
@@ -57,8 +63,26 @@ pub struct AuthSettings {
     /// Claims copied into the caller's `Identity::claims`.
     pub claims: Vec<String>,
     pub introspection: Option<IntrospectionSettings>,
+    /// The gateway as a client of the issuer (`login = { client_id,
+    /// client_secret }`, `${VAR}` references as written): a browser that
+    /// opens a caller's login link logs in here first, as that caller.
+    pub login: Option<LoginClient>,
     /// The least time between two fetches of the issuer's JWKS.
     pub jwks_min_refresh: Duration,
+}
+
+/// `login = { client_id, client_secret }` of `[serve.auth]`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LoginClient {
+    /// `${VAR}` references, as written.
+    pub client_id: String,
+    pub client_secret: String,
+}
+
+impl std::fmt::Debug for LoginClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginClient").finish_non_exhaustive()
+    }
 }
 
 /// `introspection = { ... }` of `[serve.auth]`.
@@ -93,6 +117,8 @@ pub(crate) struct ServeAuthFile {
     /// Claims kept in the caller's identity.
     claims: Option<Strings>,
     introspection: Option<IntrospectionFile>,
+    /// The gateway as a client of the issuer, for browsers that open callers' login links (per-caller logins).
+    login: Option<LoginClientFile>,
     /// Least time between two fetches of the JWKS (default 30s, at least 1s).
     jwks_min_refresh: Option<Lapse>,
 }
@@ -104,6 +130,14 @@ struct IntrospectionFile {
     endpoint: Option<HttpUrl>,
     client_id: Option<Credential>,
     client_secret: Option<Credential>,
+}
+
+/// `login = { client_id, client_secret }`: both references.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LoginClientFile {
+    client_id: Credential,
+    client_secret: Credential,
 }
 
 /// An absolute `http(s)` URL.
@@ -204,6 +238,7 @@ impl ServeAuthFile {
             required_scopes: self.required_scopes.map_or_else(Vec::new, |scopes| scopes.0),
             claims: self.claims.map_or_else(Vec::new, |claims| claims.0),
             introspection,
+            login: self.login.map(|login| LoginClient { client_id: login.client_id.0, client_secret: login.client_secret.0 }),
             jwks_min_refresh,
         })
     }
