@@ -167,11 +167,18 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     }
 }
 
+/// Whether `method` on `path` passes without credentials: a browser's
+/// login link, its login at the issuer and the third party's redirect
+/// (`super::login`), all `GET`; what admits them is the link or `state`.
+fn is_open_login(method: &axum::http::Method, path: &str) -> bool {
+    method == axum::http::Method::GET && path.starts_with(&format!("{}/", crate::oauth::LOGIN_PATH))
+}
+
 /// The middleware that applies a [`Guard`] to every request. A request
 /// that passed with credentials carries its caller's
 /// `Arc<Identity>` on to the handlers.
 pub async fn check(State(guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
-    if super::login::is_open(request.method(), request.uri().path()) {
+    if is_open_login(request.method(), request.uri().path()) {
         // A browser's login link or redirect: no credentials, the rebinding checks still.
         return match guard.screen(request.headers()) {
             Some(refusal) => refusal,

@@ -34,7 +34,7 @@ use super::guard::Caller;
 use super::rejection::Rejection;
 use super::Front;
 use crate::identity::Proof;
-use crate::oauth::{LoginDesk, LOGIN_CALLBACK_PATH, LOGIN_PATH};
+use crate::oauth::LoginDesk;
 
 /// The admin's list of stored logins.
 pub const ADMIN_LOGINS_PATH: &str = "/admin/logins";
@@ -42,12 +42,6 @@ pub const ADMIN_LOGINS_PATH: &str = "/admin/logins";
 pub const ADMIN_LOGIN_PATH: &str = "/admin/logins/{server}/{caller}";
 /// A link, or a caller's own login (`DELETE`).
 pub const LINK_PATH: &str = "/login/{link}";
-
-/// Whether the guard lets `method` on `path` through without credentials:
-/// the link and the redirect, both `GET`.
-pub fn is_open(method: &axum::http::Method, path: &str) -> bool {
-    method == axum::http::Method::GET && (path == LOGIN_CALLBACK_PATH || path.starts_with(&format!("{LOGIN_PATH}/")))
-}
 
 /// A small HTML page.
 fn page(status: StatusCode, text: &str) -> Response {
