@@ -46,7 +46,7 @@ fn start() -> (Gateway, tempfile::TempDir) {
         "[servers.everything]\ncommand = {:?}\nargs = {:?}\n\
          env = {{ WHO = \"${{caller.subject}}\", TEAM = \"${{caller.claims.team:-none}}\", PROFILE = \"${{caller.secret.PROFILE}}\", \
          API_TOKEN = \"${{caller.secret.API_TOKEN}}\" }}\n\
-         per_caller = {{ max_callers = 2, caller_idle = \"3s\", secrets = {:?} }}\n\n\
+         per_caller = {{ max_callers = 2, caller_idle = \"8s\", secrets = {:?} }}\n\n\
          [serve.keys.alice]\ntoken = \"${{ALICE_KEY}}\"\nclaims = {{ team = \"red\" }}\n\
          [serve.keys.bob]\ntoken = \"${{BOB_KEY}}\"\nclaims = {{ team = \"blue\" }}\n\
          [serve.keys.dave]\ntoken = \"${{DAVE_KEY}}\"\n[serve.keys.erin]\ntoken = \"${{ERIN_KEY}}\"\n\
