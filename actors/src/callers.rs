@@ -234,6 +234,11 @@ impl Callers {
                        through `mcpvisor serve --http` with an access token of the gateway's issuer ([serve.auth]) or a named key";
             return Err(refuse(why.into()));
         };
+        if identity.proof == Proof::SharedToken && !matches!(self.acting, Acting::Exchange(_)) {
+            let why = "the server acts as each caller of the gateway, and the shared token is one identity for everyone who \
+                       holds it; authenticate with a named key or an access token of the gateway's issuer";
+            return Err(refuse(why.into()));
+        }
         match &self.acting {
             Acting::Exchange(exchanger) => {
                 if !matches!(identity.proof, Proof::Jwt | Proof::Introspection) {
@@ -253,22 +258,12 @@ impl Callers {
                 Ok((caller, connection, Arc::new(upstream)))
             }
             Acting::Process { .. } => {
-                if identity.proof == Proof::SharedToken {
-                    let why = "the server runs a process per caller, and the shared token is one identity for everyone who holds it; \
-                               authenticate with a named key or an access token of the gateway's issuer";
-                    return Err(refuse(why.into()));
-                }
                 let caller = identity.caller_key();
                 let connection = self.connection(&caller, identity, label).await?;
                 let upstream = Upstream { subject: identity.subject.clone(), audience: format!("process of {caller}"), scope: None };
                 Ok((caller, connection, Arc::new(upstream)))
             }
             Acting::Login(logins) => {
-                if identity.proof == Proof::SharedToken {
-                    let why = "each caller logs in to the server itself, and the shared token is one identity for everyone who \
-                               holds it; authenticate with a named key or an access token of the gateway's issuer";
-                    return Err(refuse(why.into()));
-                }
                 let caller = identity.caller_key();
                 if !logins.has_login(&caller) {
                     return Err(self.login_needed(logins, &caller, label));

@@ -383,13 +383,13 @@ impl Handler<Status> for Hub {
 impl Hub {
     fn status(&mut self) -> Reply<Vec<ServerStatus>> {
         let asks: Vec<_> = self.servers.values().map(|slot| slot.connection.send(GetStatus)).collect();
-        let callers: BTreeMap<String, _> =
-            self.servers.iter().filter_map(|(name, slot)| Some((name.clone(), slot.callers.as_ref()?.shared.counts()))).collect();
+        let callers: Vec<_> =
+            self.servers.iter().filter_map(|(name, slot)| Some((name.clone(), slot.callers.as_ref()?.shared.clone()))).collect();
         let warnings = self.registry.send(NamingWarnings);
         Reply::later(async move {
             let mut warnings = warnings.await.unwrap_or_default();
             let statuses = join_all(asks).await.into_iter().filter_map(Result::ok);
-            let mut callers = callers;
+            let mut callers = counts_of(callers).await;
             let mut with_callers = |status: ServerStatus| ServerStatus { callers: callers.remove(&status.name), ..status };
             statuses.map(|status| with_naming_warnings(with_callers(status), &mut warnings)).collect()
         })
@@ -403,15 +403,23 @@ impl Handler<ServerStatusOf> for Hub {
         let status_of = |hub: &mut Self, _: &mut Context<Self>| {
             let Some(slot) = hub.servers.get(&msg.0) else { return Reply::Ready(None) };
             let ask = slot.connection.send(GetStatus);
-            let callers = slot.callers.as_ref().map(|callers| callers.shared.counts());
+            let callers: Vec<_> = slot.callers.iter().map(|callers| (msg.0.clone(), callers.shared.clone())).collect();
             let warnings = hub.registry.send(NamingWarnings);
             Reply::later(async move {
                 let mut warnings = warnings.await.unwrap_or_default();
+                let callers = counts_of(callers).await.into_values().next();
                 ask.await.ok().map(|status| with_naming_warnings(ServerStatus { callers, ..status }, &mut warnings))
             })
         };
         self.guarded("ServerStatusOf", ctx, status_of, |_| Reply::Ready(None))
     }
+}
+
+/// The counts of servers' callers, made off the Hub's thread: a server
+/// whose callers log in themselves counts its stored logins by opening them.
+async fn counts_of(callers: Vec<(String, std::sync::Arc<crate::callers::Callers>)>) -> BTreeMap<String, crate::pool::CallerCounts> {
+    let count = move || callers.into_iter().map(|(name, callers)| (name, callers.counts())).collect();
+    tokio::task::spawn_blocking(count).await.unwrap_or_default()
 }
 
 /// Adds the registry's warnings about the server's names to its status.
