@@ -92,6 +92,14 @@ echo "== 4. the stdio client" >&2
 "${GRIND[@]}" --callgrind-out-file="$OUT/client-conc.cg" --log-file="$OUT/client-conc.log" \
     "$MCPVISOR_BENCH" "$STDIO_ECHO" conc "$CONC" 32 >/dev/null
 
-# Each stdio gateway process (one per bench_client run) writes its own profile.
+# The runs, most important first: the stdio client (its binary carries the
+# HTTP client too, which must not sit among its functions), serve --http
+# in front of stdio (the gateway's benchmark against its peers), serve over
+# stdio (each bench_client run starts one, each with its own profile),
+# serve --http in front of HTTP.
+shopt -s nullglob
+stdio=("$OUT"/stdio-*.cg)
+[ ${#stdio[@]} -gt 0 ] || { echo "serve over stdio wrote no profile" >&2; exit 1; }
 python3 "$ROOT/benches/symbol_order.py" "$(basename "$MCPVISOR"),$(basename "$MCPVISOR_BENCH")" \
-    "$ROOT/benches/symbol-order.txt" "$OUT"/*.cg
+    "$ROOT/benches/symbol-order.txt" "$OUT/client.cg,$OUT/client-conc.cg" "$OUT/http-stdio.cg" \
+    "$(IFS=,; echo "${stdio[*]}")" "$OUT/http-http.cg"

@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """Merges callgrind profiles into a linker symbol-ordering file.
 
-    symbol_order.py OBJECTS OUT PROFILE...
+    symbol_order.py OBJECTS OUT RUN...
     symbol_order.py --check BINARY ORDER
 
 Writes to OUT the mangled names of the functions of OBJECTS (substrings of
-the objects' paths, comma-separated: "mcpvisor,bench_client") that ran in any
-PROFILE, hottest first:
-each profile's instruction counts are scaled to its own total, so a short
-run (a client's startup) weighs as much as a long one. The linker places
-these functions first and together, so the code a run touches shares few
-pages (benches/symbol-order.sh, docs/benchmarks.md).
+the objects' paths, comma-separated: "mcpvisor,bench_client") that ran in
+any RUN. A RUN is one or more callgrind profiles, comma-separated, and the
+runs are given most important first. Functions are grouped by the set of
+runs that touched them, the groups sorted so that each run's functions
+are as close together as they can be (the first run's all in one stretch,
+the second's in at most two, ...), and hottest first within a group (each
+profile's counts scaled to its own total). The linker places them first in
+this order, so the code a run touches shares few pages and code a binary
+carries for another run does not sit between them (benches/symbol-order.sh,
+docs/benchmarks.md).
 """
 import collections
 import re
@@ -98,18 +102,27 @@ def main():
         return check(sys.argv[2], sys.argv[3])
     if len(sys.argv) < 4:
         sys.exit(__doc__)
-    wanted, out, profiles = sys.argv[1].split(","), sys.argv[2], sys.argv[3:]
+    wanted, out, runs = sys.argv[1].split(","), sys.argv[2], sys.argv[3:]
     weight = collections.Counter()
-    for path in profiles:
-        own = costs(path, wanted)
-        total = sum(own.values()) or 1
-        for name, ir in own.items():
-            if ir > 0:
-                weight[name] += ir / total
+    touched = collections.defaultdict(set)  # function -> the runs that ran it
+    for run, profiles in enumerate(runs):
+        for path in profiles.split(","):
+            own = costs(path, wanted)
+            total = sum(own.values()) or 1
+            for name, ir in own.items():
+                if ir > 0:
+                    weight[name] += ir / total
+                    touched[name].add(run)
+
+    # Lexicographic on "touched by run 0, by run 1, ...", touched first: run 0's
+    # functions are one stretch, run 1's at most two, and so on.
+    def place(name):
+        return (tuple(run not in touched[name] for run in range(len(runs))), -weight[name], name)
+
     with open(out, "w") as f:
-        for name, _ in sorted(weight.items(), key=lambda kv: (-kv[1], kv[0])):
+        for name in sorted(weight, key=place):
             f.write(name + "\n")
-    print(f"{out}: {len(weight)} functions from {len(profiles)} profiles", file=sys.stderr)
+    print(f"{out}: {len(weight)} functions from {len(runs)} runs", file=sys.stderr)
 
 
 if __name__ == "__main__":
