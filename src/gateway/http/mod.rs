@@ -71,7 +71,7 @@ pub use accept::{
 pub use guard::{Caller, Guard};
 pub use tls::{warn_if_key_exposed, Certificates};
 
-use crate::protocol::{error_codes, supported_versions, ErrorObject};
+use crate::protocol::{error_codes, supported_versions, ErrorObject, Message};
 use crate::server::outbox::Outbox;
 use crate::telemetry::metrics::FrontGauges;
 use limits::{Limits, Refusals, Requests};
@@ -94,10 +94,11 @@ const LAST_EVENT_ID: &str = "last-event-id";
 
 /// One downstream client session, as the HTTP front sees it.
 pub trait Port: Send + Sync + 'static {
-    /// Delivers one message from the client (its JSON text); answers and
-    /// the messages about it go to `outbox`. Resolves once the session
-    /// admitted it (back-pressure), `false` when the session is gone.
-    fn deliver(&self, message: Vec<u8>, outbox: Outbox) -> BoxFuture<'static, bool>;
+    /// Delivers one message from the client (parsed once, by the front that
+    /// checked it); answers and the messages about it go to `outbox`.
+    /// Resolves once the session admitted it (back-pressure), `false` when
+    /// the session is gone.
+    fn deliver(&self, message: Message, outbox: Outbox) -> BoxFuture<'static, bool>;
     /// Ends the session: its calls are cancelled.
     fn close(&self);
     /// Whether the session still serves (false once it stopped, e.g.

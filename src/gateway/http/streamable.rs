@@ -55,10 +55,11 @@ use crate::server::outbox::{Frame, Outbox};
 /// How often an idle SSE stream gets a comment, so proxies keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// What a POST body holds, once parsed.
+/// What a POST body holds, once parsed: as a tree for the checks here, and
+/// as the message the session is given (parsed once, not again by the port).
 struct Posted {
     value: Value,
-    bytes: Vec<u8>,
+    message: Message,
 }
 
 impl Posted {
@@ -73,11 +74,11 @@ impl Posted {
         self.method().is_some() && self.id().is_some()
     }
 
-    /// [`copy_trace_context`] into this message (its bytes follow).
+    /// [`copy_trace_context`] into this message (the message follows).
     fn take_trace_context(&mut self, headers: &HeaderMap) {
         if copy_trace_context(&mut self.value, headers) {
-            if let Ok(bytes) = serde_json::to_vec(&self.value) {
-                self.bytes = bytes;
+            if let Some(message) = serde_json::to_vec(&self.value).ok().and_then(|bytes| Message::parse(&bytes).ok()) {
+                self.message = message;
             }
         }
     }
@@ -118,10 +119,10 @@ fn parse(body: &Bytes) -> Result<Posted, Box<Response>> {
         let message = "Invalid request: JSON-RPC batches are not supported; send one message per POST";
         return Err(refuse(None, error_codes::INVALID_REQUEST, message.into()));
     }
-    if let Err(problem) = Message::parse(body) {
-        return Err(refuse(value.get("id"), error_codes::INVALID_REQUEST, format!("Invalid request: {problem}")));
+    match Message::parse(body) {
+        Ok(message) => Ok(Posted { value, message }),
+        Err(problem) => Err(refuse(value.get("id"), error_codes::INVALID_REQUEST, format!("Invalid request: {problem}"))),
     }
-    Ok(Posted { value, bytes: body.to_vec() })
 }
 
 /// The session a log belongs to, whose buffer bounds each push is trimmed to.
@@ -248,7 +249,7 @@ async fn serve_message(
     let own = session.is_none().then(|| ClosePort(port.clone()));
     let Some(permit) = permit else {
         // Answers to the server's requests and notifications: nothing comes back on this stream.
-        port.deliver(posted.bytes, outbox).await;
+        port.deliver(posted.message, outbox).await;
         drop((frames, busy, own));
         return with_session_header(StatusCode::ACCEPTED.into_response(), session.as_deref());
     };
@@ -266,7 +267,7 @@ async fn serve_message(
     let keeper = session.clone().map(|session| (front.clone(), session));
     pump(frames, log.clone(), posted.id().cloned(), hold, keeper);
     // A session that is gone drops the outbox unread: the pump then answers with an error.
-    port.deliver(posted.bytes, outbox).await;
+    port.deliver(posted.message, outbox).await;
     with_session_header(answer(log, own, permit).await, session.as_deref())
 }
 
