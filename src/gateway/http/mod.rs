@@ -229,16 +229,25 @@ struct Front {
 /// Counts one request in flight while it lives.
 struct InFlight(Arc<Front>);
 
+// Only the drain waits on the count, for zero: the receivers are told when
+// it gets there, not at every request (waking the watchers of a `watch`
+// takes the locks of all its waiter lists).
 impl InFlight {
     fn new(front: &Arc<Front>) -> InFlight {
-        front.in_flight.send_modify(|n| *n += 1);
+        front.in_flight.send_if_modified(|n| {
+            *n += 1;
+            false
+        });
         InFlight(front.clone())
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.in_flight.send_modify(|n| *n = n.saturating_sub(1));
+        self.0.in_flight.send_if_modified(|n| {
+            *n = n.saturating_sub(1);
+            *n == 0
+        });
     }
 }
 
