@@ -91,7 +91,7 @@ pub(super) async fn post(
             }
         }
     }
-    match session.port.deliver(message, outbox).await {
+    match session.port.deliver(message, None, outbox).await {
         true => StatusCode::ACCEPTED.into_response(),
         false => (StatusCode::NOT_FOUND, "Session not found: it ended; open a new stream at /sse").into_response(),
     }

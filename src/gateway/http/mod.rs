@@ -95,10 +95,11 @@ const LAST_EVENT_ID: &str = "last-event-id";
 /// One downstream client session, as the HTTP front sees it.
 pub trait Port: Send + Sync + 'static {
     /// Delivers one message from the client (parsed once, by the front that
-    /// checked it); answers and the messages about it go to `outbox`.
-    /// Resolves once the session admitted it (back-pressure), `false` when
-    /// the session is gone.
-    fn deliver(&self, message: Message, outbox: Outbox) -> BoxFuture<'static, bool>;
+    /// checked it), with its `params` as a tree when the front built one
+    /// (the session then does not parse them again); answers and the
+    /// messages about it go to `outbox`. Resolves once the session admitted
+    /// it (back-pressure), `false` when the session is gone.
+    fn deliver(&self, message: Message, params: Option<Value>, outbox: Outbox) -> BoxFuture<'static, bool>;
     /// Ends the session: its calls are cancelled.
     fn close(&self);
     /// Whether the session still serves (false once it stopped, e.g.

@@ -74,6 +74,13 @@ impl Posted {
         self.method().is_some() && self.id().is_some()
     }
 
+    /// The message, and its params as a tree (taken out of the whole one,
+    /// which the message was parsed from: they are the same JSON).
+    fn into_parts(mut self) -> (Message, Option<Value>) {
+        let params = self.value.as_object_mut().map(|message| message.remove("params").unwrap_or(Value::Null));
+        (self.message, params)
+    }
+
     /// [`copy_trace_context`] into this message (the message follows).
     fn take_trace_context(&mut self, headers: &HeaderMap) {
         if copy_trace_context(&mut self.value, headers) {
@@ -339,7 +346,8 @@ async fn serve_message(
     let own = session.is_none().then(|| ClosePort(port.clone()));
     let Some(permit) = permit else {
         // Answers to the server's requests and notifications: nothing comes back on this stream.
-        port.deliver(posted.message, outbox).await;
+        let (message, params) = posted.into_parts();
+        port.deliver(message, params, outbox).await;
         drop((frames, busy, own));
         return with_session_header(StatusCode::ACCEPTED.into_response(), session.as_deref());
     };
@@ -353,8 +361,9 @@ async fn serve_message(
     let keeper = session.clone().map(|session| (front.clone(), session));
     let request = posted.id().cloned().unwrap_or_default();
     let mut waiting = Waiting { frames: Some(frames), request, hold, keeper };
+    let (message, params) = posted.into_parts();
     // A session that is gone drops the outbox unread: the request is then answered with an error.
-    let (_, first) = tokio::join!(port.deliver(posted.message, outbox), waiting.first());
+    let (_, first) = tokio::join!(port.deliver(message, params, outbox), waiting.first());
     let response = match first {
         First::Answer(text, code) => {
             drop(waiting);
