@@ -82,6 +82,10 @@ pub struct Inbound {
     pub frame: InboundFrame,
     /// Where this message's answers go.
     pub stream: Outbox,
+    /// The message's `params` as a tree, when the transport already built it
+    /// (the HTTP front parses each body for its checks): the session then
+    /// does not parse them again. `None`: the session parses them.
+    pub params: Option<Value>,
 }
 
 /// The client is gone: cancels every open request and stops the session.
@@ -215,7 +219,7 @@ impl GatewaySession {
     }
 
     /// Takes one inbound frame: what is no request is handled here.
-    fn took(&mut self, frame: InboundFrame, stream: Outbox, ctx: &mut Context<Self>) -> Took {
+    fn took(&mut self, frame: InboundFrame, stream: Outbox, parsed: Option<Value>, ctx: &mut Context<Self>) -> Took {
         let message = match frame {
             Ok(message) => message,
             Err(error) => {
@@ -236,10 +240,12 @@ impl GatewaySession {
                 Took::Done
             }
             RpcMessage::Notification { method, params } => {
-                self.notified(&method, params_value(params.as_deref()), ctx);
+                self.notified(&method, parsed.unwrap_or_else(|| params_value(params.as_deref())), ctx);
                 Took::Done
             }
-            RpcMessage::Request { id, method, params } => Took::Request { id, method, params: params_value(params.as_deref()), stream },
+            RpcMessage::Request { id, method, params } => {
+                Took::Request { id, method, params: parsed.unwrap_or_else(|| params_value(params.as_deref())), stream }
+            }
         }
     }
 
@@ -471,7 +477,8 @@ impl Handler<Inbound> for GatewaySession {
             Ok(RpcMessage::Request { id, .. }) => Some((id.clone(), inbound.stream.clone())),
             _ => None,
         };
-        let took = self.guarded("a client message", answer_to, ctx, |session, ctx| session.took(inbound.frame, inbound.stream, ctx));
+        let Inbound { frame, stream, params } = inbound;
+        let took = self.guarded("a client message", answer_to, ctx, |session, ctx| session.took(frame, stream, params, ctx));
         let Ok(took) = took else { return Box::pin(fut::ready(())) };
         let (id, method, params, stream) = match took {
             Took::Done => return Box::pin(fut::ready(())),

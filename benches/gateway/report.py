@@ -20,11 +20,12 @@ CPU = "machine_cpu_us_per_call"
 # Each gateway row and the direct row it is compared with.
 BASELINE = {"relay-stdio": "direct-stdio", "gateway-stdio": "direct-stdio", "gateway-stdio-spread": "direct-stdio",
             "gateway-http-stdio-t0": "direct-stdio", "gateway-http-stdio-spread": "direct-stdio", "gateway-http": "direct-http", "gateway-http-stdio": "direct-stdio",
-            "supergateway": "direct-stdio", "agentgateway": "direct-stdio"}
+            "supergateway": "direct-stdio", "agentgateway": "direct-stdio",
+            "gateway-http-before": "direct-http", "gateway-http-stdio-before": "direct-stdio"}
 
 # The rows whose gateway process's own CPU is measured (run.sh's GW_PID).
 GW_OWN_CPU = ["gateway-http", "gateway-http-stdio", "gateway-http-stdio-t0", "gateway-http-stdio-spread", "supergateway",
-              "agentgateway"]
+              "agentgateway", "gateway-http-before", "gateway-http-stdio-before"]
 
 # The HTTP gateways in front of the stdio echo server: mcpvisor's and the peers'.
 HTTP_OVER_STDIO = ["gateway-http-stdio", "supergateway", "agentgateway"]
@@ -73,6 +74,21 @@ def main(path):
             own = " / ".join(fmt(paired(runs, c, t0, m, "gateway_cpu_us_per_call", False), "{:.2f}") for m in ("seq", "conc")) \
                 if c in GW_OWN_CPU else "-"
             print(f"| {c} | " + " | ".join(fmt(x, "{:.2f}") for x in cells) + f" | {own} |")
+
+    before = [(c, c + "-before") for c in ("gateway-http", "gateway-http-stdio") if c in clients and c + "-before" in clients]
+    if before:
+        print("\nMCPVISOR over MCPVISOR_BEFORE (the same rows of two binaries), paired by round: calls/s, the machine's "
+              "CPU per call, and the gateway process's own CPU per call (seq / K)\n")
+        print("| path | seq calls/s x | K calls/s x | K CPU x | gateway CPU us/call before (seq / K) "
+              "| after (seq / K) | gateway CPU x (seq / K) |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for c, b in before:
+            cells = [paired(runs, c, b, m, k, inv)
+                     for m, k, inv in (("seq", "calls_per_s", False), ("conc", "calls_per_s", False), ("conc", CPU, False))]
+            own = [fmt(med(x, m, "gateway_cpu_us_per_call")) for x in (b, c) for m in ("seq", "conc")]
+            ratios = " / ".join(fmt(paired(runs, c, b, m, "gateway_cpu_us_per_call", False), "{:.2f}") for m in ("seq", "conc"))
+            print(f"| {c} | " + " | ".join(fmt(x, "{:.2f}") for x in cells)
+                  + f" | {own[0]} / {own[1]} | {own[2]} / {own[3]} | {ratios} |")
 
     peers = [c for c in HTTP_OVER_STDIO if c in clients]
     if len(peers) < 2:

@@ -32,7 +32,11 @@
 # MCPVISOR (release binary, default target/release/mcpvisor), MCPVISOR_BENCH
 # (release examples/bench_client), STDIO_ECHO (a stdio MCP echo server; by
 # default the shared peers' mcp-echo-server, built into $SCRATCH), CHART
-# (the SVG written from the run; docs/charts/gateway.svg, "" for none).
+# (the SVG written from the run; docs/charts/gateway.svg, "" for none),
+# MCPVISOR_BEFORE (a second mcpvisor binary, e.g. built from a branch's
+# base: adds the rows gateway-http-before and gateway-http-stdio-before,
+# paired with the same rows of MCPVISOR in each round), ONLY (the rows to
+# run, by name, e.g. "direct-http gateway-http gateway-http-before"; all by default).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -103,9 +107,9 @@ SH
 chmod +x "$SCRATCH/relay-stdio.sh"
 
 # `serve --http` on a free port; its stderr line says where.
-start_http_gateway() { # CONFIG VAR [CONNECTION_THREADS]: starts the gateway, sets VAR to its URL
+start_http_gateway() { # CONFIG VAR [CONNECTION_THREADS] [BINARY]: starts the gateway, sets VAR to its URL
     local log=$SCRATCH/serve-$2.log url=
-    env ${3:+MCPVISOR_CONNECTION_THREADS=$3} "$MCPVISOR" --config "$1" serve --server bench --http 127.0.0.1:0 </dev/null >/dev/null 2>"$log" &
+    env ${3:+MCPVISOR_CONNECTION_THREADS=$3} "${4:-$MCPVISOR}" --config "$1" serve --server bench --http 127.0.0.1:0 </dev/null >/dev/null 2>"$log" &
     pids+=($!)
     for _ in $(seq 1 200); do
         url=$(sed -n 's/.*serving MCP at \(http[^ ]*\).*/\1/p' "$log" 2>/dev/null || true)
@@ -125,6 +129,13 @@ ROWS=("direct-stdio $STDIO_ECHO" "relay-stdio $SCRATCH/relay-stdio.sh" "gateway-
       "gateway-stdio-spread $SCRATCH/gateway-stdio-spread.sh" "direct-http $HTTP_ECHO" "gateway-http $GW_HTTP" \
       "gateway-http-stdio $GW_HTTP_STDIO" "gateway-http-stdio-t0 $GW_HTTP_STDIO_T0" \
       "gateway-http-stdio-spread $GW_HTTP_STDIO_SPREAD")
+if [ -n "${MCPVISOR_BEFORE:-}" ]; then
+    start_http_gateway "$SCRATCH/http.toml" GW_HTTP_BEFORE "" "$MCPVISOR_BEFORE"
+    start_http_gateway "$SCRATCH/stdio.toml" GW_HTTP_STDIO_BEFORE "" "$MCPVISOR_BEFORE"
+    GW_PID[gateway-http-before]=${pids[-2]}
+    GW_PID[gateway-http-stdio-before]=${pids[-1]}
+    ROWS+=("gateway-http-before $GW_HTTP_BEFORE" "gateway-http-stdio-before $GW_HTTP_STDIO_BEFORE")
+fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_listening() { # PORT NAME LOG
@@ -179,6 +190,12 @@ peak_rss_kb() { awk '/^VmHWM:/{print $2}' "/proc/$1/status"; }
 # server), in clock ticks: the work a call costs, whatever the cores.
 TICKS=$(getconf CLK_TCK)
 busy_jiffies() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9; exit}' /proc/stat; }
+
+if [ -n "${ONLY:-}" ]; then
+    kept=()
+    for row in "${ROWS[@]}"; do [[ " $ONLY " == *" ${row%% *} "* ]] && kept+=("$row"); done
+    ROWS=("${kept[@]}")
+fi
 
 RESULTS=$SCRATCH/results/$(date -u +%Y%m%dT%H%M%SZ).jsonl
 printf '{"n":%s,"k":%s,"rounds":%s}\n' "$N" "$K" "$ROUNDS" >"$RESULTS"

@@ -92,7 +92,7 @@ where
     bridge.attach(session.downgrade());
     let mut input = FramedRead::new(input, JsonRpcCodec::new(DEFAULT_MAX_FRAME));
     while let Some(Ok(frame)) = input.next().await {
-        if session.send(Inbound { frame, stream: outbox.clone() }).await.is_err() {
+        if session.send(Inbound { frame, stream: outbox.clone(), params: None }).await.is_err() {
             break;
         }
     }

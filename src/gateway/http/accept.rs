@@ -479,13 +479,24 @@ where
     // `shutdown_after_first`: the drain began before this connection's first request was read; shutting it down
     // then would close it under a request on its way (hyper closes an idle connection at once).
     let (mut shutting_down, mut shutdown_after_first) = (false, false);
+    // Made once, not at each turn of the loop (a request turns it two or three
+    // times): the waits on the tokens stay registered, and the one timer is
+    // moved when the deadline moves. While a request is served there is no
+    // deadline and the timer is not polled: its end (`Serving`) tells `changed`.
+    let (drain_begun, drain_over) = (draining.cancelled(), closing.cancelled());
+    let timer = tokio::time::sleep_until(Instant::now() + limits.header_timeout);
+    tokio::pin!(drain_begun, drain_over, timer);
     loop {
         if shutdown_after_first && !shutting_down && activity.phase().serving > 0 {
             connection.as_mut().graceful_shutdown();
             shutting_down = true;
         }
         let deadline = activity.deadline(&limits);
-        let wake_at = deadline.map_or_else(|| Instant::now() + limits.header_timeout.min(limits.idle_timeout), |(at, _)| at);
+        if let Some((at, _)) = deadline {
+            if timer.deadline() != at {
+                timer.as_mut().reset(at);
+            }
+        }
         tokio::select! {
             result = connection.as_mut() => {
                 if let Err(error) = result {
@@ -493,7 +504,7 @@ where
                 }
                 return;
             }
-            () = draining.cancelled(), if !shutting_down && !shutdown_after_first => {
+            () = &mut drain_begun, if !shutting_down && !shutdown_after_first => {
                 let fresh = { let phase = activity.phase(); phase.fresh && phase.serving == 0 };
                 if fresh {
                     shutdown_after_first = true;
@@ -502,7 +513,7 @@ where
                     shutting_down = true;
                 }
             }
-            () = closing.cancelled(), if !shutting_down => {
+            () = &mut drain_over, if !shutting_down => {
                 if activity.phase().serving == 0 {
                     return;
                 }
@@ -510,7 +521,7 @@ where
                 shutting_down = true;
             }
             () = activity.changed.notified() => {}
-            () = tokio::time::sleep_until(wake_at) => {
+            () = &mut timer, if deadline.is_some() => {
                 let Some((at, expiry)) = activity.deadline(&limits) else { continue };
                 if at > Instant::now() {
                     continue;

@@ -74,23 +74,24 @@ pub(super) async fn post(
     let Some(session) = front.sessions.get(&id, caller.as_deref()) else {
         return (StatusCode::NOT_FOUND, "Session not found: open a new stream at /sse").into_response();
     };
-    if let Err(problem) = Message::parse(&body) {
-        return rpc_refusal(StatusCode::BAD_REQUEST, None, error_codes::PARSE_ERROR, format!("Invalid message: {problem}"));
-    }
+    let mut message = match Message::parse(&body) {
+        Ok(message) => message,
+        Err(problem) => return rpc_refusal(StatusCode::BAD_REQUEST, None, error_codes::PARSE_ERROR, format!("Invalid message: {problem}")),
+    };
     let Some(outbox) = session.legacy_outbox.get().cloned() else {
         return (StatusCode::NOT_FOUND, "Session not found: open a new stream at /sse").into_response();
     };
     let _busy = session.hold();
     // As on the streamable path: a `traceparent` header goes into the request's `_meta`.
-    let mut bytes = body.to_vec();
-    if let Some(mut message) =
-        headers.contains_key("traceparent").then(|| serde_json::from_slice::<serde_json::Value>(&body).ok()).flatten()
+    if let Some(mut value) = headers.contains_key("traceparent").then(|| serde_json::from_slice::<serde_json::Value>(&body).ok()).flatten()
     {
-        if copy_trace_context(&mut message, &headers) {
-            bytes = serde_json::to_vec(&message).unwrap_or(bytes);
+        if copy_trace_context(&mut value, &headers) {
+            if let Some(traced) = serde_json::to_vec(&value).ok().and_then(|bytes| Message::parse(&bytes).ok()) {
+                message = traced;
+            }
         }
     }
-    match session.port.deliver(bytes, outbox).await {
+    match session.port.deliver(message, None, outbox).await {
         true => StatusCode::ACCEPTED.into_response(),
         false => (StatusCode::NOT_FOUND, "Session not found: it ended; open a new stream at /sse").into_response(),
     }

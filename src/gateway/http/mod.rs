@@ -71,7 +71,7 @@ pub use accept::{
 pub use guard::{Caller, Guard};
 pub use tls::{warn_if_key_exposed, Certificates};
 
-use crate::protocol::{error_codes, supported_versions, ErrorObject};
+use crate::protocol::{error_codes, supported_versions, ErrorObject, Message};
 use crate::server::outbox::Outbox;
 use crate::telemetry::metrics::FrontGauges;
 use limits::{Limits, Refusals, Requests};
@@ -94,10 +94,12 @@ const LAST_EVENT_ID: &str = "last-event-id";
 
 /// One downstream client session, as the HTTP front sees it.
 pub trait Port: Send + Sync + 'static {
-    /// Delivers one message from the client (its JSON text); answers and
-    /// the messages about it go to `outbox`. Resolves once the session
-    /// admitted it (back-pressure), `false` when the session is gone.
-    fn deliver(&self, message: Vec<u8>, outbox: Outbox) -> BoxFuture<'static, bool>;
+    /// Delivers one message from the client (parsed once, by the front that
+    /// checked it), with its `params` as a tree when the front built one
+    /// (the session then does not parse them again); answers and the
+    /// messages about it go to `outbox`. Resolves once the session admitted
+    /// it (back-pressure), `false` when the session is gone.
+    fn deliver(&self, message: Message, params: Option<Value>, outbox: Outbox) -> BoxFuture<'static, bool>;
     /// Ends the session: its calls are cancelled.
     fn close(&self);
     /// Whether the session still serves (false once it stopped, e.g.
@@ -228,16 +230,25 @@ struct Front {
 /// Counts one request in flight while it lives.
 struct InFlight(Arc<Front>);
 
+// Only the drain waits on the count, for zero: the receivers are told when
+// it gets there, not at every request (waking the watchers of a `watch`
+// takes the locks of all its waiter lists).
 impl InFlight {
     fn new(front: &Arc<Front>) -> InFlight {
-        front.in_flight.send_modify(|n| *n += 1);
+        front.in_flight.send_if_modified(|n| {
+            *n += 1;
+            false
+        });
         InFlight(front.clone())
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.in_flight.send_modify(|n| *n = n.saturating_sub(1));
+        self.0.in_flight.send_if_modified(|n| {
+            *n = n.saturating_sub(1);
+            *n == 0
+        });
     }
 }
 

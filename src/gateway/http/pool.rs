@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use actix::Addr;
 use futures::future::BoxFuture;
+use serde_json::Value;
 
 use super::{Gateway, Port};
 use crate::actors::gateway::bridge::ClientBridge;
@@ -29,12 +30,9 @@ pub struct PoolGateway {
 struct SessionPort(Addr<GatewaySession>);
 
 impl Port for SessionPort {
-    fn deliver(&self, message: Vec<u8>, outbox: Outbox) -> BoxFuture<'static, bool> {
+    fn deliver(&self, message: Message, params: Option<Value>, outbox: Outbox) -> BoxFuture<'static, bool> {
         let session = self.0.clone();
-        Box::pin(async move {
-            let Ok(frame) = Message::parse(&message) else { return false };
-            session.send(Inbound { frame: Ok(frame), stream: outbox }).await.is_ok()
-        })
+        Box::pin(async move { session.send(Inbound { frame: Ok(message), stream: outbox, params }).await.is_ok() })
     }
 
     fn close(&self) {

@@ -55,10 +55,11 @@ use crate::server::outbox::{Frame, Outbox};
 /// How often an idle SSE stream gets a comment, so proxies keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// What a POST body holds, once parsed.
+/// What a POST body holds, once parsed: as a tree for the checks here, and
+/// as the message the session is given (parsed once, not again by the port).
 struct Posted {
     value: Value,
-    bytes: Vec<u8>,
+    message: Message,
 }
 
 impl Posted {
@@ -73,11 +74,18 @@ impl Posted {
         self.method().is_some() && self.id().is_some()
     }
 
-    /// [`copy_trace_context`] into this message (its bytes follow).
+    /// The message, and its params as a tree (taken out of the whole one,
+    /// which the message was parsed from: they are the same JSON).
+    fn into_parts(mut self) -> (Message, Option<Value>) {
+        let params = self.value.as_object_mut().map(|message| message.remove("params").unwrap_or(Value::Null));
+        (self.message, params)
+    }
+
+    /// [`copy_trace_context`] into this message (the message follows).
     fn take_trace_context(&mut self, headers: &HeaderMap) {
         if copy_trace_context(&mut self.value, headers) {
-            if let Ok(bytes) = serde_json::to_vec(&self.value) {
-                self.bytes = bytes;
+            if let Some(message) = serde_json::to_vec(&self.value).ok().and_then(|bytes| Message::parse(&bytes).ok()) {
+                self.message = message;
             }
         }
     }
@@ -118,10 +126,10 @@ fn parse(body: &Bytes) -> Result<Posted, Box<Response>> {
         let message = "Invalid request: JSON-RPC batches are not supported; send one message per POST";
         return Err(refuse(None, error_codes::INVALID_REQUEST, message.into()));
     }
-    if let Err(problem) = Message::parse(body) {
-        return Err(refuse(value.get("id"), error_codes::INVALID_REQUEST, format!("Invalid request: {problem}")));
+    match Message::parse(body) {
+        Ok(message) => Ok(Posted { value, message }),
+        Err(problem) => Err(refuse(value.get("id"), error_codes::INVALID_REQUEST, format!("Invalid request: {problem}"))),
     }
-    Ok(Posted { value, bytes: body.to_vec() })
 }
 
 /// The session a log belongs to, whose buffer bounds each push is trimmed to.
@@ -130,7 +138,13 @@ pub(super) type Keeper = Option<(Arc<Front>, Arc<Session>)>;
 /// Copies an outbox into a log until the request's answer (then the log
 /// closes) or the end of the session. A request left unanswered gets an
 /// error answer, so no stream waits forever.
-pub(super) fn pump(
+pub(super) fn pump(frames: mpsc::Receiver<Frame>, log: Arc<EventLog>, request: Option<Value>, hold: Vec<Box<dyn Send>>, keeper: Keeper) {
+    pump_from(None, frames, log, request, hold, keeper);
+}
+
+/// [`pump`], `first` (already taken from `frames`) first.
+fn pump_from(
+    mut first: Option<Frame>,
     mut frames: mpsc::Receiver<Frame>,
     log: Arc<EventLog>,
     request: Option<Value>,
@@ -139,9 +153,16 @@ pub(super) fn pump(
 ) {
     tokio::spawn(async move {
         let _hold = hold;
-        while let Some(frame) = frames.recv().await {
+        loop {
+            let frame = match first.take() {
+                Some(frame) => frame,
+                None => match frames.recv().await {
+                    Some(frame) => frame,
+                    None => break,
+                },
+            };
             let text: Arc<str> = String::from_utf8_lossy(frame.json()).into();
-            let answers = request.as_ref().is_some_and(|id| answers_request(&frame, id));
+            let answers = request.as_ref().is_some_and(|id| Message::parse(frame.json()).is_ok_and(|message| answers(&message, id)));
             log.push(text);
             if let Some((front, session)) = &keeper {
                 front.sessions.trim(session, &log);
@@ -152,20 +173,92 @@ pub(super) fn pump(
             }
         }
         if let Some(id) = request {
-            let error = serde_json::json!({"jsonrpc": "2.0", "id": id,
-                "error": {"code": error_codes::INTERNAL_ERROR, "message": "The gateway session ended before answering; send the request again"}});
-            log.push(error.to_string().into());
+            log.push(unanswered(id).into());
         }
         log.close();
     });
 }
 
-/// Whether `frame` is the response to the request of id `id`: one parse,
-/// which leaves the result unparsed.
-fn answers_request(frame: &Frame, id: &Value) -> bool {
-    match Message::parse(frame.json()) {
-        Ok(Message::Response { id: Some(answered), .. }) => serde_json::to_value(&answered).is_ok_and(|answered| answered == *id),
+/// The error answer to request `id` whose session ended before answering it.
+fn unanswered(id: Value) -> String {
+    let message = "The gateway session ended before answering; send the request again";
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": error_codes::INTERNAL_ERROR, "message": message}}).to_string()
+}
+
+/// Whether `message` is the response to the request of id `id` (read by
+/// [`Message::parse`], which leaves the result unparsed).
+fn answers(message: &Message, id: &Value) -> bool {
+    match message {
+        Message::Response { id: Some(answered), .. } => serde_json::to_value(answered).is_ok_and(|answered| answered == *id),
         _ => false,
+    }
+}
+
+/// A request's stream until its first message. When that is the answer it
+/// becomes the JSON response at once: no log, no pump task, no second
+/// parse. Otherwise, or when the response is dropped before the first
+/// message (the client went), the stream goes on in a [`pump`] as before,
+/// holding the request's permit and its count in flight until it is
+/// answered or its session ends.
+struct Waiting {
+    frames: Option<mpsc::Receiver<Frame>>,
+    request: Value,
+    hold: Vec<Box<dyn Send>>,
+    keeper: Keeper,
+}
+
+/// The first message of a request's stream.
+enum First {
+    /// The answer, as the JSON text of the response, and its error's code if it is one.
+    Answer(String, Option<i64>),
+    /// Another message: the answer comes as an SSE stream.
+    Other(Frame),
+}
+
+impl Waiting {
+    async fn first(&mut self) -> First {
+        let Some(frames) = self.frames.as_mut() else { return First::Answer(unanswered(self.request.clone()), None) };
+        let Some(frame) = frames.recv().await else {
+            self.frames = None;
+            return First::Answer(unanswered(self.request.clone()), Some(error_codes::INTERNAL_ERROR));
+        };
+        match Message::parse(frame.json()) {
+            Ok(message) if answers(&message, &self.request) => {
+                self.frames = None;
+                let code = match message {
+                    Message::Response { outcome: Err(error), .. } => Some(error.code),
+                    _ => None,
+                };
+                let mut bytes = frame.0;
+                if bytes.last() == Some(&b'\n') {
+                    bytes.pop();
+                }
+                let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                First::Answer(text, code)
+            }
+            _ => First::Other(frame),
+        }
+    }
+
+    /// Pumps the rest of the stream (after `first`) into a log of its own, which it returns.
+    fn pump(&mut self, first: Option<Frame>) -> Option<Arc<EventLog>> {
+        let frames = self.frames.take()?;
+        let log = match &self.keeper {
+            Some((_, session)) => session.open_stream(),
+            None => EventLog::new(1),
+        };
+        let hold = std::mem::take(&mut self.hold);
+        pump_from(first, frames, log.clone(), Some(self.request.clone()), hold, self.keeper.take());
+        Some(log)
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        // The client went before the first message: the request goes on as it would have.
+        if self.frames.is_some() && tokio::runtime::Handle::try_current().is_ok() {
+            self.pump(None);
+        }
     }
 }
 
@@ -192,8 +285,18 @@ impl Drop for ClosePort {
     }
 }
 
-/// Answers a request from its stream: JSON when the first message is the
-/// answer (then nothing of it is kept: a JSON answer has no event id to
+/// A request's answer as a JSON response: 200, or for a 2026-07-28
+/// request (`modern`) whose answer is an error, that error's status.
+fn json_answer(text: String, code: Option<i64>, modern: bool) -> Response {
+    let status = match (modern, code) {
+        (true, Some(code)) => modern::status_of_error(code),
+        _ => StatusCode::OK,
+    };
+    (status, [(header::CONTENT_TYPE, "application/json")], text).into_response()
+}
+
+/// Answers a request from its log: JSON when the first message is a
+/// response (then nothing of it is kept: a JSON answer has no event id to
 /// resume from), SSE otherwise. `stateless` is the 2026-07-28 request's own
 /// session, ended if the response is dropped before its end; `permit`
 /// lasts as long as the response.
@@ -205,13 +308,8 @@ async fn answer(log: Arc<EventLog>, stateless: Option<ClosePort>, permit: Arc<Pe
     };
     // One parse that leaves a result unparsed: only an error's code matters here.
     if let Ok(Message::Response { outcome, .. }) = Message::parse(first.data.as_bytes()) {
-        let code = outcome.err().map(|error| error.code);
-        let status = match (modern, code) {
-            (true, Some(code)) => modern::status_of_error(code),
-            _ => StatusCode::OK,
-        };
         log.release_before(u64::MAX);
-        return (status, [(header::CONTENT_TYPE, "application/json")], first.data.to_string()).into_response();
+        return json_answer(first.data.to_string(), outcome.err().map(|error| error.code), modern);
     }
     let stream = futures::stream::iter([first]).chain(events).map(move |event| {
         let _ = (&stateless, &permit);
@@ -248,13 +346,10 @@ async fn serve_message(
     let own = session.is_none().then(|| ClosePort(port.clone()));
     let Some(permit) = permit else {
         // Answers to the server's requests and notifications: nothing comes back on this stream.
-        port.deliver(posted.bytes, outbox).await;
+        let (message, params) = posted.into_parts();
+        port.deliver(message, params, outbox).await;
         drop((frames, busy, own));
         return with_session_header(StatusCode::ACCEPTED.into_response(), session.as_deref());
-    };
-    let log = match &session {
-        Some(session) => session.open_stream(),
-        None => EventLog::new(1),
     };
     let mut hold: Vec<Box<dyn Send>> = vec![Box::new(InFlight::new(front)), Box::new(permit.clone())];
     if let Some(busy) = busy {
@@ -264,10 +359,22 @@ async fn serve_message(
         hold.push(Box::new(ClosePort(port.clone())));
     }
     let keeper = session.clone().map(|session| (front.clone(), session));
-    pump(frames, log.clone(), posted.id().cloned(), hold, keeper);
-    // A session that is gone drops the outbox unread: the pump then answers with an error.
-    port.deliver(posted.bytes, outbox).await;
-    with_session_header(answer(log, own, permit).await, session.as_deref())
+    let request = posted.id().cloned().unwrap_or_default();
+    let mut waiting = Waiting { frames: Some(frames), request, hold, keeper };
+    let (message, params) = posted.into_parts();
+    // A session that is gone drops the outbox unread: the request is then answered with an error.
+    let (_, first) = tokio::join!(port.deliver(message, params, outbox), waiting.first());
+    let response = match first {
+        First::Answer(text, code) => {
+            drop(waiting);
+            json_answer(text, code, own.is_some())
+        }
+        First::Other(frame) => match waiting.pump(Some(frame)) {
+            Some(log) => answer(log, own, permit).await,
+            None => rpc_refusal(StatusCode::INTERNAL_SERVER_ERROR, None, error_codes::INTERNAL_ERROR, "The request's stream ended empty"),
+        },
+    };
+    with_session_header(response, session.as_deref())
 }
 
 pub(super) async fn post(
