@@ -18,6 +18,7 @@ docs/benchmarks.md).
 """
 import collections
 import re
+import subprocess
 import sys
 
 ENTRY = re.compile(r"\((\d+)\)(?: (.*))?")
@@ -69,8 +70,6 @@ def costs(path, wanted):
 def check(binary, order):
     """Where the ordered functions landed in `binary`'s text (`nm`): linked
     with the order, they are its first functions, one after the other."""
-    import subprocess
-
     wanted = [line.strip() for line in open(order) if line.strip()]
     rank = {name: i for i, name in enumerate(wanted)}
     nm = subprocess.run(["nm", "-n", "-S", "--defined-only", binary],

@@ -19,7 +19,7 @@ use futures::StreamExt;
 
 use super::guard::Caller;
 use super::limits::Client;
-use super::streamable::{copy_trace_context, open_session, stopping};
+use super::streamable::{open_session, stopping, with_trace_context};
 use super::{rpc_refusal, Front, MESSAGE_PATH};
 use crate::protocol::{error_codes, Message};
 
@@ -85,10 +85,8 @@ pub(super) async fn post(
     // As on the streamable path: a `traceparent` header goes into the request's `_meta`.
     if let Some(mut value) = headers.contains_key("traceparent").then(|| serde_json::from_slice::<serde_json::Value>(&body).ok()).flatten()
     {
-        if copy_trace_context(&mut value, &headers) {
-            if let Some(traced) = serde_json::to_vec(&value).ok().and_then(|bytes| Message::parse(&bytes).ok()) {
-                message = traced;
-            }
+        if let Some(traced) = with_trace_context(&mut value, &headers) {
+            message = traced;
         }
     }
     match session.port.deliver(message, None, outbox).await {

@@ -81,21 +81,28 @@ impl Posted {
         (self.message, params)
     }
 
-    /// [`copy_trace_context`] into this message (the message follows).
+    /// [`with_trace_context`] into this message (the message follows).
     fn take_trace_context(&mut self, headers: &HeaderMap) {
-        if copy_trace_context(&mut self.value, headers) {
-            if let Some(message) = serde_json::to_vec(&self.value).ok().and_then(|bytes| Message::parse(&bytes).ok()) {
-                self.message = message;
-            }
+        if let Some(message) = with_trace_context(&mut self.value, headers) {
+            self.message = message;
         }
     }
+}
+
+/// [`copy_trace_context`], then the message read again from the tree it
+/// changed; `None` when nothing was copied (the message is as it was).
+pub(super) fn with_trace_context(message: &mut Value, headers: &HeaderMap) -> Option<Message> {
+    if !copy_trace_context(message, headers) {
+        return None;
+    }
+    serde_json::to_vec(message).ok().and_then(|bytes| Message::parse(&bytes).ok())
 }
 
 /// Copies the W3C `traceparent` (and `tracestate`) header of the POST that
 /// brought request `message` into its `params._meta`, where the gateway
 /// reads trace context (SEP-414), unless `_meta` has its own; whether it
 /// did. Without the header, or for a notification or response, nothing changes.
-pub(super) fn copy_trace_context(message: &mut Value, headers: &HeaderMap) -> bool {
+fn copy_trace_context(message: &mut Value, headers: &HeaderMap) -> bool {
     let Some(parent) = header_text(headers, TRACEPARENT) else { return false };
     let is_request = message.get("method").is_some_and(Value::is_string) && message.get("id").is_some();
     if !is_request || message.get("params").is_some_and(|params| !params.is_object()) {
